@@ -1,0 +1,29 @@
+# Quick start: `make demo` then `make test`. Both create .venv when it is missing.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+# The demo agent is honest and fails some cases, so exit 1 (failed cases) is a normal outcome here.
+demo: $(STAMP)
+	@rc=0; $(VENV)/bin/agent-eval run --cases cases/test_cases.json --no-judge || rc=$$?; \
+	  echo "agent-eval exited $$rc (0 = all passed, 1 = some cases failed, 2 = error)"; test $$rc -le 1
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+lint: $(STAMP)
+	$(PY) -m ruff check agent_eval tests bench
+
+bench: $(STAMP)
+	$(PY) bench/overhead.py
+
+clean:
+	rm -rf $(VENV) reports/*.json reports/*.jsonl reports/*.html

@@ -1,0 +1,9 @@
+"""agent-eval: a benchmark runner for tool-calling AI agents.
+
+The public API: `tool` (declare a tool), `ToolError` (what `task.call_tool` raises).
+"""
+from agent_eval.errors import ToolError
+from agent_eval.tools import tool
+
+__all__ = ["ToolError", "tool"]
+__version__ = "0.1.0"

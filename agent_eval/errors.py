@@ -1,0 +1,40 @@
+"""The user-mistake errors: each becomes one short message on stderr and exit 2."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Problem:
+    """One problem in a case file: where it is and how to fix it."""
+
+    path: str
+    case_id: str | None
+    field: str | None
+    message: str
+
+    def __str__(self) -> str:
+        where = self.path
+        if self.case_id is not None:
+            where += f", case {self.case_id!r}"
+        if self.field:
+            where += f", field {self.field!r}"
+        return f"{where}: {self.message}"
+
+
+@dataclass
+class CaseFileError(Exception):
+    """A case file (or a file it names) is invalid; `problems` lists every problem found."""
+
+    problems: list[Problem] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return "\n".join(str(p) for p in self.problems)
+
+
+class ConfigError(Exception):
+    """A setting is missing or wrong (no model, no key, bad flag, unimportable agent)."""
+
+
+class ToolError(Exception):
+    """Raised by `task.call_tool` when the tool call ended in an error."""
