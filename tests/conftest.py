@@ -1,0 +1,34 @@
+"""Shared fixtures. Tests import the loopback server as `from tests.loopback import ...`.
+
+The repository root is put on sys.path here so that import works however pytest is started
+(`make test`, `.venv/bin/pytest`, or from another directory).
+"""
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests.loopback import LoopbackServer, Script
+
+
+@pytest.fixture
+def loopback() -> Iterator[Callable[..., LoopbackServer]]:
+    """A factory: `srv = loopback(script, latency_s=0, fail_every=None)`, stopped after the test."""
+    servers: list[LoopbackServer] = []
+
+    def start(script: Script, latency_s: float = 0.0, fail_every: dict[int, int] | None = None,
+              **options: object) -> LoopbackServer:
+        server = LoopbackServer(script, latency_s=latency_s, fail_every=fail_every, **options)
+        servers.append(server.start())
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
