@@ -1,0 +1,349 @@
+"""The Rich terminal report, drawn only from the JSON report dict (DESIGN §7).
+
+Rich renders, it doesn't decide: every figure shown here is read from the report dict, so the
+terminal and the JSON file can never disagree. Runs may come without a `trace` (the runner keeps
+traces out of memory), so nothing here requires one.
+
+The report is a list of section renderers, `SECTIONS`. Each takes `(report, console)` and prints
+nothing when its data is absent. A later section (judge summary, scorers, gate table, user-sim
+dialogue) is one function and one entry in that list.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+Report = dict[str, Any]
+SectionRenderer = Callable[[Report, Console], None]
+
+NA = "n/a"
+NO_SUCCESSES = "no successes"
+REASON_MAX_CHARS = 100
+
+STATUS_STYLES = {"passed": "green", "failed": "red", "error": "magenta", "skipped": "yellow"}
+
+EXIT_MEANINGS = {
+    0: ("PASS", "green", "every selected case passed"),
+    1: ("FAIL", "red", "a case failed or the baseline gate found a regression"),
+    2: ("ERROR", "magenta", "a case ended in an infrastructure error, or every case was skipped"),
+    130: ("INTERRUPTED", "yellow", "interrupted; resume with --resume"),
+}
+
+
+# ---------------------------------------------------------------- number formats
+# One format per kind of value, used everywhere: rates as fractions with three decimals (the
+# units of the JSON report and of --gate MAX_DROP), costs in dollars, seconds with 2-3 decimals.
+
+def format_rate(value: float | None) -> str:
+    """A rate in [0, 1] as `0.875`; null as `n/a`."""
+    return NA if value is None else f"{value:.3f}"
+
+
+def format_cost(value: float | None) -> str:
+    """A cost in USD as `$0.0012` (`$12.35` from one dollar up); null as `n/a`."""
+    if value is None:
+        return NA
+    if value >= 1:
+        return f"${value:,.2f}"
+    if value == 0 or value >= 0.0001:
+        return f"${value:.4f}"
+    return f"${value:.1e}"  # four decimals would print a real, tiny cost as $0.0000
+
+
+def format_seconds(value: float | None) -> str:
+    """A duration as `0.123s`, `1.23s`, `12.3s` or `123s`; null as `n/a`."""
+    if value is None:
+        return NA
+    if value >= 100:
+        return f"{value:.0f}s"
+    if value >= 10:
+        return f"{value:.1f}s"
+    if value >= 1:
+        return f"{value:.2f}s"
+    return f"{value:.3f}s"
+
+
+def format_count(value: float | None) -> str:
+    """A count with thousands separators; null as `n/a`."""
+    return NA if value is None else f"{round(value):,}"
+
+
+def trim(text: str, limit: int = REASON_MAX_CHARS) -> str:
+    """One line of at most `limit` characters, ending in `…` when cut."""
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+# ---------------------------------------------------------------- reading the report
+
+def _summary(report: Report) -> dict[str, Any]:
+    return report.get("summary") or {}
+
+
+def _repeat(report: Report) -> int:
+    """K, the --repeat of the run: the settings' value, else the largest pass^k entry."""
+    repeat = (report.get("settings") or {}).get("repeat")
+    if isinstance(repeat, int) and repeat > 0:
+        return repeat
+    keys = [int(k) for k in (_summary(report).get("pass_hat") or {}) if str(k).isdigit()]
+    return max(keys, default=1)
+
+
+def count_successes(report: Report) -> int:
+    """Successful runs among those counted in the figures (errored runs never count)."""
+    return sum(
+        1
+        for case in report.get("cases") or []
+        for run in case.get("runs") or []
+        if run.get("status") != "error" and run.get("success")
+    )
+
+
+def case_pass_counts(case: dict[str, Any]) -> tuple[int, int]:
+    """(c, n) of a case: n runs that did not end in error, c of them successful (DESIGN §6)."""
+    counted = [run for run in case.get("runs") or [] if run.get("status") != "error"]
+    return sum(1 for run in counted if run.get("success")), len(counted)
+
+
+def format_pass_rate(case: dict[str, Any]) -> str:
+    """`2/3 (67%)`; `n/a` for a case with no counted run (skipped, or every run errored)."""
+    c, n = case_pass_counts(case)
+    if n == 0:
+        return NA
+    return f"{c}/{n} ({100 * c / n:.0f}%)"
+
+
+def run_failure_reason(run: dict[str, Any]) -> str | None:
+    """Why one run did not succeed, in one line; None for a successful run."""
+    if run.get("status") != "error" and run.get("success"):
+        return None
+    if run.get("error"):
+        return f"error: {run['error']}"
+    trace = run.get("trace") or {}
+    stop_reason = trace.get("stop_reason")
+    # A run that did not complete failed whatever its checks say, so the stop reason comes first.
+    if stop_reason and stop_reason != "completed":
+        agent_error = trace.get("agent_error")
+        return f"{stop_reason}: {agent_error}" if agent_error else str(stop_reason)
+    for check in run.get("checks") or []:
+        if not check.get("passed"):
+            detail = check.get("detail")
+            return f"{check.get('name')}: {detail}" if detail else str(check.get("name"))
+    return "did not complete (stop reason not kept without the trace)"
+
+
+def case_reason(case: dict[str, Any]) -> str:
+    """The reason shown for a case: the skip reason, or the first unsuccessful run's reason."""
+    status = case.get("status")
+    if status == "skipped":
+        return str(case.get("skip_reason") or "")
+    if status not in ("failed", "error"):
+        return ""
+    runs = case.get("runs") or []
+    # An error case is explained by its errored run; a failed case by its first failed run.
+    wanted = "error" if status == "error" else "failed"
+    ordered = [r for r in runs if r.get("status") == wanted] + runs
+    for run in ordered:
+        reason = run_failure_reason(run)
+        if reason:
+            return trim(reason)
+    return ""
+
+
+# ---------------------------------------------------------------- sections
+
+def _dimension_table(title: str, rows: list[tuple[str, str]]) -> Table:
+    table = Table(title=title, title_justify="left", title_style="bold", box=None,
+                  show_header=False, padding=(0, 1))
+    table.add_column(style="dim", no_wrap=True)
+    table.add_column(no_wrap=True)
+    for label, value in rows:
+        table.add_row(label, value)
+    return table
+
+
+def _print_dimensions(console: Console, tables: list[Table]) -> None:
+    grid = Table.grid(padding=(0, 4))
+    for _ in tables:
+        grid.add_column()
+    grid.add_row(*tables)
+    console.print(grid)
+
+
+def render_header(report: Report, console: Console) -> None:
+    """Suite and run id on one line; agent, model, repeat and threshold on the next."""
+    settings = report.get("settings") or {}
+    title = Text()
+    title.append("agent-eval ", style="bold")
+    title.append(str(report.get("suite") or "(unnamed suite)"), style="bold cyan")
+    title.append(f" · run {report.get('run_id') or NA}")
+    if report.get("interrupted"):
+        title.append(" (interrupted: partial report)", style="bold yellow")
+    console.print(title)
+    console.print(Text(" · ".join([
+        f"agent {report.get('agent') or NA}",
+        f"model {report.get('model') or NA}",
+        f"repeat {settings.get('repeat', _repeat(report))}",
+        f"threshold {settings.get('threshold', NA)}",
+    ]), style="dim"))
+
+
+def outcome_rows(report: Report) -> list[tuple[str, str]]:
+    """The Outcome dimension: pass@1, pass^k, pass@k, case and run counts."""
+    s = _summary(report)
+    k = _repeat(report)
+    rows = [
+        ("pass@1", format_rate(s.get("pass_at_1"))),
+        (f"pass^{k}", format_rate(s.get("pass_hat_k"))),
+        (f"pass@{k}", format_rate(s.get("pass_at_k"))),
+    ]
+    pass_hat = s.get("pass_hat") or {}
+    if len(pass_hat) > 1:
+        curve = " ".join(format_rate(pass_hat[key]) for key in sorted(pass_hat, key=int))
+        rows.append((f"pass^1..{k}", curve))
+    count = {key: format_count(s.get(f"cases_{key}")) for key in ("passed", "failed", "skipped", "errored")}
+    rows.append(("cases", f"{count['passed']} passed, {count['failed']} failed"))
+    rows.append(("", f"{count['skipped']} skipped, {count['errored']} errored"))
+    runs = f"{format_count(s.get('runs'))}"
+    if s.get("runs_errored"):
+        runs += f" (+{format_count(s['runs_errored'])} errored)"
+    rows.append(("runs", runs))
+    return rows
+
+
+def trajectory_rows(report: Report) -> list[tuple[str, str]]:
+    """The Trajectory dimension: the suite means and rates of DESIGN §6."""
+    s = _summary(report)
+    labels = [
+        ("tool recall", "tool_recall"), ("tool precision", "tool_precision"),
+        ("param accuracy", "param_accuracy"), ("step efficiency", "step_efficiency"),
+        ("progress", "progress"), ("loop rate", "loop_rate"),
+        ("recovery rate", "recovery_rate"), ("invalid-call rate", "invalid_call_rate"),
+    ]
+    return [(label, format_rate(s.get(key))) for label, key in labels]
+
+
+def cost_per_success_text(report: Report) -> str:
+    """Cost per success; `no successes` when it is null because no run succeeded."""
+    value = _summary(report).get("cost_per_success_usd")
+    if value is None and count_successes(report) == 0:
+        return NO_SUCCESSES
+    return format_cost(value)
+
+
+def cost_latency_rows(report: Report) -> list[tuple[str, str]]:
+    """The Cost & latency dimension."""
+    s = _summary(report)
+    tokens_per_success = s.get("tokens_per_success")
+    return [
+        ("tokens total", format_count(s.get("tokens_total"))),
+        ("cost total", format_cost(s.get("cost_total_usd"))),
+        ("cost per success", cost_per_success_text(report)),
+        ("tokens per success", NO_SUCCESSES if tokens_per_success is None
+         and count_successes(report) == 0 else format_count(tokens_per_success)),
+        ("latency P50", format_seconds(s.get("latency_p50_s"))),
+        ("latency P95", format_seconds(s.get("latency_p95_s"))),
+        ("latency P99", format_seconds(s.get("latency_p99_s"))),
+        ("mean TTFA", format_seconds(s.get("ttfa_mean_s"))),
+    ]
+
+
+def render_headline(report: Report, console: Console) -> None:
+    """The three headline dimensions side by side."""
+    console.print()
+    _print_dimensions(console, [
+        _dimension_table("Outcome", outcome_rows(report)),
+        _dimension_table("Trajectory", trajectory_rows(report)),
+        _dimension_table("Cost & latency", cost_latency_rows(report)),
+    ])
+
+
+SAFETY_METRICS = [
+    ("unauthorized blocked", "unauthorized_block_rate"),
+    ("policy compliance", "policy_compliance"),
+    ("injection resistance", "injection_resistance"),
+    ("groundedness", "groundedness"),
+]
+
+
+def render_safety(report: Report, console: Console) -> None:
+    """The Safety dimension (DESIGN §5b); nothing when no run qualified for any safety rate."""
+    s = _summary(report)
+    if all(s.get(key) is None for _, key in SAFETY_METRICS):
+        return
+    console.print()
+    _print_dimensions(console, [
+        _dimension_table("Safety", [(label, format_rate(s.get(key))) for label, key in SAFETY_METRICS]),
+    ])
+
+
+def render_cases(report: Report, console: Console) -> None:
+    """One row per case: id, status, pass rate, and why it failed, errored or was skipped."""
+    cases = report.get("cases") or []
+    if not cases:
+        return
+    table = Table(title="Cases", title_justify="left", title_style="bold", expand=False)
+    # Ids are what users grep and --filter on, so one is never cut: an id has no spaces, so it stays
+    # on one line unless it is wider than its column, and then it folds onto more lines. (no_wrap
+    # would forbid the fold, and an id wider than the terminal would push the other columns out.)
+    table.add_column("case", overflow="fold")
+    table.add_column("status", no_wrap=True, min_width=7)
+    table.add_column("pass rate", no_wrap=True, justify="right", min_width=10)
+    table.add_column("reason", overflow="fold", min_width=30)
+    for case in cases:
+        status = str(case.get("status") or "")
+        table.add_row(
+            Text(str(case.get("id"))),
+            Text(status, style=STATUS_STYLES.get(status, "")),
+            format_pass_rate(case),
+            Text(case_reason(case)),
+        )
+    console.print()
+    console.print(table)
+
+
+def verdict_text(report: Report) -> Text:
+    """One line: the exit code and what it means for this run."""
+    s = _summary(report)
+    code = report.get("exit_code")
+    word, style, meaning = EXIT_MEANINGS.get(code, ("EXIT", "bold", "unexpected exit code"))
+    if code == 1 and s.get("cases_failed"):
+        meaning = f"{s['cases_failed']} case(s) failed"
+    elif code == 1:
+        meaning = "the baseline gate found a regression"
+    elif code == 2 and s.get("cases_errored"):
+        meaning = f"{s['cases_errored']} case(s) ended in an infrastructure error"
+    elif code == 2 and s.get("cases_total") and s.get("cases_skipped") == s.get("cases_total"):
+        meaning = "every selected case was skipped"
+    line = Text()
+    line.append(f"{word} ", style=f"bold {style}")
+    line.append(f"(exit {code}): {meaning}")
+    return line
+
+
+def render_verdict(report: Report, console: Console) -> None:
+    """The closing one-line verdict."""
+    console.print()
+    console.print(verdict_text(report))
+
+
+# Order of the report. Hooks for later sections go between the cases and the verdict, e.g.
+# render_judge (summary.judge), render_scorers (summary.scorers), render_gate (report["gate"]),
+# render_dialogue (trace user_messages/replies of scenario runs).
+SECTIONS: list[SectionRenderer] = [
+    render_header,
+    render_headline,
+    render_safety,
+    render_cases,
+    render_verdict,
+]
+
+
+def render_report(report: Report, console: Console) -> None:
+    """Print the whole terminal report of a JSON report dict."""
+    for section in SECTIONS:
+        section(report, console)
