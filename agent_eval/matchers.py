@@ -48,7 +48,7 @@ def json_equal(a: Any, b: Any) -> bool:
 
 
 @functools.lru_cache(maxsize=1024)
-def _compile(pattern: str) -> re.Pattern[str] | None:
+def compile_regex(pattern: str) -> re.Pattern[str] | None:
     """The compiled pattern, or None when it is not a valid regular expression."""
     try:
         return re.compile(pattern)
@@ -65,7 +65,7 @@ def _match_regex(matcher: dict, actual: Any) -> bool:
     pattern = matcher["$regex"]
     if not isinstance(actual, str) or not isinstance(pattern, str):
         return False
-    compiled = _compile(pattern)
+    compiled = compile_regex(pattern)
     return compiled is not None and compiled.fullmatch(actual) is not None
 
 
