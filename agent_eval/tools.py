@@ -1,0 +1,402 @@
+"""Tools: the `tool` decorator, schema building, loading a tools module, validating and invoking calls.
+
+A tools module takes the seed form (`TOOL_REGISTRY` + `TOOLS_SCHEMA`) or uses `@agent_eval.tool`
+(DESIGN §3). pydantic and jsonschema are imported lazily so that importing this module stays cheap.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import itertools
+import re
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import orjson
+
+from agent_eval.errors import ConfigError, ToolError
+
+_MARK = "__agent_eval_tool__"
+_counter = itertools.count()
+_INJECTED = ("env", "context")
+_JSON_OPTS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
+_SECTION = re.compile(
+    r"^(Args|Arguments|Parameters|Params|Keyword Args|Returns?|Raises|Yields?|Examples?|Notes?|"
+    r"Attributes|See Also|Warnings?|Todo|References):\s*$",
+    re.IGNORECASE,
+)
+_ARG_SECTIONS = {"args", "arguments", "parameters", "params", "keyword args"}
+_ARG_LINE = re.compile(r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+# Keys whose value maps arbitrary names to schemas: a property called "title" must survive cleaning.
+_NAME_MAPS = {"properties", "$defs", "definitions", "patternProperties", "dependentSchemas"}
+
+
+@dataclass(frozen=True)
+class _ToolMark:
+    name: str | None
+    schema: dict | None
+
+
+def tool(fn: Callable | None = None, *, name: str | None = None, schema: dict | None = None) -> Any:
+    """Mark `fn` as a tool (usable as `@tool` or `@tool(name=..., schema=...)`); returns it unchanged."""
+
+    def mark(f: Callable) -> Callable:
+        full = None
+        if schema is not None:
+            full = normalize_schema(schema, name)
+            if not full["function"]["name"]:
+                full["function"]["name"] = f.__name__
+        setattr(f, _MARK, _ToolMark(name=name, schema=full))
+        return f
+
+    return mark(fn) if fn is not None else mark
+
+
+def normalize_schema(schema: Any, name: str | None = None) -> dict:
+    """Return `schema` (full OpenAI form or just its function part) in the full form.
+
+    `name`, when given, replaces or fills in the function's name. Raises ConfigError when malformed.
+    """
+    if not isinstance(schema, Mapping):
+        raise ConfigError(f"a tool schema must be an object, got {type(schema).__name__}")
+    func = schema.get("function") if schema.get("type") == "function" else schema
+    if not isinstance(func, Mapping):
+        raise ConfigError("a tool schema of type 'function' needs a 'function' object")
+    func = dict(func)
+    if name:
+        func["name"] = name
+    if not isinstance(func.setdefault("name", ""), str):
+        raise ConfigError(f"a tool schema's 'name' must be a string (got {func['name']!r:.80})")
+    func.setdefault("description", "")
+    params = func.setdefault("parameters", {"type": "object", "properties": {}})
+    if not isinstance(params, Mapping):
+        raise ConfigError(f"tool {func['name']!r}: 'parameters' must be a JSON schema object")
+    return {"type": "function", "function": func}
+
+
+def build_schema(fn: Callable, name: str | None = None) -> dict:
+    """Build the full OpenAI function schema of `fn` from its type hints and Google-style docstring."""
+    import inspect
+    import typing
+    import warnings
+
+    import pydantic
+
+    tool_name = name or fn.__name__
+    description, arg_docs = _parse_docstring(inspect.getdoc(fn) or "")
+    hints = typing.get_type_hints(fn, include_extras=True)
+    fields: dict[str, Any] = {}
+    for i, param in enumerate(inspect.signature(fn).parameters.values()):
+        if param.name in _INJECTED or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        default = ... if param.default is param.empty else param.default
+        field = pydantic.Field(default, alias=param.name, description=arg_docs.get(param.name))
+        # Internal names avoid clashes with BaseModel attributes ("json", "schema", leading "_").
+        fields[f"f{i}"] = (hints.get(param.name, Any), field)
+    model = pydantic.create_model(f"{tool_name}_args", **fields)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a non-JSON default is simply left out of the schema
+        params = model.model_json_schema(by_alias=True)
+    params = _clean(params)
+    params.setdefault("properties", {})
+    return {"type": "function",
+            "function": {"name": tool_name, "description": description, "parameters": params}}
+
+
+def _clean(node: Any) -> Any:
+    """Drop pydantic's "title" keys, keeping property and definition names intact."""
+    if isinstance(node, dict):
+        out = {}
+        for key, value in node.items():
+            if key == "title" and isinstance(value, str):
+                continue
+            if key in _NAME_MAPS and isinstance(value, dict):
+                out[key] = {k: _clean(v) for k, v in value.items()}
+            else:
+                out[key] = _clean(value)
+        return out
+    if isinstance(node, list):
+        return [_clean(v) for v in node]
+    return node
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into its first paragraph and its `Args:` descriptions."""
+    lines = doc.expandtabs().splitlines()
+    first: list[str] = []
+    for line in lines:
+        if not line.strip() or _SECTION.match(line.strip()):
+            break
+        first.append(line.strip())
+    args: dict[str, str] = {}
+    in_args, entry_indent, current = False, None, None
+    for line in lines:
+        header = _SECTION.match(line.strip())
+        if header and len(line) - len(line.lstrip()) == 0:
+            in_args, entry_indent, current = header.group(1).lower() in _ARG_SECTIONS, None, None
+            continue
+        if not in_args or not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip())
+        entry_indent = indent if entry_indent is None else entry_indent
+        if indent < entry_indent or indent == 0:
+            in_args = False
+        elif indent == entry_indent and (m := _ARG_LINE.match(line.strip())):
+            current = m.group(1)
+            args[current] = m.group(2).strip()
+        elif current is not None:
+            args[current] = f"{args[current]} {line.strip()}".strip()
+    return " ".join(first), args
+
+
+@dataclass(frozen=True)
+class _Tool:
+    name: str
+    fn: Callable
+    schema: dict
+    inject: tuple[str, ...]
+    validator: Any
+
+
+class ToolSet:
+    """The tools a case may call: their OpenAI schemas, argument validation and invocation."""
+
+    def __init__(self, tools: Iterable[tuple[str, Callable, dict]]):
+        """Compile one validator per `(name, function, full schema)`; raises ConfigError on a bad schema."""
+        import inspect
+
+        from jsonschema.exceptions import SchemaError
+        from jsonschema.validators import validator_for
+
+        self._tools: dict[str, _Tool] = {}
+        for name, fn, schema in tools:
+            params = schema["function"]["parameters"]
+            cls = validator_for(params)
+            try:
+                cls.check_schema(params)
+            except SchemaError as e:
+                raise ConfigError(f"tool {name!r}: its parameters are not a valid JSON schema: "
+                                  f"{e.message}. Fix the schema.") from None
+            try:
+                declared = inspect.signature(fn).parameters
+            except (TypeError, ValueError):
+                declared = {}
+            inject = tuple(p for p in _INJECTED if p in declared)
+            self._tools[name] = _Tool(name, fn, schema, inject, cls(params))
+        self.schemas: list[dict] = [t.schema for t in self._tools.values()]
+        self.names: frozenset[str] = frozenset(self._tools)
+
+    @classmethod
+    def from_functions(cls, functions: Mapping[str, Callable] | Iterable[Callable]) -> ToolSet:
+        """Build a ToolSet from functions (a name→function mapping, or functions named by themselves)."""
+        items = functions.items() if isinstance(functions, Mapping) else ((None, f) for f in functions)
+        entries = []
+        for name, fn in items:
+            mark = getattr(fn, _MARK, None)
+            name = name or (mark.name if mark else None) or fn.__name__
+            schema = normalize_schema(mark.schema, name) if mark and mark.schema else build_schema(fn, name)
+            entries.append((name, fn, schema))
+        return cls(entries)
+
+    def has(self, name: str) -> bool:
+        """True when a tool of this name exists."""
+        return name in self._tools
+
+    def validate(self, name: str, args: Any) -> str | None:
+        """Check `args` against the tool's schema; a short message naming the offending path, or None."""
+        entry = self._tools.get(name)
+        if entry is None:
+            return "unknown tool"
+        errors = entry.validator.iter_errors(args)
+        first = next(errors, None)
+        if first is None:
+            return None
+        from jsonschema.exceptions import best_match
+
+        error = best_match(itertools.chain([first], errors))
+        where = "args" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+        return f"{where}: {error.message}"
+
+    def invoke(self, name: str, args: dict, env: dict) -> Any:
+        """Call the tool with `args` as keywords (plus `env`/`context` where declared); exceptions propagate."""
+        entry = self._tools.get(name)
+        if entry is None:
+            raise ToolError(f"unknown tool {name!r}")
+        if not entry.inject:
+            return entry.fn(**args)
+        return entry.fn(**args, **{key: env for key in entry.inject})
+
+    @staticmethod
+    def observation(value: Any) -> str:
+        """The observation the agent sees: a str as it is, anything else as JSON (non-ASCII kept)."""
+        if isinstance(value, str):
+            return value
+        try:
+            return orjson.dumps(value, option=_JSON_OPTS).decode()
+        except TypeError:
+            pass
+        if not isinstance(value, (dict, list, tuple, set, frozenset)):
+            return str(value)
+        try:
+            return orjson.dumps(value, option=_JSON_OPTS, default=_jsonable).decode()
+        except TypeError:
+            return str(value)
+
+
+def _jsonable(value: Any) -> Any:
+    """orjson's fallback for values it cannot encode natively."""
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    return str(value)
+
+
+def load_tools(spec: str, base_dir: Path) -> ToolSet:
+    """Load the tools module `spec` (a .py path relative to `base_dir`, or a dotted module name).
+
+    Raises ConfigError, naming the module and the fix, when it cannot be imported or holds no tools.
+    """
+    is_file = spec.endswith(".py") or "/" in spec or "\\" in spec
+    if is_file:
+        path = Path(spec) if Path(spec).is_absolute() else Path(base_dir) / spec
+        where = str(path)
+        module = _import_file(path)
+    else:
+        where = spec
+        module = _import_dotted(spec, Path(base_dir))
+    try:
+        return ToolSet(_collect(module, where))
+    except ConfigError as e:
+        msg = str(e)
+        raise ConfigError(msg if msg.startswith(where) else f"{where}: {msg}") from None
+
+
+def _import_file(path: Path) -> ModuleType:
+    if not path.is_file():
+        raise ConfigError(f"{path}: tools module not found. Fix the suite's `tools` path (a relative path "
+                          "is taken relative to the case file's folder) or create the file.")
+    name = f"_agent_eval_tools_{next(_counter)}_{re.sub('[^0-9a-zA-Z_]', '_', path.stem)}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"{path}: cannot be imported as a Python module. Fix: give it a .py suffix.")
+    module = importlib.util.module_from_spec(spec)
+    folder = str(path.resolve().parent)
+    # The module may import its siblings, and dataclasses look their module up in sys.modules.
+    added = folder not in sys.path
+    if added:
+        sys.path.insert(0, folder)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:  # noqa: BLE001 - user code may raise anything; report it, don't crash
+        sys.modules.pop(name, None)
+        raise _import_error(path, e) from None
+    finally:
+        if added and folder in sys.path:
+            sys.path.remove(folder)
+    return module
+
+
+def _import_dotted(spec: str, base_dir: Path) -> ModuleType:
+    folder = str(base_dir.resolve())
+    for extra in (None, folder):
+        added = extra is not None and extra not in sys.path
+        if added:
+            sys.path.insert(0, folder)
+        try:
+            return importlib.import_module(spec)
+        except ModuleNotFoundError as e:
+            if not _is_missing(spec, e):
+                raise _import_error(spec, e) from None
+        except Exception as e:  # noqa: BLE001 - user code may raise anything; report it, don't crash
+            raise _import_error(spec, e) from None
+        finally:
+            if added and folder in sys.path:
+                sys.path.remove(folder)
+    raise ConfigError(f"{spec}: tools module not found on sys.path or in {folder}. Fix the suite's `tools` "
+                      "setting: a .py path, or a dotted module name that is importable.")
+
+
+def _import_error(where: object, error: Exception) -> ConfigError:
+    return ConfigError(f"{where}: the tools module failed to import: {_describe(error)}. "
+                       "Fix the module (or install what it imports) so that it imports cleanly.")
+
+
+def _is_missing(spec: str, error: ModuleNotFoundError) -> bool:
+    """True when the module itself (or a parent package) is missing, not something it imports."""
+    return error.name is not None and (spec == error.name or spec.startswith(error.name + "."))
+
+
+def _describe(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}".rstrip(": ")
+
+
+def _collect(module: ModuleType, where: str) -> list[tuple[str, Callable, dict]]:
+    """Gather (name, function, schema) from the seed form and from decorated functions, in a stable order."""
+    registry = getattr(module, "TOOL_REGISTRY", None)
+    schemas = getattr(module, "TOOLS_SCHEMA", None)
+    decorated = _decorated(module)
+    if registry is None and schemas is None and not decorated:
+        raise ConfigError(f"{where}: no tools found. Fix: define TOOL_REGISTRY = {{name: function}} "
+                          "with TOOLS_SCHEMA = [OpenAI function schemas], or decorate functions "
+                          "with @agent_eval.tool.")
+    if registry is not None and (not isinstance(registry, Mapping)
+                                 or not all(isinstance(k, str) and callable(v) for k, v in registry.items())):
+        raise ConfigError(f"{where}: TOOL_REGISTRY must map tool names (str) to functions.")
+    if schemas is not None and (not isinstance(schemas, (list, tuple))):
+        raise ConfigError(f"{where}: TOOLS_SCHEMA must be a list of OpenAI function schemas.")
+    functions: dict[str, Callable] = dict(registry or {})
+    given: dict[str, dict] = {}
+    for item in schemas or []:
+        full = normalize_schema(item)
+        name = full["function"]["name"]
+        if not name:
+            raise ConfigError(f"{where}: a TOOLS_SCHEMA entry has no function name. Fix: add \"name\".")
+        if name in given:
+            raise ConfigError(f"{where}: TOOLS_SCHEMA defines tool {name!r} twice. Fix: keep one entry.")
+        if name not in functions:
+            raise ConfigError(f"{where}: TOOLS_SCHEMA has a schema for {name!r} but no function. Fix: add "
+                              f"{name!r} to TOOL_REGISTRY, or remove its schema.")
+        given[name] = full
+    given_order = list(given)
+    for name, (fn, mark) in decorated.items():
+        if name in functions and functions[name] is not fn:
+            raise ConfigError(f"{where}: tool {name!r} is defined twice. Fix: rename one of them "
+                              "(@tool(name=...)) or remove it from TOOL_REGISTRY.")
+        functions[name] = fn
+        if mark.schema is not None and name not in given:
+            given[name] = normalize_schema(mark.schema, name)
+    order = list(dict.fromkeys([*given_order, *functions]))
+    entries = []
+    for name in order:
+        fn = functions[name]
+        schema = given.get(name)
+        if schema is None:
+            try:
+                schema = build_schema(fn, name)
+            except Exception as e:  # noqa: BLE001 - pydantic rejects many hints, each its own way
+                raise ConfigError(f"{where}: cannot build the schema of tool {name!r} from its type hints "
+                                  f"({_describe(e)}). Fix: use JSON-compatible type hints, or give the "
+                                  "schema explicitly (@tool(schema=...) or a TOOLS_SCHEMA entry).") from None
+        entries.append((name, fn, schema))
+    return entries
+
+
+def _decorated(module: ModuleType) -> dict[str, tuple[Callable, _ToolMark]]:
+    """The module's @tool functions by tool name, in definition order (aliases of one function count once)."""
+    found: dict[str, tuple[Callable, _ToolMark]] = {}
+    for value in list(vars(module).values()):
+        mark = getattr(value, _MARK, None) if callable(value) else None
+        if not isinstance(mark, _ToolMark):
+            continue
+        name = mark.name or (mark.schema["function"]["name"] if mark.schema else value.__name__)
+        if name in found and found[name][0] is not value:
+            raise ConfigError(f"tool {name!r} is defined twice by @tool. "
+                              "Fix: rename one of them (@tool(name=...)).")
+        found[name] = (value, mark)
+    return found
