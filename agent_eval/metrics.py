@@ -1,0 +1,283 @@
+"""DESIGN §6 metrics: per run, per case and for the suite. Pure functions over plain dicts.
+
+Adding a per-run metric means one function returning its keys and one entry in `RUN_METRIC_GROUPS`;
+adding a suite metric means one function of `Counted` and one row in `SUITE_FIGURES`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from agent_eval import stats
+from agent_eval.matchers import field_names, json_equal, matched_fields
+
+RunMetricGroup = Callable[[dict, dict, list, bool, "float | None"], dict]
+
+
+# --- per run -------------------------------------------------------------------------------
+
+
+def trajectory_metrics(case: dict, trace: dict, checks: list, success: bool, cost_usd: float | None) -> dict:
+    """tool_recall, tool_precision, param_accuracy, step_efficiency; all None without expected_tools."""
+    if "expected_tools" not in case:
+        return dict.fromkeys(("tool_recall", "tool_precision", "param_accuracy", "step_efficiency"))
+    expected = case["expected_tools"] or []
+    steps = trace.get("steps") or []
+    e_names = Counter(call["name"] for call in expected)
+    a_names = Counter(step["name"] for step in steps)
+    n_e, n_a = len(expected), len(steps)
+    common = sum((e_names & a_names).values())
+    return {
+        "tool_recall": common / n_e if n_e else 1.0,
+        "tool_precision": common / n_a if n_a else (1.0 if n_e == 0 else 0.0),
+        "param_accuracy": param_accuracy(expected, steps),
+        "step_efficiency": min(1.0, n_e / n_a) if n_a else (1.0 if n_e == 0 else 0.0),
+    }
+
+
+def param_accuracy(expected: list[dict], steps: list[dict]) -> float:
+    """Matched fields / all fields under the best one-to-one pairing of same-name calls; 1.0 if no field."""
+    fields_by_name: dict[str, list[dict]] = defaultdict(list)
+    total = 0
+    for call in expected:
+        args = call.get("args") or {}
+        n_fields = len(field_names(args))
+        if n_fields:
+            # Calls without fields add nothing either way, so they stay out of the assignment.
+            fields_by_name[call["name"]].append(args)
+            total += n_fields
+    if total == 0:
+        return 1.0
+    actual_by_name: dict[str, list[Any]] = defaultdict(list)
+    for step in steps:
+        if step["name"] in fields_by_name:
+            actual_by_name[step["name"]].append(step["args"])
+    matched = 0
+    for name, exp_args in fields_by_name.items():
+        act_args = actual_by_name.get(name)
+        if not act_args:
+            continue
+        weights = [[matched_fields(e, a) for a in act_args] for e in exp_args]
+        if len(exp_args) == 1 or len(act_args) == 1:
+            # The common case: one side is a single call, so the best pair is the best entry.
+            matched += max(max(row) for row in weights)
+        else:
+            matched += stats.max_weight_assignment(weights)
+    return matched / total
+
+
+def call_metrics(case: dict, trace: dict, checks: list, success: bool, cost_usd: float | None) -> dict:
+    """has_loop, tool_errors, recovered, invalid_calls and tool_calls, over every recorded step."""
+    steps = trace.get("steps") or []
+    tool_errors = sum(1 for s in steps if s.get("error") is not None)
+    return {
+        "has_loop": has_loop(steps),
+        "tool_errors": tool_errors,
+        "recovered": tool_errors > 0 and bool(success),
+        "invalid_calls": sum(1 for s in steps if s.get("invalid_args") is not None),
+        "tool_calls": len(steps),
+    }
+
+
+def has_loop(steps: list[dict]) -> bool:
+    """True when two consecutive steps have the same name and JSON-equal args."""
+    for prev, cur in itertools.pairwise(steps):
+        if prev["name"] != cur["name"]:
+            continue
+        a, b = prev["args"], cur["args"]
+        if isinstance(a, str) or isinstance(b, str):
+            if a == b:
+                return True
+        elif json_equal(a, b):
+            return True
+    return False
+
+
+def outcome_metrics(case: dict, trace: dict, checks: list, success: bool, cost_usd: float | None) -> dict:
+    """success, progress, latency, tokens, cost and turns."""
+    calls = trace.get("llm_calls") or []
+    return {
+        "success": int(bool(success)),
+        "progress": sum(1 for c in checks if c["passed"]) / len(checks) if checks else None,
+        "latency_s": trace.get("latency_s"),
+        "ttfa_s": trace.get("ttfa_s"),
+        "prompt_tokens": sum(c.get("prompt_tokens") or 0 for c in calls),
+        "completion_tokens": sum(c.get("completion_tokens") or 0 for c in calls),
+        "cost_usd": cost_usd,
+        "turns": len(trace.get("user_messages") or []) if "scenario" in case else None,
+    }
+
+
+RUN_METRIC_GROUPS: list[RunMetricGroup] = [trajectory_metrics, call_metrics, outcome_metrics]
+
+RUN_METRICS: list[str] = [
+    "success",
+    "tool_recall",
+    "tool_precision",
+    "param_accuracy",
+    "step_efficiency",
+    "has_loop",
+    "tool_errors",
+    "recovered",
+    "invalid_calls",
+    "tool_calls",
+    "progress",
+    "latency_s",
+    "ttfa_s",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "turns",
+]
+
+
+def run_metrics(case: dict, trace: dict, checks: list[dict], success: bool, cost_usd: float | None) -> dict:
+    """Every §6 per-run metric of one run (plus `tool_calls`), keys in `RUN_METRICS` order first."""
+    merged: dict = {}
+    for group in RUN_METRIC_GROUPS:
+        merged.update(group(case, trace, checks, success, cost_usd))
+    ordered = {k: merged.pop(k) for k in RUN_METRICS if k in merged}
+    ordered.update(merged)
+    return ordered
+
+
+def price_usage(llm_calls: list[dict], pricing: dict | None, run_model: str | None) -> float | None:
+    """The run's cost in USD from its usage records; None if a record's model has no price."""
+    cost = 0.0
+    pricing = pricing or {}
+    for call in llm_calls:
+        price = pricing.get(call.get("model") or run_model)
+        if price is None:
+            return None
+        cost += (call.get("prompt_tokens") or 0) * price["input_per_mtok"] / 1e6
+        cost += (call.get("completion_tokens") or 0) * price["output_per_mtok"] / 1e6
+    return cost
+
+
+# --- per case ------------------------------------------------------------------------------
+
+
+def case_status(runs: list[dict], threshold: float) -> tuple[str, float | None]:
+    """(status, pass_rate) of a case from its runs, per §6 "Per case"."""
+    counted = [r for r in runs if r["status"] != "error"]
+    if not counted:
+        return "error", None
+    pass_rate = sum(1 for r in counted if r["success"]) / len(counted)
+    if pass_rate < threshold:
+        return "failed", pass_rate
+    if len(counted) < len(runs):
+        return "error", pass_rate
+    return "passed", pass_rate
+
+
+# --- suite ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Counted:
+    """What the suite figures are computed from: skipped cases and errored runs already left out."""
+
+    counts: list[tuple[int, int]]  # (n, c) per counted case
+    runs: list[dict]  # the per-run metrics of every counted run
+    successes: int
+    repeat: int
+
+    def column(self, key: str) -> list:
+        """The values of one per-run metric, None where a run lacks it."""
+        return [m.get(key) for m in self.runs]
+
+
+def _pass_hat(d: Counted) -> dict[str, float | None]:
+    return {str(k): stats.pass_hat(d.counts, k) for k in range(1, d.repeat + 1)}
+
+
+def _tokens_total(d: Counted) -> int:
+    return sum((m.get("prompt_tokens") or 0) + (m.get("completion_tokens") or 0) for m in d.runs)
+
+
+def _cost_total(d: Counted) -> float | None:
+    costs = d.column("cost_usd")
+    return None if any(c is None for c in costs) else math.fsum(costs)
+
+
+def _per_success(total: float | None, d: Counted) -> float | None:
+    return None if total is None or d.successes == 0 else total / d.successes
+
+
+def _share(d: Counted, key: str) -> float | None:
+    return stats.ratio(sum(1 for m in d.runs if m.get(key)), len(d.runs))
+
+
+def _recovery_rate(d: Counted) -> float | None:
+    with_errors = [m for m in d.runs if (m.get("tool_errors") or 0) > 0]
+    return stats.ratio(sum(1 for m in with_errors if m.get("recovered")), len(with_errors))
+
+
+def _invalid_call_rate(d: Counted) -> float | None:
+    calls = sum(m.get("tool_calls") or 0 for m in d.runs)
+    return stats.ratio(sum(m.get("invalid_calls") or 0 for m in d.runs), calls)
+
+
+SUITE_FIGURES: dict[str, Callable[[Counted], Any]] = {
+    "pass_at_1": lambda d: stats.mean_rate(d.counts),
+    "pass_hat": _pass_hat,
+    "pass_hat_k": lambda d: stats.pass_hat(d.counts, d.repeat) if d.repeat >= 1 else None,
+    "pass_at_k": lambda d: stats.pass_at_k(d.counts, d.repeat) if d.repeat >= 1 else None,
+    "tool_recall": lambda d: stats.mean(d.column("tool_recall")),
+    "tool_precision": lambda d: stats.mean(d.column("tool_precision")),
+    "param_accuracy": lambda d: stats.mean(d.column("param_accuracy")),
+    "step_efficiency": lambda d: stats.mean(d.column("step_efficiency")),
+    "progress": lambda d: stats.mean(d.column("progress")),
+    "loop_rate": lambda d: _share(d, "has_loop"),
+    "recovery_rate": _recovery_rate,
+    "invalid_call_rate": _invalid_call_rate,
+    "latency_mean_s": lambda d: stats.mean(d.column("latency_s")),
+    "latency_p50_s": lambda d: stats.percentile(d.column("latency_s"), 50),
+    "latency_p95_s": lambda d: stats.percentile(d.column("latency_s"), 95),
+    "latency_p99_s": lambda d: stats.percentile(d.column("latency_s"), 99),
+    "ttfa_mean_s": lambda d: stats.mean(d.column("ttfa_s")),
+    "tokens_total": _tokens_total,
+    "cost_total_usd": _cost_total,
+    "cost_per_success_usd": lambda d: _per_success(_cost_total(d), d),
+    "tokens_per_success": lambda d: _per_success(_tokens_total(d), d),
+    "turns_mean": lambda d: stats.mean(d.column("turns")),
+}
+
+SUITE_METRICS: list[str] = list(SUITE_FIGURES)
+"""The §6 suite metric names in report order. `pass_hat` is a dict {"1": .., "K": ..}; the rest are numbers."""
+
+
+def summarize(case_rows: list[dict], repeat: int) -> dict:
+    """The §6 suite metrics plus §7's case and run counts, from the cases' small run rows."""
+    counts: list[tuple[int, int]] = []
+    runs: list[dict] = []
+    successes = runs_errored = 0
+    statuses = Counter(row["status"] for row in case_rows)
+    for row in case_rows:
+        if row["status"] == "skipped":
+            continue
+        counted = [r for r in row.get("runs") or [] if r["status"] != "error"]
+        runs_errored += len(row.get("runs") or []) - len(counted)
+        if not counted:
+            continue
+        c = sum(1 for r in counted if r["success"])
+        counts.append((len(counted), c))
+        successes += c
+        runs.extend(r.get("metrics") or {} for r in counted)
+    data = Counted(counts=counts, runs=runs, successes=successes, repeat=repeat)
+    summary = {name: figure(data) for name, figure in SUITE_FIGURES.items()}
+    summary.update(
+        cases_total=len(case_rows),
+        cases_passed=statuses["passed"],
+        cases_failed=statuses["failed"],
+        cases_skipped=statuses["skipped"],
+        cases_errored=statuses["error"],
+        runs=len(runs),
+        runs_errored=runs_errored,
+    )
+    return summary
