@@ -24,15 +24,14 @@ _MARK = "__agent_eval_tool__"
 _counter = itertools.count()
 _INJECTED = ("env", "context")
 _JSON_OPTS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
-_SECTION = re.compile(
-    r"^(Args|Arguments|Parameters|Params|Keyword Args|Returns?|Raises|Yields?|Examples?|Notes?|"
-    r"Attributes|See Also|Warnings?|Todo|References):\s*$",
-    re.IGNORECASE,
-)
+_SECTION = re.compile(r"^(Args|Arguments|Parameters|Params|Keyword Args|Returns?|Raises|Yields?|Examples?|"
+                      r"Notes?|Attributes|See Also|Warnings?|Todo|References):\s*$", re.IGNORECASE)
 _ARG_SECTIONS = {"args", "arguments", "parameters", "params", "keyword args"}
 _ARG_LINE = re.compile(r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 # Keys whose value maps arbitrary names to schemas: a property called "title" must survive cleaning.
 _NAME_MAPS = {"properties", "$defs", "definitions", "patternProperties", "dependentSchemas"}
+# Keys whose value is user data, not a schema: a default of {"title": ...} must survive too.
+_DATA_KEYS = {"default", "enum", "const", "examples"}
 
 
 @dataclass(frozen=True)
@@ -114,7 +113,9 @@ def _clean(node: Any) -> Any:
         for key, value in node.items():
             if key == "title" and isinstance(value, str):
                 continue
-            if key in _NAME_MAPS and isinstance(value, dict):
+            if key in _DATA_KEYS:
+                out[key] = value
+            elif key in _NAME_MAPS and isinstance(value, dict):
                 out[key] = {k: _clean(v) for k, v in value.items()}
             else:
                 out[key] = _clean(value)
@@ -174,6 +175,8 @@ class ToolSet:
 
         self._tools: dict[str, _Tool] = {}
         for name, fn, schema in tools:
+            if name in self._tools:
+                raise ConfigError(f"tool {name!r} is defined twice. Fix: rename one of them.")
             params = schema["function"]["parameters"]
             cls = validator_for(params)
             try:
@@ -197,7 +200,7 @@ class ToolSet:
         entries = []
         for name, fn in items:
             mark = getattr(fn, _MARK, None)
-            name = name or (mark.name if mark else None) or fn.__name__
+            name = name or (_marked_name(fn, mark) if mark else fn.__name__)
             schema = normalize_schema(mark.schema, name) if mark and mark.schema else build_schema(fn, name)
             entries.append((name, fn, schema))
         return cls(entries)
@@ -333,7 +336,7 @@ def _is_missing(spec: str, error: ModuleNotFoundError) -> bool:
 
 
 def _describe(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}".rstrip(": ")
+    return f"{type(error).__name__}: {error}"
 
 
 def _collect(module: ModuleType, where: str) -> list[tuple[str, Callable, dict]]:
@@ -345,11 +348,11 @@ def _collect(module: ModuleType, where: str) -> list[tuple[str, Callable, dict]]
         raise ConfigError(f"{where}: no tools found. Fix: define TOOL_REGISTRY = {{name: function}} "
                           "with TOOLS_SCHEMA = [OpenAI function schemas], or decorate functions "
                           "with @agent_eval.tool.")
-    if registry is not None and (not isinstance(registry, Mapping)
-                                 or not all(isinstance(k, str) and callable(v) for k, v in registry.items())):
-        raise ConfigError(f"{where}: TOOL_REGISTRY must map tool names (str) to functions.")
-    if schemas is not None and (not isinstance(schemas, (list, tuple))):
-        raise ConfigError(f"{where}: TOOLS_SCHEMA must be a list of OpenAI function schemas.")
+    if registry is not None and not (isinstance(registry, Mapping) and all(
+            isinstance(k, str) and callable(v) for k, v in registry.items())):
+        raise ConfigError(f"{where}: TOOL_REGISTRY must map tool names (str) to functions. Fix it.")
+    if schemas is not None and not isinstance(schemas, (list, tuple)):
+        raise ConfigError(f"{where}: TOOLS_SCHEMA must be a list of OpenAI function schemas. Fix it.")
     functions: dict[str, Callable] = dict(registry or {})
     given: dict[str, dict] = {}
     for item in schemas or []:
@@ -394,9 +397,13 @@ def _decorated(module: ModuleType) -> dict[str, tuple[Callable, _ToolMark]]:
         mark = getattr(value, _MARK, None) if callable(value) else None
         if not isinstance(mark, _ToolMark):
             continue
-        name = mark.name or (mark.schema["function"]["name"] if mark.schema else value.__name__)
+        name = _marked_name(value, mark)
         if name in found and found[name][0] is not value:
             raise ConfigError(f"tool {name!r} is defined twice by @tool. "
                               "Fix: rename one of them (@tool(name=...)).")
         found[name] = (value, mark)
     return found
+
+
+def _marked_name(fn: Callable, mark: _ToolMark) -> str:
+    return mark.name or (mark.schema["function"]["name"] if mark.schema else fn.__name__)
