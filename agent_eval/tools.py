@@ -311,6 +311,7 @@ def _import_dotted(spec: str, base_dir: Path) -> ModuleType:
         added = extra is not None and extra not in sys.path
         if added:
             sys.path.insert(0, folder)
+            importlib.invalidate_caches()  # the folder's listing may predate files written since
         try:
             return importlib.import_module(spec)
         except ModuleNotFoundError as e:
