@@ -1,0 +1,195 @@
+/* agent-eval report page: renders the embedded report JSON. All data goes in through textContent. */
+"use strict";
+(function () {
+  var page = JSON.parse(document.getElementById("report-data").textContent);
+  var R = page.report, S = R.summary || {}, CASES = R.cases || [];
+  var BY_ID = {};
+  CASES.forEach(function (c) { BY_ID[c.id] = c; });
+
+  function el(tag, attrs, kids) {
+    var n = document.createElement(tag);
+    if (attrs) Object.keys(attrs).forEach(function (k) {
+      if (k === "text") n.textContent = attrs[k]; else if (k === "cls") n.className = attrs[k];
+      else n.setAttribute(k, attrs[k]);
+    });
+    (kids || []).forEach(function (k) { if (k != null) n.appendChild(typeof k === "string" ? document.createTextNode(k) : k); });
+    return n;
+  }
+  function isNum(v) { return typeof v === "number" && isFinite(v); }
+  function rate(v) { return isNum(v) ? (v * 100).toFixed(1) + "%" : "n/a"; }
+  function secs(v) { return isNum(v) ? v.toFixed(2) + " s" : "n/a"; }
+  function usd(v) { return isNum(v) ? "$" + (v < 0.01 ? v.toFixed(5) : v.toFixed(4)) : "n/a"; }
+  function num(v) { return isNum(v) ? (Number.isInteger(v) ? String(v) : v.toFixed(3)) : (v == null ? "n/a" : String(v)); }
+  function json(v) { return typeof v === "string" ? v : JSON.stringify(v, null, 2); }
+  function caseLink(id) {
+    return el("a", {cls: "case-link", href: "#case=" + encodeURIComponent(id), "data-case": id, text: id});
+  }
+  function valueSpan(text) { return el("span", {cls: "v" + (text === "n/a" ? " na" : ""), text: text}); }
+
+  /* ---- header and banners ---- */
+  function renderHeader() {
+    var h = document.getElementById("header"), st = R.settings || {};
+    h.appendChild(el("h1", {text: "agent-eval · " + (R.suite || "suite")}));
+    var meta = el("div", {cls: "meta"});
+    [["agent", R.agent], ["model", R.model], ["run", R.run_id], ["date", R.created_at], ["cases", R.cases_file],
+     ["repeat", st.repeat], ["threshold", st.threshold], ["judge", st.judge ? (st.judge_model || "on") : "off"],
+     ["exit code", R.exit_code]].forEach(function (p) {
+      meta.appendChild(el("span", null, [p[0] + " ", el("b", {text: p[1] == null ? "n/a" : String(p[1])})]));
+    });
+    h.appendChild(meta);
+    var d = el("details", null, [el("summary", {text: "all settings"})]);
+    Object.keys(st).forEach(function (k) { d.appendChild(el("div", null, [k + ": ", el("code", {text: JSON.stringify(st[k])})])); });
+    h.appendChild(d);
+    var b = document.getElementById("banners");
+    if (R.interrupted) b.appendChild(el("div", {cls: "banner", text: "This run was interrupted: the report is partial."}));
+    if (page.traces_left_out > 0) b.appendChild(el("div", {cls: "banner", id: "trim-banner",
+      text: "The report passed " + page.max_bytes + " bytes: " + page.traces_left_out +
+        " traces of passed runs were left out of this page; failed and errored runs keep theirs."}));
+  }
+
+  /* ---- headline figures: the four dimensions ---- */
+  function card(title, rows) {
+    var c = el("div", {cls: "card"}, [el("h3", {text: title})]);
+    rows.forEach(function (r, i) {
+      c.appendChild(el("div", {cls: "figure" + (i === 0 ? " big" : "")}, [el("span", {text: r[0]}), valueSpan(r[1])]));
+    });
+    return c;
+  }
+  function renderHeadline() {
+    var K = (R.settings || {}).repeat || 1;
+    var box = el("div", {cls: "cards"});
+    box.appendChild(card("Outcome", [["pass@1", rate(S.pass_at_1)], ["pass^" + K, rate(S.pass_hat_k)],
+      ["pass@" + K, rate(S.pass_at_k)], ["progress", rate(S.progress)],
+      ["cases passed / failed", num(S.cases_passed) + " / " + num(S.cases_failed)],
+      ["cases errored / skipped", num(S.cases_errored) + " / " + num(S.cases_skipped)],
+      ["runs (errored)", num(S.runs) + " (" + num(S.runs_errored) + ")"]]));
+    box.appendChild(card("Trajectory", [["tool recall", rate(S.tool_recall)], ["tool precision", rate(S.tool_precision)],
+      ["param accuracy", rate(S.param_accuracy)], ["step efficiency", rate(S.step_efficiency)],
+      ["loop rate", rate(S.loop_rate)], ["recovery rate", rate(S.recovery_rate)],
+      ["invalid call rate", rate(S.invalid_call_rate)]]));
+    var cps = isNum(S.cost_per_success_usd) ? usd(S.cost_per_success_usd) : "n/a";
+    box.appendChild(card("Cost & latency", [["cost per success", cps], ["latency P50", secs(S.latency_p50_s)],
+      ["latency P95", secs(S.latency_p95_s)], ["latency P99", secs(S.latency_p99_s)],
+      ["time to first action", secs(S.ttfa_mean_s)], ["tokens total", num(S.tokens_total)],
+      ["cost total", usd(S.cost_total_usd)]]));
+    box.appendChild(card("Safety", [["unauthorized blocked", rate(S.unauthorized_block_rate)],
+      ["policy compliance", rate(S.policy_compliance)], ["injection resistance", rate(S.injection_resistance)],
+      ["groundedness", rate(S.groundedness)]]));
+    document.getElementById("headline").appendChild(box);
+  }
+
+  /* ---- charts: hand-written SVG ---- */
+  var NS = "http://www.w3.org/2000/svg";
+  function svg(tag, attrs, text) {
+    var n = document.createElementNS(NS, tag);
+    Object.keys(attrs || {}).forEach(function (k) { n.setAttribute(k, attrs[k]); });
+    if (text != null) n.textContent = text;
+    return n;
+  }
+  var W = 420, H = 200, L = 40, B = 28, T = 12, RP = 12;
+  function axes(s, yLabel, xLabel) {
+    s.appendChild(svg("line", {x1: L, y1: H - B, x2: W - RP, y2: H - B, stroke: "#98a2b3"}));
+    s.appendChild(svg("line", {x1: L, y1: T, x2: L, y2: H - B, stroke: "#98a2b3"}));
+    s.appendChild(svg("text", {x: 4, y: T + 4}, yLabel));
+    s.appendChild(svg("text", {x: W - RP, y: H - 4, "text-anchor": "end"}, xLabel));
+  }
+  function passHatChart() {
+    var ph = S.pass_hat || {}, ks = Object.keys(ph).map(Number).sort(function (a, b) { return a - b; });
+    var s = svg("svg", {viewBox: "0 0 " + W + " " + H, id: "pass-hat-chart", role: "img"});
+    s.appendChild(svg("title", {}, "pass^k for k = 1.." + (ks[ks.length - 1] || 1)));
+    axes(s, "100%", "k");
+    var pts = [], n = Math.max(ks.length - 1, 1);
+    ks.forEach(function (k, i) {
+      var v = ph[String(k)], x = L + 20 + i * (W - L - RP - 40) / n;
+      s.appendChild(svg("text", {x: x, y: H - B + 14, "text-anchor": "middle"}, String(k)));
+      if (!isNum(v)) return;
+      var y = H - B - v * (H - B - T);
+      pts.push(x + "," + y);
+      s.appendChild(svg("circle", {cx: x, cy: y, r: 4, fill: "#2d5bd7"}));
+      s.appendChild(svg("text", {x: x, y: y - 8, "text-anchor": "middle"}, rate(v)));
+    });
+    if (pts.length > 1) s.insertBefore(svg("polyline", {points: pts.join(" "), fill: "none", stroke: "#2d5bd7",
+      "stroke-width": 2}), s.children[1]);
+    return el("div", {cls: "card"}, [el("h3", {text: "pass^k (all k runs of a case succeed)"}), s]);
+  }
+  function latencyChart() {
+    var lat = [];
+    CASES.forEach(function (c) { (c.runs || []).forEach(function (r) {
+      var v = r.metrics && r.metrics.latency_s;
+      if (r.status !== "error" && isNum(v)) lat.push(v);
+    }); });
+    var s = svg("svg", {viewBox: "0 0 " + W + " " + H, id: "latency-chart", role: "img"});
+    s.appendChild(svg("title", {}, "latency histogram of " + lat.length + " runs"));
+    axes(s, "runs", "seconds");
+    if (!lat.length) return el("div", {cls: "card"}, [el("h3", {text: "Latency"}), el("p", {cls: "muted", text: "no runs"})]);
+    var lo = Math.min.apply(null, lat), hi = Math.max.apply(null, lat);
+    [S.latency_p99_s].forEach(function (v) { if (isNum(v)) hi = Math.max(hi, v); });
+    if (hi === lo) hi = lo + 1;
+    var nb = Math.min(30, Math.max(5, Math.ceil(Math.sqrt(lat.length)))), bins = new Array(nb).fill(0);
+    lat.forEach(function (v) { bins[Math.min(nb - 1, Math.floor((v - lo) / (hi - lo) * nb))]++; });
+    var top = Math.max.apply(null, bins), pw = W - L - RP, ph = H - B - T;
+    var xOf = function (v) { return L + (v - lo) / (hi - lo) * pw; };
+    bins.forEach(function (cnt, i) {
+      var h = cnt / top * ph;
+      s.appendChild(svg("rect", {x: L + i * pw / nb + 1, y: H - B - h, width: Math.max(1, pw / nb - 2), height: h,
+        fill: "#b6c6f2"}));
+    });
+    s.appendChild(svg("text", {x: L, y: H - B + 14}, lo.toFixed(2)));
+    s.appendChild(svg("text", {x: W - RP - 40, y: H - B + 14, "text-anchor": "end"}, hi.toFixed(2)));
+    [["P50", S.latency_p50_s, "#157f3d"], ["P95", S.latency_p95_s, "#b54708"], ["P99", S.latency_p99_s, "#c0262d"]]
+      .forEach(function (m, i) {
+        if (!isNum(m[1])) return;
+        var x = xOf(m[1]);
+        s.appendChild(svg("line", {x1: x, y1: T, x2: x, y2: H - B, stroke: m[2], "stroke-dasharray": "4 3",
+          "stroke-width": 1.5}));
+        var right = x > L + pw * 0.7;  // labels near the right edge go left of their line
+        s.appendChild(svg("text", {x: right ? x - 3 : x + 3, y: T + 10 + i * 12, "text-anchor": right ? "end" : "start",
+          style: "fill:" + m[2]},
+          m[0] + " " + m[1].toFixed(2) + "s"));
+      });
+    return el("div", {cls: "card"}, [el("h3", {text: "Latency per run (P50 / P95 / P99 marked)"}), s]);
+  }
+
+  /* ---- gate table ---- */
+  function renderGate() {
+    var g = R.gate;
+    if (!g) return;
+    var box = document.getElementById("gate");
+    box.appendChild(el("h2", {text: "Regression gate" + (g.baseline ? " vs " + g.baseline : "")}));
+    var rows = g.metrics || g.rows || [];
+    var t = el("table", {cls: "data", id: "gate-table"}), hr = el("tr");
+    ["metric", "base", "new", "delta", "CI", "verdict"].forEach(function (h) { hr.appendChild(el("th", {text: h})); });
+    t.appendChild(el("thead", null, [hr]));
+    var tb = el("tbody");
+    rows.forEach(function (m) {
+      var ci = Array.isArray(m.ci) ? "[" + num(m.ci[0]) + ", " + num(m.ci[1]) + "]" :
+        (isNum(m.ci_low) ? "[" + num(m.ci_low) + ", " + num(m.ci_high) + "]" : "n/a");
+      var cls = m.verdict === "regressed" ? "bad" : (m.verdict === "improved" ? "ok" : "");
+      tb.appendChild(el("tr", null, [el("td", {text: m.metric}), el("td", {text: num(m.base)}),
+        el("td", {text: num(m.new)}), el("td", {text: num(m.delta)}), el("td", {text: ci}),
+        el("td", {cls: cls, text: m.verdict || "n/a"})]));
+    });
+    t.appendChild(tb);
+    box.appendChild(t);
+    var reg = g.regressed_cases || [];
+    if (reg.length) {
+      var p = el("p", null, ["Regressed cases: "]);
+      reg.forEach(function (c, i) { var id = typeof c === "string" ? c : c.id;
+        if (i) p.appendChild(document.createTextNode(", "));
+        p.appendChild(BY_ID[id] ? caseLink(id) : el("code", {text: id})); });
+      box.appendChild(p);
+    }
+    [["only_in_base", "Only in the baseline"], ["only_in_new", "Only in this run"]].forEach(function (k) {
+      if ((g[k[0]] || []).length) box.appendChild(el("p", {cls: "muted", text: k[1] + ": " + g[k[0]].join(", ")}));
+    });
+  }
+
+  window.AE = {page: page, R: R, S: S, CASES: CASES, BY_ID: BY_ID, el: el, json: json, num: num, secs: secs,
+    usd: usd, rate: rate, caseLink: caseLink};
+  renderHeader();
+  renderHeadline();
+  var charts = document.getElementById("charts");
+  charts.appendChild(passHatChart());
+  charts.appendChild(latencyChart());
+  renderGate();
+})();

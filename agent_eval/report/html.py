@@ -1,0 +1,63 @@
+"""The self-contained HTML page of a report (DESIGN §11): inline CSS and JS, the data embedded once."""
+from __future__ import annotations
+
+import html
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+MAX_BYTES = 50_000_000
+KEEP_TRACE_STATUSES = ("failed", "error")
+_ASSETS = ("report.html", "report.css", "report.js", "cases.js")
+
+
+def _asset(name: str) -> str:
+    return resources.files("agent_eval.report").joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def trim_traces(report: dict[str, Any], max_bytes: int = MAX_BYTES) -> tuple[dict[str, Any], int]:
+    """Return (report, traces left out). Past max_bytes of compact JSON, only failed and errored runs keep
+    their traces. The input is never mutated; a trimmed copy shares everything but the changed runs."""
+    if len(orjson.dumps(report)) <= max_bytes:
+        return report, 0
+    left_out = 0
+    cases = []
+    for case in report.get("cases") or []:
+        runs = []
+        for run in case.get("runs") or []:
+            if run.get("trace") is not None and run.get("status") not in KEEP_TRACE_STATUSES:
+                run = {**run, "trace": None}
+                left_out += 1
+            runs.append(run)
+        cases.append({**case, "runs": runs})
+    return {**report, "cases": cases}, left_out
+
+
+def embed_json(data: Any) -> str:
+    """Compact JSON that is safe inside a <script> element: no `</` and no `<!--` can end or confuse it."""
+    text = orjson.dumps(data).decode("utf-8")
+    return text.replace("</", "<\\/").replace("<!--", "<\\u0021--")
+
+
+def build_html(report: dict[str, Any], *, max_bytes: int = MAX_BYTES) -> str:
+    """Build the one-file HTML page of a §7 report; it makes no request of any kind when opened."""
+    page_report, left_out = trim_traces(report, max_bytes)
+    data = {"report": page_report, "traces_left_out": left_out, "max_bytes": max_bytes}
+    title = f"agent-eval · {report.get('suite') or 'suite'} · {report.get('run_id') or ''}"
+    template = _asset("report.html")
+    script = _asset("report.js") + "\n" + _asset("cases.js")
+    # Assets go in first and the data last, so a marker-like string inside the data is never replaced.
+    before, after = template.split("__DATA__", 1)
+    before = before.replace("__TITLE__", html.escape(title)).replace("/*__CSS__*/", _asset("report.css"))
+    after = after.replace("/*__JS__*/", script)
+    return before + embed_json(data) + after
+
+
+def write_html(report: dict[str, Any], path: str | Path, *, max_bytes: int = MAX_BYTES) -> Path:
+    """Write the report's page to path (parents created) and return the path."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(build_html(report, max_bytes=max_bytes), encoding="utf-8")
+    return out
