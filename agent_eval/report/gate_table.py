@@ -1,0 +1,76 @@
+"""The §8 gate table in the terminal (Rich), plus the value formatting the Markdown summary shares."""
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+VERDICT_STYLE = {"regressed": "bold red", "improved": "green", "no significant change": "dim", "n/a": "dim"}
+
+
+def format_value(metric: str, value: Any, signed: bool = False) -> str:
+    """A metric value in its own units: $ for cost, s for time, thousands for tokens; n/a for null."""
+    if value is None:
+        return "n/a"
+    sign = "+" if signed and value > 0 else ""
+    leaf = metric.rsplit(".", 1)[-1]
+    if metric.startswith("cost_"):
+        return f"{sign}{'-' if value < 0 else ''}${abs(value):.4f}"
+    if metric.startswith(("latency_", "ttfa_")):
+        return f"{sign}{value:.2f}s"
+    if metric.startswith("tokens_") or leaf == "true_count":
+        return f"{sign}{value:,.0f}" if float(value).is_integer() else f"{sign}{value:,.1f}"
+    return f"{sign}{value:.3f}"
+
+
+def format_ci(metric: str, ci: list[float] | None) -> str:
+    """The confidence interval of a delta as [lo, hi], or n/a."""
+    if not ci:
+        return "n/a"
+    return f"[{format_value(metric, ci[0], signed=True)}, {format_value(metric, ci[1], signed=True)}]"
+
+
+def gate_rows(gate: dict) -> list[list[str]]:
+    """metric, base, new, delta, CI, verdict as display strings; shared by the terminal and Markdown."""
+    rows = []
+    for row in gate["metrics"]:
+        name = row["metric"]
+        label = name + (f" (max drop {format_value(name, row['max_drop'])})" if row.get("max_drop") else "")
+        rows.append([label, format_value(name, row["base"]), format_value(name, row["new"]),
+                     format_value(name, row["delta"], signed=True), format_ci(name, row["ci"]), row["verdict"]])
+    return rows
+
+
+def gate_notes(gate: dict) -> list[str]:
+    """The lines under the table: unpaired cases, regressed cases, and the Fisher note."""
+    lines = [f"{gate['cases_common']} common cases; one-sided bounds at {1 - gate['alpha'] / max(gate['m'], 1):.3%} "
+             f"(Bonferroni, m={gate['m']}); {gate['resamples']:,} paired bootstrap resamples, seed {gate['seed']}."]
+    for key, label in (("only_in_base", "only in the base report (not gated)"),
+                       ("only_in_new", "only in the new report (not gated)"),
+                       ("excluded_cases", "skipped or errored in a report (not gated)")):
+        if gate.get(key):
+            lines.append(f"{len(gate[key])} case(s) {label}: {', '.join(gate[key])}")
+    for case in gate.get("regressed_cases") or []:
+        lines.append(f"regressed case {case['id']}: {case['base_successes']}/{case['base_runs']} -> "
+                     f"{case['new_successes']}/{case['new_runs']} (Fisher p = {case['p_value']:.4g})")
+    if gate.get("note"):
+        lines.append(f"note: {gate['note']}")
+    return lines
+
+
+def render_gate(gate: dict, console: Console) -> None:
+    """Print the gate table and its notes; the verdict of the whole gate comes last."""
+    table = Table(title="Regression gate (new vs base)", title_justify="left")
+    for column in ("metric", "base", "new", "delta", "CI", "verdict"):
+        table.add_column(column, justify="left" if column in ("metric", "verdict") else "right",
+                         no_wrap=column != "metric")
+    for cells in gate_rows(gate):
+        table.add_row(*cells[:-1], f"[{VERDICT_STYLE.get(cells[-1], '')}]{cells[-1]}[/]")
+    console.print(table)
+    for line in gate_notes(gate):
+        console.print(line, markup=False, highlight=False)
+    if gate["regression"]:
+        console.print("[bold red]Gate: REGRESSION[/] (exit 1)")
+    else:
+        console.print("[green]Gate: no regression[/]")

@@ -1,0 +1,262 @@
+"""The §8 regression gate: hand-checked verdicts, exact Fisher listing, and a simulation of its error rates."""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import orjson
+import pytest
+
+from agent_eval import gate
+from agent_eval.gate import (
+    ReportError,
+    Stat,
+    compare_main,
+    compare_reports,
+    evaluate,
+    fisher_fell_p,
+    load_report,
+    metric_direction,
+    parse_gate_spec,
+)
+
+
+def make_run(trial: int, success: bool, **metrics: object) -> dict:
+    """A §7 run record without a trace; trajectory metrics follow success unless given."""
+    base = {"success": int(success), "tool_recall": 1.0 if success else 0.5, "tool_precision": 1.0,
+            "param_accuracy": 1.0 if success else 0.0, "step_efficiency": 1.0, "has_loop": False,
+            "tool_errors": 0, "recovered": False, "invalid_calls": 0, "tool_calls": 2, "progress": 1.0,
+            "latency_s": 1.0, "ttfa_s": 0.2, "prompt_tokens": 100, "completion_tokens": 20,
+            "cost_usd": 0.001, "turns": None}
+    base.update(metrics)
+    return {"trial": trial, "status": "passed" if success else "failed", "error": None, "success": bool(success),
+            "checks": [{"name": "expect.contains", "passed": bool(success), "detail": "ok" if success else "missing"}],
+            "judge": None, "judge_expected_outcome": None, "metrics": base, "scorers": {}, "scorer_errors": {},
+            "escalated": False}
+
+
+def make_report(outcomes: dict[str, list[bool]], repeat: int | None = None, run_id: str = "r",
+                **metrics: object) -> dict:
+    """A §7-shaped report: one case per id, one run per outcome."""
+    cases = []
+    for case_id, results in outcomes.items():
+        runs = [make_run(t, s, **metrics) for t, s in enumerate(results)]
+        rate = sum(results) / len(results)
+        cases.append({"id": case_id, "tags": [], "status": "passed" if rate == 1 else "failed",
+                      "pass_rate": rate, "skip_reason": None, "runs": runs})
+    k = repeat or max(len(v) for v in outcomes.values())
+    return {"schema_version": 1, "run_id": run_id, "suite": "demo", "settings": {"repeat": k},
+            "summary": {}, "cases": cases, "gate": None, "interrupted": False, "exit_code": 0}
+
+
+def verdicts(g: dict) -> dict[str, str]:
+    return {row["metric"]: row["verdict"] for row in g["metrics"]}
+
+
+# --- hand-checked cases ----------------------------------------------------------------------
+
+
+def test_identical_pair_has_no_regression() -> None:
+    outcomes = {f"c{i}": [i % 2 == 0, True, i % 3 == 0] for i in range(12)}
+    report = make_report(outcomes)
+    g = compare_reports(report, report)
+    assert g["regression"] is False
+    assert set(verdicts(g).values()) == {"no significant change"}
+    assert g["m"] == 5 and g["cases_common"] == 12
+    assert all(row["delta"] == 0 and row["ci"] == [0.0, 0.0] for row in g["metrics"])
+    assert g["regressed_cases"] == []
+
+
+def test_full_flip_at_k3_is_flagged_and_listed() -> None:
+    base = make_report({f"c{i}": [True] * 3 for i in range(10)})
+    new = make_report({f"c{i}": [False] * 3 for i in range(10)})
+    g = compare_reports(base, new)
+    assert verdicts(g)["pass_at_1"] == "regressed" and verdicts(g)["pass_hat_k"] == "regressed"
+    assert g["regression"] is True
+    # Fisher, one-sided: C(3,3)C(3,0)/C(6,3) = 1/20 = 0.05 for every case.
+    assert [c["p_value"] for c in g["regressed_cases"]] == [0.05] * 10
+    assert g["regressed_cases"][0] == {"id": "c0", "base_successes": 3, "base_runs": 3, "new_successes": 0,
+                                       "new_runs": 3, "p_value": 0.05}
+    assert g["note"] is None
+
+
+def test_fisher_exact_values() -> None:
+    assert fisher_fell_p(3, 3, 0, 3) == Fraction(1, 20)
+    # 3/3 -> 1/3: s=4, P(X<=1) = [C(4,0)C(2,3) + C(4,1)C(2,2)] / C(6,3) = (0 + 4)/20 = 1/5
+    assert fisher_fell_p(3, 3, 1, 3) == Fraction(1, 5)
+    # 2/2 -> 0/2: C(2,0)C(2,2)/C(4,2) = 1/6 > 0.05, so k=2 can never qualify
+    assert fisher_fell_p(2, 2, 0, 2) == Fraction(1, 6)
+    # successes rose: 0/3 -> 3/3 gives P(X<=3) = 1
+    assert fisher_fell_p(0, 3, 3, 3) == 1
+
+
+def test_k2_note_says_no_case_can_qualify() -> None:
+    base = make_report({f"c{i}": [True, True] for i in range(8)})
+    new = make_report({f"c{i}": [False, False] for i in range(8)})
+    g = compare_reports(base, new)
+    assert g["regressed_cases"] == []
+    assert g["note"] is not None and "k=2" in g["note"] and "--repeat 3" in g["note"]
+    assert g["regression"] is True  # the metric still regresses; only the case listing is impossible
+
+
+def test_cost_rise_is_a_regression_and_fall_an_improvement() -> None:
+    outcomes = {f"c{i}": [True, True, False] for i in range(20)}
+    cheap, dear = make_report(outcomes, cost_usd=0.001), make_report(outcomes, cost_usd=0.002)
+    gates = [("cost_per_success_usd", 0.0)]
+    g = compare_reports(cheap, dear, gates)
+    row = g["metrics"][0]
+    # 60 runs at $0.002 over 40 successes = $0.003 per success, against $0.0015 before.
+    assert row["direction"] == "lower" and row["new"] == pytest.approx(0.003) and row["base"] == pytest.approx(0.0015)
+    assert row["verdict"] == "regressed" and g["regression"]
+    assert compare_reports(dear, cheap, gates)["metrics"][0]["verdict"] == "improved"
+    # A tolerance wider than the rise lets it through: delta is $0.0015 exactly in every resample.
+    assert compare_reports(cheap, dear, [("cost_per_success_usd", 0.002)])["regression"] is False
+
+
+def test_point_estimates_equal_the_summary_over_common_cases() -> None:
+    from agent_eval.metrics import summarize
+
+    rng = np.random.default_rng(7)
+    outcomes = {f"c{i}": list(rng.random(3) < 0.6) for i in range(30)}
+    report = make_report(outcomes)
+    for case, lat in zip(report["cases"], rng.random(30) * 5):
+        for j, run in enumerate(case["runs"]):
+            run["metrics"]["latency_s"] = float(lat + j)
+    names = ["pass_at_1", "pass_hat_k", "pass_at_k", "tool_recall", "param_accuracy", "latency_p95_s",
+             "latency_p50_s", "cost_per_success_usd", "tokens_total", "loop_rate", "invalid_call_rate"]
+    g = compare_reports(report, report, [(n, 0.0) for n in names])
+    summary = summarize(report["cases"], 3)
+    for row in g["metrics"]:
+        assert row["base"] == pytest.approx(summary[row["metric"]], rel=1e-12), row["metric"]
+
+
+def test_weighted_percentile_matches_numpy_on_expanded_data() -> None:
+    rng = np.random.default_rng(1)
+    values, owner = rng.random(12), np.repeat(np.arange(4), 3)
+    weights = rng.integers(0, 3, size=(50, 4)).astype(float)
+    weights[:, 0] += 1  # never an empty resample
+    for q in (50, 95, 99):
+        got = evaluate(Stat("percentile", values=values, owner=owner, q=q), weights)
+        want = [np.percentile(np.repeat(values, w[owner].astype(int)), q) for w in weights]
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_cases_in_one_report_and_skipped_cases_are_listed_not_gated() -> None:
+    base = make_report({"a": [True] * 3, "b": [True] * 3, "s": [True] * 3})
+    new = make_report({"a": [True] * 3, "c": [False] * 3, "s": [True] * 3})
+    new["cases"][2].update(status="skipped", runs=[], skip_reason="needs KEY")
+    g = compare_reports(base, new)
+    assert g["only_in_base"] == ["b"] and g["only_in_new"] == ["c"] and g["excluded_cases"] == ["s"]
+    assert g["cases_common"] == 1 and not g["regression"]
+
+
+def test_different_repeat_uses_smaller_k() -> None:
+    # base k=3: per case C(2,2)/C(3,2) = 1/3 at k=2; new k=2, both succeed: 1. With k=2 both are defined.
+    base = make_report({"a": [True, True, False]})
+    new = make_report({"a": [True, True]})
+    g = compare_reports(base, new, [("pass_hat_k", 0.0)])
+    assert g["k"] == 2 and g["metrics"][0]["base"] == pytest.approx(1 / 3) and g["metrics"][0]["new"] == 1.0
+
+
+def test_null_metric_is_na_and_not_counted_in_m() -> None:
+    report = make_report({"a": [True] * 3}, tool_recall=None)
+    g = compare_reports(report, report)
+    assert verdicts(g)["tool_recall"] == "n/a" and g["m"] == 4
+
+
+def test_scorer_path_is_recomputed_from_run_values() -> None:
+    base, new = make_report({"a": [True] * 2, "b": [True] * 2}), make_report({"a": [True] * 2, "b": [True] * 2})
+    for report, spent in ((base, [1, 2, 3, 4]), (new, [5, 6, 7, 8])):
+        runs = [r for c in report["cases"] for r in c["runs"]]
+        for run, value in zip(runs, spent):
+            run["scorers"] = {"budget": {"spent": value, "ok": value > 2}}
+    g = compare_reports(base, new, [("scorers.budget.spent.mean", 0.0), ("scorers.budget.ok.true_fraction", 0.0)])
+    spent, ok = g["metrics"]
+    assert (spent["base"], spent["new"]) == (2.5, 6.5)  # (1+2+3+4)/4, (5+6+7+8)/4
+    assert (ok["base"], ok["new"]) == (0.5, 1.0)  # 2 of 4 above 2, then 4 of 4
+    assert spent["direction"] == "higher"
+    with pytest.raises(ReportError, match="no run"):
+        compare_reports(base, new, [("scorers.nope.x.mean", 0.0)])
+
+
+# --- specs, direction, loading, CLI glue -----------------------------------------------------
+
+
+def test_parse_gate_spec_and_direction() -> None:
+    assert parse_gate_spec("cost_per_success_usd=0.01") == ("cost_per_success_usd", 0.01)
+    assert parse_gate_spec("pass_at_1") == ("pass_at_1", 0.0)
+    for name in ("cost_total_usd", "latency_p95_s", "ttfa_mean_s", "tokens_total", "loop_rate",
+                 "invalid_call_rate", "turns_mean"):
+        assert metric_direction(name) == "lower", name
+    for name in ("pass_at_1", "recovery_rate", "scorers.budget.spent.mean", "pass_hat.2"):
+        assert metric_direction(name) == "higher", name
+    for bad in ("nonsense", "pass_at_1=-1", "pass_at_1=abc", "scorers.x.median", "=1"):
+        with pytest.raises(ReportError):
+            parse_gate_spec(bad)
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"{not json", "not a JSON"),
+    (orjson.dumps({"schema_version": 2, "cases": []}), "schema_version 2"),
+    (orjson.dumps({"schema_version": 1}), "no `cases`"),
+])
+def test_load_report_errors(tmp_path, content: bytes, message: str) -> None:
+    path = tmp_path / "r.json"
+    path.write_bytes(content)
+    with pytest.raises(ReportError, match=message) as info:
+        load_report(path)
+    assert str(path) in str(info.value)
+
+
+def test_compare_main_exit_codes(tmp_path, capsys) -> None:
+    from rich.console import Console
+
+    base_path, new_path, bad = tmp_path / "b.json", tmp_path / "n.json", tmp_path / "x.json"
+    base_path.write_bytes(orjson.dumps(make_report({f"c{i}": [True] * 3 for i in range(5)})))
+    new_path.write_bytes(orjson.dumps(make_report({f"c{i}": [False] * 3 for i in range(5)})))
+    bad.write_bytes(b"[]")
+    console = Console(record=True, width=120)
+    assert compare_main(base_path, base_path, [], console) == 0
+    assert compare_main(base_path, new_path, [], console) == 1
+    text = console.export_text()
+    assert "regressed" in text and "REGRESSION" in text and "c0: 3/3 -> 0/3" in text
+    assert compare_main(base_path, bad, [], console) == 2
+    assert compare_main(base_path, new_path, ["bogus"], console) == 2
+    assert "unknown metric" in capsys.readouterr().err
+
+
+# --- simulation: false alarms and power ------------------------------------------------------
+
+
+def _simulated_pair(rng: np.random.Generator, drop: float, n_cases: int = 50, k: int = 3) -> tuple[dict, dict]:
+    """Two reports of the same cases; per-run success p per case, then p - drop in the new one."""
+    p = rng.uniform(0.3, 1.0, n_cases) if drop else rng.beta(2, 1, n_cases)
+    reports = []
+    for prob in (p, np.clip(p - drop, 0, 1)):
+        hits = rng.random((n_cases, k)) < prob[:, None]
+        recall = np.where(hits, 1.0, rng.choice([0.0, 0.5, 1.0], size=hits.shape))
+        report = make_report({f"c{i}": list(hits[i]) for i in range(n_cases)})
+        for case, rec in zip(report["cases"], recall):
+            for run, r in zip(case["runs"], rec):
+                run["metrics"]["tool_recall"] = float(r)
+        reports.append(report)
+    return reports[0], reports[1]
+
+
+def test_simulated_false_alarm_rate_and_power() -> None:
+    # The real 10,000 resamples: the weight matrix for 50 cases is drawn once (seed 0) and cached,
+    # so each comparison is a handful of (10,000 x 50) matrix-vector products.
+    rng = np.random.default_rng(2024)
+    n_pairs = 200
+    alarms = sum(compare_reports(*_simulated_pair(rng, 0.0))["regression"] for _ in range(n_pairs))
+    caught = sum(compare_reports(*_simulated_pair(rng, 0.25))["regression"] for _ in range(n_pairs))
+    assert alarms / n_pairs <= 0.08, alarms
+    assert caught / n_pairs >= 0.95, caught
+
+
+def test_resample_weights_are_paired_counts() -> None:
+    w = gate.resample_weights(7)
+    assert w.shape == (gate.RESAMPLES, 7) and (w.sum(axis=1) == 7).all()
+    assert math.isclose(w.mean(), 1.0, rel_tol=0.01)
+    np.testing.assert_array_equal(w, gate.resample_weights.__wrapped__(7))  # seed 0 repeats exactly
