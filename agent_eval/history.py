@@ -1,0 +1,197 @@
+"""The run history (DESIGN §11): <output-dir>/history.sqlite, `agent-eval history`, `--baseline last`."""
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+HISTORY_FILE = "history.sqlite"
+# Headline metrics stored as columns; each is a key of the report's summary (§6).
+METRIC_COLUMNS = (
+    "pass_at_1", "pass_hat_k", "pass_at_k", "tool_recall", "tool_precision", "param_accuracy",
+    "step_efficiency", "progress", "loop_rate", "recovery_rate", "invalid_call_rate",
+    "unauthorized_block_rate", "policy_compliance", "injection_resistance", "groundedness",
+    "latency_mean_s", "latency_p50_s", "latency_p95_s", "latency_p99_s", "ttfa_mean_s",
+    "tokens_total", "cost_total_usd", "cost_per_success_usd", "tokens_per_success", "turns_mean",
+)
+DEFAULT_METRICS = ("pass_at_1", "pass_hat_k", "tool_recall", "param_accuracy", "latency_p95_s",
+                   "cost_per_success_usd")
+SPARKS = "▁▂▃▅▇"
+
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS runs (
+  run_id TEXT PRIMARY KEY, created_at TEXT, suite TEXT, cases_file TEXT, agent TEXT, model TEXT,
+  git_commit TEXT, exit_code INTEGER, interrupted INTEGER,
+  {", ".join(f"{m} REAL" for m in METRIC_COLUMNS)},
+  summary_json TEXT
+);
+CREATE TABLE IF NOT EXISTS case_results (
+  run_id TEXT, case_id TEXT, status TEXT, pass_rate REAL, PRIMARY KEY (run_id, case_id)
+);
+CREATE INDEX IF NOT EXISTS runs_by_file ON runs (cases_file, created_at);
+"""
+
+
+def _connect(db_path: str | Path) -> sqlite3.Connection:
+    Path(db_path).parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(str(db_path))
+    conn.row_factory = sqlite3.Row
+    conn.executescript(_SCHEMA)
+    return conn
+
+
+def normalize_cases_file(cases_file: str | Path | None) -> str | None:
+    """The key runs of one suite share: the case file's resolved path."""
+    return None if cases_file is None else str(Path(cases_file).resolve())
+
+
+def git_commit_of(path: str | Path) -> str | None:
+    """HEAD of the git repository holding path, or None outside a repository or without git."""
+    folder = Path(path).resolve()
+    folder = folder if folder.is_dir() else folder.parent
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True, text=True,
+                             timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = out.stdout.strip()
+    return commit if out.returncode == 0 and commit else None
+
+
+def record_run(db_path: str | Path, report: dict[str, Any], cases_file_git_commit: str | None) -> None:
+    """Add the report's run to the history; a resumed run (same run_id) replaces its earlier row."""
+    summary = report.get("summary") or {}
+    row = {
+        "run_id": report["run_id"], "created_at": report.get("created_at"), "suite": report.get("suite"),
+        "cases_file": normalize_cases_file(report.get("cases_file")), "agent": report.get("agent"),
+        "model": report.get("model"), "git_commit": cases_file_git_commit,
+        "exit_code": report.get("exit_code"), "interrupted": int(bool(report.get("interrupted"))),
+        **{m: _number(summary.get(m)) for m in METRIC_COLUMNS},
+        "summary_json": orjson.dumps(summary).decode("utf-8"),
+    }
+    cases = [(report["run_id"], c["id"], c.get("status"), _number(c.get("pass_rate")))
+             for c in report.get("cases") or []]
+    conn = _connect(db_path)
+    try:
+        with conn:
+            conn.execute("DELETE FROM case_results WHERE run_id = ?", (report["run_id"],))
+            cols = ", ".join(row)
+            conn.execute(f"INSERT OR REPLACE INTO runs ({cols}) VALUES ({', '.join('?' * len(row))})",
+                         tuple(row.values()))
+            conn.executemany("INSERT OR REPLACE INTO case_results VALUES (?, ?, ?, ?)", cases)
+    finally:
+        conn.close()
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def recent_runs(db_path: str | Path, cases_file: str | Path | None, last: int = 10) -> list[dict[str, Any]]:
+    """The newest `last` runs of the suite in cases_file (all suites when None), oldest first."""
+    if not Path(db_path).exists():
+        return []
+    conn = _connect(db_path)
+    try:
+        if cases_file is None:
+            rows = conn.execute("SELECT * FROM runs ORDER BY created_at DESC, run_id DESC LIMIT ?", (last,))
+        else:
+            rows = conn.execute("SELECT * FROM runs WHERE cases_file = ? ORDER BY created_at DESC, run_id DESC "
+                                "LIMIT ?", (normalize_cases_file(cases_file), last))
+        return [dict(r) for r in rows][::-1]
+    finally:
+        conn.close()
+
+
+def baseline_last(db_path: str | Path, cases_file: str | Path, agent: str | None,
+                  before: str) -> str | None:
+    """The run_id of `--baseline last`: the newest run created before `before` (a run_id in the history,
+    or a created_at) with the same cases_file and agent that was not interrupted; None if there is none."""
+    if not Path(db_path).exists():
+        return None
+    conn = _connect(db_path)
+    try:
+        hit = conn.execute("SELECT created_at FROM runs WHERE run_id = ?", (before,)).fetchone()
+        created_at = hit["created_at"] if hit else before
+        row = conn.execute(
+            "SELECT run_id FROM runs WHERE cases_file = ? AND agent IS ? AND interrupted = 0 "
+            "AND created_at < ? AND run_id != ? ORDER BY created_at DESC, run_id DESC LIMIT 1",
+            (normalize_cases_file(cases_file), agent, created_at, before)).fetchone()
+        return row["run_id"] if row else None
+    finally:
+        conn.close()
+
+
+def sparkline(values: Sequence[float | None]) -> str:
+    """One of ▁▂▃▅▇ per value, scaled between the shown minimum and maximum; a null is a space."""
+    known = [v for v in values if v is not None]
+    if not known:
+        return " " * len(values)
+    lo, hi = min(known), max(known)
+    top = len(SPARKS) - 1
+    return "".join(" " if v is None else SPARKS[round((v - lo) / (hi - lo) * top) if hi > lo else top // 2]
+                   for v in values)
+
+
+def _format(metric: str, value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    if metric.endswith("_usd"):
+        return f"${value:.4f}"
+    if metric.endswith("_s"):
+        return f"{value:.2f}s"
+    if metric.startswith("tokens"):
+        return f"{value:.0f}"
+    return f"{value:.3f}"
+
+
+def render_history(rows: list[dict[str, Any]], metrics: Sequence[str], console: Console) -> None:
+    """Print one row per run (oldest first), the full run_id never wrapped, with a sparkline per metric."""
+    metrics = list(metrics) or list(DEFAULT_METRICS)
+    agents = sorted({f"{r.get('agent') or '?'} / {r.get('model') or '?'}" for r in rows})
+    # One agent/model pair goes in the title, so the table keeps its width for the metrics.
+    title = f"history: {len(rows)} run(s)" + (f" of {agents[0]}" if len(agents) == 1 else "")
+    table = Table(title=title, box=box.SIMPLE_HEAD)
+    width = max([len(r["run_id"]) for r in rows] + [6])
+    table.add_column("run_id", no_wrap=True, min_width=width)
+    columns = ["created"] + (["agent / model"] if len(agents) > 1 else []) + ["commit", "exit"]
+    for name in columns:
+        table.add_column(name, no_wrap=True, min_width=4)
+    for m in metrics:
+        # A narrow terminal folds the header, never the value.
+        table.add_column(m, justify="right", min_width=6, overflow="fold")
+    for r in rows:
+        created = str(r.get("created_at") or "")[:16].replace("T", " ")
+        exit_text = str(r.get("exit_code")) + (" interrupted" if r.get("interrupted") else "")
+        who = [f"{r.get('agent') or '?'} / {r.get('model') or '?'}"] if len(agents) > 1 else []
+        table.add_row(r["run_id"], created, *who, (r.get("git_commit") or "")[:7], exit_text,
+                      *[_format(m, r.get(m)) for m in metrics])
+    if rows:
+        table.add_section()
+        blank = [""] * len(columns)
+        table.add_row("trend", *blank, *[sparkline([r.get(m) for r in rows]) for m in metrics])
+        table.add_row("latest", *blank, *[_format(m, rows[-1].get(m)) for m in metrics])
+    console.print(table)
+
+
+def history_main(cases: str | Path, output_dir: str | Path, last: int, metrics: Sequence[str],
+                 console: Console) -> int:
+    """`agent-eval history`: print the recent runs of the suite in `cases`. Returns the exit code."""
+    unknown = [m for m in metrics if m not in METRIC_COLUMNS]
+    if unknown:
+        console.print(f"[red]unknown metric {', '.join(unknown)}[/red]: choose from {', '.join(METRIC_COLUMNS)}")
+        return 2
+    db = Path(output_dir) / HISTORY_FILE
+    rows = recent_runs(db, cases, last)
+    if not rows:
+        console.print(f"no runs of {cases} recorded in {db} yet: `agent-eval run` records each run there")
+        return 0
+    render_history(rows, metrics, console)
+    return 0
