@@ -1,0 +1,103 @@
+"""The `run` command end to end: load, configure, run, report, and decide the exit code."""
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from agent_eval.agents import load_agent
+from agent_eval.cases import load_suite, select_cases, skip_reason
+from agent_eval.config import RunConfig, require_llm, resolve
+from agent_eval.errors import ConfigError
+from agent_eval.journal import Journal
+from agent_eval.report.files import write_json_report
+from agent_eval.runner import Runner, build_report, exit_code, new_run_id, now_iso
+from agent_eval.scoring import ScoringContext
+
+INTERRUPTED = 130
+
+
+def prepare(flags: dict[str, Any]) -> tuple[Any, list[dict], RunConfig]:
+    """Everything checked before a run starts; raises CaseFileError / ConfigError (exit 2)."""
+    suite = load_suite(Path(flags.get("cases") or "cases/test_cases.json"))
+    cfg = resolve(flags, suite)
+    cases = select_cases(suite.cases, cfg.filters)
+    if not cases:
+        raise ConfigError(f"no case of {suite.path} matches --filter {' '.join(cfg.filters)!r}; "
+                          "`agent-eval list` shows the ids and tags.")
+    runnable = [c for c in cases if skip_reason(c, os.environ, cfg.judge) is None]
+    if cfg.agent == "openai" and runnable:
+        require_llm(cfg, "openai")
+    if cfg.judge:
+        judged = [c["id"] for c in runnable if c.get("rubric")]
+        if judged:
+            raise ConfigError(f"case {judged[0]!r} of {suite.path} has a rubric, and no LLM judge is available "
+                              "in this version; pass --no-judge to skip rubric-only cases and ignore rubrics.")
+    return suite, cases, cfg
+
+
+def run_command(flags: dict[str, Any], console: Console, err: Console) -> int:
+    """Run a suite and return the exit code (DESIGN §1)."""
+    suite, cases, cfg = prepare(flags)
+    agent = load_agent(cfg.agent, suite.base_dir if flags.get("agent") is None else Path.cwd(),
+                       {"model": cfg.model, "base_url": cfg.base_url, "api_key": cfg.api_key,
+                        "max_steps": cfg.max_steps})
+    cfg.output_dir.mkdir(parents=True, exist_ok=True)
+    run_id = new_run_id()
+    created_at = now_iso()
+    journal = Journal(cfg.output_dir / f"{run_id}.jsonl",
+                      {"run_id": run_id, "created_at": created_at, "settings": cfg.settings(),
+                       "cases_file": str(cfg.cases_file)})
+    scoring = ScoringContext(pricing=suite.settings.get("pricing") or {}, model=cfg.model)
+    progress = _progress(console, cfg)
+    runner = Runner(suite, cases, cfg, agent, scoring, journal,
+                    on_run_done=(lambda: progress.advance(progress.task_ids[0])) if progress else None)
+    interrupted = False
+    try:
+        if progress:
+            progress.add_task("running", total=runner.pending)
+            progress.start()
+        asyncio.run(runner.run())
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        if progress:
+            progress.stop()
+        journal.close()
+    return finish(runner, suite, cfg, agent.name, run_id, created_at, interrupted, console, err)
+
+
+def finish(runner: Runner, suite: Any, cfg: RunConfig, agent_name: str, run_id: str, created_at: str,
+           interrupted: bool, console: Console, err: Console) -> int:
+    """Write the reports and print the verdict; a second Ctrl-C here exits at once."""
+    try:
+        entries = runner.case_entries()
+        report = build_report(run_id, created_at, suite, cfg, agent_name, entries, interrupted)
+        report["exit_code"] = INTERRUPTED if interrupted else exit_code(entries)
+        path = cfg.output_dir / f"{run_id}.json"
+        write_json_report(path, report, runner.run_bytes())
+        if not cfg.quiet or interrupted:
+            from agent_eval.report.terminal import render_report
+
+            render_report(report, console)
+        console.print(f"JSON report: {path}")
+        if interrupted:
+            err.print(f"Interrupted. Finished runs are saved in {runner.journal.path}; "
+                      f"resume with: agent-eval run --resume {run_id}")
+        return report["exit_code"]
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted again: exiting now\n")
+        os._exit(INTERRUPTED)
+
+
+def _progress(console: Console, cfg: RunConfig) -> Any:
+    if cfg.quiet or not console.is_terminal:
+        return None
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), console=console, transient=True)

@@ -1,0 +1,304 @@
+"""Load and validate a case file (DESIGN §2): both shapes, the suite block, paths, env merging."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from agent_eval.errors import CaseFileError, ConfigError, Problem
+
+# Fields whose feature is not built yet: rejected, never silently ignored (DESIGN §2, last row).
+NOT_SUPPORTED_CASE_FIELDS: dict[str, str] = {
+    "scenario": "simulated users",
+    "user_description": "simulated users",
+    "expected_outcome": "simulated users",
+    "max_turns": "simulated users",
+    "authorized": "safety checks",
+    "policy": "safety checks",
+    "injection": "safety checks",
+}
+NOT_SUPPORTED_SUITE_FIELDS: dict[str, str] = {
+    "sensitive_tools": "safety checks",
+    "escalation_tools": "safety checks",
+    "policy": "safety checks",
+    "user": "simulated users",
+    "scorers": "custom scorers",
+}
+JUDGED_CHECKS = ("rubric", "expected_outcome")
+TRAJECTORY_MODES = ("unordered", "strict", "subset", "superset")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ExpectedCall(_Strict):
+    name: str
+    args: dict[str, Any] | None = None
+
+
+class Fault(_Strict):
+    tool: str
+    fail_times: int | None = None
+    error: str | None = None
+    delay_ms: float | None = None
+
+
+class SuiteBlock(_Strict):
+    model_config = ConfigDict(extra="allow")
+    name: str | None = None
+    tools: str | None = None
+    agent: str | None = None
+    system_prompt: str | None = None
+    model: str | None = None
+    max_steps: int | None = None
+    initial_env: dict[str, Any] | str | None = None
+    judge: dict[str, Any] | None = None
+    pricing: dict[str, dict[str, float]] | None = None
+    defaults: dict[str, Any] | None = None
+
+
+class CaseModel(BaseModel):
+    """The typed fields of a case; any other field is kept as it is, for custom scorers."""
+
+    model_config = ConfigDict(extra="allow")
+    id: str
+    query: str | None = None
+    messages: list[str] | None = None
+    initial_env: dict[str, Any] | str | None = None
+    expected_tools: list[ExpectedCall] | None = None
+    trajectory: Literal["unordered", "strict", "subset", "superset"] | None = None
+    expected_env_check: dict[str, Any] | list[dict[str, Any]] | None = None
+    expected_env: dict[str, Any] | str | None = None
+    expect: dict[str, Any] | None = None
+    rubric: str | None = None
+    requires: list[str] = []
+    tags: list[str] = []
+    faults: list[Fault] = []
+    metadata: dict[str, Any] = {}
+
+
+@dataclass
+class Suite:
+    """A loaded, validated case file."""
+
+    path: Path
+    name: str
+    settings: dict[str, Any]
+    initial_env: dict[str, Any]
+    cases: list[dict[str, Any]]
+    tools: Any = None  # agent_eval.tools.ToolSet
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def base_dir(self) -> Path:
+        return self.path.parent
+
+
+def deep_merge(base: Any, over: Any) -> Any:
+    """Objects merge by key; any other value replaces (DESIGN §2)."""
+    if isinstance(base, dict) and isinstance(over, dict):
+        merged = dict(base)
+        for key, value in over.items():
+            merged[key] = deep_merge(base[key], value) if key in base else value
+        return merged
+    return over
+
+
+def read_json(path: Path) -> Any:
+    """Parse a JSON file with orjson; OSError and JSONDecodeError propagate."""
+    return orjson.loads(path.read_bytes())
+
+
+def _field_of(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+class _Collector:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.problems: list[Problem] = []
+
+    def add(self, case_id: str | None, field_name: str | None, message: str) -> None:
+        self.problems.append(Problem(str(self.path), case_id, field_name, message))
+
+    def pydantic(self, case_id: str | None, err: ValidationError, prefix: str = "") -> None:
+        for e in err.errors():
+            name = _field_of(e["loc"])
+            if e["type"] == "extra_forbidden":
+                self.add(case_id, prefix + name, "unknown field; remove it or check its spelling")
+            else:
+                self.add(case_id, prefix + name, e["msg"])
+
+
+def _load_json_ref(value: Any, base_dir: Path, col: _Collector, case_id: str | None, name: str) -> Any:
+    """An object is taken as it is; a string is the path of a JSON file relative to the case file."""
+    if not isinstance(value, str):
+        return value
+    path = (base_dir / value).resolve()
+    try:
+        return read_json(path)
+    except OSError as exc:
+        col.add(case_id, name, f"cannot read {path}: {exc.strerror or exc}; fix the path (relative to the case file)")
+    except orjson.JSONDecodeError as exc:
+        col.add(case_id, name, f"{path} is not valid JSON: {exc}")
+    return None
+
+
+def load_suite(path: Path | str) -> Suite:
+    """Load and validate a whole case file; raise CaseFileError listing every problem found."""
+    path = Path(path)
+    col = _Collector(path)
+    try:
+        data = read_json(path)
+    except OSError as exc:
+        raise CaseFileError([Problem(str(path), None, None,
+                                     f"cannot read the case file ({exc.strerror or exc}); pass --cases PATH")])
+    except orjson.JSONDecodeError as exc:
+        raise CaseFileError([Problem(str(path), None, None, f"not valid JSON: {exc}")])
+
+    if isinstance(data, list):
+        block, raw_cases = {}, data
+    elif isinstance(data, dict) and isinstance(data.get("cases"), list):
+        block, raw_cases = data.get("suite") or {}, data["cases"]
+        for key in data:
+            if key not in ("suite", "cases"):
+                col.add(None, key, "unknown top-level key; the object shape is {\"suite\": {...}, \"cases\": [...]}")
+    else:
+        raise CaseFileError([Problem(str(path), None, None,
+                                     "expected a list of cases or an object {\"suite\": {...}, \"cases\": [...]}")])
+
+    suite = _load_suite_block(path, block, col)
+    seen: set[str] = set()
+    for index, raw in enumerate(raw_cases):
+        case = _load_case(suite, raw, index, col)
+        if case is None:
+            continue
+        if case["id"] in seen:
+            col.add(case["id"], "id", "duplicate id; every case id must be unique")
+        seen.add(case["id"])
+        suite.cases.append(case)
+    if not raw_cases:
+        col.add(None, "cases", "the file holds no case")
+    if col.problems:
+        raise CaseFileError(col.problems)
+    return suite
+
+
+def _load_suite_block(path: Path, block: Any, col: _Collector) -> Suite:
+    base_dir = path.parent
+    if not isinstance(block, dict):
+        col.add(None, "suite", "must be an object")
+        block = {}
+    for key, feature in NOT_SUPPORTED_SUITE_FIELDS.items():
+        if key in block:
+            col.add(None, f"suite.{key}", f"not supported yet ({feature}); remove it")
+    try:
+        SuiteBlock.model_validate(block)
+    except ValidationError as err:
+        col.pydantic(None, err, "suite.")
+    settings = dict(block)
+    env = _load_json_ref(block.get("initial_env"), base_dir, col, None, "suite.initial_env") or {}
+    if not isinstance(env, dict):
+        col.add(None, "suite.initial_env", "must be an object, or the path of a JSON file holding one")
+        env = {}
+    suite = Suite(path=path, name=str(block.get("name") or path.stem), settings=settings,
+                  initial_env=env, cases=[])
+    tools_spec = block.get("tools")
+    if isinstance(tools_spec, str):
+        from agent_eval.tools import load_tools
+
+        try:
+            suite.tools = load_tools(tools_spec, base_dir)
+        except ConfigError as exc:
+            col.add(None, "suite.tools", str(exc))
+    if suite.tools is None:
+        from agent_eval.tools import ToolSet
+
+        suite.tools = ToolSet.empty()
+    return suite
+
+
+def _load_case(suite: Suite, raw: Any, index: int, col: _Collector) -> dict[str, Any] | None:
+    if not isinstance(raw, dict):
+        col.add(f"#{index}", None, "a case must be an object")
+        return None
+    case_id = raw.get("id") if isinstance(raw.get("id"), str) else f"#{index}"
+    try:
+        model = CaseModel.model_validate(raw)
+    except ValidationError as err:
+        col.pydantic(case_id, err)
+        return None
+    case = dict(raw)
+    case["tags"], case["requires"], case["metadata"] = model.tags, model.requires, model.metadata
+    for key, feature in NOT_SUPPORTED_CASE_FIELDS.items():
+        if key in case:
+            col.add(case_id, key, f"not supported yet ({feature}); remove it")
+    _check_inputs(case, case_id, col)
+    own_env = _load_json_ref(case.get("initial_env"), suite.base_dir, col, case_id, "initial_env")
+    if own_env is not None and not isinstance(own_env, dict):
+        col.add(case_id, "initial_env", "must be an object, or the path of a JSON file holding one")
+        own_env = None
+    case["initial_env"] = own_env
+    if isinstance(case.get("expected_env"), str) and case["expected_env"] != "replay":
+        case["expected_env"] = _load_json_ref(case["expected_env"], suite.base_dir, col, case_id, "expected_env")
+    if isinstance(case.get("expected_env_check"), dict):
+        case["expected_env_check"] = [case["expected_env_check"]]
+    if model.faults:
+        case["faults"] = [f.model_dump(exclude_none=True) for f in model.faults]
+    from agent_eval.validation import check_case
+
+    for field_name, message in check_case(case, suite):
+        col.add(case_id, field_name, message)
+    return case
+
+
+def _check_inputs(case: dict, case_id: str, col: _Collector) -> None:
+    given = [k for k in ("query", "messages", "scenario") if case.get(k) is not None]
+    if len(given) != 1:
+        col.add(case_id, "query", "give exactly one of query, messages or scenario"
+                + (f" (found {', '.join(given)})" if given else ""))
+    elif given[0] == "messages" and not case["messages"]:
+        col.add(case_id, "messages", "must hold at least one user message")
+
+
+def case_env(suite: Suite, case: dict) -> dict[str, Any]:
+    """The case's initial environment: its own `initial_env` deep-merged over the suite's."""
+    own = case.get("initial_env")
+    return suite.initial_env if own is None else deep_merge(suite.initial_env, own)
+
+
+def user_messages(case: dict) -> list[str]:
+    """The scripted user messages of a case, in order."""
+    return [case["query"]] if case.get("query") is not None else list(case.get("messages") or [])
+
+
+def select_cases(cases: list[dict], filters: list[str]) -> list[dict]:
+    """Keep a case when its id or one of its tags contains one of the filter texts."""
+    if not filters:
+        return list(cases)
+    return [c for c in cases if any(f in c["id"] or any(f in t for t in c.get("tags", ())) for f in filters)]
+
+
+def skip_reason(case: dict, environ: dict[str, str], judge_on: bool) -> str | None:
+    """Why a case is skipped, or None when it runs."""
+    missing = [name for name in case.get("requires", ()) if not environ.get(name)]
+    if missing:
+        return f"requires {', '.join(missing)} (unset)"
+    if not judge_on and has_only_judged_checks(case):
+        return "judge disabled"
+    return None
+
+
+def has_only_judged_checks(case: dict) -> bool:
+    """True when the case's only checks are judged ones (rubric, expected_outcome)."""
+    from agent_eval.validation import deterministic_checks
+
+    judged = [k for k in JUDGED_CHECKS if case.get(k)]
+    return bool(judged) and not deterministic_checks(case)

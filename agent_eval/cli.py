@@ -1,0 +1,113 @@
+"""The `agent-eval` command line: parse flags, call the app, map the outcome to an exit code."""
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+
+from agent_eval.errors import CaseFileError, ConfigError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="A benchmark runner for tool-calling AI agents.")
+console = Console()
+err_console = Console(stderr=True)
+
+CASES_HELP = "The case file (a JSON list of cases, or {\"suite\": ..., \"cases\": [...]})."
+FILTER_HELP = "Keep cases whose id or a tag contains TEXT (repeatable)."
+
+
+def guarded(fn: Callable[[], int]) -> None:
+    """Run fn; a user mistake becomes one short message on stderr and exit 2, never a traceback."""
+    try:
+        code = fn()
+    except CaseFileError as exc:
+        problems = exc.problems
+        err_console.print(f"[red]error:[/] the case file is invalid ({len(problems)} "
+                          f"problem{'s' if len(problems) != 1 else ''}):", highlight=False)
+        for problem in problems:
+            err_console.print(f"  - {problem}", highlight=False, markup=False)
+        code = 2
+    except ConfigError as exc:
+        err_console.print("[red]error:[/] ", end="", highlight=False)
+        err_console.print(str(exc), highlight=False, markup=False)
+        code = 2
+    raise typer.Exit(code)
+
+
+@app.command()
+def run(
+    cases: Path = typer.Option(Path("cases/test_cases.json"), "--cases", help=CASES_HELP),
+    filter: list[str] | None = typer.Option(None, "--filter", help=FILTER_HELP),
+    repeat: int | None = typer.Option(None, "--repeat", "-k", help="Runs per case (default 1)."),
+    threshold: float | None = typer.Option(None, "--threshold", help="Pass rate a case needs (default 1.0)."),
+    no_judge: bool = typer.Option(False, "--no-judge", help="Never call the judge; skip rubric-only cases."),
+    agent: str | None = typer.Option(None, "--agent", help="openai, file.py:function or module:function."),
+    model: str | None = typer.Option(None, "--model", help="The agent's model (AGENT_EVAL_MODEL)."),
+    base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (OPENAI_BASE_URL)."),
+    concurrency: int | None = typer.Option(None, "--concurrency", help="Runs at once (default 8)."),
+    max_steps: int | None = typer.Option(None, "--max-steps", help="Model completions per user turn (default 8)."),
+    timeout: float | None = typer.Option(None, "--timeout", help="Seconds one run may take (default: none)."),
+    output_dir: Path | None = typer.Option(None, "--output-dir", help="Where reports go (default reports)."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bar and no terminal report."),
+) -> None:
+    """Run the suite: every selected case k times, scored, reported, with a CI exit code."""
+    flags = dict(cases=cases, filter=filter, repeat=repeat, threshold=threshold, no_judge=no_judge,
+                 agent=agent, model=model, base_url=base_url, concurrency=concurrency, max_steps=max_steps,
+                 timeout=timeout, output_dir=output_dir, quiet=quiet)
+
+    def go() -> int:
+        from agent_eval.app import run_command
+
+        return run_command(flags, console, err_console)
+
+    guarded(go)
+
+
+@app.command("list")
+def list_cases(
+    cases: Path = typer.Option(Path("cases/test_cases.json"), "--cases", help=CASES_HELP),
+    filter: list[str] | None = typer.Option(None, "--filter", help=FILTER_HELP),
+) -> None:
+    """Print the selected cases, one line each."""
+
+    def go() -> int:
+        from agent_eval.cases import load_suite, select_cases
+
+        suite = load_suite(cases)
+        selected = select_cases(suite.cases, filter or [])
+        if not selected:
+            raise ConfigError(f"no case of {cases} matches --filter {' '.join(filter or [])!r}.")
+        for case in selected:
+            kind = next(k for k in ("query", "messages", "scenario") if case.get(k) is not None)
+            tags = ",".join(case.get("tags", []))
+            console.print(f"{case['id']}\t{kind}\t{tags}", highlight=False, markup=False, soft_wrap=True)
+        return 0
+
+    guarded(go)
+
+
+@app.command()
+def validate(cases: Path = typer.Option(Path("cases/test_cases.json"), "--cases", help=CASES_HELP)) -> None:
+    """Check a case file; nothing runs."""
+
+    def go() -> int:
+        from agent_eval.cases import load_suite
+
+        suite = load_suite(cases)
+        console.print(f"{cases}: {len(suite.cases)} cases, valid.", highlight=False)
+        return 0
+
+    guarded(go)
+
+
+def main(argv: Any = None) -> None:
+    """Console-script entry point."""
+    app(args=argv if argv is not None else sys.argv[1:], prog_name="agent-eval")
+
+
+if __name__ == "__main__":
+    main()

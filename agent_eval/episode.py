@@ -1,0 +1,99 @@
+"""Play one run: send the user messages to the agent in one sandbox and freeze the trace (DESIGN §7)."""
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from agent_eval.agents import AgentStop, ProviderError, Reply, RunContext
+from agent_eval.cases import user_messages
+from agent_eval.envdiff import diff_env
+from agent_eval.sandbox import EnvTemplate, Sandbox
+
+
+@dataclass
+class Played:
+    """A finished run before scoring: its frozen trace, final env, and infrastructure error if any."""
+
+    trace: dict[str, Any]
+    final_env: dict[str, Any]
+    error: str | None
+
+
+class Clock:
+    """Counts the agent's time only, against an optional --timeout budget."""
+
+    def __init__(self, timeout: float | None) -> None:
+        self.timeout = timeout
+        self.used = 0.0
+
+    async def run(self, coro: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            if self.timeout is None:
+                return await coro
+            remaining = self.timeout - self.used
+            if remaining <= 0:
+                coro.close()
+                raise asyncio.TimeoutError
+            return await asyncio.wait_for(coro, remaining)
+        finally:
+            self.used += time.perf_counter() - started
+
+
+async def play_run(case: dict, trial: int, agent: Any, tools: Any, template: EnvTemplate,
+                   system_prompt: str | None, timeout: float | None) -> Played:
+    """Run every scripted user message of `case` through `agent`; never raises for agent faults."""
+    t0 = time.perf_counter()
+    sandbox = Sandbox(tools, template.fresh(), case.get("faults"), t0)
+    ctx = RunContext(case=case, trial=trial, sandbox=sandbox, tool_schemas=tools.schemas,
+                     system_prompt=system_prompt)
+    clock = Clock(timeout)
+    sent: list[str] = []
+    replies: list[Reply] = []
+    first_reply_at: float | None = None
+    stop_reason, agent_error, error = "completed", None, None
+    try:
+        for text in user_messages(case):
+            sent.append(text)
+            ctx.messages.append({"role": "user", "content": text})
+            reply = await clock.run(agent.respond(ctx))
+            if first_reply_at is None:
+                first_reply_at = time.perf_counter() - t0
+            replies.append(reply)
+            ctx.messages.append({"role": "assistant", "content": reply.answer})
+    except AgentStop as stop:
+        stop_reason, agent_error = stop.stop_reason, str(stop)
+    except asyncio.TimeoutError:
+        stop_reason, agent_error = "timeout", f"the agent outran --timeout {timeout:g}s"
+    except ProviderError as exc:
+        error = str(exc)
+    finally:
+        sandbox.closed = True
+    elapsed = time.perf_counter() - t0
+    trace = build_trace(sent, replies, sandbox.steps, ctx.llm_calls, stop_reason, agent_error,
+                        elapsed, first_reply_at, diff_env(template.env, sandbox.env))
+    return Played(trace, sandbox.env, error)
+
+
+def build_trace(user_msgs: list[str], replies: list[Reply], steps: list[dict], llm_calls: list[dict],
+                stop_reason: str, agent_error: str | None, latency_s: float,
+                first_reply_at: float | None, env_diff: list[dict]) -> dict[str, Any]:
+    """The frozen trace of §7 from what one run produced."""
+    last = replies[-1] if replies and len(replies) == len(user_msgs) else None
+    firsts = [t for t in (steps[0]["t_start_s"] if steps else None, first_reply_at) if t is not None]
+    return {
+        "user_messages": user_msgs,
+        "replies": [r.answer for r in replies],
+        "final_answer": last.answer if last else None,
+        "cards": last.cards if last else [],
+        "final_agent": last.final_agent if last else None,
+        "stop_reason": stop_reason,
+        "agent_error": agent_error,
+        "steps": steps,
+        "llm_calls": llm_calls,
+        "latency_s": latency_s,
+        "ttfa_s": min(firsts) if firsts else None,
+        "final_env_diff": env_diff,
+    }

@@ -1,0 +1,176 @@
+"""Trials x cases under a concurrency limit, with timeouts, progress and the journal (DESIGN §1, §7)."""
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import secrets
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from agent_eval.cases import Suite, case_env, skip_reason
+from agent_eval.config import RunConfig
+from agent_eval.episode import play_run
+from agent_eval.journal import Journal
+from agent_eval.metrics import case_status, summarize
+from agent_eval.sandbox import EnvTemplate, replay_expected_tools
+from agent_eval.scoring import ScoringContext, score_run
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """`YYYYmmdd-HHMMSS-<6 hex>` (DESIGN §7)."""
+    now = now or datetime.now()
+    return now.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+
+
+@dataclass
+class CaseSlot:
+    """One selected case while it runs: its env template (built lazily, freed when done) and results."""
+
+    case: dict[str, Any]
+    trials: list[int]
+    skip: str | None = None
+    runs: dict[int, dict[str, Any]] = field(default_factory=dict)  # trial -> run without trace
+    offsets: dict[int, tuple[int, int]] = field(default_factory=dict)  # trial -> journal position
+    template: EnvTemplate | None = None
+    expected_env: dict | None = None
+    in_flight: int = 0
+
+    def prepare(self, suite: Suite) -> None:
+        if self.template is None:
+            self.template = EnvTemplate(case_env(suite, self.case))
+            expected = self.case.get("expected_env")
+            if expected == "replay":
+                expected = replay_expected_tools(suite.tools, self.template, self.case["expected_tools"])
+            self.expected_env = expected
+
+    def release_if_idle(self, remaining: int) -> None:
+        if self.in_flight == 0 and remaining == 0:
+            self.template = None
+            self.expected_env = None
+
+
+def lite_run(run: dict[str, Any]) -> dict[str, Any]:
+    """A run record without its trace, kept in memory for the summary and the terminal report."""
+    trace = run["trace"]
+    lite = {k: v for k, v in run.items() if k != "trace"}
+    lite["trace"] = {"stop_reason": trace["stop_reason"], "agent_error": trace["agent_error"]}
+    return lite
+
+
+class Runner:
+    """Runs the selected cases of a suite and keeps only small per-run rows in memory."""
+
+    def __init__(self, suite: Suite, cases: list[dict], cfg: RunConfig, agent: Any, scoring: ScoringContext,
+                 journal: Journal, environ: dict[str, str] | None = None,
+                 on_run_done: Callable[[], None] | None = None) -> None:
+        self.suite, self.cfg, self.agent, self.scoring, self.journal = suite, cfg, agent, scoring, journal
+        environ = os.environ if environ is None else environ
+        self.slots = [CaseSlot(c, list(range(cfg.repeat)), skip_reason(c, environ, cfg.judge)) for c in cases]
+        self.on_run_done = on_run_done or (lambda: None)
+        self.system_prompt = suite.settings.get("system_prompt")
+
+    def restore(self, case_id: str, trial: int, run: dict[str, Any], position: tuple[int, int]) -> None:
+        """Take a journaled run as done (--resume); errored runs are run again."""
+        for slot in self.slots:
+            if slot.case["id"] == case_id and run["status"] != "error" and trial in slot.trials:
+                slot.trials.remove(trial)
+                slot.runs[trial] = lite_run(run)
+                slot.offsets[trial] = position
+
+    @property
+    def pending(self) -> int:
+        return sum(len(s.trials) for s in self.slots if s.skip is None)
+
+    def _work(self) -> Iterator[tuple[CaseSlot, int]]:
+        for slot in self.slots:
+            if slot.skip is None:
+                while slot.trials:
+                    yield slot, slot.trials.pop(0)
+
+    async def run(self) -> None:
+        """Run every pending (case, trial); cancellation (Ctrl-C) leaves finished runs journaled."""
+        work = self._work()
+        gc.collect()
+        gc.freeze()  # the suite and its envs are long-lived: keep the collector from rescanning them
+        workers = [asyncio.create_task(self._worker(work)) for _ in range(min(self.cfg.concurrency,
+                                                                              max(1, self.pending)))]
+        try:
+            await asyncio.gather(*workers)
+        finally:
+            for w in workers:
+                w.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            self.journal.flush()
+            gc.unfreeze()
+
+    async def _worker(self, work: Iterator[tuple[CaseSlot, int]]) -> None:
+        for slot, trial in work:
+            slot.prepare(self.suite)
+            slot.in_flight += 1
+            try:
+                played = await play_run(slot.case, trial, self.agent, self.suite.tools, slot.template,
+                                        self.system_prompt, self.cfg.timeout)
+                run = await score_run(slot.case, trial, played.trace, played.final_env, slot.expected_env,
+                                      played.error, self.scoring)
+            finally:
+                slot.in_flight -= 1
+            slot.offsets[trial] = self.journal.append(slot.case["id"], trial, run)
+            slot.runs[trial] = lite_run(run)
+            slot.release_if_idle(len(slot.trials))
+            self.on_run_done()
+
+    def case_entries(self) -> list[dict[str, Any]]:
+        """The §7 `cases` entries, with runs lacking their traces (they stay in the journal)."""
+        entries = []
+        for slot in self.slots:
+            case = slot.case
+            if slot.skip is not None:
+                entries.append({"id": case["id"], "tags": case.get("tags", []), "status": "skipped",
+                                "pass_rate": None, "skip_reason": slot.skip, "runs": []})
+                continue
+            runs = [slot.runs[t] for t in sorted(slot.runs)]
+            status, pass_rate = case_status(runs, self.cfg.threshold) if runs else ("error", None)
+            entries.append({"id": case["id"], "tags": case.get("tags", []), "status": status,
+                            "pass_rate": pass_rate, "skip_reason": None, "runs": runs})
+        return entries
+
+    def run_bytes(self) -> Iterator[list[bytes]]:
+        """Per case, its runs' JSON read back from the journal, in trial order."""
+        with open(self.journal.path, "rb") as f:
+            for slot in self.slots:
+                chunk = []
+                for t in sorted(slot.offsets):
+                    offset, length = slot.offsets[t]
+                    f.seek(offset)
+                    chunk.append(f.read(length))
+                yield chunk
+
+
+def exit_code(entries: list[dict[str, Any]], regression: bool = False) -> int:
+    """DESIGN §1, in order: 1 for a failed case or a regression; 2 for an error or all skipped; else 0."""
+    statuses = [e["status"] for e in entries]
+    if "failed" in statuses or regression:
+        return 1
+    if "error" in statuses or (statuses and all(s == "skipped" for s in statuses)):
+        return 2
+    return 0
+
+
+def build_report(run_id: str, created_at: str, suite: Suite, cfg: RunConfig, agent_name: str,
+                 entries: list[dict[str, Any]], interrupted: bool) -> dict[str, Any]:
+    """The §7 report (runs without traces); `exit_code` and `gate` are filled by the caller."""
+    rows = [{"id": e["id"], "status": e["status"], "runs": e["runs"]} for e in entries]
+    return {
+        "schema_version": 1, "run_id": run_id, "created_at": created_at, "suite": suite.name,
+        "agent": agent_name, "model": cfg.model, "cases_file": str(cfg.cases_file),
+        "settings": cfg.settings(), "summary": summarize(rows, cfg.repeat), "cases": entries,
+        "gate": None, "interrupted": interrupted, "exit_code": None,
+    }
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+

@@ -1,0 +1,110 @@
+"""One run's world (DESIGN §3): a private env copy, recorded tool dispatch, fault injection."""
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import orjson
+
+from agent_eval.errors import ToolError
+
+DEFAULT_FAULT_ERROR = "ServiceUnavailable: 503 Service Unavailable"
+
+
+class EnvTemplate:
+    """A pristine initial env, serialised once so each run's private copy is one orjson parse.
+
+    An orjson round trip is several times faster than copy.deepcopy for JSON data (bench/README.md),
+    and exact for everything a JSON case file can hold.
+    """
+
+    __slots__ = ("_blob", "env")
+
+    def __init__(self, env: dict[str, Any]) -> None:
+        self.env = env
+        self._blob = orjson.dumps(env)
+
+    def fresh(self) -> dict[str, Any]:
+        return orjson.loads(self._blob)
+
+
+class Sandbox:
+    """Dispatches tool calls for one run against its private env and records every step."""
+
+    def __init__(self, tools: Any, env: dict[str, Any], faults: list[dict] | None = None,
+                 t0: float | None = None) -> None:
+        self.tools = tools
+        self.env = env
+        self.steps: list[dict[str, Any]] = []
+        self.t0 = time.perf_counter() if t0 is None else t0
+        self.closed = False
+        self._fail_left: dict[str, int] = {}
+        self._fault_error: dict[str, str] = {}
+        self._delay_s: dict[str, float] = {}
+        for fault in faults or ():
+            tool = fault["tool"]
+            times = fault.get("fail_times")
+            self._fail_left[tool] = (0 if fault.get("delay_ms") else 1) if times is None else times
+            self._fault_error[tool] = fault.get("error") or DEFAULT_FAULT_ERROR
+            if fault.get("delay_ms"):
+                self._delay_s[tool] = fault["delay_ms"] / 1000.0
+
+    def call(self, name: str, args: Any) -> tuple[str | None, str | None]:
+        """Run one call synchronously; returns (observation, error), exactly one of them non-None."""
+        start = time.perf_counter()
+        delay = self._delay_s.get(name)
+        if delay:
+            time.sleep(delay)
+        return self._dispatch(name, args, start)
+
+    async def acall(self, name: str, args: Any) -> tuple[str | None, str | None]:
+        """The async twin of `call`: a fault's delay does not block other runs."""
+        start = time.perf_counter()
+        delay = self._delay_s.get(name)
+        if delay:
+            await asyncio.sleep(delay)
+        return self._dispatch(name, args, start)
+
+    def _dispatch(self, name: str, args: Any, start: float) -> tuple[str | None, str | None]:
+        if self.closed:
+            raise ToolError("the run has ended (timeout); this call was not recorded")
+        output = error = invalid = None
+        if isinstance(args, str):
+            invalid = "malformed JSON"
+            error = f"JSONDecodeError: the arguments are not valid JSON: {args[:200]!r}"
+        elif not self.tools.has(name):
+            invalid = "unknown tool"
+            error = f"UnknownTool: no tool named {name!r}"
+        else:
+            invalid = self.tools.validate(name, args)
+            if self._fail_left.get(name):
+                self._fail_left[name] -= 1
+                error = self._fault_error[name]
+            else:
+                try:
+                    output = self.tools.observation(self.tools.invoke(name, args, self.env))
+                except Exception as exc:  # the tool's exception is the observation, by contract
+                    error = f"{type(exc).__name__}: {exc}"
+        end = time.perf_counter()
+        self.steps.append({
+            "step": len(self.steps), "name": name, "args": args, "output": output, "error": error,
+            "invalid_args": invalid, "latency_s": end - start, "t_start_s": start - self.t0,
+        })
+        return output, error
+
+
+def replay_expected_tools(tools: Any, template: EnvTemplate, expected_tools: list[dict]) -> dict[str, Any]:
+    """The env that the reference calls produce, in order and without faults; erroring calls are skipped."""
+    env = template.fresh()
+    for call in expected_tools:
+        if not tools.has(call["name"]):
+            continue
+        snapshot = orjson.dumps(env)
+        try:
+            tools.invoke(call["name"], dict(call.get("args") or {}), env)
+        except Exception:
+            # A gold call that errors is skipped: undo anything it half-wrote.
+            env.clear()
+            env.update(orjson.loads(snapshot))
+    return env

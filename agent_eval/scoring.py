@@ -1,0 +1,43 @@
+"""Score one frozen trace into a run record (DESIGN §5, §6, §7). Shared by `run` and `rescore`."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_eval.checks import check_run
+from agent_eval.metrics import price_usage, run_metrics
+
+
+@dataclass
+class ScoringContext:
+    """What scoring needs beyond the trace: prices, the run's model, and the optional judge."""
+
+    pricing: dict[str, Any] = field(default_factory=dict)
+    model: str | None = None
+    judge: Any = None  # agent_eval.judge.Judge when judging is on
+
+
+async def score_run(case: dict, trial: int, trace: dict, final_env: dict, expected_env: dict | None,
+                    error: str | None, ctx: ScoringContext) -> dict[str, Any]:
+    """The §7 run record: checks, judge verdict, metrics and status for one run."""
+    checks = check_run(case, trace, final_env, expected_env)
+    judge_verdict = None
+    completed = trace["stop_reason"] == "completed"
+    if error is None and completed and ctx.judge is not None and all(c["passed"] for c in checks):
+        judge_verdict, error = await ctx.judge.verdict(case, trace, checks)
+    success = error is None and completed and all(c["passed"] for c in checks)
+    cost = price_usage(trace["llm_calls"], ctx.pricing, ctx.model)
+    return {
+        "trial": trial,
+        "status": "error" if error is not None else ("passed" if success else "failed"),
+        "error": error,
+        "success": success,
+        "checks": checks,
+        "judge": judge_verdict,
+        "judge_expected_outcome": None,
+        "metrics": run_metrics(case, trace, checks, success, cost),
+        "scorers": {},
+        "scorer_errors": {},
+        "escalated": False,
+        "trace": trace,
+    }

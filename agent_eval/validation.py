@@ -1,0 +1,106 @@
+"""Semantic validation of one case (DESIGN §2): what the types alone cannot say."""
+from __future__ import annotations
+
+from typing import Any
+
+from agent_eval.checks import ENV_OPS, EXPECT_KEYS
+from agent_eval.matchers import is_literal, validate_matcher
+
+NOT_SUPPORTED_EXPECT_KEYS = {"grounded": "safety checks"}
+
+
+def deterministic_checks(case: dict, suite: Any = None) -> list[str]:
+    """The names of the case's checks that code decides (everything but the judge)."""
+    found = [k for k in ("trajectory", "expected_env_check", "expected_env", "expect") if case.get(k)]
+    if case.get("expected_env") == {}:
+        found.append("expected_env")
+    if case.get("policy") or (suite is not None and suite.settings.get("policy")):
+        found.append("policy")
+    if case.get("authorized") is False:
+        found.append("authorized")
+    return found
+
+
+def check_case(case: dict, suite: Any) -> list[tuple[str, str]]:
+    """Every problem of one parsed case, as (field, message with the fix)."""
+    problems: list[tuple[str, str]] = []
+    add = lambda f, m: problems.append((f, m))
+    judged = [k for k in ("rubric", "expected_outcome") if case.get(k)]
+    if not deterministic_checks(case, suite) and not judged:
+        if case.get("expected_tools") is not None:
+            add("expected_tools", "expected_tools alone only measures the trajectory; add \"trajectory\" "
+                "to make it a check, or a state/output check (expected_env_check, expected_env, expect)")
+        else:
+            add("id", "the case has no check; add expected_env_check, expected_env, expect, "
+                "trajectory (with expected_tools) or rubric")
+    if case.get("trajectory") and case.get("expected_tools") is None:
+        add("trajectory", "trajectory needs expected_tools (the reference calls) to compare against")
+    tools = suite.tools
+    for i, call in enumerate(case.get("expected_tools") or []):
+        if tools is not None and not tools.has(call["name"]):
+            add(f"expected_tools[{i}].name", f"no tool named {call['name']!r} in the suite's tools; "
+                f"known tools: {', '.join(sorted(tools.names)) or 'none'}")
+        for key, value in (call.get("args") or {}).items():
+            message = validate_matcher(value)
+            if message:
+                add(f"expected_tools[{i}].args.{key}", message)
+    if case.get("expected_env") == "replay":
+        if case.get("expected_tools") is None:
+            add("expected_env", "\"replay\" runs expected_tools; add expected_tools")
+        for i, call in enumerate(case.get("expected_tools") or []):
+            if not is_literal(call.get("args") or {}):
+                add(f"expected_tools[{i}].args", "expected_env \"replay\" needs literal args (no $ matchers)")
+    elif "expected_env" in case and case["expected_env"] is not None and not isinstance(case["expected_env"], dict):
+        add("expected_env", "must be an object, the path of a JSON file, or \"replay\"")
+    for i, item in enumerate(case.get("expected_env_check") or []):
+        problems.extend(_check_env_item(item, i))
+    for key, value in (case.get("expect") or {}).items():
+        if key in NOT_SUPPORTED_EXPECT_KEYS:
+            add(f"expect.{key}", f"not supported yet ({NOT_SUPPORTED_EXPECT_KEYS[key]}); remove it")
+        elif key not in EXPECT_KEYS:
+            add(f"expect.{key}", f"unknown expect key; use one of {', '.join(sorted(EXPECT_KEYS))}")
+        elif key == "max_tool_calls" and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            add("expect.max_tool_calls", "must be a whole number >= 0")
+        elif key in ("regex",):
+            problems.extend(_check_regexes(value))
+    for i, fault in enumerate(case.get("faults") or []):
+        if tools is not None and not tools.has(fault["tool"]):
+            add(f"faults[{i}].tool", f"no tool named {fault['tool']!r} in the suite's tools")
+        if fault.get("fail_times") is not None and fault["fail_times"] < 0:
+            add(f"faults[{i}].fail_times", "must be >= 0")
+        if fault.get("delay_ms") is not None and fault["delay_ms"] < 0:
+            add(f"faults[{i}].delay_ms", "must be >= 0")
+    return problems
+
+
+def _check_env_item(item: Any, index: int) -> list[tuple[str, str]]:
+    name = f"expected_env_check[{index}]"
+    if not isinstance(item, dict):
+        return [(name, "must be an object {\"path\": [...], \"<op>\": value}")]
+    out = []
+    path = item.get("path")
+    if not isinstance(path, list) or not all(isinstance(p, (str, int)) and not isinstance(p, bool) for p in path):
+        out.append((f"{name}.path", "must be a list of keys (strings) and indices (integers)"))
+    ops = [k for k in item if k != "path"]
+    unknown = [k for k in ops if k not in ENV_OPS]
+    if unknown:
+        out.append((f"{name}.{unknown[0]}", f"unknown op; use one of {', '.join(sorted(ENV_OPS))}"))
+    elif len(ops) != 1:
+        out.append((name, f"give exactly one op besides path (found {len(ops)})"))
+    elif ops[0] == "in" and not isinstance(item["in"], list):
+        out.append((f"{name}.in", "must be a list of allowed values"))
+    elif ops[0] == "exists" and not isinstance(item["exists"], bool):
+        out.append((f"{name}.exists", "must be true or false"))
+    return out
+
+
+def _check_regexes(value: Any) -> list[tuple[str, str]]:
+    import re
+
+    out = []
+    for pattern in value if isinstance(value, list) else [value]:
+        try:
+            re.compile(pattern)
+        except (re.error, TypeError) as exc:
+            out.append(("expect.regex", f"invalid regular expression {pattern!r}: {exc}"))
+    return out
