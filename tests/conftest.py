@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.loopback import LoopbackServer, Script
+from tests.loopback import LoopbackServer, Script  # noqa: E402
 
 
 @pytest.fixture

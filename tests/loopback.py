@@ -314,7 +314,8 @@ class LoopbackServer:
         if method == "GET" and path.endswith("/models"):
             return 200, {"object": "list", "data": [{"id": "loopback", "object": "model"}]}, {}
         if method != "POST" or not path.endswith("/chat/completions"):
-            return 404, _error_body(404, f"loopback serves POST /v1/chat/completions, not {method} {path}"), {}
+            message = f"loopback serves POST /v1/chat/completions, not {method} {path}"
+            return 404, _error_body(404, message), {}
         try:
             request = orjson.loads(raw)
         except orjson.JSONDecodeError:
@@ -357,7 +358,8 @@ class LoopbackServer:
         try:
             if self._entries is not None:
                 if index >= len(self._entries):
-                    raise LookupError(f"script exhausted: request {index + 1} but only {len(self._entries)} replies")
+                    raise LookupError(
+                        f"script exhausted: request {index + 1} but only {len(self._entries)} replies")
                 return _coerce(self._entries[index])
             return _coerce(self._script(request, index))  # type: ignore[operator]
         except Exception as exc:  # noqa: BLE001 - a script bug is answered as a 500 and recorded

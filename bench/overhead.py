@@ -1,0 +1,239 @@
+"""How much slower is `agent-eval run` than the minimal loop anyone would write by hand?
+
+Usage: .venv/bin/python bench/overhead.py [--cases 1000] [--concurrency 50] [--latency-ms 50]
+
+One loopback server (in this process) answers every case with one tool call, then with a text
+answer: two completions per case. Both contenders run as child processes, so each pays its own
+start-up imports and neither shares a GIL with the server:
+  (a) bare loop: asyncio, one AsyncOpenAI client, a semaphore; per case a completion, the tool run
+      in-process on a copy of the env, a second completion, the `expect` check;
+  (b) runner: `agent-eval run ... --quiet [--no-html]` on the same suite.
+Each is timed 3 times (wall clock) and the median is reported, with the child's peak RSS.
+See bench/README.md.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import runpy
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests.loopback import LoopbackServer, text, tool_calls  # noqa: E402
+
+RECORDS = 200
+TOOLS_PY = '''"""The overhead benchmark's one tool."""
+
+TOOLS_SCHEMA = [{"type": "function", "function": {
+    "name": "lookup", "description": "Read one record.",
+    "parameters": {"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]}}}]
+
+
+def lookup(key: str, env: dict) -> str:
+    return env["records"].get(key, {}).get("value", "missing")
+
+
+TOOL_REGISTRY = {"lookup": lookup}
+'''
+
+
+def write_suite(directory: Path, cases: int) -> Path:
+    """A tools.py and a case file of `cases` cases sharing a ~40 KB initial_env."""
+    (directory / "tools.py").write_text(TOOLS_PY)
+    records = {f"k{i}": {"value": f"value-{i}", "note": "x" * 120, "tags": ["a", "b", i]}
+               for i in range(RECORDS)}
+    suite = {"name": "overhead", "tools": "tools.py", "initial_env": {"records": records}}
+    rows = [{"id": f"case-{n:05d}", "query": f"What is the value of k{n % RECORDS}?",
+             "expect": {"contains": f"value-{n % RECORDS}"}} for n in range(cases)]
+    path = directory / "test_cases.json"
+    path.write_bytes(orjson.dumps({"suite": suite, "cases": rows}))
+    return path
+
+
+def answer(request: dict, index: int):
+    """Tool call after the user's message, text after the tool's; stateless, as both loops need."""
+    messages = request.get("messages") or []
+    last = messages[-1] if messages else {}
+    if last.get("role") == "tool":
+        return text(f"The value is {last.get('content')}.")
+    match = re.search(r"k\d+", str(last.get("content", "")))
+    return tool_calls([("lookup", {"key": match.group(0) if match else "k0"})])
+
+
+# --- (a) the bare loop, run as a child process ----------------------------------------------------
+def bare_child(base_url: str, cases_path: str, concurrency: int) -> None:
+    """The minimal hand-written loop; prints a JSON line with the pass count."""
+    import asyncio
+
+    import openai
+
+    document = orjson.loads(Path(cases_path).read_bytes())
+    namespace = runpy.run_path(str(Path(cases_path).parent / "tools.py"))
+    tools, registry = namespace["TOOLS_SCHEMA"], namespace["TOOL_REGISTRY"]
+    base_env = orjson.dumps(document["suite"]["initial_env"])
+
+    async def run_case(client: openai.AsyncOpenAI, gate: asyncio.Semaphore, case: dict) -> bool:
+        async with gate:
+            env = orjson.loads(base_env)
+            messages: list = [{"role": "user", "content": case["query"]}]
+            for _ in range(4):
+                response = await client.chat.completions.create(
+                    model="bench", messages=messages, tools=tools, temperature=0)
+                message = response.choices[0].message
+                if not message.tool_calls:
+                    return case["expect"]["contains"] in (message.content or "")
+                messages.append(message.model_dump(exclude_none=True))
+                for call in message.tool_calls:
+                    args = orjson.loads(call.function.arguments)
+                    output = registry[call.function.name](env=env, **args)
+                    messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
+            return False
+
+    async def main() -> int:
+        gate = asyncio.Semaphore(concurrency)
+        async with openai.AsyncOpenAI(base_url=base_url, api_key="bench", max_retries=8) as client:
+            results = await asyncio.gather(*[run_case(client, gate, case) for case in document["cases"]])
+        return sum(results)
+
+    print(orjson.dumps({"passed": asyncio.run(main()), "cases": len(document["cases"])}).decode())
+
+
+# --- measuring --------------------------------------------------------------------------------------
+def timed(command: list[str], env: dict[str, str], limit_s: float) -> tuple[float, int, float, str]:
+    """Run a child; returns (wall seconds, exit code, peak RSS MiB, output tail)."""
+    with tempfile.TemporaryFile() as out:
+        started = time.perf_counter()
+        child = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
+        deadline = started + limit_s
+        while True:
+            pid, wait_status, usage = os.wait4(child.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                child.kill()
+                pid, wait_status, usage = os.wait4(child.pid, 0)
+                break
+            time.sleep(0.005)
+        wall = time.perf_counter() - started
+        child.returncode = os.waitstatus_to_exitcode(wait_status)
+        out.seek(0)
+        tail = out.read().decode("utf-8", "replace")[-2000:]
+    return wall, child.returncode, usage.ru_maxrss / 1024, tail
+
+
+def runner_command() -> list[str] | None:
+    """How to start the CLI: the venv's script, else the module, else None (not written yet)."""
+    script = Path(sys.executable).parent / "agent-eval"
+    if script.exists():
+        return [str(script)]
+    if shutil.which("agent-eval"):
+        return ["agent-eval"]
+    if (ROOT / "agent_eval" / "cli.py").exists():
+        return [sys.executable, "-c", "import sys; from agent_eval.cli import main; sys.exit(main())"]
+    return None
+
+
+def child_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_EVAL_"))}
+    env.update(OPENAI_API_KEY="bench", PYTHONPATH=str(ROOT), COLUMNS="200", NO_COLOR="1")
+    return env
+
+
+def measure(label: str, make_command, repeats: int, expected_requests: int, srv: LoopbackServer,
+            limit_s: float, ok_codes: tuple[int, ...]) -> dict | None:
+    walls, rss = [], []
+    for attempt in range(repeats):
+        before = srv.count
+        wall, code, peak, tail = timed(make_command(attempt), child_env(), limit_s)
+        served = srv.count - before
+        if code not in ok_codes:
+            print(f"{label}: exit {code} after {wall:.2f}s ({served} requests served)\n{tail}",
+                  file=sys.stderr)
+            return None
+        if served != expected_requests:
+            print(f"{label}: warning: {served} requests served, expected {expected_requests}",
+                  file=sys.stderr)
+        walls.append(wall)
+        rss.append(peak)
+        print(f"  {label} #{attempt + 1}: {wall:6.2f} s  peak RSS {peak:6.1f} MiB  exit {code}"
+              f"  {tail.strip().splitlines()[-1] if tail.strip() else ''}"[:160])
+    return {"wall_s": statistics.median(walls), "rss_mib": max(rss)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cases", type=int, default=1000)
+    parser.add_argument("--concurrency", type=int, default=50)
+    parser.add_argument("--latency-ms", type=float, default=50.0)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--bare-child", nargs=3, metavar=("BASE_URL", "CASES", "CONCURRENCY"),
+                        help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.bare_child:
+        bare_child(args.bare_child[0], args.bare_child[1], int(args.bare_child[2]))
+        return 0
+
+    floor = args.cases * 2 * args.latency_ms / 1000 / args.concurrency
+    limit = 120 + 20 * floor  # a bound on every child, far above any sane run
+    print(f"{args.cases} cases x 2 completions, concurrency {args.concurrency}, "
+          f"latency {args.latency_ms:g} ms (latency floor {floor:.2f} s), "
+          f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
+    with tempfile.TemporaryDirectory(prefix="agent-eval-bench-") as tmp, \
+            LoopbackServer(answer, latency_s=args.latency_ms / 1000) as srv:
+        cases_path = write_suite(Path(tmp), args.cases)
+        expected = 2 * args.cases
+
+        bare = measure("bare loop", lambda n: [sys.executable, str(Path(__file__).resolve()), "--bare-child",
+                                                srv.base_url, str(cases_path), str(args.concurrency)],
+                       args.repeats, expected, srv, limit, (0,))
+        if bare is None:
+            return 1
+        print(f"bare loop: median {bare['wall_s']:.2f} s, peak RSS {bare['rss_mib']:.1f} MiB")
+
+        runner = measure_runner(args, srv, cases_path, Path(tmp), expected, limit)
+        if runner is None:
+            return 0
+        print(f"runner:    median {runner['wall_s']:.2f} s, peak RSS {runner['rss_mib']:.1f} MiB")
+        print(f"ratio runner/bare: {runner['wall_s'] / bare['wall_s']:.2f}")
+    return 0
+
+
+def measure_runner(args: argparse.Namespace, srv: LoopbackServer, cases_path: Path, tmp: Path,
+                   expected: int, limit: float) -> dict | None:
+    """Time the CLI, or say clearly why it cannot be timed yet."""
+    command = runner_command()
+    if command is None:
+        print("runner: not measured: the agent-eval CLI does not exist yet (no agent_eval/cli.py, no "
+              "agent-eval script). Install it with `make test` or `pip install -e .` once it lands.")
+        return None
+    probe = subprocess.run([*command, "run", "--help"], capture_output=True, text=True, env=child_env(),
+                           cwd=ROOT, timeout=120, check=False)
+    if probe.returncode != 0:
+        print(f"runner: not measured: `agent-eval run --help` exited {probe.returncode}:\n"
+              f"{(probe.stderr or probe.stdout)[-1500:]}")
+        return None
+    flags = ["--quiet"] + (["--no-html"] if "--no-html" in probe.stdout else [])
+
+    def make_command(attempt: int) -> list[str]:
+        return [*command, "run", "--cases", str(cases_path), "--agent", "openai", "--model", "bench",
+                "--base-url", srv.base_url, "--concurrency", str(args.concurrency),
+                "--output-dir", str(tmp / f"reports-{attempt}"), *flags]
+
+    # exit 1 means some case failed: still timed, but measure() prints it and the served count
+    return measure("runner", make_command, args.repeats, expected, srv, limit, (0, 1))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
