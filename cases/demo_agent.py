@@ -154,7 +154,8 @@ def _refund(task: Any, text: str, ko: bool) -> dict:
         amount = order.get("refunded_total", order["total"])
         return _reply(
             f"주문 {order_id}은(는) 이미 환불되었습니다 ({amount:.2f} {currency})." if ko else
-            f"Order {order_id} has been refunded: {amount:.2f} {currency} back to your original payment method.",
+            f"Order {order_id} has been refunded: {amount:.2f} {currency} "
+            "back to your original payment method.",
             "refund_agent",
         )
     if status not in ("delivered", "partially_refunded"):

@@ -75,7 +75,8 @@ def refund_order(env: dict, order_id: str, reason: str, amount: float | None = N
     if order["status"] == "refunded":
         raise ActionRefused(f"order {key} is already refunded")
     if order["status"] not in _REFUNDABLE:
-        raise ActionRefused(f"order {key} is {order['status']}, not delivered; only delivered orders can be refunded")
+        raise ActionRefused(f"order {key} is {order['status']}, not delivered; "
+                            "only delivered orders can be refunded")
     already = order.get("refunded_total", 0.0)
     left = round(order["total"] - already, 2)
     value = left if amount is None else round(float(amount), 2)
@@ -83,10 +84,11 @@ def refund_order(env: dict, order_id: str, reason: str, amount: float | None = N
         raise ActionRefused(f"refund amount {value} must be between 0 and {left} for order {key}")
     order["refunded_total"] = round(already + value, 2)
     order["status"] = "refunded" if order["refunded_total"] >= order["total"] else "partially_refunded"
-    refund = {"refund_id": f"RF_{len(env.setdefault('refunds', [])) + 1:04d}", "order_id": key, "amount": value}
+    refunds = env.setdefault("refunds", [])
+    refund = {"refund_id": f"RF_{len(refunds) + 1:04d}", "order_id": key, "amount": value}
     # The free-text reason is not stored: the final state must not depend on how an agent words it,
     # so that exact-state checks (`expected_env`, "replay") stay fair.
-    env["refunds"].append(refund)
+    refunds.append(refund)
     return {**refund, "currency": order["currency"], "order_status": order["status"], "reason": reason}
 
 
