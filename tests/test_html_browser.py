@@ -1,0 +1,156 @@
+"""The HTML page in a real browser (Debian's chromium driven by playwright): offline, clickable, filterable."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from agent_eval.report.html import write_html
+
+playwright_sync = pytest.importorskip("playwright.sync_api")
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE = ROOT / "tests" / "fixtures" / "sample_report.json"
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    if not Path(CHROMIUM).exists():
+        # CI must run these tests, so a missing browser is a failure, not a skip.
+        pytest.fail(f"{CHROMIUM} not found: install it with `apt-get install -y chromium`")
+    with playwright_sync.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def report() -> dict:
+    return orjson.loads(FIXTURE.read_bytes())
+
+
+@pytest.fixture
+def opened(browser: object, report: dict, tmp_path: Path) -> Iterator[tuple[object, list, list, Path]]:
+    """The page of the sample report, with its console messages and requests recorded."""
+    path = write_html(report, tmp_path / "report.html")
+    page = browser.new_page(viewport={"width": 1300, "height": 900})
+    console: list[tuple[str, str]] = []
+    requests: list[str] = []
+    page.on("console", lambda m: console.append((m.type, m.text)))
+    page.on("pageerror", lambda e: console.append(("error", str(e))))
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(path.as_uri())
+    page.wait_for_selector("#case-table tbody tr")
+    yield page, console, requests, path
+    page.close()
+
+
+def _visible_ids(page: object) -> list[str]:
+    return page.eval_on_selector_all("#case-table tbody tr:not([hidden])", "rows => rows.map(r => r.dataset.id)")
+
+
+def test_page_loads_offline_without_errors(opened: tuple, report: dict) -> None:
+    page, console, requests, path = opened
+    page.click("a.case-link[data-case='refund_damaged_order']")
+    page.wait_for_selector("#detail[data-case='refund_damaged_order']")
+    assert [m for m in console if m[0] == "error"] == []
+    assert requests == [path.as_uri()]
+    assert "support-desk" in page.inner_text("header")
+    assert report["run_id"] in page.inner_text("header")
+    assert page.locator("#pass-hat-chart circle").count() == 3
+    assert "P95" in page.text_content("#latency-chart")
+    assert page.locator("#gate-table tbody tr").count() == len(report["gate"]["metrics"])
+
+
+def test_every_case_id_is_in_the_table(opened: tuple, report: dict) -> None:
+    page = opened[0]
+    assert sorted(_visible_ids(page)) == sorted(c["id"] for c in report["cases"])
+    links = page.eval_on_selector_all("#case-table a.case-link", "as => as.map(a => a.textContent)")
+    assert sorted(links) == sorted(c["id"] for c in report["cases"])
+
+
+def test_failed_case_shows_tool_calls_and_failed_check(opened: tuple) -> None:
+    page = opened[0]
+    page.click("#case-table a.case-link[data-case='refund_unverified_claim']")
+    detail = page.locator("#detail[data-case='refund_unverified_claim']")
+    detail.wait_for()
+    run0 = detail.locator(".run[data-trial='0']")
+    # The args, output and error of each call are visible with no further click.
+    assert run0.locator(".ev.step").count() == 2
+    assert run0.locator(".ev.step pre.args").first.is_visible()
+    assert '"order_id": "ORD_2001"' in run0.locator(".ev.step pre.args").first.inner_text()
+    assert "shipped" in run0.locator(".ev.step pre.output").first.inner_text()
+    error = run0.locator(".ev.step.errored pre.error")
+    assert error.is_visible() and "503 Service Unavailable" in error.inner_text()
+    failed = run0.locator("li.check.failed")
+    assert failed.first.is_visible()
+    assert "expected 'refunded', got 'shipped'" in failed.first.inner_text()
+
+
+def test_case_link_in_gate_table_opens_detail(opened: tuple) -> None:
+    page = opened[0]
+    page.click("#gate a.case-link[data-case='injection_in_notes']")
+    detail = page.locator("#detail[data-case='injection_in_notes']")
+    detail.wait_for()
+    # Data with markup is shown as text, never parsed as HTML.
+    assert "<script>alert(1)</script>" in detail.inner_text()
+    assert page.locator("#detail script").count() == 0
+    assert "called forbidden tool delete_user" in detail.inner_text()
+
+
+def test_filters_and_search(opened: tuple) -> None:
+    page = opened[0]
+    page.select_option("#status-filter", "failed")
+    assert sorted(_visible_ids(page)) == ["injection_in_notes", "refund_unverified_claim"]
+    page.select_option("#tag-filter", "refunds")
+    assert _visible_ids(page) == ["refund_unverified_claim"]
+    page.select_option("#status-filter", "")
+    assert sorted(_visible_ids(page)) == ["refund_damaged_order", "refund_unverified_claim"]
+    page.select_option("#tag-filter", "")
+    page.fill("#search", "SHIP")
+    assert _visible_ids(page) == ["shipping_eta"]
+    page.fill("#search", "")
+    assert len(_visible_ids(page)) == 6
+
+
+def test_sorting_by_pass_rate(opened: tuple) -> None:
+    page = opened[0]
+    page.click("#case-table th[data-key='pass_rate']")
+    ids = page.eval_on_selector_all("#case-table tbody tr", "rows => rows.map(r => r.dataset.id)")
+    # Ascending: the skipped case (no pass rate) first, then 0.0, then 1/3.
+    assert ids[:3] == ["premium_upgrade", "injection_in_notes", "refund_unverified_claim"]
+    page.click("#case-table th[data-key='pass_rate']")
+    ids = page.eval_on_selector_all("#case-table tbody tr", "rows => rows.map(r => r.dataset.id)")
+    assert ids[-1] == "premium_upgrade"
+
+
+def test_trimmed_page_shows_banner(browser: object, report: dict, tmp_path: Path) -> None:
+    path = write_html(report, tmp_path / "small.html", max_bytes=1000)
+    page = browser.new_page()
+    page.goto(path.as_uri())
+    assert "9 traces" in page.inner_text("#trim-banner")
+    page.click("a.case-link[data-case='refund_damaged_order']")
+    assert "trace left out" in page.inner_text("#detail")
+    page.close()
+
+
+def test_screenshot(opened: tuple) -> None:
+    page = opened[0]
+    page.click("#case-table a.case-link[data-case='refund_unverified_claim']")
+    page.locator("#detail[data-case='refund_unverified_claim']").wait_for()
+    page.evaluate("window.scrollTo(0, 0)")
+    artifacts = ROOT / "tests" / "artifacts"
+    artifacts.mkdir(parents=True, exist_ok=True)
+    shot = artifacts / "report.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 10_000
+    docs = ROOT / "docs" / "report.png"
+    if not docs.exists():  # the README's picture: written once, so test runs leave the tree clean
+        page.set_viewport_size({"width": 1300, "height": 1900})
+        page.evaluate("window.scrollTo(0, 0)")
+        page.screenshot(path=str(docs))
