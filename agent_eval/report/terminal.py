@@ -167,11 +167,10 @@ def _dimension_table(title: str, rows: list[tuple[str, str]]) -> Table:
 
 
 def _print_dimensions(console: Console, tables: list[Table]) -> None:
-    grid = Table.grid(padding=(0, 4))
-    for _ in tables:
-        grid.add_column()
-    grid.add_row(*tables)
-    console.print(grid)
+    # Columns wraps onto a new line rather than squeezing labels, so an 80-column CI log stays legible.
+    from rich.columns import Columns
+
+    console.print(Columns(tables, padding=(0, 4)))
 
 
 def render_header(report: Report, console: Console) -> None:
@@ -290,7 +289,8 @@ def render_cases(report: Report, console: Console) -> None:
     # Ids are what users grep and --filter on, so one is never cut: an id has no spaces, so it stays
     # on one line unless it is wider than its column, and then it folds onto more lines. (no_wrap
     # would forbid the fold, and an id wider than the terminal would push the other columns out.)
-    table.add_column("case", overflow="fold")
+    longest = max(len(str(c.get("id", ""))) for c in cases)
+    table.add_column("case", overflow="fold", min_width=min(longest, 40))
     table.add_column("status", no_wrap=True, min_width=7)
     table.add_column("pass rate", no_wrap=True, justify="right", min_width=10)
     table.add_column("reason", overflow="fold", min_width=30)
