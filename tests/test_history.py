@@ -1,0 +1,136 @@
+"""history.sqlite: recording, resume replacement, --baseline last, sparklines, the Rich table."""
+from __future__ import annotations
+
+import copy
+import shutil
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import orjson
+import pytest
+from rich.console import Console
+
+from agent_eval.history import (
+    baseline_last,
+    git_commit_of,
+    history_main,
+    recent_runs,
+    record_run,
+    render_history,
+    sparkline,
+)
+
+FIXTURE = Path(__file__).parent / "fixtures" / "sample_report.json"
+
+
+def make_report(run_id: str, created_at: str, pass_at_1: float | None = 0.5, agent: str = "openai",
+                cases_file: str = "cases/test_cases.json", interrupted: bool = False) -> dict:
+    report = orjson.loads(FIXTURE.read_bytes())
+    report.update(run_id=run_id, created_at=created_at, agent=agent, cases_file=cases_file,
+                  interrupted=interrupted)
+    report["summary"]["pass_at_1"] = pass_at_1
+    return report
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "reports" / "history.sqlite"
+
+
+def test_record_run_stores_metrics_and_case_results(db: Path) -> None:
+    record_run(db, make_report("20250101-000000-aaaaaa", "2025-01-01T00:00:00", 0.6), "abc123")
+    conn = sqlite3.connect(db)
+    row = conn.execute("SELECT suite, agent, model, git_commit, exit_code, interrupted, pass_at_1, "
+                       "pass_hat_k, latency_p95_s, cost_per_success_usd, summary_json FROM runs").fetchone()
+    assert row[:10] == ("support-desk", "openai", "gpt-4o-mini", "abc123", 1, 0, 0.6, 0.5, 4.21, 0.00368)
+    assert orjson.loads(row[10])["cases_total"] == 6
+    cases = dict(conn.execute("SELECT case_id, status FROM case_results").fetchall())
+    assert cases["premium_upgrade"] == "skipped" and len(cases) == 6
+    conn.close()
+
+
+def test_resumed_run_replaces_its_rows(db: Path) -> None:
+    first = make_report("20250101-000000-aaaaaa", "2025-01-01T00:00:00", 0.2, interrupted=True)
+    record_run(db, first, None)
+    resumed = copy.deepcopy(first)
+    resumed["interrupted"] = False
+    resumed["summary"]["pass_at_1"] = 0.9
+    resumed["cases"] = resumed["cases"][:2]
+    record_run(db, resumed, None)
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT pass_at_1, interrupted FROM runs").fetchall() == [(0.9, 0)]
+    assert conn.execute("SELECT COUNT(*) FROM case_results").fetchone()[0] == 2
+    conn.close()
+
+
+def test_recent_runs_are_oldest_first_and_limited(db: Path) -> None:
+    for i in range(5):
+        record_run(db, make_report(f"2025010{i}-000000-aaaaaa", f"2025-01-0{i + 1}T00:00:00", i / 10), None)
+    record_run(db, make_report("20250109-000000-other0", "2025-01-09T00:00:00", cases_file="other.json"), None)
+    rows = recent_runs(db, "cases/test_cases.json", last=3)
+    assert [r["pass_at_1"] for r in rows] == [0.2, 0.3, 0.4]
+    assert recent_runs(db.parent / "missing.sqlite", "cases/test_cases.json") == []
+
+
+def test_baseline_last_is_the_newest_earlier_uninterrupted_run_of_same_file_and_agent(db: Path) -> None:
+    record_run(db, make_report("r1", "2025-01-01T00:00:00"), None)
+    record_run(db, make_report("r2", "2025-01-02T00:00:00"), None)
+    record_run(db, make_report("r3", "2025-01-03T00:00:00", interrupted=True), None)
+    record_run(db, make_report("r4", "2025-01-04T00:00:00", agent="demo.py:agent"), None)
+    record_run(db, make_report("r5", "2025-01-05T00:00:00", cases_file="other.json"), None)
+    record_run(db, make_report("r6", "2025-01-06T00:00:00"), None)
+    assert baseline_last(db, "cases/test_cases.json", "openai", "r6") == "r2"
+    assert baseline_last(db, "cases/test_cases.json", "openai", "2025-01-06T00:00:00") == "r2"
+    assert baseline_last(db, "cases/test_cases.json", "openai", "r2") == "r1"
+    assert baseline_last(db, "cases/test_cases.json", "openai", "r1") is None
+    assert baseline_last(db, "cases/test_cases.json", "demo.py:agent", "r6") == "r4"
+    assert baseline_last(db, "cases/test_cases.json", "demo.py:agent", "r4") is None
+    assert baseline_last(db.parent / "none.sqlite", "cases/test_cases.json", "openai", "r6") is None
+
+
+def test_sparkline_maps_min_to_lowest_and_max_to_highest_bar() -> None:
+    # 0 -> ▁, 1 -> ▇, 0.5 -> index round(0.5 * 4) = 2 -> ▃, None -> space
+    assert sparkline([0.0, 0.5, None, 1.0]) == "▁▃ ▇"
+    assert sparkline([0.3, 0.3]) == "▃▃"
+    assert sparkline([None, None]) == "  "
+    assert sparkline([]) == ""
+
+
+def test_render_history_keeps_full_run_id_on_a_narrow_terminal(db: Path) -> None:
+    record_run(db, make_report("20250101-000000-aaaaaa", "2025-01-01T00:00:00", 0.0), None)
+    record_run(db, make_report("20250102-000000-bbbbbb", "2025-01-02T00:00:00", 1.0), None)
+    console = Console(width=70, record=True, color_system=None)
+    render_history(recent_runs(db, "cases/test_cases.json"), ["pass_at_1", "latency_p95_s"], console)
+    text = console.export_text()
+    assert "20250101-000000-aaaaaa" in text and "20250102-000000-bbbbbb" in text
+    assert "▁▇" in text
+    assert "1.000" in text  # latest pass_at_1
+
+
+def test_history_main(db: Path) -> None:
+    console = Console(width=200, record=True, color_system=None)
+    assert history_main("cases/test_cases.json", db.parent, 10, [], console) == 0
+    assert "no runs" in console.export_text()
+    record_run(db, make_report("20250101-000000-aaaaaa", "2025-01-01T00:00:00"), None)
+    assert history_main("cases/test_cases.json", db.parent, 10, ["pass_at_1"], console) == 0
+    assert "20250101-000000-aaaaaa" in console.export_text()
+    assert history_main("cases/test_cases.json", db.parent, 10, ["nonsense"], console) == 2
+
+
+def test_git_commit_of(tmp_path: Path) -> None:
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    (outside / "cases.json").write_text("[]")
+    assert git_commit_of(outside / "cases.json") is None
+    if shutil.which("git") is None:
+        pytest.fail("git is needed for this test")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "cases.json").write_text("[]")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "cases.json"], check=True)
+    subprocess.run([*git, "commit", "-qm", "cases"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    assert git_commit_of(repo / "cases.json") == head
