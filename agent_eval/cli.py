@@ -104,6 +104,48 @@ def validate(cases: Path = typer.Option(Path("cases/test_cases.json"), "--cases"
     guarded(go)
 
 
+@app.command()
+def view(
+    report: Path = typer.Argument(..., help="A JSON report written by `agent-eval run`."),
+    out: Path | None = typer.Option(None, "--out", help="Where to write the page (default: REPORT with .html)."),
+) -> None:
+    """Build the self-contained HTML page of a report."""
+
+    def go() -> int:
+        import orjson
+
+        from agent_eval.report.html import write_html
+
+        try:
+            data = orjson.loads(report.read_bytes())
+        except (OSError, orjson.JSONDecodeError) as exc:
+            raise ConfigError(f"{report}: cannot read the report ({exc}).") from None
+        if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
+            raise ConfigError(f"{report}: not an agent-eval report (no `cases` list).")
+        path = write_html(data, out or report.with_suffix(".html"))
+        console.print(f"wrote {path}", highlight=False, markup=False, soft_wrap=True)
+        return 0
+
+    guarded(go)
+
+
+@app.command()
+def history(
+    cases: Path = typer.Option(Path("cases/test_cases.json"), "--cases", help=CASES_HELP),
+    output_dir: Path = typer.Option(Path("reports"), "--output-dir", help="Where history.sqlite is."),
+    last: int = typer.Option(10, "--last", min=1, help="How many recent runs to show."),
+    metric: list[str] | None = typer.Option(None, "--metric", help="A summary metric to show (repeatable)."),
+) -> None:
+    """Print the recent runs of the suite, with a sparkline per metric."""
+
+    def go() -> int:
+        from agent_eval.history import history_main
+
+        return history_main(cases, output_dir, last, metric or [], console)
+
+    guarded(go)
+
+
 def main(argv: Any = None) -> None:
     """Console-script entry point."""
     app(args=argv if argv is not None else sys.argv[1:], prog_name="agent-eval")

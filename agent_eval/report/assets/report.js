@@ -155,7 +155,10 @@
     var g = R.gate;
     if (!g) return;
     var box = document.getElementById("gate");
-    box.appendChild(el("h2", {text: "Regression gate" + (g.baseline ? " vs " + g.baseline : "")}));
+    var base = g.base_run_id || g.baseline;
+    box.appendChild(el("h2", {text: "Regression gate" + (base ? " vs " + base : "")}));
+    if (g.cases_common != null) box.appendChild(el("p", {cls: "muted", text: g.cases_common + " common cases, " +
+      (g.m != null ? g.m + " gated metrics (Bonferroni), " : "") + (g.resamples || "") + " paired bootstrap resamples"}));
     var rows = g.metrics || g.rows || [];
     var t = el("table", {cls: "data", id: "gate-table"}), hr = el("tr");
     ["metric", "base", "new", "delta", "CI", "verdict"].forEach(function (h) { hr.appendChild(el("th", {text: h})); });
@@ -176,10 +179,14 @@
       var p = el("p", null, ["Regressed cases: "]);
       reg.forEach(function (c, i) { var id = typeof c === "string" ? c : c.id;
         if (i) p.appendChild(document.createTextNode(", "));
-        p.appendChild(BY_ID[id] ? caseLink(id) : el("code", {text: id})); });
+        p.appendChild(BY_ID[id] ? caseLink(id) : el("code", {text: id}));
+        if (c.base_runs != null) p.appendChild(document.createTextNode(" (" + c.base_successes + "/" + c.base_runs +
+          " → " + c.new_successes + "/" + c.new_runs + ", p = " + num(c.p_value) + ")")); });
       box.appendChild(p);
     }
-    [["only_in_base", "Only in the baseline"], ["only_in_new", "Only in this run"]].forEach(function (k) {
+    if (g.note) box.appendChild(el("p", {cls: "muted", text: g.note}));
+    [["only_in_base", "Only in the baseline"], ["only_in_new", "Only in this run"],
+     ["excluded_cases", "Not gated (skipped or errored)"]].forEach(function (k) {
       if ((g[k[0]] || []).length) box.appendChild(el("p", {cls: "muted", text: k[1] + ": " + g[k[0]].join(", ")}));
     });
   }
