@@ -258,15 +258,29 @@ def build_stat(name: str, cases: Runs, k: int) -> Stat:
 # --- vectorized evaluation -------------------------------------------------------------------
 
 
-def evaluate(stat: Stat, weights: np.ndarray) -> np.ndarray:
-    """The suite metric for each row of `weights` (rows x cases: how often each case is counted); NaN = null."""
-    if stat.kind == "sum":
-        return weights @ stat.num
-    if stat.kind == "ratio":
-        num, den = weights @ stat.num, weights @ stat.den
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
-    return _weighted_percentile(stat, weights)
+def evaluate(stats: list[Stat], weights: np.ndarray) -> list[np.ndarray]:
+    """Each metric for every row of `weights` (rows x cases: how often each case counts); NaN = null."""
+    columns: list[np.ndarray] = []
+    slots: list[tuple[int, ...]] = []
+    for stat in stats:
+        if stat.kind != "percentile":
+            slots.append((len(columns),) if stat.kind == "sum" else (len(columns), len(columns) + 1))
+            columns += [stat.num] if stat.kind == "sum" else [stat.num, stat.den]
+        else:
+            slots.append(())
+    # One matrix product reads the (10,000 x cases) weights once for every sum and ratio.
+    sums = weights @ np.column_stack(columns) if columns else np.empty((len(weights), 0))
+    out = []
+    for stat, slot in zip(stats, slots):
+        if not slot:
+            out.append(_weighted_percentile(stat, weights))
+        elif len(slot) == 1:
+            out.append(sums[:, slot[0]])
+        else:
+            num, den = sums[:, slot[0]], sums[:, slot[1]]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                out.append(np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan))
+    return out
 
 
 def _weighted_percentile(stat: Stat, weights: np.ndarray, chunk: int = 1000) -> np.ndarray:
@@ -277,25 +291,15 @@ def _weighted_percentile(stat: Stat, weights: np.ndarray, chunk: int = 1000) -> 
     if values.size == 0:
         return out
     for start in range(0, weights.shape[0], chunk):
-        w = weights[start:start + chunk][:, owner].astype(np.int64)
-        cum = np.cumsum(w, axis=1)
+        cum = np.cumsum(weights[start:start + chunk][:, owner], axis=1)  # exact: small integer counts
         total = cum[:, -1]
         h = (total - 1) * stat.q / 100.0
-        lo = np.floor(h).astype(np.int64)
+        lo = np.floor(h)
         hi = np.minimum(lo + 1, total - 1)
-        # Offsetting each row past the previous row's maximum makes the flattened rows one sorted
-        # array, so a single searchsorted finds the value at a rank in every row at once.
-        offset = (np.arange(len(w)) * (int(total.max()) + 1))[:, None]
-        flat = (cum + offset).ravel()
-        row_start = np.arange(len(w)) * values.size
-
-        def at(rank: np.ndarray) -> np.ndarray:
-            idx = np.searchsorted(flat, rank + offset[:, 0], side="right") - row_start
-            return values[np.minimum(idx, values.size - 1)]
-
-        v_lo, v_hi = at(lo), at(hi)
-        res = v_lo + (h - lo) * (v_hi - v_lo)
-        out[start:start + chunk] = np.where(total > 0, res, np.nan)
+        # The sorted value at 0-based rank r is the first whose cumulative count exceeds r.
+        v_lo = values[np.minimum((cum <= lo[:, None]).sum(axis=1), values.size - 1)]
+        v_hi = values[np.minimum((cum <= hi[:, None]).sum(axis=1), values.size - 1)]
+        out[start:start + chunk] = np.where(total > 0, v_lo + (h - lo) * (v_hi - v_lo), np.nan)
     return out
 
 
@@ -372,7 +376,8 @@ def compare_reports(base: dict, new: dict, gates: list[tuple[str, float]] | None
     rows, pending = [], []
     for name, max_drop in gates:
         stats = [build_stat(name, runs, k) for runs in (b_runs, n_runs)]
-        point = [None if s.is_null or not common else _number(evaluate(s, identity)[0]) for s in stats]
+        point = [None if s.is_null or not common else _number(v[0])
+                 for s, v in zip(stats, evaluate(stats, identity))]
         row = {"metric": name, "direction": metric_direction(name), "max_drop": max_drop,
                "base": point[0], "new": point[1], "delta": None, "ci": None, "verdict": "n/a"}
         if None not in point:
@@ -382,9 +387,9 @@ def compare_reports(base: dict, new: dict, gates: list[tuple[str, float]] | None
 
     m = len(pending)
     if m:
-        weights = resample_weights(len(common))
-        for row, (s_base, s_new) in pending:
-            deltas = evaluate(s_new, weights) - evaluate(s_base, weights)
+        values = evaluate([s for _, pair in pending for s in pair], resample_weights(len(common)))
+        for j, (row, _) in enumerate(pending):
+            deltas = values[2 * j + 1] - values[2 * j]
             _decide(row, deltas[~np.isnan(deltas)], ALPHA / m)
 
     regressed_cases, can_qualify = [], False

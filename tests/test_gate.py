@@ -137,7 +137,7 @@ def test_weighted_percentile_matches_numpy_on_expanded_data() -> None:
     weights = rng.integers(0, 3, size=(50, 4)).astype(float)
     weights[:, 0] += 1  # never an empty resample
     for q in (50, 95, 99):
-        got = evaluate(Stat("percentile", values=values, owner=owner, q=q), weights)
+        got = evaluate([Stat("percentile", values=values, owner=owner, q=q)], weights)[0]
         want = [np.percentile(np.repeat(values, w[owner].astype(int)), q) for w in weights]
         np.testing.assert_allclose(got, want, rtol=1e-12)
 
