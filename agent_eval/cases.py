@@ -221,7 +221,7 @@ def _load_suite_block(path: Path, block: Any, col: _Collector) -> Suite:
     if suite.tools is None:
         from agent_eval.tools import ToolSet
 
-        suite.tools = ToolSet.empty()
+        suite.tools = ToolSet([])
     return suite
 
 
