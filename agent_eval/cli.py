@@ -48,6 +48,8 @@ def run(
     agent: str | None = typer.Option(None, "--agent", help="openai, file.py:function or module:function."),
     model: str | None = typer.Option(None, "--model", help="The agent's model (AGENT_EVAL_MODEL)."),
     base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (OPENAI_BASE_URL)."),
+    judge_model: str | None = typer.Option(None, "--judge-model", help="The judge's model (AGENT_EVAL_JUDGE_MODEL)."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Ask the judge again instead of using cached answers."),
     concurrency: int | None = typer.Option(None, "--concurrency", help="Runs at once (default 8)."),
     max_steps: int | None = typer.Option(None, "--max-steps", help="Model completions per user turn (default 8)."),
     timeout: float | None = typer.Option(None, "--timeout", help="Seconds one run may take (default: none)."),
@@ -57,7 +59,7 @@ def run(
     """Run the suite: every selected case k times, scored, reported, with a CI exit code."""
     flags = dict(cases=cases, filter=filter, repeat=repeat, threshold=threshold, no_judge=no_judge,
                  agent=agent, model=model, base_url=base_url, concurrency=concurrency, max_steps=max_steps,
-                 timeout=timeout, output_dir=output_dir, quiet=quiet)
+                 timeout=timeout, output_dir=output_dir, quiet=quiet, judge_model=judge_model, no_cache=no_cache)
 
     def go() -> int:
         from agent_eval.app import run_command
@@ -107,7 +109,7 @@ def validate(cases: Path = typer.Option(Path("cases/test_cases.json"), "--cases"
 @app.command()
 def view(
     report: Path = typer.Argument(..., help="A JSON report written by `agent-eval run`."),
-    out: Path | None = typer.Option(None, "--out", help="Where to write the page (default: REPORT with .html)."),
+    out: Path | None = typer.Option(None, "--out", help="The page (default: REPORT as .html)."),
 ) -> None:
     """Build the self-contained HTML page of a report."""
 

@@ -103,8 +103,9 @@ def recent_runs(db_path: str | Path, cases_file: str | Path | None, last: int = 
         if cases_file is None:
             rows = conn.execute("SELECT * FROM runs ORDER BY created_at DESC, run_id DESC LIMIT ?", (last,))
         else:
-            rows = conn.execute("SELECT * FROM runs WHERE cases_file = ? ORDER BY created_at DESC, run_id DESC "
-                                "LIMIT ?", (normalize_cases_file(cases_file), last))
+            rows = conn.execute("SELECT * FROM runs WHERE cases_file = ? "
+                                "ORDER BY created_at DESC, run_id DESC LIMIT ?",
+                                (normalize_cases_file(cases_file), last))
         return [dict(r) for r in rows][::-1]
     finally:
         conn.close()
@@ -186,7 +187,8 @@ def history_main(cases: str | Path, output_dir: str | Path, last: int, metrics: 
     """`agent-eval history`: print the recent runs of the suite in `cases`. Returns the exit code."""
     unknown = [m for m in metrics if m not in METRIC_COLUMNS]
     if unknown:
-        console.print(f"[red]unknown metric {', '.join(unknown)}[/red]: choose from {', '.join(METRIC_COLUMNS)}")
+        console.print(f"[red]unknown metric {', '.join(unknown)}[/red]: "
+                      f"choose from {', '.join(METRIC_COLUMNS)}")
         return 2
     db = Path(output_dir) / HISTORY_FILE
     rows = recent_runs(db, cases, last)

@@ -67,7 +67,8 @@ def test_resumed_run_replaces_its_rows(db: Path) -> None:
 def test_recent_runs_are_oldest_first_and_limited(db: Path) -> None:
     for i in range(5):
         record_run(db, make_report(f"2025010{i}-000000-aaaaaa", f"2025-01-0{i + 1}T00:00:00", i / 10), None)
-    record_run(db, make_report("20250109-000000-other0", "2025-01-09T00:00:00", cases_file="other.json"), None)
+    other = make_report("20250109-000000-other0", "2025-01-09T00:00:00", cases_file="other.json")
+    record_run(db, other, None)
     rows = recent_runs(db, "cases/test_cases.json", last=3)
     assert [r["pass_at_1"] for r in rows] == [0.2, 0.3, 0.4]
     assert recent_runs(db.parent / "missing.sqlite", "cases/test_cases.json") == []
@@ -132,5 +133,5 @@ def test_git_commit_of(tmp_path: Path) -> None:
     subprocess.run([*git, "init", "-q"], check=True)
     subprocess.run([*git, "add", "cases.json"], check=True)
     subprocess.run([*git, "commit", "-qm", "cases"], check=True)
-    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
-    assert git_commit_of(repo / "cases.json") == head
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout
+    assert git_commit_of(repo / "cases.json") == head.strip()

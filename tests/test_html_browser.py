@@ -1,4 +1,4 @@
-"""The HTML page in a real browser (Debian's chromium driven by playwright): offline, clickable, filterable."""
+"""The HTML page in a real browser (Debian's chromium via playwright): offline, clickable, filterable."""
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -9,7 +9,10 @@ import pytest
 
 from agent_eval.report.html import write_html
 
-playwright_sync = pytest.importorskip("playwright.sync_api")
+try:
+    from playwright import sync_api as playwright_sync
+except ImportError:  # reported as a failure by the fixture below: CI must run these tests
+    playwright_sync = None
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "sample_report.json"
@@ -20,6 +23,8 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-f
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
+    if playwright_sync is None:
+        pytest.fail("the playwright package is missing: pip install -e '.[dev]'")
     if not Path(CHROMIUM).exists():
         # CI must run these tests, so a missing browser is a failure, not a skip.
         pytest.fail(f"{CHROMIUM} not found: install it with `apt-get install -y chromium`")
@@ -51,7 +56,8 @@ def opened(browser: object, report: dict, tmp_path: Path) -> Iterator[tuple[obje
 
 
 def _visible_ids(page: object) -> list[str]:
-    return page.eval_on_selector_all("#case-table tbody tr:not([hidden])", "rows => rows.map(r => r.dataset.id)")
+    return page.eval_on_selector_all("#case-table tbody tr:not([hidden])",
+                                     "rows => rows.map(r => r.dataset.id)")
 
 
 def test_page_loads_offline_without_errors(opened: tuple, report: dict) -> None:
