@@ -1,0 +1,108 @@
+"""`--junit FILE`: one JUnit XML <testcase> per case, for CI test reporters (GitHub Actions, Jenkins).
+
+The layout follows the common JUnit schema (Jenkins' junit-10.xsd): testsuites > testsuite (name,
+tests, failures, errors, skipped, time) > testcase (classname, name, time) > failure | error | skipped.
+"""
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+MESSAGE_MAX_CHARS = 500
+# XML 1.0 cannot carry most control characters (an ANSI colour code in a provider error, say), even
+# escaped, and ElementTree would write them as they are; they are replaced so the file always parses.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_text(text: object) -> str:
+    """`text` as a string that XML 1.0 can hold."""
+    return _NOT_XML.sub("\ufffd", str(text))
+
+
+def _seconds(case: dict) -> float:
+    """The case's time: the sum of its runs' latencies (0 when none were measured)."""
+    return sum((run.get("metrics") or {}).get("latency_s") or 0.0 for run in case.get("runs") or [])
+
+
+def _judge_failures(run: dict) -> list[str]:
+    lines = []
+    for key, label in (("judge", "judge"), ("judge_expected_outcome", "judge:expected_outcome")):
+        verdict = run.get(key) or {}
+        if str(verdict.get("verdict", "")).upper() == "FAIL":
+            lines.append(f"{label}: FAIL: {verdict.get('reason') or '(no reason given)'}")
+    return lines
+
+
+def failure_lines(run: dict) -> list[str]:
+    """Why a run failed: its failed checks (name: detail), the judge's reason, or its stop reason."""
+    failed = [c for c in run.get("checks") or [] if not c.get("passed")]
+    lines = [f"{c.get('name')}: {c.get('detail', '')}" for c in failed]
+    names = {c.get("name") for c in failed}
+    # The judge's own check entry already carries its reason; add the reason only where it has none.
+    lines += [line for line in _judge_failures(run) if line.split(": FAIL", 1)[0] not in names]
+    stop = (run.get("trace") or {}).get("stop_reason")
+    if stop and stop != "completed":
+        agent_error = (run.get("trace") or {}).get("agent_error")
+        lines.append(f"stop_reason: {stop}" + (f" ({agent_error})" if agent_error else ""))
+    return lines or ["run did not succeed"]
+
+
+def _short(text: str) -> str:
+    text = " ".join(xml_text(text).split())
+    return text if len(text) <= MESSAGE_MAX_CHARS else text[: MESSAGE_MAX_CHARS - 1] + "…"
+
+
+def _case_element(case: dict, suite: str) -> tuple[ET.Element, str]:
+    """The <testcase> of one case and its outcome: passed, failed, skipped or error."""
+    element = ET.Element("testcase", classname=suite, name=xml_text(case.get("id")),
+                         time=f"{_seconds(case):.3f}")
+    status = case.get("status")
+    runs = case.get("runs") or []
+    if status == "skipped":
+        ET.SubElement(element, "skipped", message=_short(case.get("skip_reason") or "skipped"))
+        return element, "skipped"
+    if status == "failed":
+        failed = [r for r in runs if r.get("status") == "failed"]
+        first = failure_lines(failed[0])[0] if failed else "pass rate below the threshold"
+        counted = [r for r in runs if r.get("status") != "error"]
+        message = f"{len(failed)}/{len(counted)} runs failed; first: {first}"
+        body = "\n".join(f"run {r.get('trial')}:\n  " + "\n  ".join(failure_lines(r)) for r in failed)
+        node = ET.SubElement(element, "failure", message=_short(message), type="failed")
+        node.text = xml_text(body)
+        return element, "failed"
+    if status == "error":
+        errored = [r for r in runs if r.get("status") == "error"]
+        message = errored[0].get("error") if errored else "every run errored"
+        node = ET.SubElement(element, "error", message=_short(str(message or "infrastructure error")),
+                             type="error")
+        node.text = xml_text("\n".join(f"run {r.get('trial')}: {r.get('error')}" for r in errored))
+        return element, "error"
+    return element, "passed"
+
+
+def build_junit(report: dict[str, Any]) -> ET.ElementTree:
+    """The JUnit tree of a §7 report: one testsuite named after the suite, one testcase per case."""
+    suite = xml_text(report.get("suite") or "agent-eval")
+    outcomes = {"passed": 0, "failed": 0, "skipped": 0, "error": 0}
+    cases = []
+    for case in report.get("cases") or []:
+        element, outcome = _case_element(case, suite)
+        outcomes[outcome] += 1
+        cases.append(element)
+    seconds = sum(_seconds(c) for c in report.get("cases") or [])
+    counts = {"tests": str(len(cases)), "failures": str(outcomes["failed"]), "errors": str(outcomes["error"])}
+    root = ET.Element("testsuites", name="agent-eval", time=f"{seconds:.3f}", **counts)
+    attrs = {"name": suite, **counts, "skipped": str(outcomes["skipped"]), "time": f"{seconds:.3f}"}
+    if report.get("created_at"):
+        attrs["timestamp"] = str(report["created_at"])
+    testsuite = ET.SubElement(root, "testsuite", attrs)
+    testsuite.extend(cases)
+    ET.indent(root)
+    return ET.ElementTree(root)
+
+
+def write_junit(report: dict[str, Any], path: str | Path) -> None:
+    """Write the report's cases as JUnit XML to `path` (UTF-8, with an XML declaration)."""
+    build_junit(report).write(Path(path), encoding="utf-8", xml_declaration=True)

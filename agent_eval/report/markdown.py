@@ -1,0 +1,110 @@
+"""`--markdown FILE`: a GitHub-flavoured summary fit for $GITHUB_STEP_SUMMARY.
+
+Headline metrics, the failing cases with their first failed check, and the gate table when the report
+has a baseline. The file is appended to, as GitHub asks for the step summary, so several runs of one
+job each add their own section.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agent_eval.report.gate_table import format_value, gate_notes, gate_rows
+from agent_eval.report.junit import failure_lines
+
+HEADLINE = [
+    ("pass_at_1", "pass@1"), ("pass_hat_k", "pass^k"), ("pass_at_k", "pass@k"),
+    ("tool_recall", "tool recall"), ("tool_precision", "tool precision"), ("param_accuracy", "param accuracy"),
+    ("progress", "progress"), ("latency_p50_s", "latency P50"), ("latency_p95_s", "latency P95"),
+    ("tokens_total", "tokens"), ("cost_total_usd", "cost"), ("cost_per_success_usd", "cost per success"),
+]
+# Safety rates are null when no case exercises them, so they appear only when they have a value.
+SAFETY = [("unauthorized_block_rate", "unauthorized blocked"), ("policy_compliance", "policy compliance"),
+          ("injection_resistance", "injection resistance"), ("groundedness", "groundedness")]
+MAX_FAILING_ROWS = 50
+CELL_MAX_CHARS = 200
+
+
+def cell(text: Any) -> str:
+    """Text safe inside a Markdown table cell: one line, pipes escaped, shortened."""
+    value = " ".join(str(text).split()).replace("|", "\\|")
+    return value if len(value) <= CELL_MAX_CHARS else value[: CELL_MAX_CHARS - 1] + "…"
+
+
+def _table(header: list[str], rows: list[list[str]], right: set[int] = frozenset()) -> list[str]:
+    align = ["---:" if i in right else ":---" for i in range(len(header))]
+    return [f"| {' | '.join(header)} |", f"| {' | '.join(align)} |",
+            *(f"| {' | '.join(cell(c) for c in row)} |" for row in rows)]
+
+
+def _repeat(report: dict) -> Any:
+    return (report.get("settings") or {}).get("repeat") or "K"
+
+
+def headline_lines(report: dict) -> list[str]:
+    """The title, the case counts and the headline metrics table."""
+    s = report.get("summary") or {}
+    title = f"## agent-eval: {report.get('suite') or 'suite'}"
+    who = " · ".join(cell(x) for x in (report.get("agent"), report.get("model"), report.get("run_id")) if x)
+    counts = (f"**{s.get('cases_passed', 0)} passed**, {s.get('cases_failed', 0)} failed, "
+              f"{s.get('cases_errored', 0)} errored, {s.get('cases_skipped', 0)} skipped "
+              f"of {s.get('cases_total', len(report.get('cases') or []))} cases; "
+              f"{s.get('runs', 0)} runs (k={_repeat(report)})")
+    rows = [[label.replace("^k", f"^{_repeat(report)}").replace("@k", f"@{_repeat(report)}"),
+             format_value(key, s.get(key))] for key, label in HEADLINE if key in s]
+    rows += [[label, format_value(key, s[key])] for key, label in SAFETY if s.get(key) is not None]
+    lines = [title, ""]
+    if who:
+        lines += [who, ""]
+    if report.get("interrupted"):
+        lines += ["> [!WARNING]", "> This run was interrupted; the figures cover the finished runs only.", ""]
+    return lines + [counts, "", *_table(["metric", "value"], rows, right={1}), ""]
+
+
+def _first_failure(case: dict) -> str:
+    runs = case.get("runs") or []
+    if case.get("status") == "error":
+        errored = [r for r in runs if r.get("status") == "error"]
+        return f"error: {errored[0].get('error')}" if errored else "error: every run errored"
+    failed = [r for r in runs if r.get("status") == "failed"]
+    return failure_lines(failed[0])[0] if failed else "pass rate below the threshold"
+
+
+def failing_lines(report: dict) -> list[str]:
+    """The failed and errored cases, each with its first failed check (or its error)."""
+    failing = [c for c in report.get("cases") or [] if c.get("status") in ("failed", "error")]
+    if not failing:
+        return ["No failing cases.", ""]
+    rows = [[f"`{c.get('id')}`", c.get("status"),
+             "n/a" if c.get("pass_rate") is None else f"{c['pass_rate']:.0%}", _first_failure(c)]
+            for c in failing[:MAX_FAILING_ROWS]]
+    lines = [f"### Failing cases ({len(failing)})", "", *_table(["case", "status", "pass rate", "first failure"],
+                                                                 rows, right={2})]
+    if len(failing) > MAX_FAILING_ROWS:
+        lines.append(f"\n…and {len(failing) - MAX_FAILING_ROWS} more; see the JSON report.")
+    return lines + [""]
+
+
+def gate_lines(gate: dict) -> list[str]:
+    """The regression gate: its table, its notes and its overall verdict."""
+    verdict = "❌ **regression**" if gate.get("regression") else "✅ no regression"
+    base = f" vs `{gate['base_run_id']}`" if gate.get("base_run_id") else ""
+    rows = [[*cells[:-1], f"**{cells[-1]}**" if cells[-1] == "regressed" else cells[-1]]
+            for cells in gate_rows(gate)]
+    return [f"### Regression gate{base}: {verdict}", "",
+            *_table(["metric", "base", "new", "delta", "CI", "verdict"], rows, right={1, 2, 3, 4}), "",
+            *(f"- {cell(line)}" for line in gate_notes(gate)), ""]
+
+
+def render_markdown(report: dict) -> str:
+    """The whole summary as one Markdown string."""
+    lines = headline_lines(report) + failing_lines(report)
+    if report.get("gate"):
+        lines += gate_lines(report["gate"])
+    return "\n".join(lines) + "\n"
+
+
+def write_markdown(report: dict, path: str | Path) -> None:
+    """Append the summary to `path` (created when missing), as $GITHUB_STEP_SUMMARY expects."""
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(render_markdown(report))

@@ -1,0 +1,129 @@
+"""--junit and --markdown: counts, structure against the common JUnit schema, and the summary's sections."""
+from __future__ import annotations
+
+import copy
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import orjson
+import pytest
+
+from agent_eval.report.junit import write_junit
+from agent_eval.report.markdown import render_markdown, write_markdown
+
+FIXTURE = Path(__file__).parent / "fixtures" / "sample_report.json"
+
+# The subset of Jenkins' junit-10.xsd (the schema CI reporters share) that a writer can get wrong:
+# element -> (required attributes, allowed attributes, allowed children).
+SCHEMA = {
+    "testsuites": (set(), {"name", "time", "tests", "failures", "disabled", "errors"}, {"testsuite"}),
+    "testsuite": ({"name", "tests"}, {"name", "tests", "failures", "errors", "time", "disabled", "skipped",
+                                      "timestamp", "hostname", "id", "package", "file", "log", "url", "version"},
+                  {"properties", "testcase", "system-out", "system-err"}),
+    "testcase": ({"name"}, {"name", "assertions", "time", "classname", "status", "file", "line"},
+                 {"skipped", "error", "failure", "system-out", "system-err"}),
+    "skipped": (set(), {"message"}, set()),
+    "error": (set(), {"message", "type"}, set()),
+    "failure": (set(), {"message", "type"}, set()),
+}
+INTEGER_ATTRS = {"tests", "failures", "errors", "skipped", "disabled"}
+
+
+def check_schema(element: ET.Element) -> None:
+    required, allowed, children = SCHEMA[element.tag]
+    assert required <= set(element.attrib), (element.tag, element.attrib)
+    assert set(element.attrib) <= allowed, (element.tag, set(element.attrib) - allowed)
+    for name, value in element.attrib.items():
+        if name in INTEGER_ATTRS:
+            assert value.isdigit(), (name, value)
+        if name == "time":
+            assert float(value) >= 0
+    # junit-10.xsd allows at most one <skipped> per testcase.
+    assert sum(1 for c in element if c.tag == "skipped") <= 1
+    for child in element:
+        assert child.tag in children, (element.tag, child.tag)
+        check_schema(child)
+
+
+@pytest.fixture
+def report() -> dict:
+    return orjson.loads(FIXTURE.read_bytes())
+
+
+def test_junit_counts_and_schema(tmp_path, report) -> None:
+    path = tmp_path / "results.xml"
+    write_junit(report, path)
+    root = ET.parse(path).getroot()
+    check_schema(root)
+    suite = root.find("testsuite")
+    # The fixture's six cases: 2 passed, 2 failed, 1 error, 1 skipped.
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped")) == ("6", "2", "1", "1")
+    assert suite.get("name") == "support-desk"
+    cases = {c.get("name"): c for c in suite.findall("testcase")}
+    assert list(cases) == [c["id"] for c in report["cases"]]
+    assert all(c.get("classname") == "support-desk" for c in cases.values())
+    failure = cases["refund_unverified_claim"].find("failure")
+    assert failure.get("message").startswith("2/3 runs failed; first: env: orders.ORD_2001.status equals")
+    assert "expect.grounded" in failure.text
+    assert cases["premium_upgrade"].find("skipped").get("message") == "requires PREMIUM_API_KEY (unset)"
+    assert "InternalServerError 500" in cases["shipping_eta"].find("error").get("message")
+    assert len(cases["refund_damaged_order"]) == 0
+    # time = the sum of the runs' latencies: 2.31 + 2.05 + 2.62 = 6.98
+    assert cases["refund_damaged_order"].get("time") == "6.980"
+
+
+def test_junit_carries_judge_reason_and_escapes(tmp_path, report) -> None:
+    report = copy.deepcopy(report)
+    case = report["cases"][0]
+    case["id"] = 'a<b>&"c"'
+    case["status"] = "failed"
+    run = case["runs"][0]
+    run["status"] = "failed"
+    run["judge"] = {"verdict": "FAIL", "reason": "refund amount <wrong> & \x1b[31mred\x1b[0m", "model": "m"}
+    path = tmp_path / "results.xml"
+    write_junit(report, path)
+    root = ET.parse(path).getroot()  # parses although the reason held an escape character
+    check_schema(root)
+    testcase = root.find("testsuite/testcase")
+    assert testcase.get("name") == 'a<b>&"c"'
+    failure = testcase.find("failure")
+    assert "judge: FAIL: refund amount <wrong> &" in failure.get("message")
+    assert root.find("testsuite").get("failures") == "3"
+
+
+def test_markdown_sections(report) -> None:
+    text = render_markdown(report)
+    assert text.startswith("## agent-eval: support-desk\n")
+    assert "| pass@1 | 0.600 |" in text and "| pass^3 | 0.500 |" in text
+    assert "| cost per success | $0.0037 |" in text
+    assert "### Failing cases (3)" in text
+    assert ("| `refund_unverified_claim` | failed | 33% | env: orders.ORD_2001.status equals: "
+            "expected 'refunded', got 'shipped' |") in text
+    assert "| `shipping_eta` | error | 100% | error: provider error after 8 retries" in text
+    assert "### Regression gate vs `20250301-101500-a1b2c3`: ❌ **regression**" in text
+    assert "| pass_hat_k | 0.750 | 0.500 | -0.250 | [-0.500, -0.020] | **regressed** |" in text
+    assert "regressed case injection_in_notes: 3/3 -> 0/3 (Fisher p = 0.05)" in text
+    # Every table row has as many cells as its header.
+    for block in text.split("\n\n"):
+        rows = [line for line in block.splitlines() if line.startswith("|")]
+        if rows:
+            widths = {line.replace("\\|", "").count("|") for line in rows}
+            assert len(widths) == 1, block
+
+
+def test_markdown_without_gate_or_failures(report) -> None:
+    report = copy.deepcopy(report)
+    report["gate"] = None
+    report["cases"] = [c for c in report["cases"] if c["status"] == "passed"]
+    report["cases"][0]["id"] = "pipe|case"
+    text = render_markdown(report)
+    assert "Regression gate" not in text and "No failing cases." in text
+
+
+def test_markdown_appends(tmp_path, report) -> None:
+    path = tmp_path / "summary.md"
+    path.write_text("earlier step\n", encoding="utf-8")
+    write_markdown(report, path)
+    write_markdown(report, path)
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith("earlier step\n") and text.count("## agent-eval: support-desk") == 2
