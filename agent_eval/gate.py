@@ -41,7 +41,8 @@ def load_report(path: str | Path) -> dict:
     try:
         report = orjson.loads(Path(path).read_bytes())
     except OSError as exc:
-        raise ReportError(f"{path}: cannot read the report ({exc.strerror or exc}); check the path.") from None
+        raise ReportError(f"{path}: cannot read the report ({exc.strerror or exc}); check the path.") \
+            from None
     except orjson.JSONDecodeError as exc:
         raise ReportError(f"{path}: not a JSON report ({exc}); pass a <run_id>.json written by "
                           "`agent-eval run`.") from None
@@ -161,7 +162,8 @@ def _pass_at_term(n: int, c: int, k: int) -> float:
 
 def _percentile_of(key: str, q: float) -> Callable[[Runs, int], Stat]:
     def build(cases: Runs, k: int) -> Stat:
-        pairs = [(float(v), i) for i, runs in enumerate(cases) for r in runs if (v := _metric(r, key)) is not None]
+        pairs = [(float(v), i) for i, runs in enumerate(cases) for r in runs
+                 if (v := _metric(r, key)) is not None]
         values = np.array([p[0] for p in pairs], float)
         owner = np.array([p[1] for p in pairs], np.int64)
         return Stat("percentile", values=values, owner=owner, q=q)
@@ -246,8 +248,10 @@ def build_stat(name: str, cases: Runs, k: int) -> Stat:
         if stat == "true_count":
             return Stat("sum", num=np.array([math.fsum(map(hit, runs)) for runs in cases], float))
         return _ratio_of(hit, _ONE)(cases, k)
-    number = lambda r: v if isinstance(v := _scorer_value(r, keys), (int, float)) and not isinstance(v, bool) \
-        else None  # noqa: E731
+    def number(r: dict) -> float | None:
+        v = _scorer_value(r, keys)
+        return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
     if stat == "mean":
         return _mean_of(number)(cases, k)
     pooled = [(float(v), i) for i, runs in enumerate(cases) for r in runs if (v := number(r)) is not None]
@@ -271,7 +275,7 @@ def evaluate(stats: list[Stat], weights: np.ndarray) -> list[np.ndarray]:
     # One matrix product reads the (10,000 x cases) weights once for every sum and ratio.
     sums = weights @ np.column_stack(columns) if columns else np.empty((len(weights), 0))
     out = []
-    for stat, slot in zip(stats, slots):
+    for stat, slot in zip(stats, slots, strict=True):
         if not slot:
             out.append(_weighted_percentile(stat, weights))
         elif len(slot) == 1:
@@ -377,7 +381,7 @@ def compare_reports(base: dict, new: dict, gates: list[tuple[str, float]] | None
     for name, max_drop in gates:
         stats = [build_stat(name, runs, k) for runs in (b_runs, n_runs)]
         point = [None if s.is_null or not common else _number(v[0])
-                 for s, v in zip(stats, evaluate(stats, identity))]
+                 for s, v in zip(stats, evaluate(stats, identity), strict=True)]
         row = {"metric": name, "direction": metric_direction(name), "max_drop": max_drop,
                "base": point[0], "new": point[1], "delta": None, "ci": None, "verdict": "n/a"}
         if None not in point:
@@ -393,14 +397,15 @@ def compare_reports(base: dict, new: dict, gates: list[tuple[str, float]] | None
             _decide(row, deltas[~np.isnan(deltas)], ALPHA / m)
 
     regressed_cases, can_qualify = [], False
-    for i, bs, ns in zip(common, b_runs, n_runs):
+    for i, bs, ns in zip(common, b_runs, n_runs, strict=True):
         if not bs or not ns:
             continue
         can_qualify |= Fraction(1, math.comb(len(bs) + len(ns), len(ns))) <= Fraction(1, 20)
         p = fisher_fell_p(_successes(bs), len(bs), _successes(ns), len(ns))
         if p <= Fraction(1, 20):
             regressed_cases.append({"id": i, "base_successes": _successes(bs), "base_runs": len(bs),
-                                    "new_successes": _successes(ns), "new_runs": len(ns), "p_value": float(p)})
+                                    "new_successes": _successes(ns), "new_runs": len(ns),
+                                    "p_value": float(p)})
     note = None
     if common and not can_qualify:
         note = (f"with k={k} no case can reach p<=0.05 (one-sided Fisher exact test); "

@@ -1,4 +1,4 @@
-"""The §8 regression gate: hand-checked verdicts, exact Fisher listing, and a simulation of its error rates."""
+"""The §8 regression gate: hand-checked verdicts, exact Fisher listing, a simulation of its error rates."""
 from __future__ import annotations
 
 import math
@@ -30,10 +30,10 @@ def make_run(trial: int, success: bool, **metrics: object) -> dict:
             "latency_s": 1.0, "ttfa_s": 0.2, "prompt_tokens": 100, "completion_tokens": 20,
             "cost_usd": 0.001, "turns": None}
     base.update(metrics)
-    return {"trial": trial, "status": "passed" if success else "failed", "error": None, "success": bool(success),
-            "checks": [{"name": "expect.contains", "passed": bool(success), "detail": "ok" if success else "missing"}],
-            "judge": None, "judge_expected_outcome": None, "metrics": base, "scorers": {}, "scorer_errors": {},
-            "escalated": False}
+    check = {"name": "expect.contains", "passed": bool(success), "detail": "ok" if success else "missing"}
+    return {"trial": trial, "status": "passed" if success else "failed", "error": None,
+            "success": bool(success), "checks": [check], "judge": None, "judge_expected_outcome": None,
+            "metrics": base, "scorers": {}, "scorer_errors": {}, "escalated": False}
 
 
 def make_report(outcomes: dict[str, list[bool]], repeat: int | None = None, run_id: str = "r",
@@ -107,7 +107,8 @@ def test_cost_rise_is_a_regression_and_fall_an_improvement() -> None:
     g = compare_reports(cheap, dear, gates)
     row = g["metrics"][0]
     # 60 runs at $0.002 over 40 successes = $0.003 per success, against $0.0015 before.
-    assert row["direction"] == "lower" and row["new"] == pytest.approx(0.003) and row["base"] == pytest.approx(0.0015)
+    assert row["direction"] == "lower"
+    assert row["new"] == pytest.approx(0.003) and row["base"] == pytest.approx(0.0015)
     assert row["verdict"] == "regressed" and g["regression"]
     assert compare_reports(dear, cheap, gates)["metrics"][0]["verdict"] == "improved"
     # A tolerance wider than the rise lets it through: delta is $0.0015 exactly in every resample.
@@ -120,7 +121,7 @@ def test_point_estimates_equal_the_summary_over_common_cases() -> None:
     rng = np.random.default_rng(7)
     outcomes = {f"c{i}": list(rng.random(3) < 0.6) for i in range(30)}
     report = make_report(outcomes)
-    for case, lat in zip(report["cases"], rng.random(30) * 5):
+    for case, lat in zip(report["cases"], rng.random(30) * 5, strict=True):
         for j, run in enumerate(case["runs"]):
             run["metrics"]["latency_s"] = float(lat + j)
     names = ["pass_at_1", "pass_hat_k", "pass_at_k", "tool_recall", "param_accuracy", "latency_p95_s",
@@ -166,12 +167,14 @@ def test_null_metric_is_na_and_not_counted_in_m() -> None:
 
 
 def test_scorer_path_is_recomputed_from_run_values() -> None:
-    base, new = make_report({"a": [True] * 2, "b": [True] * 2}), make_report({"a": [True] * 2, "b": [True] * 2})
+    base = make_report({"a": [True] * 2, "b": [True] * 2})
+    new = make_report({"a": [True] * 2, "b": [True] * 2})
     for report, spent in ((base, [1, 2, 3, 4]), (new, [5, 6, 7, 8])):
         runs = [r for c in report["cases"] for r in c["runs"]]
-        for run, value in zip(runs, spent):
+        for run, value in zip(runs, spent, strict=True):
             run["scorers"] = {"budget": {"spent": value, "ok": value > 2}}
-    g = compare_reports(base, new, [("scorers.budget.spent.mean", 0.0), ("scorers.budget.ok.true_fraction", 0.0)])
+    gates = [("scorers.budget.spent.mean", 0.0), ("scorers.budget.ok.true_fraction", 0.0)]
+    g = compare_reports(base, new, gates)
     spent, ok = g["metrics"]
     assert (spent["base"], spent["new"]) == (2.5, 6.5)  # (1+2+3+4)/4, (5+6+7+8)/4
     assert (ok["base"], ok["new"]) == (0.5, 1.0)  # 2 of 4 above 2, then 4 of 4
@@ -229,7 +232,7 @@ def test_compare_main_exit_codes(tmp_path, capsys) -> None:
 # --- simulation: false alarms and power ------------------------------------------------------
 
 
-def _simulated_pair(rng: np.random.Generator, drop: float, n_cases: int = 50, k: int = 3) -> tuple[dict, dict]:
+def _simulated_pair(rng: np.random.Generator, drop: float, n_cases: int = 50, k: int = 3) -> tuple[dict, ...]:
     """Two reports of the same cases; per-run success p per case, then p - drop in the new one."""
     p = rng.uniform(0.3, 1.0, n_cases) if drop else rng.beta(2, 1, n_cases)
     reports = []
@@ -237,8 +240,8 @@ def _simulated_pair(rng: np.random.Generator, drop: float, n_cases: int = 50, k:
         hits = rng.random((n_cases, k)) < prob[:, None]
         recall = np.where(hits, 1.0, rng.choice([0.0, 0.5, 1.0], size=hits.shape))
         report = make_report({f"c{i}": list(hits[i]) for i in range(n_cases)})
-        for case, rec in zip(report["cases"], recall):
-            for run, r in zip(case["runs"], rec):
+        for case, rec in zip(report["cases"], recall, strict=True):
+            for run, r in zip(case["runs"], rec, strict=True):
                 run["metrics"]["tool_recall"] = float(r)
         reports.append(report)
     return reports[0], reports[1]

@@ -17,8 +17,9 @@ FIXTURE = Path(__file__).parent / "fixtures" / "sample_report.json"
 # element -> (required attributes, allowed attributes, allowed children).
 SCHEMA = {
     "testsuites": (set(), {"name", "time", "tests", "failures", "disabled", "errors"}, {"testsuite"}),
-    "testsuite": ({"name", "tests"}, {"name", "tests", "failures", "errors", "time", "disabled", "skipped",
-                                      "timestamp", "hostname", "id", "package", "file", "log", "url", "version"},
+    "testsuite": ({"name", "tests"},
+                  {"name", "tests", "failures", "errors", "time", "disabled", "skipped", "timestamp",
+                   "hostname", "id", "package", "file", "log", "url", "version"},
                   {"properties", "testcase", "system-out", "system-err"}),
     "testcase": ({"name"}, {"name", "assertions", "time", "classname", "status", "file", "line"},
                  {"skipped", "error", "failure", "system-out", "system-err"}),
@@ -57,7 +58,8 @@ def test_junit_counts_and_schema(tmp_path, report) -> None:
     check_schema(root)
     suite = root.find("testsuite")
     # The fixture's six cases: 2 passed, 2 failed, 1 error, 1 skipped.
-    assert (suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped")) == ("6", "2", "1", "1")
+    counts = [suite.get(key) for key in ("tests", "failures", "errors", "skipped")]
+    assert counts == ["6", "2", "1", "1"]
     assert suite.get("name") == "support-desk"
     cases = {c.get("name"): c for c in suite.findall("testcase")}
     assert list(cases) == [c["id"] for c in report["cases"]]

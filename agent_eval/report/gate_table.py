@@ -38,14 +38,16 @@ def gate_rows(gate: dict) -> list[list[str]]:
         name = row["metric"]
         label = name + (f" (max drop {format_value(name, row['max_drop'])})" if row.get("max_drop") else "")
         rows.append([label, format_value(name, row["base"]), format_value(name, row["new"]),
-                     format_value(name, row["delta"], signed=True), format_ci(name, row["ci"]), row["verdict"]])
+                     format_value(name, row["delta"], signed=True), format_ci(name, row["ci"]),
+                     row["verdict"]])
     return rows
 
 
 def gate_notes(gate: dict) -> list[str]:
     """The lines under the table: unpaired cases, regressed cases, and the Fisher note."""
-    lines = [f"{gate['cases_common']} common cases; one-sided bounds at {1 - gate['alpha'] / max(gate['m'], 1):.3%} "
-             f"(Bonferroni, m={gate['m']}); {gate['resamples']:,} paired bootstrap resamples, seed {gate['seed']}."]
+    level = 1 - gate["alpha"] / max(gate["m"], 1)
+    lines = [f"{gate['cases_common']} common cases; one-sided bounds at {level:.3%} (Bonferroni, "
+             f"m={gate['m']}); {gate['resamples']:,} paired bootstrap resamples, seed {gate['seed']}."]
     for key, label in (("only_in_base", "only in the base report (not gated)"),
                        ("only_in_new", "only in the new report (not gated)"),
                        ("excluded_cases", "skipped or errored in a report (not gated)")):

@@ -14,7 +14,8 @@ from agent_eval.report.junit import failure_lines
 
 HEADLINE = [
     ("pass_at_1", "pass@1"), ("pass_hat_k", "pass^k"), ("pass_at_k", "pass@k"),
-    ("tool_recall", "tool recall"), ("tool_precision", "tool precision"), ("param_accuracy", "param accuracy"),
+    ("tool_recall", "tool recall"), ("tool_precision", "tool precision"),
+    ("param_accuracy", "param accuracy"),
     ("progress", "progress"), ("latency_p50_s", "latency P50"), ("latency_p95_s", "latency P95"),
     ("tokens_total", "tokens"), ("cost_total_usd", "cost"), ("cost_per_success_usd", "cost per success"),
 ]
@@ -78,8 +79,8 @@ def failing_lines(report: dict) -> list[str]:
     rows = [[f"`{c.get('id')}`", c.get("status"),
              "n/a" if c.get("pass_rate") is None else f"{c['pass_rate']:.0%}", _first_failure(c)]
             for c in failing[:MAX_FAILING_ROWS]]
-    lines = [f"### Failing cases ({len(failing)})", "", *_table(["case", "status", "pass rate", "first failure"],
-                                                                 rows, right={2})]
+    header = ["case", "status", "pass rate", "first failure"]
+    lines = [f"### Failing cases ({len(failing)})", "", *_table(header, rows, right={2})]
     if len(failing) > MAX_FAILING_ROWS:
         lines.append(f"\n…and {len(failing) - MAX_FAILING_ROWS} more; see the JSON report.")
     return lines + [""]
