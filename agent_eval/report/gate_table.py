@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -36,8 +37,7 @@ def gate_rows(gate: dict) -> list[list[str]]:
     rows = []
     for row in gate["metrics"]:
         name = row["metric"]
-        label = name + (f" (max drop {format_value(name, row['max_drop'])})" if row.get("max_drop") else "")
-        rows.append([label, format_value(name, row["base"]), format_value(name, row["new"]),
+        rows.append([name, format_value(name, row["base"]), format_value(name, row["new"]),
                      format_value(name, row["delta"], signed=True), format_ci(name, row["ci"]),
                      row["verdict"]])
     return rows
@@ -48,6 +48,11 @@ def gate_notes(gate: dict) -> list[str]:
     level = 1 - gate["alpha"] / max(gate["m"], 1)
     lines = [f"{gate['cases_common']} common cases; one-sided bounds at {level:.3%} (Bonferroni, "
              f"m={gate['m']}); {gate['resamples']:,} paired bootstrap resamples, seed {gate['seed']}."]
+    for row in gate["metrics"]:
+        if row.get("max_drop"):
+            worse = "a drop" if row["direction"] == "higher" else "a rise"
+            limit = format_value(row["metric"], row["max_drop"])
+            lines.append(f"{row['metric']} tolerates {worse} of up to {limit}")
     for key, label in (("only_in_base", "only in the base report (not gated)"),
                        ("only_in_new", "only in the new report (not gated)"),
                        ("excluded_cases", "skipped or errored in a report (not gated)")):
@@ -63,11 +68,17 @@ def gate_notes(gate: dict) -> list[str]:
 
 def render_gate(gate: dict, console: Console) -> None:
     """Print the gate table and its notes; the verdict of the whole gate comes last."""
-    table = Table(title="Regression gate (new vs base)", title_justify="left")
-    for column in ("metric", "base", "new", "delta", "CI", "verdict"):
-        table.add_column(column, justify="left" if column in ("metric", "verdict") else "right",
-                         no_wrap=column != "metric")
-    for cells in gate_rows(gate):
+    rows = gate_rows(gate)
+    table = Table(title="Regression gate (new vs base)", title_justify="left", box=box.SIMPLE_HEAD,
+                  pad_edge=False, collapse_padding=True)
+    # Metric names are what users pass to --gate, so they are never cut; on a narrow terminal the
+    # confidence interval and the verdict wrap instead.
+    table.add_column("metric", no_wrap=True, min_width=max((len(r[0]) for r in rows), default=6))
+    for column in ("base", "new", "delta"):
+        table.add_column(column, justify="right", no_wrap=True)
+    table.add_column("CI", justify="right", min_width=9)
+    table.add_column("verdict", min_width=9)
+    for cells in rows:
         table.add_row(*cells[:-1], f"[{VERDICT_STYLE.get(cells[-1], '')}]{cells[-1]}[/]")
     console.print(table)
     for line in gate_notes(gate):
