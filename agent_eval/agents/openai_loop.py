@@ -1,6 +1,7 @@
 """The built-in `openai` agent (DESIGN §4): Chat Completions with tools, until a plain answer."""
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -8,17 +9,23 @@ import orjson
 
 from agent_eval.agents import AgentStop, ProviderError, Reply, RunContext
 
-_CLIENTS: dict[tuple[str | None, str | None], Any] = {}
+_CLIENTS: dict[tuple[str | None, str | None], tuple[Any, Any]] = {}  # endpoint -> (event loop, client)
 
 
 def shared_client(base_url: str | None, api_key: str | None) -> Any:
-    """One AsyncOpenAI client per endpoint for the whole process, using the SDK's retry rule."""
+    """One AsyncOpenAI client per endpoint for the whole run, using the SDK's retry rule.
+
+    Tied to the running event loop as well: a client's connection pool belongs to the loop that
+    opened it, and a process that calls asyncio.run twice (rescore, tests) must not reuse it.
+    """
+    loop = asyncio.get_running_loop()
     key = (base_url, api_key)
-    if key not in _CLIENTS:
+    entry = _CLIENTS.get(key)
+    if entry is None or entry[0] is not loop:
         from openai import AsyncOpenAI
 
-        _CLIENTS[key] = AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=8)
-    return _CLIENTS[key]
+        entry = _CLIENTS[key] = (loop, AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=8))
+    return entry[1]
 
 
 def usage_record(response: Any, model: str, latency_s: float) -> dict[str, Any]:

@@ -45,14 +45,26 @@ def build_html(report: dict[str, Any], *, max_bytes: int = MAX_BYTES) -> str:
     """Build the one-file HTML page of a §7 report; it makes no request of any kind when opened."""
     page_report, left_out = trim_traces(report, max_bytes)
     data = {"report": page_report, "traces_left_out": left_out, "max_bytes": max_bytes}
-    title = f"agent-eval · {report.get('suite') or 'suite'} · {report.get('run_id') or ''}"
+    return page(report, embed_json(data))
+
+
+def page_from_json(report_head: dict[str, Any], report_json: bytes, left_out: int = 0,
+                   max_bytes: int = MAX_BYTES) -> str:
+    """The same page from a report already serialised (a report file's bytes), without parsing it again."""
+    safe = report_json.replace(b"</", b"<\\/").replace(b"<!--", b"<\\u0021--").decode("utf-8")
+    return page(report_head, '{"report":' + safe + f',"traces_left_out":{left_out},"max_bytes":{max_bytes}}}')
+
+
+def page(report_head: dict[str, Any], data_json: str) -> str:
+    """Fill the template: title, inline CSS and JS, and the embedded data (already script-safe)."""
+    title = f"agent-eval · {report_head.get('suite') or 'suite'} · {report_head.get('run_id') or ''}"
     template = _asset("report.html")
     script = _asset("report.js") + "\n" + _asset("cases.js")
     # Assets go in first and the data last, so a marker-like string inside the data is never replaced.
     before, after = template.split("__DATA__", 1)
     before = before.replace("__TITLE__", html.escape(title)).replace("/*__CSS__*/", _asset("report.css"))
     after = after.replace("/*__JS__*/", script)
-    return before + embed_json(data) + after
+    return before + data_json + after
 
 
 def write_html(report: dict[str, Any], path: str | Path, *, max_bytes: int = MAX_BYTES) -> Path:

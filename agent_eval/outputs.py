@@ -1,0 +1,99 @@
+"""What a finished run writes besides its JSON report: the gate, HTML page, history, JUnit, Markdown."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from agent_eval.errors import ConfigError
+from agent_eval.report.html import MAX_BYTES, KEEP_TRACE_STATUSES, page_from_json
+
+
+def resolve_baseline(spec: str | None, cfg: Any, agent_name: str, created_at: str, err: Console) -> Path | None:
+    """The baseline report's path: a file, or `last` (the newest earlier run of this suite and agent)."""
+    if not spec:
+        return None
+    if spec != "last":
+        return Path(spec)
+    from agent_eval.history import baseline_last
+
+    db = cfg.output_dir / "history.sqlite"
+    run_id = baseline_last(db, cfg.cases_file, agent_name, created_at) if db.exists() else None
+    if run_id is None:
+        err.print(f"warning: --baseline last found no earlier finished run of {cfg.cases_file} with agent "
+                  f"{agent_name} in {db}; no gate this time.", highlight=False, markup=False)
+        return None
+    return cfg.output_dir / f"{run_id}.json"
+
+
+def check_baseline(path: Path | None, gate_specs: list[str]) -> None:
+    """Exit-2 checks before anything runs: the baseline report must be readable and the gates known."""
+    from agent_eval.gate import ReportError, load_report, parse_gate_spec
+
+    try:
+        for spec in gate_specs:
+            parse_gate_spec(spec)
+        if path is not None:
+            load_report(path)
+    except ReportError as exc:
+        raise ConfigError(f"--baseline: {exc}") from None
+
+
+def gate_against(path: Path, report: dict[str, Any], gate_specs: list[str]) -> dict[str, Any]:
+    """The §8 gate of `report` against the baseline report at `path`."""
+    from agent_eval.gate import ReportError, compare_reports, load_report, parse_gate_spec
+
+    try:
+        gates = [parse_gate_spec(spec) for spec in gate_specs] or None
+        return compare_reports(load_report(path), report, gates)
+    except ReportError as exc:
+        raise ConfigError(f"--baseline: {exc}") from None
+
+
+def write_page(report: dict[str, Any], report_path: Path, run_bytes: Any, out: Path) -> None:
+    """The HTML page, embedding the report file as it is, or past 50 MB only failed/errored traces."""
+    size = report_path.stat().st_size
+    if size <= MAX_BYTES:
+        out.write_text(page_from_json(report, report_path.read_bytes()), encoding="utf-8")
+        return
+    import orjson
+
+    left_out = 0
+    cases = []
+    for case, raw_runs in zip(report["cases"], run_bytes):
+        runs = []
+        for lite, raw in zip(case["runs"], raw_runs):
+            if lite["status"] in KEEP_TRACE_STATUSES:
+                runs.append(orjson.loads(raw))
+            else:
+                runs.append({**lite, "trace": None})
+                left_out += 1
+        cases.append({**case, "runs": runs})
+    trimmed = {**report, "cases": cases}
+    out.write_text(page_from_json(report, orjson.dumps(trimmed), left_out), encoding="utf-8")
+
+
+def write_extras(report: dict[str, Any], report_path: Path, run_bytes: Any, cfg: Any,
+                 junit: Path | None, markdown: Path | None, console: Console) -> None:
+    """HTML page (unless --no-html), history row, and the optional JUnit and Markdown files."""
+    written = []
+    if cfg.html:
+        page_path = report_path.with_suffix(".html")
+        write_page(report, report_path, run_bytes, page_path)
+        written.append(f"HTML: {page_path}")
+    from agent_eval.history import git_commit_of, record_run
+
+    record_run(cfg.output_dir / "history.sqlite", report, git_commit_of(cfg.cases_file))
+    if junit is not None:
+        from agent_eval.report.junit import write_junit
+
+        write_junit(report, junit)
+        written.append(f"JUnit: {junit}")
+    if markdown is not None:
+        from agent_eval.report.markdown import write_markdown
+
+        write_markdown(report, markdown)
+        written.append(f"Markdown: {markdown}")
+    if written:
+        console.print(" · ".join(written), highlight=False)
