@@ -8,7 +8,8 @@ start-up imports and neither shares a GIL with the server:
   (a) bare loop: asyncio, one AsyncOpenAI client, a semaphore; per case a completion, the tool run
       in-process on a copy of the env, a second completion, the `expect` check;
   (b) runner: `agent-eval run ... --quiet [--no-html]` on the same suite.
-Each is timed 3 times (wall clock) and the median is reported, with the child's peak RSS.
+Each is run 3 times, interleaved; the medians of wall time and of the child's CPU time (less
+sensitive to other load on the machine) are reported, with the child's peak RSS.
 See bench/README.md.
 """
 from __future__ import annotations
@@ -111,17 +112,16 @@ def bare_child(base_url: str, cases_path: str, concurrency: int) -> None:
 
 
 # --- measuring --------------------------------------------------------------------------------------
-def timed(command: list[str], env: dict[str, str], limit_s: float) -> tuple[float, int, float, str]:
-    """Run a child; returns (wall seconds, exit code, peak RSS MiB, output tail)."""
+def timed(command: list[str], env: dict[str, str], limit_s: float) -> dict:
+    """Run a child to completion (killed after `limit_s`): wall and CPU seconds, peak RSS, exit code."""
     with tempfile.TemporaryFile() as out:
         started = time.perf_counter()
         child = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
-        deadline = started + limit_s
         while True:
             pid, wait_status, usage = os.wait4(child.pid, os.WNOHANG)
             if pid:
                 break
-            if time.perf_counter() > deadline:
+            if time.perf_counter() - started > limit_s:
                 child.kill()
                 pid, wait_status, usage = os.wait4(child.pid, 0)
                 break
@@ -130,7 +130,8 @@ def timed(command: list[str], env: dict[str, str], limit_s: float) -> tuple[floa
         child.returncode = os.waitstatus_to_exitcode(wait_status)
         out.seek(0)
         tail = out.read().decode("utf-8", "replace")[-2000:]
-    return wall, child.returncode, usage.ru_maxrss / 1024, tail
+    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "rss_mib": usage.ru_maxrss / 1024,
+            "code": child.returncode, "tail": tail}
 
 
 def runner_command() -> list[str] | None:
@@ -151,25 +152,48 @@ def child_env() -> dict[str, str]:
     return env
 
 
-def measure(label: str, make_command, repeats: int, expected_requests: int, srv: LoopbackServer,
-            limit_s: float, ok_codes: tuple[int, ...]) -> dict | None:
-    walls, rss = [], []
-    for attempt in range(repeats):
-        before = srv.count
-        wall, code, peak, tail = timed(make_command(attempt), child_env(), limit_s)
-        served = srv.count - before
-        if code not in ok_codes:
-            print(f"{label}: exit {code} after {wall:.2f}s ({served} requests served)\n{tail}",
-                  file=sys.stderr)
-            return None
-        if served != expected_requests:
-            print(f"{label}: warning: {served} requests served, expected {expected_requests}",
-                  file=sys.stderr)
-        walls.append(wall)
-        rss.append(peak)
-        print(f"  {label} #{attempt + 1}: {wall:6.2f} s  peak RSS {peak:6.1f} MiB  exit {code}"
-              f"  {tail.strip().splitlines()[-1] if tail.strip() else ''}"[:160])
-    return {"wall_s": statistics.median(walls), "rss_mib": max(rss)}
+def runner_factory(args: argparse.Namespace, srv: LoopbackServer, cases_path: Path, tmp: Path):
+    """The CLI command for attempt n, or None after saying clearly why it cannot be timed yet."""
+    command = runner_command()
+    if command is None:
+        print("runner: not measured: the agent-eval CLI does not exist yet (no agent_eval/cli.py, no "
+              "agent-eval script). Install it with `make test` or `pip install -e .` once it lands.")
+        return None
+    probe = subprocess.run([*command, "run", "--help"], capture_output=True, text=True, env=child_env(),
+                           cwd=ROOT, timeout=120, check=False)
+    if probe.returncode != 0:
+        print(f"runner: not measured: `agent-eval run --help` exited {probe.returncode}:\n"
+              f"{(probe.stderr or probe.stdout)[-1500:]}")
+        return None
+    flags = ["--quiet"] + (["--no-html"] if "--no-html" in probe.stdout else [])
+    if "--no-html" not in flags:
+        print("runner: `run --help` lists no --no-html; running without it")
+
+    def make_command(attempt: int) -> list[str]:
+        return [*command, "run", "--cases", str(cases_path), "--agent", "openai", "--model", "bench",
+                "--base-url", srv.base_url, "--concurrency", str(args.concurrency),
+                "--output-dir", str(tmp / f"reports-{attempt}"), *flags]
+
+    return make_command
+
+
+def run_once(label: str, command: list[str], srv: LoopbackServer, expected: int, limit_s: float) -> dict:
+    before = srv.count
+    result = timed(command, child_env(), limit_s)
+    served = srv.count - before
+    last = result["tail"].strip().splitlines()[-1] if result["tail"].strip() else ""
+    print(f"  {label:9} {result['wall_s']:6.2f} s wall  {result['cpu_s']:6.2f} s CPU  "
+          f"{result['rss_mib']:6.1f} MiB  exit {result['code']}  {served} requests  {last}"[:170])
+    if served != expected:
+        print(f"  {label}: warning: {served} requests served, expected {expected}", file=sys.stderr)
+    # exit 1 means some case failed: the benchmark suite is wrong, so the time means nothing
+    if result["code"] != 0:
+        print(f"{label}: exit {result['code']}\n{result['tail']}", file=sys.stderr)
+    return result
+
+
+def median_of(results: list[dict]) -> dict:
+    return {key: statistics.median(r[key] for r in results) for key in ("wall_s", "cpu_s", "rss_mib")}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -189,50 +213,35 @@ def main(argv: list[str] | None = None) -> int:
     limit = 120 + 20 * floor  # a bound on every child, far above any sane run
     print(f"{args.cases} cases x 2 completions, concurrency {args.concurrency}, "
           f"latency {args.latency_ms:g} ms (latency floor {floor:.2f} s), "
-          f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
+          f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}, Python {sys.version.split()[0]}")
     with tempfile.TemporaryDirectory(prefix="agent-eval-bench-") as tmp, \
             LoopbackServer(answer, latency_s=args.latency_ms / 1000) as srv:
         cases_path = write_suite(Path(tmp), args.cases)
         expected = 2 * args.cases
-
-        bare = measure("bare loop", lambda n: [sys.executable, str(Path(__file__).resolve()), "--bare-child",
-                                                srv.base_url, str(cases_path), str(args.concurrency)],
-                       args.repeats, expected, srv, limit, (0,))
-        if bare is None:
+        bare_command = [sys.executable, str(Path(__file__).resolve()), "--bare-child", srv.base_url,
+                        str(cases_path), str(args.concurrency)]
+        make_runner = runner_factory(args, srv, cases_path, Path(tmp))
+        bare_runs: list[dict] = []
+        runner_runs: list[dict] = []
+        # interleaved, so that a change of machine load hits both contenders alike
+        for attempt in range(args.repeats):
+            bare_runs.append(run_once("bare loop", bare_command, srv, expected, limit))
+            if make_runner is not None:
+                runner_runs.append(run_once("runner", make_runner(attempt), srv, expected, limit))
+        print(f"(load average now {os.getloadavg()[0]:.2f})")
+        if any(r["code"] != 0 for r in bare_runs + runner_runs):
             return 1
-        print(f"bare loop: median {bare['wall_s']:.2f} s, peak RSS {bare['rss_mib']:.1f} MiB")
-
-        runner = measure_runner(args, srv, cases_path, Path(tmp), expected, limit)
-        if runner is None:
+        bare = median_of(bare_runs)
+        print(f"bare loop: median {bare['wall_s']:.2f} s wall, {bare['cpu_s']:.2f} s CPU, "
+              f"peak RSS {bare['rss_mib']:.1f} MiB")
+        if not runner_runs:
             return 0
-        print(f"runner:    median {runner['wall_s']:.2f} s, peak RSS {runner['rss_mib']:.1f} MiB")
-        print(f"ratio runner/bare: {runner['wall_s'] / bare['wall_s']:.2f}")
+        runner = median_of(runner_runs)
+        print(f"runner:    median {runner['wall_s']:.2f} s wall, {runner['cpu_s']:.2f} s CPU, "
+              f"peak RSS {runner['rss_mib']:.1f} MiB")
+        print(f"ratio runner/bare: {runner['wall_s'] / bare['wall_s']:.2f} wall, "
+              f"{runner['cpu_s'] / bare['cpu_s']:.2f} CPU")
     return 0
-
-
-def measure_runner(args: argparse.Namespace, srv: LoopbackServer, cases_path: Path, tmp: Path,
-                   expected: int, limit: float) -> dict | None:
-    """Time the CLI, or say clearly why it cannot be timed yet."""
-    command = runner_command()
-    if command is None:
-        print("runner: not measured: the agent-eval CLI does not exist yet (no agent_eval/cli.py, no "
-              "agent-eval script). Install it with `make test` or `pip install -e .` once it lands.")
-        return None
-    probe = subprocess.run([*command, "run", "--help"], capture_output=True, text=True, env=child_env(),
-                           cwd=ROOT, timeout=120, check=False)
-    if probe.returncode != 0:
-        print(f"runner: not measured: `agent-eval run --help` exited {probe.returncode}:\n"
-              f"{(probe.stderr or probe.stdout)[-1500:]}")
-        return None
-    flags = ["--quiet"] + (["--no-html"] if "--no-html" in probe.stdout else [])
-
-    def make_command(attempt: int) -> list[str]:
-        return [*command, "run", "--cases", str(cases_path), "--agent", "openai", "--model", "bench",
-                "--base-url", srv.base_url, "--concurrency", str(args.concurrency),
-                "--output-dir", str(tmp / f"reports-{attempt}"), *flags]
-
-    # exit 1 means some case failed: still timed, but measure() prints it and the served count
-    return measure("runner", make_command, args.repeats, expected, srv, limit, (0, 1))
 
 
 if __name__ == "__main__":
