@@ -25,6 +25,7 @@ import itertools
 import threading
 import time
 import traceback
+from http import HTTPStatus
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,11 +43,6 @@ __all__ = [
     "tool_then_text",
 ]
 
-_REASONS = {
-    200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 408: "Request Timeout",
-    409: "Conflict", 411: "Length Required", 422: "Unprocessable Entity", 429: "Too Many Requests",
-    500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable",
-}
 _ERROR_TYPES = {
     400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
     429: "rate_limit_exceeded", 500: "server_error", 503: "server_error",
@@ -172,7 +168,6 @@ class LoopbackServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._server: asyncio.base_events.Server | None = None
-        self._stopping: asyncio.Event | None = None
         self._tasks: set[asyncio.Task] = set()
         self.port = 0
 
@@ -212,37 +207,27 @@ class LoopbackServer:
 
     # --- lifecycle -------------------------------------------------------------------------------
     def start(self) -> LoopbackServer:
-        ready = threading.Event()
-        failure: list[BaseException] = []
+        """Serve from a new thread; works from sync code and from inside a running event loop."""
+        loop = asyncio.new_event_loop()
 
         def serve() -> None:
-            loop = asyncio.new_event_loop()
-            self._loop = loop
             asyncio.set_event_loop(loop)
-            try:
-                self._stopping = asyncio.Event()
-                self._server = loop.run_until_complete(
-                    asyncio.start_server(self._handle, "127.0.0.1", 0, limit=_MAX_HEAD, backlog=1024)
-                )
-                self.port = self._server.sockets[0].getsockname()[1]
-            except OSError as exc:
-                failure.append(exc)
-                ready.set()
-                loop.close()
-                return
-            ready.set()
             try:
                 loop.run_forever()
             finally:
                 loop.close()
 
+        self._loop = loop
         self._thread = threading.Thread(target=serve, name="loopback-openai", daemon=True)
         self._thread.start()
-        ready.wait(10)
-        if failure:
-            raise failure[0]
-        if not self.port:
-            raise RuntimeError("loopback server did not start within 10 s")
+        listening = asyncio.start_server(self._handle, "127.0.0.1", 0, limit=_MAX_HEAD, backlog=1024)
+        try:
+            self._server = asyncio.run_coroutine_threadsafe(listening, loop).result(10)
+        except BaseException:
+            loop.call_soon_threadsafe(loop.stop)
+            self._thread.join(10)
+            raise
+        self.port = self._server.sockets[0].getsockname()[1]
         return self
 
     def stop(self) -> None:
@@ -255,8 +240,7 @@ class LoopbackServer:
         thread.join(10)
 
     async def _shutdown(self) -> None:
-        assert self._server is not None and self._stopping is not None
-        self._stopping.set()
+        assert self._server is not None
         self._server.close()
         for task in list(self._tasks):
             task.cancel()
@@ -303,7 +287,11 @@ class LoopbackServer:
 
     async def _send(self, writer: asyncio.StreamWriter, code: int, body: Any, extra: dict[str, str]) -> None:
         payload = body if isinstance(body, bytes) else orjson.dumps(body)
-        head = [f"HTTP/1.1 {code} {_REASONS.get(code, 'Status')}", "content-type: application/json",
+        try:
+            reason = HTTPStatus(code).phrase
+        except ValueError:
+            reason = "Status"
+        head = [f"HTTP/1.1 {code} {reason}", "content-type: application/json",
                 f"content-length: {len(payload)}"]
         head += [f"{key}: {value}" for key, value in extra.items()]
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + payload)
@@ -341,10 +329,8 @@ class LoopbackServer:
                 return code, _error_body(code, f"loopback fail_every {every}"), dict(self.fail_headers)
         reply = self._next_reply(request)
         while reply.delay_s > 0 or reply.hang:
-            assert self._stopping is not None
             if reply.hang:
-                await self._stopping.wait()
-                raise asyncio.CancelledError
+                await asyncio.get_running_loop().create_future()  # cancelled by stop()
             await asyncio.sleep(reply.delay_s)
             reply = reply.then or text("")
         if reply.message is None:

@@ -161,3 +161,13 @@ def test_stop_closes_a_hanging_connection_and_joins_the_thread():
     asker.join(30)
     assert not asker.is_alive() and outcome
     assert srv._thread is not None and not srv._thread.is_alive()
+
+
+def test_starts_and_stops_from_inside_a_running_event_loop():
+    async def inside() -> str:
+        with LoopbackServer([text("from async")]) as srv:
+            async with openai.AsyncOpenAI(base_url=srv.base_url, api_key="test", max_retries=0) as c:
+                response = await c.chat.completions.create(model="m", messages=USER)
+        return response.choices[0].message.content
+
+    assert asyncio.run(inside()) == "from async"
