@@ -349,7 +349,7 @@ class LoopbackServer:
                 return _coerce(self._entries[index])
             return _coerce(self._script(request, index))  # type: ignore[operator]
         except Exception as exc:  # noqa: BLE001 - a script bug is answered as a 500 and recorded
-            message = str(exc) if isinstance(exc, LookupError) else traceback.format_exc(limit=3)
+            message = str(exc) if isinstance(exc, LookupError) else traceback.format_exc(limit=-3)
             with self._lock:
                 self._errors.append(message)
             # x-should-retry stops the SDK from retrying a broken script eight times.
