@@ -9,7 +9,6 @@ import pytest
 from rich.console import Console
 
 from agent_eval.app import run_command
-from agent_eval.journal import read_journal
 
 TOOLS = '''
 from agent_eval import tool
@@ -178,8 +177,8 @@ def test_skipped_case_is_left_out_of_the_figures(tmp_path, monkeypatch):
 def test_journal_has_a_header_then_one_line_per_run(tmp_path):
     path = make_suite(tmp_path, [scripted("always"), scripted("never")])
     code, report = run(path, tmp_path, repeat=2)
-    header, runs = read_journal(tmp_path / "out" / f"{report['run_id']}.jsonl")
-    runs = list(runs)
+    lines = (tmp_path / "out" / f"{report['run_id']}.jsonl").read_bytes().splitlines()
+    header, runs = orjson.loads(lines[0]), [orjson.loads(line) for line in lines[1:]]
     assert header["run_id"] == report["run_id"] and header["settings"]["repeat"] == 2
     assert sorted((r["case_id"], r["trial"]) for r in runs) == [("always", 0), ("always", 1), ("never", 0),
                                                                ("never", 1)]
