@@ -1,9 +1,11 @@
 """agent-eval: a benchmark runner for tool-calling AI agents.
 
-The public API: `tool` (declare a tool), `ToolError` (what `task.call_tool` raises).
+The public API: `tool` (declare a tool), `ToolError` (what `task.call_tool` raises),
+`Scorer` and `scorer` (custom scorers, DESIGN §10).
 """
 from agent_eval.errors import ToolError
+from agent_eval.scorers import Scorer, scorer
 from agent_eval.tools import tool
 
-__all__ = ["ToolError", "tool"]
+__all__ = ["Scorer", "ToolError", "scorer", "tool"]
 __version__ = "0.1.0"

@@ -53,6 +53,7 @@ def run_command(flags: dict[str, Any], console: Console, err: Console) -> int:
                       {"run_id": run_id, "created_at": created_at, "settings": cfg.settings(),
                        "cases_file": str(cfg.cases_file)})
     scoring = ScoringContext(pricing=suite.settings.get("pricing") or {}, model=cfg.model)
+    scoring.scorers = suite.scorers
     progress = _progress(console, cfg)
     runner = Runner(suite, cases, cfg, agent, scoring, journal,
                     on_run_done=(lambda: progress.advance(progress.task_ids[0])) if progress else None)

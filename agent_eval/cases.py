@@ -25,7 +25,6 @@ NOT_SUPPORTED_SUITE_FIELDS: dict[str, str] = {
     "escalation_tools": "safety checks",
     "policy": "safety checks",
     "user": "simulated users",
-    "scorers": "custom scorers",
 }
 JUDGED_CHECKS = ("rubric", "expected_outcome")
 TRAJECTORY_MODES = ("unordered", "strict", "subset", "superset")
@@ -91,6 +90,7 @@ class Suite:
     initial_env: dict[str, Any]
     cases: list[dict[str, Any]]
     tools: Any = None  # agent_eval.tools.ToolSet
+    scorers: Any = None  # agent_eval.scorers.ScorerSet (§10)
     problems: list[Problem] = field(default_factory=list)
 
     @property
@@ -222,6 +222,11 @@ def _load_suite_block(path: Path, block: Any, col: _Collector) -> Suite:
         from agent_eval.tools import ToolSet
 
         suite.tools = ToolSet([])
+    from agent_eval.scorers import load_scorers
+
+    suite.scorers, scorer_problems = load_scorers(block.get("scorers"), base_dir)
+    for field_name, message in scorer_problems:
+        col.add(None, field_name, message)
     return suite
 
 
@@ -255,6 +260,9 @@ def _load_case(suite: Suite, raw: Any, index: int, col: _Collector) -> dict[str,
     from agent_eval.validation import check_case
 
     for field_name, message in check_case(case, suite):
+        col.add(case_id, field_name, message)
+    # Scorer parameters are resolved here, once per case, so a run never looks them up (§10).
+    for field_name, message in suite.scorers.bind(case) if suite.scorers else ():
         col.add(case_id, field_name, message)
     return case
 

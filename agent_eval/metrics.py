@@ -15,6 +15,7 @@ from typing import Any
 
 from agent_eval import stats
 from agent_eval.matchers import field_names, json_equal, matched_fields
+from agent_eval.scorer_summary import summarize_scorers
 
 RunMetricGroup = Callable[[dict, dict, list, bool, "float | None"], dict]
 
@@ -252,10 +253,14 @@ SUITE_METRICS: list[str] = list(SUITE_FIGURES)
 """The §6 suite metric names in report order. `pass_hat` is a dict {"1": .., "K": ..}; the rest are numbers."""
 
 
-def summarize(case_rows: list[dict], repeat: int) -> dict:
-    """The §6 suite metrics plus §7's case and run counts, from the cases' small run rows."""
+def summarize(case_rows: list[dict], repeat: int, scorers: Any = None) -> dict:
+    """The §6 suite metrics plus §7's case and run counts and `scorers` (§10), from the cases' small run rows.
+
+    `scorers` is the suite's agent_eval.scorers.ScorerSet (for names and custom summarize); optional.
+    """
     counts: list[tuple[int, int]] = []
     runs: list[dict] = []
+    counted_runs: list[dict] = []
     successes = runs_errored = 0
     statuses = Counter(row["status"] for row in case_rows)
     for row in case_rows:
@@ -269,6 +274,7 @@ def summarize(case_rows: list[dict], repeat: int) -> dict:
         counts.append((len(counted), c))
         successes += c
         runs.extend(r.get("metrics") or {} for r in counted)
+        counted_runs.extend(counted)
     data = Counted(counts=counts, runs=runs, successes=successes, repeat=repeat)
     summary = {name: figure(data) for name, figure in SUITE_FIGURES.items()}
     summary.update(
@@ -279,5 +285,6 @@ def summarize(case_rows: list[dict], repeat: int) -> dict:
         cases_errored=statuses["error"],
         runs=len(runs),
         runs_errored=runs_errored,
+        scorers=summarize_scorers(counted_runs, scorers),
     )
     return summary

@@ -166,7 +166,7 @@ def build_report(run_id: str, created_at: str, suite: Suite, cfg: RunConfig, age
     return {
         "schema_version": 1, "run_id": run_id, "created_at": created_at, "suite": suite.name,
         "agent": agent_name, "model": cfg.model, "cases_file": str(cfg.cases_file),
-        "settings": cfg.settings(), "summary": summarize(rows, cfg.repeat), "cases": entries,
+        "settings": cfg.settings(), "summary": summarize(rows, cfg.repeat, suite.scorers), "cases": entries,
         "gate": None, "interrupted": interrupted, "exit_code": None,
     }
 

@@ -15,12 +15,19 @@ class ScoringContext:
     pricing: dict[str, Any] = field(default_factory=dict)
     model: str | None = None
     judge: Any = None  # agent_eval.judge.Judge when judging is on
+    scorers: Any = None  # agent_eval.scorers.ScorerSet: the suite's custom scorers (§10)
 
 
 async def score_run(case: dict, trial: int, trace: dict, final_env: dict, expected_env: dict | None,
                     error: str | None, ctx: ScoringContext) -> dict[str, Any]:
     """The §7 run record: checks, judge verdict, metrics and status for one run."""
     checks = check_run(case, trace, final_env, expected_env)
+    scores: dict[str, Any] = {}
+    scorer_errors: dict[str, str] = {}
+    if ctx.scorers:
+        # Scorer checks are deterministic checks (§10), so a False one spares the judge call below.
+        scores, scorer_errors, scorer_checks = await ctx.scorers.score(case, trace, final_env)
+        checks = checks + scorer_checks
     judge_verdict = None
     completed = trace["stop_reason"] == "completed"
     if error is None and completed and ctx.judge is not None and all(c["passed"] for c in checks):
@@ -36,8 +43,8 @@ async def score_run(case: dict, trial: int, trace: dict, final_env: dict, expect
         "judge": judge_verdict,
         "judge_expected_outcome": None,
         "metrics": run_metrics(case, trace, checks, success, cost),
-        "scorers": {},
-        "scorer_errors": {},
+        "scorers": scores,
+        "scorer_errors": scorer_errors,
         "escalated": False,
         "trace": trace,
     }

@@ -455,7 +455,9 @@ def test_empty_inputs_and_key_names():
         "cases_errored",
         "runs",
         "runs_errored",
+        "scorers",
     ]
+    assert s["scorers"] == {}  # no scorer, no run: an empty block, never a missing key
     assert SUITE_METRICS == [
         "pass_at_1",
         "pass_hat",

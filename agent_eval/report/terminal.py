@@ -331,6 +331,13 @@ def render_verdict(report: Report, console: Console) -> None:
     console.print(verdict_text(report))
 
 
+def render_scorers(report: Report, console: Console) -> None:
+    """summary.scorers (DESIGN §10): each custom scorer's summary and errors; nothing without scorers."""
+    from agent_eval.report.scorer_table import render_scorers as render
+
+    render(report, console)
+
+
 # Order of the report. Hooks for later sections go between the cases and the verdict, e.g.
 # render_judge (summary.judge), render_scorers (summary.scorers), render_gate (report["gate"]),
 # render_dialogue (trace user_messages/replies of scenario runs).
@@ -339,6 +346,7 @@ SECTIONS: list[SectionRenderer] = [
     render_headline,
     render_safety,
     render_cases,
+    render_scorers,
     render_verdict,
 ]
 
