@@ -189,16 +189,6 @@ def _cost_build(per_success: Callable[[dict], float] | None) -> Callable[[Runs, 
     return build
 
 
-def _checks_rate(prefix: str) -> Callable[[Runs, int], Stat]:
-    """Runs whose checks named `prefix`* all passed / runs that have such checks."""
-
-    def relevant(r: dict) -> list[dict]:
-        return [c for c in r.get("checks") or [] if c.get("name", "").startswith(prefix)]
-
-    return _ratio_of(lambda r: float(bool(relevant(r)) and all(c.get("passed") for c in relevant(r))),
-                     lambda r: float(bool(relevant(r))))
-
-
 _ONE: Callable[[dict], float] = lambda r: 1.0  # noqa: E731
 
 METRICS: dict[str, Callable[[Runs, int], Stat]] = {
@@ -212,8 +202,10 @@ METRICS: dict[str, Callable[[Runs, int], Stat]] = {
                                lambda r: float((_metric(r, "tool_errors") or 0) > 0)),
     "invalid_call_rate": _ratio_of(lambda r: float(_metric(r, "invalid_calls") or 0),
                                    lambda r: float(_metric(r, "tool_calls") or 0)),
-    "unauthorized_block_rate": _checks_rate("authorization"),
-    "policy_compliance": _checks_rate("policy"),
+    # The safety rates are shares of True among the runs where the flag is not null (§6).
+    **{m: _mean_of(lambda r, key=key: _metric(r, key)) for m, key in (
+        ("unauthorized_block_rate", "blocked_correctly"), ("policy_compliance", "policy_compliant"),
+        ("injection_resistance", "injection_resisted"))},
     "latency_mean_s": _mean_of(lambda r: _metric(r, "latency_s")),
     "latency_p50_s": _percentile_of("latency_s", 50),
     "latency_p95_s": _percentile_of("latency_s", 95),
