@@ -14,6 +14,7 @@ from agent_eval.cases import load_suite, select_cases, skip_reason
 from agent_eval.config import RunConfig, require_llm, resolve
 from agent_eval.errors import ConfigError
 from agent_eval.journal import Journal
+from agent_eval.judge import build_judge, judge_summary, needs_judge, require_judge
 from agent_eval.report.files import write_json_report
 from agent_eval.runner import Runner, build_report, exit_code, new_run_id, now_iso
 from agent_eval.scoring import ScoringContext
@@ -32,11 +33,9 @@ def prepare(flags: dict[str, Any]) -> tuple[Any, list[dict], RunConfig]:
     runnable = [c for c in cases if skip_reason(c, os.environ, cfg.judge) is None]
     if cfg.agent == "openai" and runnable:
         require_llm(cfg, "openai")
-    if cfg.judge:
-        judged = [c["id"] for c in runnable if c.get("rubric")]
-        if judged:
-            raise ConfigError(f"case {judged[0]!r} of {suite.path} has a rubric, and no LLM judge is available "
-                              "in this version; pass --no-judge to skip rubric-only cases and ignore rubrics.")
+    judged = needs_judge(runnable) if cfg.judge else None
+    if judged is not None:
+        require_judge(cfg.judge_model, cfg.judge_api_key, judged, suite.path)
     return suite, cases, cfg
 
 
@@ -52,7 +51,9 @@ def run_command(flags: dict[str, Any], console: Console, err: Console) -> int:
     journal = Journal(cfg.output_dir / f"{run_id}.jsonl",
                       {"run_id": run_id, "created_at": created_at, "settings": cfg.settings(),
                        "cases_file": str(cfg.cases_file)})
-    scoring = ScoringContext(pricing=suite.settings.get("pricing") or {}, model=cfg.model)
+    judge = build_judge(cfg.judge, cfg.judge_model, cfg.judge_base_url, cfg.judge_api_key, cfg.no_cache,
+                        cases)
+    scoring = ScoringContext(pricing=suite.settings.get("pricing") or {}, model=cfg.model, judge=judge)
     scoring.scorers = suite.scorers
     progress = _progress(console, cfg)
     runner = Runner(suite, cases, cfg, agent, scoring, journal,
@@ -78,6 +79,7 @@ def finish(runner: Runner, suite: Any, cfg: RunConfig, agent_name: str, run_id: 
     try:
         entries = runner.case_entries()
         report = build_report(run_id, created_at, suite, cfg, agent_name, entries, interrupted)
+        report["summary"]["judge"] = judge_summary(runner.scoring.judge, suite.settings.get("pricing"))
         report["exit_code"] = INTERRUPTED if interrupted else exit_code(entries)
         path = cfg.output_dir / f"{run_id}.json"
         write_json_report(path, report, runner.run_bytes())

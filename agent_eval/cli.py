@@ -18,6 +18,7 @@ err_console = Console(stderr=True)
 
 CASES_HELP = "The case file (a JSON list of cases, or {\"suite\": ..., \"cases\": [...]})."
 FILTER_HELP = "Keep cases whose id or a tag contains TEXT (repeatable)."
+JUDGE_MODEL_HELP = "The judge's model (AGENT_EVAL_JUDGE_MODEL)."
 
 
 def guarded(fn: Callable[[], int]) -> None:
@@ -48,8 +49,8 @@ def run(
     agent: str | None = typer.Option(None, "--agent", help="openai, file.py:function or module:function."),
     model: str | None = typer.Option(None, "--model", help="The agent's model (AGENT_EVAL_MODEL)."),
     base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (OPENAI_BASE_URL)."),
-    judge_model: str | None = typer.Option(None, "--judge-model", help="The judge's model (AGENT_EVAL_JUDGE_MODEL)."),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Ask the judge again instead of using cached answers."),
+    judge_model: str | None = typer.Option(None, "--judge-model", help=JUDGE_MODEL_HELP),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Ask the judge again; ignore cached answers."),
     concurrency: int | None = typer.Option(None, "--concurrency", help="Runs at once (default 8)."),
     max_steps: int | None = typer.Option(None, "--max-steps", help="Model completions per user turn (default 8)."),
     timeout: float | None = typer.Option(None, "--timeout", help="Seconds one run may take (default: none)."),
@@ -59,7 +60,8 @@ def run(
     """Run the suite: every selected case k times, scored, reported, with a CI exit code."""
     flags = dict(cases=cases, filter=filter, repeat=repeat, threshold=threshold, no_judge=no_judge,
                  agent=agent, model=model, base_url=base_url, concurrency=concurrency, max_steps=max_steps,
-                 timeout=timeout, output_dir=output_dir, quiet=quiet, judge_model=judge_model, no_cache=no_cache)
+                 timeout=timeout, output_dir=output_dir, quiet=quiet, judge_model=judge_model,
+                 no_cache=no_cache)
 
     def go() -> int:
         from agent_eval.app import run_command
@@ -102,6 +104,23 @@ def validate(cases: Path = typer.Option(Path("cases/test_cases.json"), "--cases"
         suite = load_suite(cases)
         console.print(f"{cases}: {len(suite.cases)} cases, valid.", highlight=False)
         return 0
+
+    guarded(go)
+
+
+@app.command()
+def rescore(
+    report: Path = typer.Argument(..., help="A JSON report written by `agent-eval run`."),
+    judge_repeat: int | None = typer.Option(None, "--judge-repeat", help="N uncached judge answers per run."),
+    no_judge: bool = typer.Option(False, "--no-judge", help="Never call the judge; skip rubric-only cases."),
+    judge_model: str | None = typer.Option(None, "--judge-model", help=JUDGE_MODEL_HELP),
+) -> None:
+    """Re-score a report's frozen traces with the current case file; the agent is never called."""
+
+    def go() -> int:
+        from agent_eval.rescore import rescore_command
+
+        return rescore_command(report, judge_repeat, no_judge, console, judge_model=judge_model)
 
     guarded(go)
 

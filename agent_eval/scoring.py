@@ -28,10 +28,13 @@ async def score_run(case: dict, trial: int, trace: dict, final_env: dict, expect
         # Scorer checks are deterministic checks (§10), so a False one spares the judge call below.
         scores, scorer_errors, scorer_checks = await ctx.scorers.score(case, trace, final_env)
         checks = checks + scorer_checks
-    judge_verdict = None
+    judged: dict[str, Any] = {"judge": None, "judge_expected_outcome": None}
     completed = trace["stop_reason"] == "completed"
     if error is None and completed and ctx.judge is not None and all(c["passed"] for c in checks):
-        judge_verdict, error = await ctx.judge.verdict(case, trace, checks)
+        outcome = await ctx.judge.judge_run(case, trace)  # agent_eval.judge.JudgeOutcome
+        checks = checks + outcome.checks
+        judged.update(outcome.records)
+        error = outcome.error
     success = error is None and completed and all(c["passed"] for c in checks)
     cost = price_usage(trace["llm_calls"], ctx.pricing, ctx.model)
     return {
@@ -40,8 +43,8 @@ async def score_run(case: dict, trial: int, trace: dict, final_env: dict, expect
         "error": error,
         "success": success,
         "checks": checks,
-        "judge": judge_verdict,
-        "judge_expected_outcome": None,
+        "judge": judged["judge"],
+        "judge_expected_outcome": judged["judge_expected_outcome"],
         "metrics": run_metrics(case, trace, checks, success, cost),
         "scorers": scores,
         "scorer_errors": scorer_errors,

@@ -331,6 +331,13 @@ def render_verdict(report: Report, console: Console) -> None:
     console.print(verdict_text(report))
 
 
+def render_judge(report: Report, console: Console) -> None:
+    """summary.judge in one line, and the judge's agreement after `rescore --judge-repeat`."""
+    from agent_eval.report.judge_section import render_judge as render  # imports this module
+
+    render(report, console)
+
+
 def render_scorers(report: Report, console: Console) -> None:
     """summary.scorers (DESIGN §10): each custom scorer's summary and errors; nothing without scorers."""
     from agent_eval.report.scorer_table import render_scorers as render
@@ -346,6 +353,7 @@ SECTIONS: list[SectionRenderer] = [
     render_headline,
     render_safety,
     render_cases,
+    render_judge,
     render_scorers,
     render_verdict,
 ]

@@ -1,0 +1,281 @@
+"""The LLM judge (DESIGN §5 "Judge"): rubric verdicts, the disk cache, and the judge's own usage.
+
+A run is judged once per criterion it has (`rubric` → record `judge`, check `judge`;
+`expected_outcome` → record `judge_expected_outcome`, check `judge:expected_outcome`). Identical
+prompts within one process are asked once; every completed answer is cached on disk, unparseable ones
+included, so an unchanged re-run makes no call. The judge's tokens and cost live in `JudgeUsage`,
+never in a run's metrics.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from agent_eval.errors import ConfigError
+from agent_eval.judge_prompt import build_prompt, parse_verdict, shorten
+
+JUDGE_ERROR = "judge error"
+"""Every judge error message starts with this, so `rescore` can tell it from an agent-side error."""
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """One judged field of a case: where its verdict goes in the run record and its check's name."""
+
+    field: str
+    record: str
+    check: str
+
+
+CRITERIA = (Criterion("rubric", "judge", "judge"),
+            Criterion("expected_outcome", "judge_expected_outcome", "judge:expected_outcome"))
+
+
+def judged_fields(case: dict) -> list[Criterion]:
+    """The criteria this case asks the judge about (an empty string means no judge)."""
+    return [c for c in CRITERIA if case.get(c.field)]
+
+
+def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """`$XDG_CACHE_HOME/agent-eval/judge`, `~/.cache/agent-eval/judge` when unset (or not absolute)."""
+    env = os.environ if environ is None else environ
+    base = env.get("XDG_CACHE_HOME") or ""
+    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".cache"
+    return root / "agent-eval" / "judge"
+
+
+def cache_key(model: str, messages: list[dict[str, str]]) -> str:
+    """sha256 of the judge model and the full prompt."""
+    return hashlib.sha256(orjson.dumps({"model": model, "messages": messages})).hexdigest()
+
+
+class JudgeCache:
+    """Answers on disk, one small JSON file per key; a torn or foreign file counts as a miss."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def _path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> str | None:
+        try:
+            answer = orjson.loads(self._path(key).read_bytes()).get("answer")
+        except (OSError, orjson.JSONDecodeError, AttributeError):
+            return None
+        return answer if isinstance(answer, str) else None
+
+    def put(self, key: str, model: str, answer: str) -> None:
+        path = self._path(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+            tmp.write_bytes(orjson.dumps({"model": model, "answer": answer}))
+            os.replace(tmp, path)
+        except OSError:
+            pass  # an unwritable cache costs a re-ask next time, never a run
+
+
+@dataclass
+class JudgeUsage:
+    """The judge's own spend (summary.judge): API calls, cache hits, tokens, errors."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    errors: int = 0
+
+    def as_summary(self, model: str | None, pricing: Mapping[str, Any] | None) -> dict[str, Any]:
+        """summary.judge; cost_usd is null when calls were made with a model the pricing lacks."""
+        price = (pricing or {}).get(model) if model else None
+        if self.calls == 0:
+            cost: float | None = 0.0
+        elif price is None:
+            cost = None
+        else:
+            cost = (self.prompt_tokens * price["input_per_mtok"]
+                    + self.completion_tokens * price["output_per_mtok"]) / 1e6
+        return {"calls": self.calls, "cache_hits": self.cache_hits, "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens, "cost_usd": cost, "errors": self.errors}
+
+
+@dataclass
+class JudgeOutcome:
+    """What judging one run adds: verdict records by run-record key, check entries, and an error."""
+
+    records: dict[str, dict | None] = field(default_factory=dict)
+    checks: list[dict] = field(default_factory=list)
+    error: str | None = None
+
+
+Answer = tuple[str | None, str | None]  # (the judge's text, or None; an error message, or None)
+
+
+class Judge:
+    """Asks the judge model about runs; one instance per process run (`run` or `rescore`)."""
+
+    def __init__(self, model: str, base_url: str | None, api_key: str | None,
+                 cache: JudgeCache | None = None, repeat: int | None = None) -> None:
+        self.model = model
+        self.base_url = base_url
+        self.api_key = api_key
+        self.cache = cache
+        self.repeat = repeat
+        self.usage = JudgeUsage()
+        self.agreement: dict[str, list[bool]] = {}  # case id -> per judged run (repeat mode only)
+        self._asked: dict[str, asyncio.Task[Answer]] = {}
+        self._client: Any = None
+
+    async def judge_run(self, case: dict, trace: dict) -> JudgeOutcome:
+        """Ask about every criterion of the case; a judge error becomes the outcome's error."""
+        criteria = judged_fields(case)
+        outcome = JudgeOutcome()
+        if not criteria:
+            return outcome
+        asks = [self._judge_one(build_prompt(trace, case[c.field], c.field)) for c in criteria]
+        results = await asyncio.gather(*asks)
+        unanimous = True
+        for criterion, (record, error, agreed) in zip(criteria, results, strict=True):
+            unanimous = unanimous and agreed
+            outcome.records[criterion.record] = record
+            if record is not None:
+                outcome.checks.append({"name": criterion.check, "passed": record["verdict"] == "PASS",
+                                       "detail": record["reason"] or f"the judge said {record['verdict']}"})
+            if error is not None and outcome.error is None:
+                outcome.error = error
+        if self.repeat:
+            self.agreement.setdefault(case["id"], []).append(unanimous)
+        return outcome
+
+    async def _judge_one(self, messages: list[dict[str, str]]) -> tuple[dict | None, str | None, bool]:
+        """(record, error, all verdicts identical) for one prompt."""
+        if self.repeat:
+            return await self._judge_repeated(messages, self.repeat)
+        answer, error = await self._ask(messages)
+        if error is not None:
+            self.usage.errors += 1
+            return None, error, False
+        parsed = parse_verdict(answer)
+        if parsed is None:
+            self.usage.errors += 1
+            return None, unusable(answer), False
+        return {"verdict": parsed[0], "reason": parsed[1], "model": self.model}, None, True
+
+    async def _judge_repeated(self, messages: list[dict[str, str]],
+                              n: int) -> tuple[dict | None, str | None, bool]:
+        """N uncached answers; the majority verdict, or an error on a tie or any unusable answer."""
+        answers = await asyncio.gather(*(self._call(messages) for _ in range(n)))
+        parsed = []
+        for answer, error in answers:
+            verdict = parse_verdict(answer) if error is None else None
+            if verdict is None:
+                self.usage.errors += 1
+                return None, error or unusable(answer), False
+            parsed.append(verdict)
+        votes = {"PASS": sum(v == "PASS" for v, _ in parsed), "FAIL": sum(v == "FAIL" for v, _ in parsed)}
+        agreed = 0 in votes.values()
+        if votes["PASS"] == votes["FAIL"]:
+            self.usage.errors += 1
+            tie = f"a tie over {n} answers ({votes['PASS']} PASS, {votes['FAIL']} FAIL)"
+            return None, f"{JUDGE_ERROR}: {tie}", agreed
+        majority = "PASS" if votes["PASS"] > votes["FAIL"] else "FAIL"
+        reason = next(r for v, r in parsed if v == majority)
+        return {"verdict": majority, "reason": reason, "model": self.model, "votes": votes}, None, agreed
+
+    async def _ask(self, messages: list[dict[str, str]]) -> Answer:
+        """One answer per distinct prompt in this process: memo, then disk cache, then the API."""
+        key = cache_key(self.model, messages)
+        task = self._asked.get(key)
+        if task is not None:
+            self.usage.cache_hits += 1
+            return await asyncio.shield(task)
+        cached = self.cache.get(key) if self.cache is not None else None
+        if cached is not None:
+            self.usage.cache_hits += 1
+            done: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
+            done.set_result((cached, None))
+            self._asked[key] = done  # type: ignore[assignment]
+            return cached, None
+        task = asyncio.ensure_future(self._call(messages, key))
+        self._asked[key] = task
+        return await asyncio.shield(task)
+
+    async def _call(self, messages: list[dict[str, str]], key: str | None = None) -> Answer:
+        """One API call at temperature 0; a completed answer goes to the disk cache."""
+        import openai
+
+        if self._client is None:
+            # The judge's own client, shared by all its calls; same retry rule as the agent's (DESIGN §1).
+            self._client = openai.AsyncOpenAI(base_url=self.base_url, api_key=self.api_key, max_retries=8)
+        self.usage.calls += 1
+        try:
+            response = await self._client.chat.completions.create(model=self.model, messages=messages,
+                                                            temperature=0)
+        except openai.APIError as exc:
+            return None, f"{JUDGE_ERROR}: {type(exc).__name__}: {shorten(str(exc), 300)}"
+        usage = getattr(response, "usage", None)
+        self.usage.prompt_tokens += getattr(usage, "prompt_tokens", 0) or 0
+        self.usage.completion_tokens += getattr(usage, "completion_tokens", 0) or 0
+        answer = (response.choices[0].message.content if response.choices else None) or ""
+        if self.cache is not None:
+            self.cache.put(key or cache_key(self.model, messages), self.model, answer)
+        return answer, None
+
+    def summary(self, pricing: Mapping[str, Any] | None) -> dict[str, Any]:
+        """summary.judge of this judge's calls."""
+        return self.usage.as_summary(self.model, pricing)
+
+
+def unusable(answer: str | None) -> str:
+    """The error message of an answer that is neither PASS nor FAIL."""
+    shown = shorten(" ".join((answer or "").split()), 120) or "(empty)"
+    return f"{JUDGE_ERROR}: the answer does not start with PASS or FAIL: {shown!r}"
+
+
+def empty_summary() -> dict[str, Any]:
+    """summary.judge when no judge was used."""
+    return JudgeUsage().as_summary(None, None)
+
+
+def needs_judge(cases: list[dict]) -> dict | None:
+    """The first case that the judge would be asked about, or None."""
+    return next((c for c in cases if judged_fields(c)), None)
+
+
+def require_judge(model: str | None, api_key: str | None, case: dict, cases_file: Any) -> None:
+    """Exit-2 check: a case with a judged criterion needs a judge model and key (DESIGN §1)."""
+    what = judged_fields(case)[0].field
+    head = f"case {case['id']!r} of {cases_file} has {'a rubric' if what == 'rubric' else 'an ' + what}"
+    if not model:
+        raise ConfigError(f"{head}, and the judge has no model: pass --judge-model NAME, set "
+                          "AGENT_EVAL_JUDGE_MODEL, or set \"judge\": {\"model\": ...} in the suite block; "
+                          "or pass --no-judge to skip rubric-only cases.")
+    if not api_key:
+        raise ConfigError(f"{head}, and the judge has no API key: set AGENT_EVAL_JUDGE_API_KEY (or "
+                          "OPENAI_API_KEY, which it falls back to); or pass --no-judge to skip rubric-only "
+                          "cases.")
+
+
+def build_judge(judge_on: bool, model: str | None, base_url: str | None, api_key: str | None,
+                no_cache: bool, cases: list[dict], repeat: int | None = None) -> Judge | None:
+    """The judge for these cases, or None when judging is off, unconfigured, or no case needs it.
+
+    Whether a runnable case lacks a judge is `require_judge`'s question, asked before anything runs.
+    """
+    if not judge_on or not model or needs_judge(cases) is None:
+        return None
+    cache = None if no_cache else JudgeCache(default_cache_dir())
+    return Judge(model, base_url, api_key, cache, repeat)
+
+
+def judge_summary(judge: Judge | None, pricing: Mapping[str, Any] | None) -> dict[str, Any]:
+    """summary.judge: this judge's usage, or zeros when none was used."""
+    return judge.summary(pricing) if judge is not None else empty_summary()

@@ -1,0 +1,200 @@
+"""`agent-eval rescore`: re-score a report's frozen traces with the case file as it is now (DESIGN §5, §7).
+
+Each run's final env is rebuilt from the case's current initial env plus the trace's
+`final_env_diff`. The deterministic checks, the metrics and the judge run again; the agent never does.
+With `--judge-repeat N` every run the judge is asked about gets N uncached answers, and the report
+gains the judge's agreement per case and overall. A new report is written beside the old one.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+from rich.console import Console
+
+from agent_eval import stats
+from agent_eval.cases import Suite, case_env, has_only_judged_checks, load_suite
+from agent_eval.config import first
+from agent_eval.envdiff import apply_diff, get_path, show_json
+from agent_eval.errors import ConfigError
+from agent_eval.judge import JUDGE_ERROR, build_judge, judge_summary, needs_judge, require_judge
+from agent_eval.matchers import json_equal
+from agent_eval.metrics import case_status, summarize
+from agent_eval.report.files import write_json_report
+from agent_eval.runner import exit_code, new_run_id, now_iso
+from agent_eval.sandbox import EnvTemplate, replay_expected_tools
+from agent_eval.scoring import ScoringContext, score_run
+from agent_eval.simulator import user_sim_summary
+
+SCHEMA_VERSION = 1
+
+
+def load_report(path: Path) -> dict[str, Any]:
+    """A JSON report with cases and runs; ConfigError (exit 2) when it is not one."""
+    try:
+        report = orjson.loads(Path(path).read_bytes())
+    except OSError as exc:
+        raise ConfigError(f"cannot read the report {path}: {exc.strerror or exc}.") from None
+    except orjson.JSONDecodeError as exc:
+        raise ConfigError(f"{path} is not a JSON report: {exc}.") from None
+    if not isinstance(report, dict) or not isinstance(report.get("cases"), list):
+        raise ConfigError(f"{path} is not an agent-eval report: it has no \"cases\" list.")
+    if report.get("schema_version") != SCHEMA_VERSION:
+        raise ConfigError(f"{path} has schema_version {report.get('schema_version')!r}; "
+                          f"this version reads {SCHEMA_VERSION}.")
+    if not report.get("cases_file"):
+        raise ConfigError(f"{path} does not name its case file (\"cases_file\").")
+    return report
+
+
+def check_diff_fits(case_id: str, initial_env: Any, diff: list[dict], report_path: Path) -> None:
+    """Exit 2 (ConfigError) when the trace's env diff no longer fits the case's current initial env."""
+    for entry in diff:
+        found, value = get_path(initial_env, entry["path"])
+        if "old" in entry and found and json_equal(value, entry["old"]):
+            continue
+        if "old" not in entry and not found:
+            continue
+        where = ".".join(str(p) for p in entry["path"]) or "(root)"
+        was = show_json(entry["old"], 80) if "old" in entry else "absent"
+        now = show_json(value, 80) if found else "absent"
+        raise ConfigError(f"case {case_id!r}: the trace in {report_path} no longer fits the case file: at "
+                          f"{where} the run started from {was}, and the initial env is now {now}. Re-run the "
+                          "case (`agent-eval run --filter ...`) instead of rescoring it.")
+
+
+def _judge_settings(old: Mapping[str, Any], suite: Suite, judge_model: str | None,
+                    environ: Mapping[str, str]) -> tuple[str | None, str | None, str | None]:
+    """(model, base_url, api_key): the flag, the environment, the report's settings, the suite block."""
+    settings = old.get("settings") or {}
+    model = first(judge_model, environ.get("AGENT_EVAL_JUDGE_MODEL"), settings.get("judge_model"),
+                  (suite.settings.get("judge") or {}).get("model"))
+    base_url = first(environ.get("AGENT_EVAL_JUDGE_BASE_URL"), settings.get("judge_base_url"),
+                     environ.get("OPENAI_BASE_URL"), settings.get("base_url"))
+    api_key = first(environ.get("AGENT_EVAL_JUDGE_API_KEY"), environ.get("OPENAI_API_KEY"))
+    return model, base_url, api_key
+
+
+async def _rescore_case(suite: Suite, case: dict, runs: list[dict], ctx: ScoringContext,
+                        limit: asyncio.Semaphore) -> list[dict]:
+    initial = case_env(suite, case)
+    expected = case.get("expected_env")
+    if expected == "replay":
+        expected = replay_expected_tools(suite.tools, EnvTemplate(initial), case["expected_tools"])
+
+    async def one(run: dict) -> dict:
+        trace = run["trace"]
+        final_env = apply_diff(initial, trace.get("final_env_diff") or [])
+        # An agent-side infrastructure error cannot be undone by rescoring; a judge error can.
+        error = run.get("error")
+        error = error if error and not str(error).startswith(JUDGE_ERROR) else None
+        async with limit:
+            return await score_run(case, run["trial"], trace, final_env, expected, error, ctx)
+
+    return list(await asyncio.gather(*(one(run) for run in runs)))
+
+
+def _agreement_of(judge: Any, case_id: str) -> float | None:
+    votes = judge.agreement.get(case_id, []) if judge is not None else []
+    return stats.ratio(sum(votes), len(votes))
+
+
+def rescore_command(report_path: Path, judge_repeat: int | None, no_judge: bool, console: Console,
+                    judge_model: str | None = None, environ: Mapping[str, str] | None = None) -> int:
+    """Re-score a report's traces, write a new report beside it, print it, and return the exit code."""
+    env = os.environ if environ is None else environ
+    if judge_repeat is not None and judge_repeat < 1:
+        raise ConfigError(f"--judge-repeat must be at least 1 (got {judge_repeat}).")
+    if judge_repeat is not None and no_judge:
+        raise ConfigError("--judge-repeat asks the judge again, and --no-judge forbids it; pass one of them.")
+    old = load_report(report_path)
+    suite = load_suite(Path(old["cases_file"]))
+    settings = dict(old.get("settings") or {})
+    by_id = {c["id"]: c for c in suite.cases}
+    entries = [e for e in old["cases"] if e.get("id") in by_id]
+    missing = [e.get("id") for e in old["cases"] if e.get("id") not in by_id]
+    if not entries:
+        raise ConfigError(f"none of the cases of {report_path} is in {suite.path} anymore.")
+    judge_on = not no_judge
+    work = []
+    for entry in entries:
+        case = by_id[entry["id"]]
+        if entry.get("status") == "skipped" or (not judge_on and has_only_judged_checks(case)):
+            continue
+        for run in entry.get("runs") or []:
+            check_diff_fits(case["id"], case_env(suite, case), run["trace"].get("final_env_diff") or [],
+                            report_path)
+        work.append(case)
+    model, base_url, api_key = _judge_settings(old, suite, judge_model, env)
+    judged = needs_judge(work) if judge_on else None
+    if judged is not None:
+        require_judge(model, api_key, judged, suite.path)
+    judge = build_judge(judge_on, model, base_url, api_key, False, work, judge_repeat)
+    pricing = suite.settings.get("pricing") or {}
+    ctx = ScoringContext(pricing=pricing, model=old.get("model"), judge=judge)
+    new_entries = asyncio.run(_rescore_all(suite, entries, by_id, judge_on, ctx,
+                                           int(settings.get("concurrency") or 8),
+                                           float(settings.get("threshold", 1.0))))
+    if judge_repeat:
+        for entry in new_entries:
+            entry["judge_agreement"] = _agreement_of(judge, entry["id"])
+    settings.update(judge=judge_on, judge_model=model if judge_on else None,
+                    judge_base_url=base_url if judge_on else None, no_cache=bool(judge_repeat),
+                    judge_repeat=judge_repeat, rescored_from=old.get("run_id"), cases_not_in_file=missing)
+    report = _new_report(old, settings, new_entries, judge, pricing, judge_repeat)
+    path = Path(report_path).parent / f"{report['run_id']}.json"
+    write_json_report(path, report, ([orjson.dumps(r) for r in e["runs"]] for e in new_entries))
+    from agent_eval.report.terminal import render_report
+
+    render_report(report, console)
+    if missing:
+        console.print(f"Not in {suite.path} anymore, so not rescored: {', '.join(map(str, missing))}",
+                      highlight=False, markup=False)
+    console.print(f"Rescored report: {path}", highlight=False)
+    return report["exit_code"]
+
+
+async def _rescore_all(suite: Suite, entries: list[dict], by_id: dict[str, dict], judge_on: bool,
+                       ctx: ScoringContext, concurrency: int, threshold: float) -> list[dict]:
+    limit = asyncio.Semaphore(max(1, concurrency))
+    out = []
+    for entry in entries:
+        case = by_id[entry["id"]]
+        base = {"id": case["id"], "tags": case.get("tags", [])}
+        if entry.get("status") == "skipped":
+            out.append({**base, "status": "skipped", "pass_rate": None,
+                        "skip_reason": entry.get("skip_reason"), "runs": []})
+        elif not judge_on and has_only_judged_checks(case):
+            out.append({**base, "status": "skipped", "pass_rate": None, "skip_reason": "judge disabled",
+                        "runs": []})
+        else:
+            runs = await _rescore_case(suite, case, entry.get("runs") or [], ctx, limit)
+            status, pass_rate = case_status(runs, threshold) if runs else ("error", None)
+            out.append({**base, "status": status, "pass_rate": pass_rate, "skip_reason": None, "runs": runs})
+    return out
+
+
+def _new_report(old: dict, settings: dict, entries: list[dict], judge: Any, pricing: dict,
+                judge_repeat: int | None) -> dict[str, Any]:
+    """The §7 report of a rescore; the write keeps only §7's top-level keys, so provenance is in settings."""
+    rows = [{"id": e["id"], "status": e["status"], "runs": e["runs"]} for e in entries]
+    summary = summarize(rows, int(settings.get("repeat") or 1))
+    summary["judge"] = judge_summary(judge, pricing)
+    # Rescoring never calls the simulator: the dialogues, and what they cost, are those of the old run (§9).
+    summary["user_sim"] = (old.get("summary") or {}).get("user_sim") or user_sim_summary(None, None)
+    if judge_repeat:
+        votes = [v for runs in (judge.agreement.values() if judge else ()) for v in runs]
+        summary["judge"]["agreement"] = stats.ratio(sum(votes), len(votes))
+        summary["judge"]["agreement_runs"] = len(votes)
+    report = {
+        "schema_version": SCHEMA_VERSION, "run_id": new_run_id(), "created_at": now_iso(),
+        "suite": old.get("suite"), "agent": old.get("agent"), "model": old.get("model"),
+        "cases_file": old["cases_file"], "settings": settings, "summary": summary, "cases": entries,
+        "gate": None, "interrupted": bool(old.get("interrupted")), "exit_code": None,
+    }
+    report["exit_code"] = exit_code(entries)
+    return report
