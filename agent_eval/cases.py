@@ -16,14 +16,8 @@ NOT_SUPPORTED_CASE_FIELDS: dict[str, str] = {
     "user_description": "simulated users",
     "expected_outcome": "simulated users",
     "max_turns": "simulated users",
-    "authorized": "safety checks",
-    "policy": "safety checks",
-    "injection": "safety checks",
 }
 NOT_SUPPORTED_SUITE_FIELDS: dict[str, str] = {
-    "sensitive_tools": "safety checks",
-    "escalation_tools": "safety checks",
-    "policy": "safety checks",
     "user": "simulated users",
 }
 JUDGED_CHECKS = ("rubric", "expected_outcome")
@@ -222,6 +216,10 @@ def _load_suite_block(path: Path, block: Any, col: _Collector) -> Suite:
         from agent_eval.tools import ToolSet
 
         suite.tools = ToolSet([])
+    from agent_eval.safety import check_suite_block
+
+    for field_name, message in check_suite_block(block, suite.tools):
+        col.add(None, field_name, message)
     from agent_eval.scorers import load_scorers
 
     suite.scorers, scorer_problems = load_scorers(block.get("scorers"), base_dir)
@@ -261,6 +259,9 @@ def _load_case(suite: Suite, raw: Any, index: int, col: _Collector) -> dict[str,
 
     for field_name, message in check_case(case, suite):
         col.add(case_id, field_name, message)
+    from agent_eval.safety import SAFETY_KEY, safety_view
+
+    case[SAFETY_KEY] = safety_view(suite.settings, case)  # what scoring needs of the suite (§5b)
     # Scorer parameters are resolved here, once per case, so a run never looks them up (§10).
     for field_name, message in suite.scorers.bind(case) if suite.scorers else ():
         col.add(case_id, field_name, message)

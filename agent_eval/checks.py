@@ -11,6 +11,7 @@ from typing import Any
 from agent_eval.envdiff import ENV_OPS, diff_env, get_path  # ENV_OPS re-exported for case validation
 from agent_eval.envdiff import show_json as _show
 from agent_eval.matchers import compile_regex, json_equal, match_call, max_matching
+from agent_eval.safety import authorization_checks, expect_grounded, policy_checks
 
 Verdict = tuple[bool, str]
 _DIFF_PATHS_SHOWN = 5
@@ -249,6 +250,7 @@ EXPECT_CHECKS: dict[str, Callable[[Any, dict, dict], Verdict]] = {
     "final_agent": _expect_final_agent,
     "forbidden_tools": _expect_forbidden_tools,
     "max_tool_calls": _expect_max_tool_calls,
+    "grounded": expect_grounded,
 }
 EXPECT_KEYS = EXPECT_CHECKS.keys()
 """The `expect` keys this version checks: a live view, so a row added to EXPECT_CHECKS shows here."""
@@ -291,6 +293,8 @@ CHECK_FAMILIES: list[CheckFamily] = [
     _env_checks,
     _expected_env_checks,
     _expect_checks,
+    authorization_checks,
+    policy_checks,
 ]
 """The families of §5's check list, in its order; authorization and policy append their rows here."""
 

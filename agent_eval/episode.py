@@ -46,7 +46,7 @@ async def play_run(case: dict, trial: int, agent: Any, tools: Any, template: Env
                    system_prompt: str | None, timeout: float | None) -> Played:
     """Run every scripted user message of `case` through `agent`; never raises for agent faults."""
     t0 = time.perf_counter()
-    sandbox = Sandbox(tools, template.fresh(), case.get("faults"), t0)
+    sandbox = Sandbox(tools, template.fresh(), case.get("faults"), t0, case.get("injection"))
     ctx = RunContext(case=case, trial=trial, sandbox=sandbox, tool_schemas=tools.schemas,
                      system_prompt=system_prompt)
     clock = Clock(timeout)

@@ -15,6 +15,7 @@ from typing import Any
 
 from agent_eval import stats
 from agent_eval.matchers import field_names, json_equal, matched_fields
+from agent_eval.safety import safety_metrics, share_true
 from agent_eval.scorer_summary import summarize_scorers
 
 RunMetricGroup = Callable[[dict, dict, list, bool, "float | None"], dict]
@@ -114,7 +115,7 @@ def outcome_metrics(case: dict, trace: dict, checks: list, success: bool, cost_u
     }
 
 
-RUN_METRIC_GROUPS: list[RunMetricGroup] = [trajectory_metrics, call_metrics, outcome_metrics]
+RUN_METRIC_GROUPS: list[RunMetricGroup] = [trajectory_metrics, call_metrics, outcome_metrics, safety_metrics]
 
 RUN_METRICS: list[str] = [
     "success",
@@ -128,6 +129,8 @@ RUN_METRICS: list[str] = [
     "invalid_calls",
     "tool_calls",
     "progress",
+    "groundedness",
+    "policy_violations",
     "latency_s",
     "ttfa_s",
     "prompt_tokens",
@@ -237,6 +240,10 @@ SUITE_FIGURES: dict[str, Callable[[Counted], Any]] = {
     "loop_rate": lambda d: _share(d, "has_loop"),
     "recovery_rate": _recovery_rate,
     "invalid_call_rate": _invalid_call_rate,
+    "unauthorized_block_rate": lambda d: share_true(d.runs, "blocked_correctly"),
+    "policy_compliance": lambda d: share_true(d.runs, "policy_compliant"),
+    "injection_resistance": lambda d: share_true(d.runs, "injection_resisted"),
+    "groundedness": lambda d: stats.mean(d.column("groundedness")),
     "latency_mean_s": lambda d: stats.mean(d.column("latency_s")),
     "latency_p50_s": lambda d: stats.percentile(d.column("latency_s"), 50),
     "latency_p95_s": lambda d: stats.percentile(d.column("latency_s"), 95),

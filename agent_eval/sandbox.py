@@ -33,7 +33,7 @@ class Sandbox:
     """Dispatches tool calls for one run against its private env and records every step."""
 
     def __init__(self, tools: Any, env: dict[str, Any], faults: list[dict] | None = None,
-                 t0: float | None = None) -> None:
+                 t0: float | None = None, injection: dict | None = None) -> None:
         self.tools = tools
         self.env = env
         self.steps: list[dict[str, Any]] = []
@@ -49,6 +49,10 @@ class Sandbox:
             self._fault_error[tool] = fault.get("error") or DEFAULT_FAULT_ERROR
             if fault.get("delay_ms"):
                 self._delay_s[tool] = fault["delay_ms"] / 1000.0
+        # DESIGN §5b: the payload rides on this tool's n-th error-free observation.
+        self._inject_tool = injection["tool"] if injection else None
+        self._inject_left = int(injection.get("call", 1)) if injection else 0
+        self._inject_payload = injection["payload"] if injection else ""
 
     def call(self, name: str, args: Any) -> tuple[str | None, str | None]:
         """Run one call synchronously; returns (observation, error), exactly one of them non-None."""
@@ -86,12 +90,20 @@ class Sandbox:
                     output = self.tools.observation(self.tools.invoke(name, args, self.env))
                 except Exception as exc:  # the tool's exception is the observation, by contract
                     error = f"{type(exc).__name__}: {exc}"
+                if output is not None and name == self._inject_tool:
+                    output = self._inject(output)
         end = time.perf_counter()
         self.steps.append({
             "step": len(self.steps), "name": name, "args": args, "output": output, "error": error,
             "invalid_args": invalid, "latency_s": end - start, "t_start_s": start - self.t0,
         })
         return output, error
+
+
+    def _inject(self, output: str) -> str:
+        """Append the injection payload to the chosen observation; the step stores what the agent gets."""
+        self._inject_left -= 1
+        return f"{output}\n{self._inject_payload}" if self._inject_left == 0 else output
 
 
 def replay_expected_tools(tools: Any, template: EnvTemplate, expected_tools: list[dict]) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from typing import Any
 
 from agent_eval.checks import check_run
 from agent_eval.metrics import price_usage, run_metrics
+from agent_eval.safety import is_escalated
 
 
 @dataclass
@@ -48,6 +49,6 @@ async def score_run(case: dict, trial: int, trace: dict, final_env: dict, expect
         "metrics": run_metrics(case, trace, checks, success, cost),
         "scorers": scores,
         "scorer_errors": scorer_errors,
-        "escalated": False,
+        "escalated": is_escalated(case, trace),
         "trace": trace,
     }

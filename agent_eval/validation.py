@@ -5,8 +5,9 @@ from typing import Any
 
 from agent_eval.checks import ENV_OPS, EXPECT_KEYS
 from agent_eval.matchers import is_literal, validate_matcher
+from agent_eval.safety import check_case_safety
 
-NOT_SUPPORTED_EXPECT_KEYS = {"grounded": "safety checks"}
+NOT_SUPPORTED_EXPECT_KEYS: dict[str, str] = {}
 
 
 def deterministic_checks(case: dict, suite: Any = None) -> list[str]:
@@ -61,6 +62,9 @@ def check_case(case: dict, suite: Any) -> list[tuple[str, str]]:
             add(f"expect.{key}", f"unknown expect key; use one of {', '.join(sorted(EXPECT_KEYS))}")
         elif key == "max_tool_calls" and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
             add("expect.max_tool_calls", "must be a whole number >= 0")
+        elif key == "grounded" and value is not True:
+            add("expect.grounded", "must be true (every stated fact must be supported); "
+                "remove the key to not check")
         elif key in ("regex",):
             problems.extend(_check_regexes(value))
     for i, fault in enumerate(case.get("faults") or []):
@@ -70,6 +74,7 @@ def check_case(case: dict, suite: Any) -> list[tuple[str, str]]:
             add(f"faults[{i}].fail_times", "must be >= 0")
         if fault.get("delay_ms") is not None and fault["delay_ms"] < 0:
             add(f"faults[{i}].delay_ms", "must be >= 0")
+    problems.extend(check_case_safety(case, suite))
     return problems
 
 

@@ -229,7 +229,8 @@ def test_expect_failure_details_explain_themselves():
 
 def test_expect_keys_cover_the_table():
     assert set(EXPECT_KEYS) == {"contains", "not_contains", "icontains", "not_icontains", "regex", "has_card",
-                                "any_card", "no_card", "final_agent", "forbidden_tools", "max_tool_calls"}
+                                "any_card", "no_card", "final_agent", "forbidden_tools", "max_tool_calls",
+                                "grounded"}
 
 
 # ---------------------------------------------------------------- check_run
