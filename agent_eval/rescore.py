@@ -135,7 +135,8 @@ def rescore_command(report_path: Path, judge_repeat: int | None, no_judge: bool,
         require_judge(model, api_key, judged, suite.path)
     judge = build_judge(judge_on, model, base_url, api_key, False, work, judge_repeat)
     pricing = suite.settings.get("pricing") or {}
-    ctx = ScoringContext(pricing=pricing, model=old.get("model"), judge=judge)
+    # The suite's current scorers run on the old traces too (DESIGN §10).
+    ctx = ScoringContext(pricing=pricing, model=old.get("model"), judge=judge, scorers=suite.scorers)
     new_entries = asyncio.run(_rescore_all(suite, entries, by_id, judge_on, ctx,
                                            int(settings.get("concurrency") or 8),
                                            float(settings.get("threshold", 1.0))))
@@ -145,7 +146,7 @@ def rescore_command(report_path: Path, judge_repeat: int | None, no_judge: bool,
     settings.update(judge=judge_on, judge_model=model if judge_on else None,
                     judge_base_url=base_url if judge_on else None, no_cache=bool(judge_repeat),
                     judge_repeat=judge_repeat, rescored_from=old.get("run_id"), cases_not_in_file=missing)
-    report = _new_report(old, settings, new_entries, judge, pricing, judge_repeat)
+    report = _new_report(old, settings, new_entries, judge, pricing, judge_repeat, suite.scorers)
     path = Path(report_path).parent / f"{report['run_id']}.json"
     write_json_report(path, report, ([orjson.dumps(r) for r in e["runs"]] for e in new_entries))
     from agent_eval.report.terminal import render_report
@@ -179,10 +180,10 @@ async def _rescore_all(suite: Suite, entries: list[dict], by_id: dict[str, dict]
 
 
 def _new_report(old: dict, settings: dict, entries: list[dict], judge: Any, pricing: dict,
-                judge_repeat: int | None) -> dict[str, Any]:
+                judge_repeat: int | None, scorers: Any) -> dict[str, Any]:
     """The §7 report of a rescore; the write keeps only §7's top-level keys, so provenance is in settings."""
     rows = [{"id": e["id"], "status": e["status"], "runs": e["runs"]} for e in entries]
-    summary = summarize(rows, int(settings.get("repeat") or 1))
+    summary = summarize(rows, int(settings.get("repeat") or 1), scorers)
     summary["judge"] = judge_summary(judge, pricing)
     # Rescoring never calls the simulator: the dialogues, and what they cost, are those of the old run (§9).
     summary["user_sim"] = (old.get("summary") or {}).get("user_sim") or user_sim_summary(None, None)

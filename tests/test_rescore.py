@@ -118,3 +118,16 @@ def test_check_diff_fits(diff: list[dict], fits: bool) -> None:
     else:
         with pytest.raises(ConfigError, match="case 'c'"):
             check_diff_fits("c", env, diff, Path("r.json"))
+
+
+def test_rescore_runs_the_suites_current_scorers(loopback, judge_env, tmp_path: Path) -> None:
+    judge_env(loopback(judge_script()))
+    plain = case("plain", None, expect={"contains": "refunded"})
+    path, report = first_run(tmp_path, [plain])
+    assert by_id(report)["plain"]["runs"][0]["scorers"] == {}
+    (tmp_path / "scorers.py").write_text("def length(output):\n    return len(output)\n")
+    write_suite(tmp_path, [plain], scorers=["scorers.py:length"])
+    code, rescored, _ = rescore(path)
+    assert code == 0
+    assert by_id(rescored)["plain"]["runs"][0]["scorers"] == {"length": {"length": 17}}  # "Order A refunded."
+    assert rescored["summary"]["scorers"]["length"]["length"]["mean"] == 17
