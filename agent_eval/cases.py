@@ -172,12 +172,13 @@ def load_suite(path: Path | str) -> Suite:
     seen: set[str] = set()
     for index, raw in enumerate(raw_cases):
         case = _load_case(suite, raw, index, col)
-        if case is None:
-            continue
-        if case["id"] in seen:
-            col.add(case["id"], "id", "duplicate id; every case id must be unique")
-        seen.add(case["id"])
-        suite.cases.append(case)
+        case_id = raw.get("id") if isinstance(raw, dict) else None
+        if isinstance(case_id, str):  # checked even when the case has other problems
+            if case_id in seen:
+                col.add(case_id, "id", "duplicate id; every case id must be unique")
+            seen.add(case_id)
+        if case is not None:
+            suite.cases.append(case)
     if not raw_cases:
         col.add(None, "cases", "the file holds no case")
     if col.problems:
@@ -237,6 +238,7 @@ def _load_case(suite: Suite, raw: Any, index: int, col: _Collector) -> dict[str,
         model = CaseModel.model_validate(raw)
     except ValidationError as err:
         col.pydantic(case_id, err)
+        _check_inputs(raw, case_id, col)  # type-tolerant: report it with the type errors
         return None
     case = dict(raw)
     case["tags"], case["requires"], case["metadata"] = model.tags, model.requires, model.metadata

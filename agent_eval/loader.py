@@ -34,7 +34,8 @@ def _import(module_ref: str, base_dir: Path) -> Any:
     if module_ref.endswith(".py") or "/" in module_ref:
         path = (base_dir / module_ref).resolve()
         if not path.is_file():
-            raise ConfigError(f"{path} does not exist; the path in a SPEC is relative to the case file.")
+            raise ConfigError(f"{path} does not exist; fix the path in the SPEC (relative to the case file "
+                              f"in the suite block, to the current directory in a flag).")
         name = f"_agent_eval_user_{abs(hash(str(path)))}"
         if name in sys.modules:
             return sys.modules[name]

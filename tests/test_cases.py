@@ -195,6 +195,13 @@ def test_two_type_errors_in_one_case_are_both_reported(tmp_path):
     assert {("a", "tags"), ("a", "requires")} <= found
 
 
+def test_a_case_with_a_type_error_still_gets_its_other_problems_reported(tmp_path):
+    path = suite_file(tmp_path, [{"id": "a", "query": "q", **CHECK},
+                                 {"id": "a", "tags": "not-a-list", **CHECK}])
+    found = where(problems_of(path))
+    assert {("a", "tags"), ("a", "query"), ("a", "id")} <= found  # type error, no input, duplicate id
+
+
 def test_not_supported_yet_fields_are_rejected_not_ignored(tmp_path):
     if not NOT_SUPPORTED_CASE_FIELDS and not NOT_SUPPORTED_SUITE_FIELDS:
         pytest.skip("every feature of DESIGN §2 is implemented")
