@@ -1,9 +1,10 @@
 """The `run` command end to end: load, configure, run, report, and decide the exit code."""
 from __future__ import annotations
 
-import asyncio
 import os
+import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +12,9 @@ from rich.console import Console
 
 from agent_eval.agents import load_agent
 from agent_eval.cases import load_suite, select_cases, skip_reason
-from agent_eval.config import RunConfig, require_llm, resolve
+from agent_eval.config import DEFAULTS, RunConfig, require_llm, resolve
 from agent_eval.errors import ConfigError
+from agent_eval.interrupt import Interrupts
 from agent_eval.journal import Journal
 from agent_eval.judge import build_judge, judge_summary, needs_judge, require_judge
 from agent_eval.report.files import write_json_report
@@ -22,10 +24,16 @@ from agent_eval.scoring import ScoringContext
 INTERRUPTED = 130
 
 
-def prepare(flags: dict[str, Any]) -> tuple[Any, list[dict], RunConfig]:
-    """Everything checked before a run starts; raises CaseFileError / ConfigError (exit 2)."""
+def prepare(flags: dict[str, Any], adjust: Callable[[RunConfig], None] | None = None,
+            ) -> tuple[Any, list[dict], RunConfig]:
+    """Everything checked before a run starts; raises CaseFileError / ConfigError (exit 2).
+
+    `adjust` amends the resolved settings before they are checked (--resume restores stored ones).
+    """
     suite = load_suite(Path(flags.get("cases") or "cases/test_cases.json"))
     cfg = resolve(flags, suite)
+    if adjust is not None:
+        adjust(cfg)
     cases = select_cases(suite.cases, cfg.filters)
     if not cases:
         raise ConfigError(f"no case of {suite.path} matches --filter {' '.join(cfg.filters)!r}; "
@@ -41,16 +49,24 @@ def prepare(flags: dict[str, Any]) -> tuple[Any, list[dict], RunConfig]:
 
 def run_command(flags: dict[str, Any], console: Console, err: Console) -> int:
     """Run a suite and return the exit code (DESIGN §1)."""
-    suite, cases, cfg = prepare(flags)
-    agent = load_agent(cfg.agent, suite.base_dir if flags.get("agent") is None else Path.cwd(),
+    resumed = None
+    if flags.get("resume"):
+        from agent_eval.resume import open_resume
+
+        resumed = open_resume(flags)
+        flags = resumed.flags
+    suite, cases, cfg = prepare(flags, resumed.apply if resumed else None)
+    agent_dir = Path(flags["agent_dir"]) if flags.get("agent_dir") else (
+        suite.base_dir if flags.get("agent") is None else Path.cwd())
+    agent = load_agent(cfg.agent, agent_dir,
                        {"model": cfg.model, "base_url": cfg.base_url, "api_key": cfg.api_key,
                         "max_steps": cfg.max_steps})
     cfg.output_dir.mkdir(parents=True, exist_ok=True)
-    run_id = new_run_id()
-    created_at = now_iso()
+    run_id = resumed.run_id if resumed else new_run_id()
+    created_at = resumed.created_at if resumed else now_iso()
     journal = Journal(cfg.output_dir / f"{run_id}.jsonl",
                       {"run_id": run_id, "created_at": created_at, "settings": cfg.settings(),
-                       "cases_file": str(cfg.cases_file)})
+                       "cases_file": str(cfg.cases_file), "agent_dir": str(agent_dir.resolve())})
     judge = build_judge(cfg.judge, cfg.judge_model, cfg.judge_base_url, cfg.judge_api_key, cfg.no_cache,
                         cases)
     scoring = ScoringContext(pricing=suite.settings.get("pricing") or {}, model=cfg.model, judge=judge)
@@ -58,19 +74,19 @@ def run_command(flags: dict[str, Any], console: Console, err: Console) -> int:
     progress = _progress(console, cfg)
     runner = Runner(suite, cases, cfg, agent, scoring, journal,
                     on_run_done=(lambda: progress.advance(progress.task_ids[0])) if progress else None)
-    interrupted = False
-    try:
-        if progress:
-            progress.add_task("running", total=runner.pending)
-            progress.start()
-        asyncio.run(runner.run())
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
-        if progress:
-            progress.stop()
-        journal.close()
-    return finish(runner, suite, cfg, agent.name, run_id, created_at, interrupted, console, err)
+    if resumed:
+        resumed.restore(runner.restore)
+    with Interrupts() as interrupts:
+        try:
+            if progress:
+                progress.add_task("running", total=runner.pending)
+                progress.start()
+            interrupted = interrupts.run(runner.run())
+        finally:
+            if progress:
+                progress.stop()
+            journal.close()
+        return finish(runner, suite, cfg, agent.name, run_id, created_at, interrupted, console, err)
 
 
 def finish(runner: Runner, suite: Any, cfg: RunConfig, agent_name: str, run_id: str, created_at: str,
@@ -90,11 +106,20 @@ def finish(runner: Runner, suite: Any, cfg: RunConfig, agent_name: str, run_id: 
         console.print(f"JSON report: {path}")
         if interrupted:
             err.print(f"Interrupted. Finished runs are saved in {runner.journal.path}; "
-                      f"resume with: agent-eval run --resume {run_id}")
+                      f"resume with: {resume_hint(run_id, cfg.output_dir)}", highlight=False, markup=False,
+                      soft_wrap=True)
         return report["exit_code"]
     except KeyboardInterrupt:
         sys.stderr.write("interrupted again: exiting now\n")
         os._exit(INTERRUPTED)
+
+
+def resume_hint(run_id: str, output_dir: Path) -> str:
+    """The command that resumes run_id (the output dir is named when it is not the default)."""
+    hint = f"agent-eval run --resume {run_id}"
+    if output_dir != Path(DEFAULTS["output_dir"]):
+        hint += f" --output-dir {shlex.quote(str(output_dir))}"
+    return hint
 
 
 def _progress(console: Console, cfg: RunConfig) -> Any:

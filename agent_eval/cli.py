@@ -36,11 +36,20 @@ def guarded(fn: Callable[[], int]) -> None:
         err_console.print("[red]error:[/] ", end="", highlight=False)
         err_console.print(str(exc), highlight=False, markup=False)
         code = 2
+    except KeyboardInterrupt:  # Ctrl-C before a run started (loading, validating): nothing to save
+        err_console.print("interrupted", highlight=False)
+        code = 130
     raise typer.Exit(code)
+
+
+def _is_explicit(ctx: typer.Context, name: str) -> bool:
+    source = ctx.get_parameter_source(name)  # an enum of click's, whichever click typer ships
+    return source is not None and source.name == "COMMANDLINE"
 
 
 @app.command()
 def run(
+    ctx: typer.Context,
     cases: Path = typer.Option(Path("cases/test_cases.json"), "--cases", help=CASES_HELP),
     filter: list[str] | None = typer.Option(None, "--filter", help=FILTER_HELP),
     repeat: int | None = typer.Option(None, "--repeat", "-k", help="Runs per case (default 1)."),
@@ -56,12 +65,15 @@ def run(
     timeout: float | None = typer.Option(None, "--timeout", help="Seconds one run may take (default: none)."),
     output_dir: Path | None = typer.Option(None, "--output-dir", help="Where reports go (default reports)."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar and no terminal report."),
+    resume: str | None = typer.Option(None, "--resume", help="Finish run RUN_ID: run only what its journal lacks."),
 ) -> None:
     """Run the suite: every selected case k times, scored, reported, with a CI exit code."""
     flags = dict(cases=cases, filter=filter, repeat=repeat, threshold=threshold, no_judge=no_judge,
                  agent=agent, model=model, base_url=base_url, concurrency=concurrency, max_steps=max_steps,
                  timeout=timeout, output_dir=output_dir, quiet=quiet, judge_model=judge_model,
                  no_cache=no_cache)
+    # --resume compares only the flags typed on the command line with the run's stored settings.
+    flags.update(resume=resume, explicit={name for name in flags if _is_explicit(ctx, name)})
 
     def go() -> int:
         from agent_eval.app import run_command

@@ -6,6 +6,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from agent_eval.agents import AgentStop, ProviderError, Reply, RunContext
 from agent_eval.cases import user_messages
 from agent_eval.envdiff import diff_env
@@ -72,9 +74,21 @@ async def play_run(case: dict, trial: int, agent: Any, tools: Any, template: Env
     finally:
         sandbox.closed = True
     elapsed = time.perf_counter() - t0
-    trace = build_trace(sent, replies, sandbox.steps, ctx.llm_calls, stop_reason, agent_error,
-                        elapsed, first_reply_at, diff_env(template.env, sandbox.env))
-    return Played(trace, sandbox.env, error)
+    steps, env = sandbox.steps, sandbox.env
+    if stop_reason == "timeout":
+        # A sync agent's thread may still be inside a tool: freeze what it has done so far. orjson holds
+        # the GIL while it copies, so the snapshot cannot tear even if that tool is writing.
+        steps, env = list(steps), _snapshot(env)
+    trace = build_trace(sent, replies, steps, ctx.llm_calls, stop_reason, agent_error,
+                        elapsed, first_reply_at, diff_env(template.env, env))
+    return Played(trace, env, error)
+
+
+def _snapshot(env: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return orjson.loads(orjson.dumps(env))
+    except TypeError:  # a tool stored a value JSON cannot hold: keep the live env
+        return env
 
 
 def build_trace(user_msgs: list[str], replies: list[Reply], steps: list[dict], llm_calls: list[dict],

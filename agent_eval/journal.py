@@ -13,6 +13,11 @@ FLUSH_EVERY_RUNS = 64
 FLUSH_EVERY_S = 1.0
 
 
+def run_prefix(case_id: str, trial: int) -> bytes:
+    """The bytes that precede a run's JSON on its journal line (the line ends with `}\\n`)."""
+    return b'{"case_id":' + orjson.dumps(case_id) + b',"trial":' + str(trial).encode() + b',"run":'
+
+
 class Journal:
     """Appends finished runs; fsyncs in batches so a killed process keeps all up to its last flush."""
 
@@ -29,13 +34,18 @@ class Journal:
     def append(self, case_id: str, trial: int, run: dict[str, Any]) -> tuple[int, int]:
         """Write one run; returns (offset, length) of the run's JSON inside the file."""
         run_bytes = orjson.dumps(run)
-        prefix = b'{"case_id":' + orjson.dumps(case_id) + b',"trial":' + str(trial).encode() + b',"run":'
+        prefix = run_prefix(case_id, trial)
         offset = self._file.tell() + len(prefix)
         self._file.write(prefix + run_bytes + b"}\n")
         self._pending += 1
         if self._pending >= FLUSH_EVERY_RUNS or time.monotonic() - self._last_flush >= FLUSH_EVERY_S:
             self.flush()
         return offset, len(run_bytes)
+
+    def flush_if_pending(self) -> None:
+        """Flush when some run is not on disk yet (called on a timer by the runner)."""
+        if self._pending:
+            self.flush()
 
     def flush(self) -> None:
         self._file.flush()
@@ -55,17 +65,41 @@ class Journal:
             return f.read(length)
 
 
-def read_journal(path: Path) -> tuple[dict[str, Any], Iterator[dict[str, Any]]]:
-    """The header and an iterator over the journaled runs ({case_id, trial, run}); a torn last line is dropped."""
-    f = open(path, "rb")
-    header = orjson.loads(f.readline())
+def scan_runs(path: Path) -> Iterator[tuple[str, int, dict[str, Any], tuple[int, int]]]:
+    """Each journaled run as (case_id, trial, run, (offset, length) of its JSON), in file order.
 
-    def runs() -> Iterator[dict[str, Any]]:
-        with f:
-            for line in f:
-                try:
-                    yield orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    return  # the process died mid-write: the rest was never flushed
+    A torn last line (the process died mid-write) and lines that do not parse are skipped.
+    """
+    with open(path, "rb") as f:
+        position = len(f.readline())
+        for line in f:
+            start, position = position, position + len(line)
+            if not line.endswith(b"\n"):
+                return
+            try:
+                record = orjson.loads(line)
+                case_id, trial, run = record["case_id"], record["trial"], record["run"]
+            except (orjson.JSONDecodeError, KeyError, TypeError):
+                continue
+            prefix = run_prefix(case_id, trial)
+            if not line.startswith(prefix):
+                continue
+            yield case_id, trial, run, (start + len(prefix), len(line) - len(prefix) - 2)
 
-    return header, runs()
+
+def drop_torn_tail(path: Path) -> None:
+    """Cut a half-written last line, so that appending starts on a line of its own."""
+    with open(path, "r+b") as f:
+        size = f.seek(0, os.SEEK_END)
+        end = size
+        while end > 0:
+            start = max(0, end - 65536)
+            f.seek(start)
+            chunk = f.read(end - start)
+            newline = chunk.rfind(b"\n")
+            if newline >= 0:
+                end = start + newline + 1
+                break
+            end = start
+        if end != size:
+            f.truncate(end)

@@ -13,10 +13,13 @@ from typing import Any
 from agent_eval.cases import Suite, case_env, skip_reason
 from agent_eval.config import RunConfig
 from agent_eval.episode import play_run
-from agent_eval.journal import Journal
+from agent_eval.journal import FLUSH_EVERY_S, Journal
 from agent_eval.metrics import case_status, summarize
 from agent_eval.sandbox import EnvTemplate, replay_expected_tools
 from agent_eval.scoring import ScoringContext, score_run
+
+
+CANCEL_GRACE_S = 3.0
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -71,14 +74,27 @@ class Runner:
         self.slots = [CaseSlot(c, list(range(cfg.repeat)), skip_reason(c, environ, cfg.judge)) for c in cases]
         self.on_run_done = on_run_done or (lambda: None)
         self.system_prompt = suite.settings.get("system_prompt")
+        self._by_id: dict[str, CaseSlot] | None = None
+        self._stopping = False
 
     def restore(self, case_id: str, trial: int, run: dict[str, Any], position: tuple[int, int]) -> None:
-        """Take a journaled run as done (--resume); errored runs are run again."""
-        for slot in self.slots:
-            if slot.case["id"] == case_id and run["status"] != "error" and trial in slot.trials:
-                slot.trials.remove(trial)
-                slot.runs[trial] = lite_run(run)
-                slot.offsets[trial] = position
+        """Take a journaled run as done (--resume); a trial's latest record wins; errored runs run again."""
+        if self._by_id is None:
+            self._by_id = {slot.case["id"]: slot for slot in self.slots}
+        slot = self._by_id.get(case_id)
+        if slot is None or not 0 <= trial < self.cfg.repeat:
+            return  # no longer selected: the journal keeps it, the report does not
+        if run["status"] == "error":
+            slot.runs.pop(trial, None)
+            slot.offsets.pop(trial, None)
+            if trial not in slot.trials:
+                slot.trials.append(trial)
+                slot.trials.sort()
+            return
+        if trial in slot.trials:
+            slot.trials.remove(trial)
+        slot.runs[trial] = lite_run(run)
+        slot.offsets[trial] = position
 
     @property
     def pending(self) -> int:
@@ -87,7 +103,7 @@ class Runner:
     def _work(self) -> Iterator[tuple[CaseSlot, int]]:
         for slot in self.slots:
             if slot.skip is None:
-                while slot.trials:
+                while slot.trials and not self._stopping:
                     yield slot, slot.trials.pop(0)
 
     async def run(self) -> None:
@@ -97,14 +113,26 @@ class Runner:
         gc.freeze()  # the suite and its envs are long-lived: keep the collector from rescanning them
         workers = [asyncio.create_task(self._worker(work)) for _ in range(min(self.cfg.concurrency,
                                                                               max(1, self.pending)))]
+        flusher = asyncio.create_task(self._flush_periodically())
         try:
-            await asyncio.gather(*workers)
+            # Not gather: a cancelled gather waits for every child, and Ctrl-C must not wait for a stuck one.
+            done, _ = await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
+            for task in done:
+                task.result()  # a bug in a worker crashes loudly
         finally:
-            for w in workers:
-                w.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
+            self._stopping = True  # a worker whose cancellation got lost must still take no new run
+            for task in (*workers, flusher):
+                task.cancel()
+            # An agent that swallows cancellation must not hold Ctrl-C hostage: wait a moment, then go on.
+            await asyncio.wait((*workers, flusher), timeout=CANCEL_GRACE_S)
             self.journal.flush()
             gc.unfreeze()
+
+    async def _flush_periodically(self) -> None:
+        # Runs that finish just after a flush would otherwise wait for the next append to reach the disk.
+        while True:
+            await asyncio.sleep(FLUSH_EVERY_S)
+            self.journal.flush_if_pending()
 
     async def _worker(self, work: Iterator[tuple[CaseSlot, int]]) -> None:
         for slot, trial in work:

@@ -93,6 +93,8 @@ class Sandbox:
                 if output is not None and name == self._inject_tool:
                     output = self._inject(output)
         end = time.perf_counter()
+        if self.closed:  # the run timed out while a sync agent's thread was inside this tool
+            raise ToolError("the run has ended (timeout); this call was not recorded")
         self.steps.append({
             "step": len(self.steps), "name": name, "args": args, "output": output, "error": error,
             "invalid_args": invalid, "latency_s": end - start, "t_start_s": start - self.t0,

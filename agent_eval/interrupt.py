@@ -1,0 +1,83 @@
+"""Ctrl-C during a run (DESIGN §1): the first stops the run cleanly, a second exits at once."""
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import threading
+from collections.abc import Coroutine
+from types import FrameType
+from typing import Any
+
+INTERRUPTED = 130
+# Tasks still alive after the run (an agent that ignores cancellation) get this long, then are left.
+LEFTOVER_GRACE_S = 1.0
+
+
+class Interrupts:
+    """Owns SIGINT while a run and its report are under way (use as a context manager).
+
+    The first SIGINT cancels the coroutine given to `run`, so the runner stops starting runs,
+    cancels those in flight and flushes the journal; the caller then writes the partial report.
+    A second SIGINT exits with 130 at once, without waiting for anything.
+    """
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task | None = None
+        self._previous: Any = None
+
+    def __enter__(self) -> Interrupts:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
+
+    def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
+        self.count += 1
+        if self.count > 1:
+            os.write(2, b"\ninterrupted again: exiting now\n")
+            os._exit(INTERRUPTED)
+        loop, task = self._loop, self._task
+        if loop is not None and task is not None and not task.done():
+            # A signal handler runs between bytecodes of the loop's thread: wake the loop safely.
+            loop.call_soon_threadsafe(task.cancel)
+
+    def run(self, coro: Coroutine[Any, Any, None]) -> bool:
+        """Run `coro` on a fresh event loop; True when a Ctrl-C cut it short."""
+        if self.count:
+            coro.close()
+            return True
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        try:
+            self._loop = loop
+            self._task = loop.create_task(coro)
+            try:
+                loop.run_until_complete(self._task)
+            except asyncio.CancelledError:
+                if not self.count:
+                    raise
+            finally:
+                self._task = None
+            _wind_down(loop)
+            return self.count > 0
+        finally:
+            self._loop = None
+            asyncio.set_event_loop(None)
+            loop.close()
+
+
+def _wind_down(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel what the run left behind and give it a moment; unlike asyncio.run, never wait forever."""
+    leftovers = asyncio.all_tasks(loop)
+    for task in leftovers:
+        task.cancel()
+    if leftovers:
+        loop.run_until_complete(asyncio.wait(leftovers, timeout=LEFTOVER_GRACE_S))
+    loop.run_until_complete(loop.shutdown_asyncgens())

@@ -1,0 +1,166 @@
+"""`run --resume RUN_ID` (DESIGN §7): reload a run's stored settings and its journal of finished runs."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from agent_eval.config import DEFAULTS, RunConfig
+from agent_eval.errors import ConfigError
+from agent_eval.journal import drop_torn_tail, scan_runs
+
+# Flags that never change results: they always come from the command line of the resumed run.
+FROM_COMMAND_LINE = {"concurrency", "quiet", "output_dir", "resume"}
+
+
+def _same_path(given: Any, stored: Any) -> bool:
+    return stored is not None and Path(given).resolve() == Path(stored).resolve()
+
+
+def resolve_spec(spec: str | None, base_dir: Path) -> str | None:
+    """A SPEC with its file path made absolute (`module:function` SPECs are returned as they are)."""
+    if not spec or spec == "openai":
+        return spec
+    module_ref, _, attr = spec.rpartition(":")
+    if module_ref.endswith(".py") or "/" in module_ref:
+        return f"{(base_dir / module_ref).resolve()}:{attr}"
+    return spec
+
+
+@dataclass
+class Stored:
+    """What the journal's first line says about the run being resumed."""
+
+    run_id: str
+    created_at: str
+    path: Path
+    settings: dict[str, Any]
+    cases_file: str
+    agent_dir: Path | None
+
+    def stored_value(self, flag: str) -> Any:
+        """The stored counterpart of a command-line flag, as the flag would spell it."""
+        s = self.settings
+        if flag == "cases":
+            return self.cases_file
+        if flag == "no_judge":
+            return not s.get("judge", True)
+        if flag == "filter":
+            return list(s.get("filter") or [])
+        if flag == "agent":
+            return resolve_spec(s.get("agent"), self.agent_dir or Path.cwd())
+        if flag == "user_model":
+            return s.get("user")
+        return s.get(flag)
+
+
+def _given_value(flag: str, value: Any) -> Any:
+    if flag == "filter":
+        return list(value or [])
+    if flag == "agent":
+        return resolve_spec(value, Path.cwd())
+    return value
+
+
+def _differs(flag: str, given: Any, stored: Any) -> bool:
+    if flag == "cases":
+        return not _same_path(given, stored)
+    if isinstance(given, (int, float)) and not isinstance(given, bool) and isinstance(stored, (int, float)):
+        return float(given) != float(stored)
+    return given != stored
+
+
+@dataclass
+class Resume:
+    """A run being resumed: the flags to run it with, and how to bring its journal back."""
+
+    stored: Stored
+    flags: dict[str, Any]
+
+    @property
+    def run_id(self) -> str:
+        return self.stored.run_id
+
+    @property
+    def created_at(self) -> str:
+        return self.stored.created_at
+
+    def apply(self, cfg: RunConfig) -> None:
+        """Make the stored settings win over the environment and the suite block (they change results)."""
+        s = self.stored.settings
+        cfg.model = s.get("model")
+        cfg.base_url = s.get("base_url")
+        cfg.timeout = s.get("timeout")
+        if cfg.judge:
+            cfg.judge_model = s.get("judge_model")
+            cfg.judge_base_url = s.get("judge_base_url")
+
+    def restore(self, restore_run: Callable[[str, int, dict, tuple[int, int]], None]) -> None:
+        """Feed every journaled run, in file order, to the runner (the latest record of a trial wins)."""
+        for case_id, trial, run, position in scan_runs(self.stored.path):
+            restore_run(case_id, trial, run, position)
+
+
+def read_stored(run_id: str, output_dir: Path) -> Stored:
+    """The journal header of run_id; a missing or unreadable journal is a ConfigError (exit 2)."""
+    path = output_dir / f"{run_id}.jsonl"
+    if not path.is_file():
+        raise ConfigError(f"cannot resume run {run_id!r}: its journal {path} does not exist; check the run "
+                          f"id, and pass the --output-dir that the run used.")
+    with open(path, "rb") as f:
+        first = f.readline()
+    try:
+        header = orjson.loads(first)
+        settings, cases_file = header["settings"], header["cases_file"]
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        raise ConfigError(f"cannot resume run {run_id!r}: the first line of {path} is not a run header; "
+                          f"the file is damaged or not an agent-eval journal.") from None
+    agent_dir = header.get("agent_dir")
+    return Stored(run_id=header.get("run_id") or run_id, created_at=header.get("created_at") or "",
+                  path=path, settings=settings, cases_file=cases_file,
+                  agent_dir=Path(agent_dir) if agent_dir else None)
+
+
+def open_resume(flags: dict[str, Any]) -> Resume:
+    """Check the command line against the stored run and build the resumed run's flags."""
+    output_dir = Path(flags.get("output_dir") or DEFAULTS["output_dir"])
+    stored = read_stored(flags["resume"], output_dir)
+    for flag in sorted(flags.get("explicit") or ()):
+        if flag in FROM_COMMAND_LINE or flags.get(flag) is None:
+            continue
+        stored_value = stored.stored_value(flag)
+        given = _given_value(flag, flags[flag])
+        if flag in {*_RESULT_FLAGS, "cases"} and _differs(flag, given, stored_value):
+            name = "--" + flag.replace("_", "-")
+            raise ConfigError(f"{name} {flags[flag]} conflicts with run {stored.run_id}, which used "
+                              f"{_show(stored_value)}; a resumed run keeps its settings: drop {name}, or "
+                              f"start a new run without --resume.")
+    drop_torn_tail(stored.path)
+    s = stored.settings
+    resumed = dict(flags)
+    resumed.update(cases=Path(stored.cases_file), filter=list(s.get("filter") or []), repeat=s.get("repeat"),
+                   threshold=s.get("threshold"), no_judge=not s.get("judge", True), agent=s.get("agent"),
+                   model=s.get("model"), base_url=s.get("base_url"), max_steps=s.get("max_steps"),
+                   timeout=s.get("timeout"), no_cache=bool(s.get("no_cache")),
+                   judge_model=s.get("judge_model"))
+    if s.get("user"):  # the simulator: a SPEC (file.py:fn) or a model name
+        resumed["user" if ":" in s["user"] else "user_model"] = s["user"]
+    if stored.agent_dir is not None:
+        resumed["agent_dir"] = stored.agent_dir
+    return Resume(stored, resumed)
+
+
+# The flags that change results, compared with the stored settings when given explicitly.
+_RESULT_FLAGS = {"filter", "repeat", "threshold", "no_judge", "agent", "model", "base_url", "judge_model",
+                 "no_cache", "max_steps", "timeout", "user", "user_model"}
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "no value"
+    if isinstance(value, list):
+        return " ".join(map(str, value)) or "no value"
+    return str(value)
