@@ -81,7 +81,8 @@ def test_sync_agent_sees_the_task_and_calls_tools():
     played = play(python_agent(agent), trial=3)
     assert seen["case_id"] == "c1" and seen["trial"] == 3 and seen["metadata"] == {"customer": "C9"}
     assert seen["input"] == "where is A?"
-    assert seen["messages"] == [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "where is A?"}]
+    assert seen["messages"] == [{"role": "system", "content": SYSTEM},
+                                {"role": "user", "content": "where is A?"}]
     assert seen["tools"] == ["append", "get_order"]
     assert seen["error"] == "KeyError: 'no order Z'"
     trace = played.trace
@@ -121,7 +122,8 @@ def test_record_usage_feeds_tokens_and_cost():
     run = score(the_case, played, pricing, model="small")
     metrics = run["metrics"]
     assert metrics["prompt_tokens"] == 4000 and metrics["completion_tokens"] == 300  # 1000+3000, 200+100
-    # big: 1000*5/1e6 + 200*15/1e6 = 0.005 + 0.003 = 0.008; small: 3000*0.5/1e6 + 100*1.5/1e6 = 0.0015 + 0.00015
+    # big: 1000*5/1e6 + 200*15/1e6 = 0.005 + 0.003 = 0.008
+    # small: 3000*0.5/1e6 + 100*1.5/1e6 = 0.0015 + 0.00015 = 0.00165
     assert metrics["cost_usd"] == pytest.approx(0.008 + 0.00165)
     # A model without a price makes the cost null.
     assert score(the_case, played, {"big": pricing["big"]}, model="unpriced")["metrics"]["cost_usd"] is None
@@ -188,12 +190,14 @@ def test_openai_agent_calls_a_tool_then_answers(loopback):
     first, second = srv.requests
     # temperature 0, the model, the system prompt first, and the tools schema.
     assert first["temperature"] == 0 and first["model"] == "loop-model"
-    assert first["messages"] == [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "where is A?"}]
+    assert first["messages"] == [{"role": "system", "content": SYSTEM},
+                                 {"role": "user", "content": "where is A?"}]
     assert sorted(t["function"]["name"] for t in first["tools"]) == ["append", "get_order"]
     (observation,) = tool_messages(second)
     assert observation["tool_call_id"] == "call_0"
     assert orjson.loads(observation["content"]) == {"status": "paid", "amount": 12.5}
-    assert second["messages"][2]["role"] == "assistant" and second["messages"][2]["tool_calls"][0]["id"] == "call_0"
+    assert second["messages"][2]["role"] == "assistant"
+    assert second["messages"][2]["tool_calls"][0]["id"] == "call_0"
 
 
 def test_openai_agent_runs_parallel_tool_calls_in_order(loopback):

@@ -1,4 +1,4 @@
-"""Case files (DESIGN §2): both shapes, the suite block, relative paths, env merging, validation, selection."""
+"""Case files (DESIGN §2): both shapes, the suite block, paths, env merging, validation, selection."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -46,7 +46,8 @@ def write(path: Path, data) -> Path:
     return path
 
 
-def suite_file(tmp_path: Path, cases: list, block: dict | None = None, name: str = "suite/cases.json") -> Path:
+def suite_file(tmp_path: Path, cases: list, block: dict | None = None,
+               name: str = "suite/cases.json") -> Path:
     """A case file in a sub-folder of tmp_path, with tools.py beside it."""
     path = tmp_path / name
     write(path.parent / "tools.py", TOOLS)
@@ -159,7 +160,8 @@ def test_every_problem_of_a_file_is_reported_at_once(tmp_path):
         {"id": "replay-matcher", "query": "q", "expected_env": "replay",
          "expected_tools": [{"name": "refund", "args": {"order_id": {"$regex": "A"}}}]},
         {"id": "bad-fault", "query": "q", "faults": [{"tool": "launch_rocket"}], **CHECK},
-        {"id": "unknown-expected-tool", "query": "q", "trajectory": "strict", "expected_tools": [{"name": "nah"}]},
+        {"id": "unknown-expected-tool", "query": "q", "trajectory": "strict",
+         "expected_tools": [{"name": "nah"}]},
         {"id": "good", "query": "q", **CHECK},
     ]
     path = suite_file(tmp_path, cases, {"tools": "tools.py"})
@@ -231,7 +233,8 @@ def test_extra_unknown_case_fields_are_kept_for_custom_scorers(tmp_path):
 
 
 def test_unknown_suite_key_is_reported(tmp_path):
-    path = write(tmp_path / "c.json", {"suite": {}, "cases": [{"id": "a", "query": "q", **CHECK}], "extra": 1})
+    cases = [{"id": "a", "query": "q", **CHECK}]
+    path = write(tmp_path / "c.json", {"suite": {}, "cases": cases, "extra": 1})
     assert (None, "extra") in where(problems_of(path))
 
 

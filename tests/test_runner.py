@@ -1,4 +1,4 @@
-"""The runner end to end in-process (DESIGN §1, §6, §7): trials, multi-turn, isolation, hand-computed figures."""
+"""The runner in-process (DESIGN §1, §6, §7): trials, multi-turn, isolation, hand-computed figures."""
 from __future__ import annotations
 
 import io
@@ -109,7 +109,8 @@ def test_k_trials_give_hand_computed_pass_hat_pass_at_k_and_cost(tmp_path):
     # k=3: (C(4,3)/4 + 0 + 0 + 0)/4 = 1/4; k=4: (1 + 0 + 0 + 0)/4 = 1/4
     assert s["pass_hat"] == pytest.approx({"1": 0.4375, "2": 7 / 24, "3": 0.25, "4": 0.25})
     assert s["pass_hat_k"] == pytest.approx(0.25)
-    # pass@4 = mean of 1 - C(n-c,4)/C(4,4): always 1-C(0,4)=1, half 1-C(2,4)=1, once 1-C(3,4)=1, never 1-C(4,4)=0
+    # pass@4 = mean of 1 - C(n-c,4)/C(4,4):
+    #   always 1-C(0,4)=1, half 1-C(2,4)=1, once 1-C(3,4)=1, never 1-C(4,4)=0 -> 3/4
     assert s["pass_at_k"] == pytest.approx(0.75)
     # 16 runs x (1000*2/1e6 + 500*10/1e6 = 0.002 + 0.005 = 0.007 $) = 0.112 $; 4+2+1+0 = 7 successes
     assert s["cost_total_usd"] == pytest.approx(0.112)
@@ -161,7 +162,8 @@ def test_requires_skips_and_all_skipped_exits_2(tmp_path, monkeypatch):
     case = {**scripted("always"), "requires": ["AGENT_EVAL_TEST_NEVER_SET"]}
     code, report = run(make_suite(tmp_path, [case]), tmp_path)
     entry = report["cases"][0]
-    assert entry["status"] == "skipped" and entry["runs"] == [] and "AGENT_EVAL_TEST_NEVER_SET" in entry["skip_reason"]
+    assert entry["status"] == "skipped" and entry["runs"] == []
+    assert "AGENT_EVAL_TEST_NEVER_SET" in entry["skip_reason"]
     assert report["summary"]["cases_skipped"] == 1 and report["summary"]["pass_at_1"] is None
     assert code == 2
 

@@ -38,10 +38,12 @@ SETTINGS_KEYS = {"repeat", "threshold", "filter", "judge", "judge_model", "judge
 CASE_KEYS = {"id", "tags", "status", "pass_rate", "skip_reason", "runs"}
 RUN_KEYS = {"trial", "status", "error", "success", "checks", "judge", "judge_expected_outcome", "metrics",
             "scorers", "scorer_errors", "escalated", "trace"}
-TRACE_KEYS = {"user_messages", "replies", "final_answer", "cards", "final_agent", "stop_reason", "agent_error",
+TRACE_KEYS = {"user_messages", "replies", "final_answer", "cards", "final_agent", "stop_reason",
+              "agent_error",
               "steps", "llm_calls", "latency_s", "ttfa_s", "final_env_diff"}
 STEP_KEYS = {"step", "name", "args", "output", "error", "invalid_args", "latency_s", "t_start_s"}
-RUN_METRIC_KEYS = {"success", "tool_recall", "tool_precision", "param_accuracy", "step_efficiency", "has_loop",
+RUN_METRIC_KEYS = {"success", "tool_recall", "tool_precision", "param_accuracy", "step_efficiency",
+                   "has_loop",
                    "tool_errors", "recovered", "invalid_calls", "progress", "latency_s", "ttfa_s",
                    "prompt_tokens", "completion_tokens", "cost_usd", "turns"}
 
@@ -190,7 +192,8 @@ def test_tools_module_that_cannot_be_imported_exits_2(suite, tmp_path):
     folder = tmp_path / "suite"
     (folder / "broken_tools.py").write_text("import a_module_that_does_not_exist_xyz\n")
     path = suite([good()], tools="broken_tools.py")
-    assert_exit_2(cli("run", "--cases", path, tmp=tmp_path), "broken_tools.py", "a_module_that_does_not_exist_xyz")
+    assert_exit_2(cli("run", "--cases", path, tmp=tmp_path), "broken_tools.py",
+                  "a_module_that_does_not_exist_xyz")
     (folder / "raising_tools.py").write_text("raise RuntimeError('tools exploded')\n")
     path = suite([good()], tools="raising_tools.py")
     assert_exit_2(cli("validate", "--cases", path, tmp=tmp_path), "raising_tools.py", "tools exploded")
@@ -217,7 +220,8 @@ def test_an_agent_spec_in_the_suite_is_relative_to_the_case_file(suite, tmp_path
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     path = suite([good()])
-    result = cli("run", "--cases", path, "--output-dir", tmp_path / "out", "--quiet", cwd=elsewhere, tmp=tmp_path)
+    result = cli("run", "--cases", path, "--output-dir", tmp_path / "out", "--quiet", cwd=elsewhere,
+                 tmp=tmp_path)
     assert result.returncode == 0, result.stderr
 
 
@@ -283,7 +287,8 @@ def test_list_prints_the_selected_cases(suite, tmp_path):
     lines = result.stdout.strip().splitlines()
     assert [line.split()[0] for line in lines] == ["good", "good-2", "bad"]
     filtered = cli("list", "--cases", path, "--filter", "extra", tmp=tmp_path)
-    assert filtered.returncode == 0 and [x.split()[0] for x in filtered.stdout.strip().splitlines()] == ["good-2"]
+    assert filtered.returncode == 0
+    assert [x.split()[0] for x in filtered.stdout.strip().splitlines()] == ["good-2"]
     assert_exit_2(cli("list", "--cases", path, "--filter", "zzz", tmp=tmp_path), "zzz")
     invalid = suite([{"id": "x", "query": "q"}], name="invalid.json")
     assert_exit_2(cli("list", "--cases", invalid, tmp=tmp_path), "'x'")
@@ -294,7 +299,8 @@ def test_validate_exit_codes(suite, tmp_path):
     result = cli("validate", "--cases", path, tmp=tmp_path)
     assert result.returncode == 0 and "valid" in result.stdout and "2 cases" in flat(result.stdout)
     invalid = suite([good(), good()], name="dups.json")
-    assert_exit_2(cli("validate", "--cases", invalid, tmp=tmp_path), str(invalid), "'good'", "id", "duplicate")
+    result = cli("validate", "--cases", invalid, tmp=tmp_path)
+    assert_exit_2(result, str(invalid), "'good'", "id", "duplicate")
 
 
 # ---------------------------------------------------------------- the example suite
