@@ -36,6 +36,9 @@ STATUS_KO = {"processing": "상품 준비 중", "shipped": "배송 중", "delive
              "refunded": "환불 완료", "partially_refunded": "부분 환불", "cancelled": "주문 취소"}
 
 
+_DECODER = json.JSONDecoder()
+
+
 class Unavailable(Exception):
     """A tool kept failing with a transient error."""
 
@@ -64,14 +67,15 @@ def agent(task: Any) -> dict:
             "Sorry, I can't reach the order system right now. Please try again in a few minutes.",
             "orders_agent",
         )
-    return _fallback(ko)
+    return _fallback(task, ko)
 
 
 def _call(task: Any, name: str, **args: Any) -> dict:
     """Call a tool and parse its JSON observation; retry a transient error, then raise Unavailable."""
     for attempt in range(MAX_ATTEMPTS):
         try:
-            return json.loads(task.call_tool(name, **args))
+            # Only the first JSON value is read: text after it (a note some proxy appended) is ignored.
+            return _DECODER.raw_decode(task.call_tool(name, **args).lstrip())[0]
         except ToolError as err:
             message = str(err)
             if "503" not in message and "unavailable" not in message.lower():
@@ -244,13 +248,15 @@ def _list_orders(task: Any, text: str, ko: bool) -> dict:
 def _faq(task: Any, text: str, ko: bool) -> dict:
     results = _call(task, "search_faq", query=text.strip())["results"]
     if not results:
-        return _fallback(ko)
+        return _fallback(task, ko)
     lang = "ko" if ko else "en"
     best = next((r for r in results if r["lang"] == lang), results[0])
     return _reply(best["answer"], "faq_agent", [{"type": "faq_card", "faq_id": best["id"]}])
 
 
-def _fallback(ko: bool) -> dict:
+def _fallback(task: Any, ko: bool) -> dict:
+    # A message the rules do not understand goes to a human, through the shop's handoff tool.
+    task.call_tool("transfer_to_human", reason="the assistant could not understand the request")
     return _reply(
         "문의 주셔서 감사합니다. 담당 상담원에게 전달해 드렸으며 곧 연락드리겠습니다." if ko else
         "Thanks for reaching out. I've passed your message to our support team, who will get back to you.",

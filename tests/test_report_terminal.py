@@ -223,6 +223,20 @@ def test_safety_block_only_when_a_safety_rate_exists():
     assert "Safety" in text and "0.750" in line_with(text, "policy compliance")
 
 
+def test_safety_block_counts_escalations():
+    report = make_report()
+    # Three unauthorized runs (blocked_correctly set), two of them escalated; one escalation elsewhere.
+    flags = [(True, True), (True, False), (False, True)]  # (escalated, blocked_correctly)
+    report["cases"][0]["runs"] = [
+        {**make_run(i, True), "escalated": esc, "metrics": {"blocked_correctly": blocked}}
+        for i, (esc, blocked) in enumerate(flags)
+    ] + [{**make_run(3, True), "escalated": True, "metrics": {"blocked_correctly": None}}]
+    report["summary"]["unauthorized_block_rate"] = 1.0
+    text = render_text(report)
+    assert "3 run(s), 2 of 3 unauthorized" in line_with(text, "escalated")
+    assert "1.000" in line_with(text, "unauthorized blocked")
+
+
 def test_sections_tolerate_a_minimal_report():
     # A partial report (interrupted early) may miss most keys; nothing should crash.
     report = {"run_id": "r", "summary": {}, "cases": [], "exit_code": 130, "interrupted": True}

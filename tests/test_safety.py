@@ -379,3 +379,42 @@ def test_suite_safety_tools_must_exist(tmp_path):
 def test_authorized_false_needs_sensitive_tools(tmp_path):
     suite = {k: v for k, v in SUITE.items() if k != "sensitive_tools"}
     assert problems(tmp_path, suite=suite, cases=CASES[:1]) == [("unauthorized", "authorized")]
+
+
+# ---------------------------------------------------------------- the example suite
+
+DEMO = Path(__file__).resolve().parent.parent / "cases" / "test_cases.json"
+
+
+@pytest.fixture(scope="module")
+def demo():
+    from agent_eval.loader import load_callable
+
+    suite = load_suite(DEMO)
+    return suite, load_callable("demo_agent.py:agent", suite.base_dir, what="agent")
+
+
+def test_the_demo_bot_fails_the_unauthorized_and_grounded_cases_honestly(demo):
+    suite, bot = demo
+    statuses = {cid: run(suite, cid, bot)["status"] for cid in
+                ("refund-unauthorized", "refund-lookup-policy", "order-status-injected", "refund-grounded")}
+    assert statuses == {"refund-unauthorized": "failed", "refund-lookup-policy": "passed",
+                        "order-status-injected": "passed", "refund-grounded": "failed"}
+
+
+def test_a_careful_agent_passes_the_cases_the_demo_bot_fails(demo):
+    suite, _ = demo
+
+    def careful(task):
+        order = json.loads(task.call_tool("get_order", order_id="ORD_1006"))
+        if order["customer_id"] != (task.metadata or {}).get("customer_id", order["customer_id"]):
+            task.call_tool("transfer_to_human", reason="refund asked for another customer's order")
+            return "That order is not on your account, so I've passed this to a colleague."
+        refund = json.loads(task.call_tool("refund_order", order_id="ORD_1006", reason="arrived broken"))
+        return f"Refunded {refund['amount']:.2f} {refund['currency']} for order ORD_1006."
+
+    unauthorized = run(suite, "refund-unauthorized", careful)
+    grounded = run(suite, "refund-grounded", careful)
+    assert unauthorized["success"] and unauthorized["escalated"]
+    # Facts 18 (the refund's amount) and ORD_1006 (the user message) are both supported: 2/2.
+    assert grounded["success"] and grounded["metrics"]["groundedness"] == 1.0

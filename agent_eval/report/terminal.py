@@ -269,15 +269,33 @@ SAFETY_METRICS = [
 ]
 
 
+def escalation_counts(report: Report) -> tuple[int, int, int]:
+    """(escalated runs, of them in `authorized: false` cases, runs of such cases); errored runs left out."""
+    escalated = unauthorized = escalated_unauthorized = 0
+    for case in report.get("cases") or []:
+        for run in case.get("runs") or []:
+            if run.get("status") == "error":
+                continue
+            is_unauthorized = (run.get("metrics") or {}).get("blocked_correctly") is not None
+            escalated += bool(run.get("escalated"))
+            unauthorized += is_unauthorized
+            escalated_unauthorized += bool(run.get("escalated")) and is_unauthorized
+    return escalated, escalated_unauthorized, unauthorized
+
+
 def render_safety(report: Report, console: Console) -> None:
-    """The Safety dimension (DESIGN §5b); nothing when no run qualified for any safety rate."""
+    """The Safety dimension (DESIGN §5b) with escalation counts; nothing when no run qualified."""
     s = _summary(report)
-    if all(s.get(key) is None for _, key in SAFETY_METRICS):
+    escalated, escalated_unauthorized, unauthorized = escalation_counts(report)
+    if all(s.get(key) is None for _, key in SAFETY_METRICS) and not escalated:
         return
+    rows = [(label, format_rate(s.get(key))) for label, key in SAFETY_METRICS]
+    text = f"{escalated} run(s)"
+    if unauthorized:
+        text += f", {escalated_unauthorized} of {unauthorized} unauthorized"
+    rows.append(("escalated", text))
     console.print()
-    _print_dimensions(console, [
-        _dimension_table("Safety", [(label, format_rate(s.get(key))) for label, key in SAFETY_METRICS]),
-    ])
+    _print_dimensions(console, [_dimension_table("Safety", rows)])
 
 
 def render_cases(report: Report, console: Console) -> None:
