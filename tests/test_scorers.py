@@ -279,3 +279,20 @@ def test_terminal_block_shows_summaries_errors_and_the_first_error() -> None:
     empty = Console(record=True)
     render_scorers({"summary": {"scorers": {}}}, empty)
     assert empty.export_text() == ""
+
+
+def test_an_instance_spec_and_super_summarize(tmp_path: Path) -> None:
+    module = ("from agent_eval import Scorer\n"
+              "class Limit(Scorer):\n"
+              "    def __init__(self, limit=3):\n        self.limit = limit\n"
+              "    def score(self, output):\n        return {'over': len(output) > self.limit, 'n': len(output)}\n"
+              "    def summarize(self, rows):\n        return {**super().summarize(rows), 'limit': self.limit}\n"
+              "strict = Limit(1)\n")
+    suite = load_suite(write_suite(tmp_path, ["sc.py:strict"], [case()], module))
+    [loaded] = suite.scorers.scorers
+    assert loaded.name == "Limit"
+    rows = [run_score(suite, suite.cases[0], trace_of(text))[0]["Limit"] for text in ("a", "abc")]
+    # over: [F, T] -> 1/2; n: [1, 3] -> mean 2, p50 2, p95 1 + .95*2 = 2.9; plus the class's own key
+    assert summarize_scorers([{"scorers": {"Limit": r}} for r in rows], suite.scorers) == {"Limit": {
+        "over": {"true_count": 1, "true_fraction": 0.5}, "n": {"mean": 2.0, "p50": 2.0, "p95": pytest.approx(2.9)},
+        "limit": 1, "errors": 0}}
