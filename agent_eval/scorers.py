@@ -155,7 +155,7 @@ class ScorerSet:
         errors: dict[str, str] = {}
         checks: list[dict] = []
         produced: dict[str, Any] = {}  # each run value computed once, however many scorers ask for it
-        for s, binding in zip(self.scorers, bindings):
+        for s, binding in zip(self.scorers, bindings, strict=True):
             try:
                 kwargs = dict(binding.consts)
                 for param, key in binding.live:
@@ -172,7 +172,8 @@ class ScorerSet:
                 continue
             values[s.name] = row
             if "passed" in row:
-                checks.append({"name": CHECK_PREFIX + s.name, "passed": row["passed"], "detail": check_detail(row)})
+                checks.append({"name": CHECK_PREFIX + s.name, "passed": row["passed"],
+                               "detail": check_detail(row)})
         return values, errors, checks
 
 

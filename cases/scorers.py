@@ -5,7 +5,7 @@ from agent_eval import Scorer
 
 
 def reply_words(output: str | None) -> int:
-    """Words in the agent's last reply; summarised as summary.scorers.reply_words.reply_words.{mean,p50,p95}."""
+    """Words in the agent's last reply; summarised in summary.scorers.reply_words.reply_words."""
     return len((output or "").split())
 
 

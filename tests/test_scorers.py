@@ -25,7 +25,8 @@ HIDDEN = "hidden_scorers.py"
 def trace_of(*replies: str, users: list[str] | None = None, stop_reason: str = "completed") -> dict:
     """A frozen §7 trace with the given replies and no tool calls."""
     users = users or [f"u{i}" for i in range(len(replies))]
-    return {"user_messages": users, "replies": list(replies), "final_answer": replies[-1] if replies else None,
+    return {"user_messages": users, "replies": list(replies),
+            "final_answer": replies[-1] if replies else None,
             "cards": [], "final_agent": None, "stop_reason": stop_reason, "agent_error": None, "steps": [],
             "llm_calls": [], "latency_s": 0.1, "ttfa_s": 0.05, "final_env_diff": []}
 
@@ -65,11 +66,13 @@ def test_parameters_fill_from_run_then_case_fields_then_metadata(tmp_path: Path)
               "def probe(output, replies, messages, env, case, trace, query, expected_output, limit, tags,"
               " opt='d'):\n"
               "    seen.append(dict(output=output, replies=replies, messages=messages, env=env, case=case,"
-              " trace=trace, query=query, expected_output=expected_output, limit=limit, tags=tags, opt=opt))\n"
+              " trace=trace, query=query, expected_output=expected_output, limit=limit, tags=tags,"
+              " opt=opt))\n"
               "    return 1\n")
     # `query` is a case field; `limit` a metadata key; `output` is also a case field here, but what the
     # run produced comes first.
-    c = case(expected_output="gold", output="case field loses", tags=["t"], metadata={"limit": 3, "query": "meta loses"})
+    c = case(expected_output="gold", output="case field loses", tags=["t"],
+             metadata={"limit": 3, "query": "meta loses"})
     suite = load_suite(write_suite(tmp_path, ["sc.py:probe"], [c], module))
     trace = trace_of("r1", "r2", users=["q1", "q2"])
     run_score(suite, suite.cases[0], trace, {"k": 1})
@@ -78,18 +81,21 @@ def test_parameters_fill_from_run_then_case_fields_then_metadata(tmp_path: Path)
     assert got["messages"] == [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "r1"},
                                {"role": "user", "content": "q2"}, {"role": "assistant", "content": "r2"}]
     assert got["case"] is suite.cases[0] and got["trace"] is trace
-    assert (got["query"], got["expected_output"], got["limit"], got["tags"], got["opt"]) == ("hi", "gold", 3, ["t"], "d")
+    filled = (got["query"], got["expected_output"], got["limit"], got["tags"], got["opt"])
+    assert filled == ("hi", "gold", 3, ["t"], "d")
 
 
 def test_column_map_renames_and_resolves_in_the_same_order(tmp_path: Path) -> None:
     suite = load_suite(write_suite(tmp_path, [f"{FIXTURES / HIDDEN}:exact"],
-                                   [case("a", expected_output="yes"), case("b", metadata={"expected_output": "no"})]))
+                                   [case("a", expected_output="yes"),
+                                    case("b", metadata={"expected_output": "no"})]))
     assert run_score(suite, suite.cases[0], trace_of("yes"))[0] == {"exact": {"exact": True}}
     assert run_score(suite, suite.cases[1], trace_of("yes"))[0] == {"exact": {"exact": False}}
 
 
 def test_unfillable_parameter_is_a_case_file_error_naming_case_and_field(tmp_path: Path) -> None:
-    path = write_suite(tmp_path, [f"{FIXTURES / HIDDEN}:exact"], [case("ok", expected_output="x"), case("bad")])
+    cases = [case("ok", expected_output="x"), case("bad")]
+    path = write_suite(tmp_path, [f"{FIXTURES / HIDDEN}:exact"], cases)
     with pytest.raises(CaseFileError) as err:
         load_suite(path)
     [problem] = err.value.problems
@@ -100,10 +106,12 @@ def test_unfillable_parameter_is_a_case_file_error_naming_case_and_field(tmp_pat
 
 @pytest.mark.parametrize("module, spec, message", [
     ("class NotScorer:\n    def score(self, output): return 1\n", "sc.py:NotScorer", "not a subclass"),
-    ("from agent_eval import Scorer\nclass NoScore(Scorer):\n    pass\n", "sc.py:NoScore", "no score() method"),
+    ("from agent_eval import Scorer\nclass NoScore(Scorer):\n    pass\n", "sc.py:NoScore",
+     "no score() method"),
     ("from agent_eval import scorer\n@scorer(column_map={'typo': 'x'})\ndef f(output): return 1\n", "sc.py:f",
      "column_map maps 'typo'"),
-    ("from agent_eval import scorer\n@scorer(name='a.b')\ndef f(output): return 1\n", "sc.py:f", "without '.'"),
+    ("from agent_eval import scorer\n@scorer(name='a.b')\ndef f(output): return 1\n", "sc.py:f",
+     "without '.'"),
     ("X = 3\n", "sc.py:X", "not a function"),
     ("X = 3\n", "sc.py:nope", "no attribute 'nope'"),
     ("def f(output, /): return 1\n", "sc.py:f", "positional-only"),
@@ -140,7 +148,8 @@ def test_async_raising_and_passed_scorers_on_one_run(tmp_path: Path) -> None:
     specs = [f"{FIXTURES / HIDDEN}:{n}" for n in ("words", "flaky", "polite")]
     suite = load_suite(write_suite(tmp_path, specs, [case()]))
     values, errors, checks = run_score(suite, suite.cases[0], trace_of("please crash"))
-    assert values == {"words": {"words": 2}, "flaky": None, "polite": {"passed": True, "reason": "says please"}}
+    assert values == {"words": {"words": 2}, "flaky": None,
+                      "polite": {"passed": True, "reason": "says please"}}
     assert errors == {"flaky": "ValueError: cannot parse the reply"}
     assert checks == [{"name": "scorer:polite", "passed": True, "detail": "says please"}]
 
@@ -154,8 +163,8 @@ class CountingJudge:
     async def judge_run(self, case: dict, trace: dict) -> SimpleNamespace:
         self.calls += 1
         check = {"name": "judge", "passed": True, "detail": "PASS"}
-        return SimpleNamespace(checks=[check], records={"judge": {"verdict": "PASS", "reason": "", "model": "m"}},
-                               error=None)
+        verdict = {"verdict": "PASS", "reason": "", "model": "m"}
+        return SimpleNamespace(checks=[check], records={"judge": verdict}, error=None)
 
     async def verdict(self, case: dict, trace: dict, checks: list) -> tuple[dict, None]:
         self.calls += 1  # the core runner's judge hook, before the judge module landed
@@ -184,7 +193,8 @@ def test_false_scorer_fails_the_run_and_spares_the_judge(tmp_path: Path) -> None
 
 def test_conversation_stops_at_the_last_reply() -> None:
     assert conversation(trace_of("r1", users=["q1", "q2"])) == [
-        {"role": "user", "content": "q1"}, {"role": "assistant", "content": "r1"}, {"role": "user", "content": "q2"}]
+        {"role": "user", "content": "q1"}, {"role": "assistant", "content": "r1"},
+        {"role": "user", "content": "q2"}]
 
 
 # --- summaries -----------------------------------------------------------------------------
@@ -251,14 +261,15 @@ def test_gate_recomputes_the_same_figures_from_stored_values() -> None:
         runs = [{"trial": i, "status": "passed", "success": True, "metrics": {},
                  "scorers": {"b": None if v is None else {"spent": v, "ok": v < 5}},
                  "scorer_errors": {} if v is not None else {"b": "E: x"}} for i, v in enumerate(values)]
-        cases = [{"id": "a", "status": "passed", "runs": runs[:3]}, {"id": "b", "status": "passed", "runs": runs[3:]}]
+        cases = [{"id": "a", "status": "passed", "runs": runs[:3]},
+                 {"id": "b", "status": "passed", "runs": runs[3:]}]
         return {"schema_version": 1, "run_id": run_id, "settings": {"repeat": 1}, "cases": cases}
 
     base = report("x")
     summary = summarize([{"id": c["id"], "status": c["status"], "runs": c["runs"]} for c in base["cases"]], 1)
     paths = ["b.spent.mean", "b.spent.p50", "b.spent.p95", "b.ok.true_count", "b.ok.true_fraction"]
     gate = compare_reports(base, report("y"), [(f"scorers.{p}", 0.0) for p in paths])
-    for path, row in zip(paths, gate["metrics"]):
+    for path, row in zip(paths, gate["metrics"], strict=True):
         name, key, stat = path.split(".")
         assert row["base"] == pytest.approx(summary["scorers"][name][key][stat]), path
 
@@ -285,8 +296,10 @@ def test_an_instance_spec_and_super_summarize(tmp_path: Path) -> None:
     module = ("from agent_eval import Scorer\n"
               "class Limit(Scorer):\n"
               "    def __init__(self, limit=3):\n        self.limit = limit\n"
-              "    def score(self, output):\n        return {'over': len(output) > self.limit, 'n': len(output)}\n"
-              "    def summarize(self, rows):\n        return {**super().summarize(rows), 'limit': self.limit}\n"
+              "    def score(self, output):\n"
+              "        return {'over': len(output) > self.limit, 'n': len(output)}\n"
+              "    def summarize(self, rows):\n"
+              "        return {**super().summarize(rows), 'limit': self.limit}\n"
               "strict = Limit(1)\n")
     suite = load_suite(write_suite(tmp_path, ["sc.py:strict"], [case()], module))
     [loaded] = suite.scorers.scorers
@@ -294,5 +307,6 @@ def test_an_instance_spec_and_super_summarize(tmp_path: Path) -> None:
     rows = [run_score(suite, suite.cases[0], trace_of(text))[0]["Limit"] for text in ("a", "abc")]
     # over: [F, T] -> 1/2; n: [1, 3] -> mean 2, p50 2, p95 1 + .95*2 = 2.9; plus the class's own key
     assert summarize_scorers([{"scorers": {"Limit": r}} for r in rows], suite.scorers) == {"Limit": {
-        "over": {"true_count": 1, "true_fraction": 0.5}, "n": {"mean": 2.0, "p50": 2.0, "p95": pytest.approx(2.9)},
+        "over": {"true_count": 1, "true_fraction": 0.5},
+        "n": {"mean": 2.0, "p50": 2.0, "p95": pytest.approx(2.9)},
         "limit": 1, "errors": 0}}

@@ -14,7 +14,7 @@ def format_scorer_value(value: Any) -> str:
     """A summary value: at most three decimals (one from 100 up), trailing zeros dropped; text trimmed."""
     if value is None:
         return "n/a"
-    if isinstance(value, bool) or isinstance(value, int):
+    if isinstance(value, (bool, int)):
         return str(value)
     if isinstance(value, float):
         text = f"{value:,.1f}" if abs(value) >= 100 else f"{value:.3f}"
