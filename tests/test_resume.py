@@ -45,7 +45,8 @@ def make_suite(tmp_path: Path, cases: int = 6) -> Path:
     (folder / "agent.py").write_text(AGENT)
     rows = [{"id": f"case-{n}", "query": "go", "expect": {"contains": "ok"},
              "expected_env_check": {"path": ["notes", 0], "equals": f"case-{n}"}} for n in range(cases)]
-    block = {"name": "resumable", "tools": "tools.py", "agent": "agent.py:agent", "initial_env": {"notes": []}}
+    block = {"name": "resumable", "tools": "tools.py", "agent": "agent.py:agent",
+             "initial_env": {"notes": []}}
     path = folder / "cases.json"
     path.write_bytes(orjson.dumps({"suite": block, "cases": rows}))
     return path
@@ -161,11 +162,13 @@ def test_stored_settings_beat_the_environment(tmp_path, monkeypatch):
     assert report["model"] is None and report["settings"]["timeout"] == 30.0
 
 
-@pytest.mark.parametrize(("flag", "value", "shown"), [("repeat", 3, "--repeat"), ("threshold", 0.5, "--threshold"),
+@pytest.mark.parametrize(("flag", "value", "shown"), [("repeat", 3, "--repeat"),
+                                                       ("threshold", 0.5, "--threshold"),
                                                        ("filter", ["case-1"], "--filter"),
                                                        ("no_judge", True, "--no-judge"),
                                                        ("agent", "other.py:agent", "--agent")])
-def test_an_explicit_flag_that_conflicts_with_the_stored_settings_exits_2_naming_it(tmp_path, flag, value, shown):
+def test_an_explicit_flag_that_conflicts_with_the_stored_settings_exits_2_naming_it(tmp_path, flag, value,
+                                                                                     shown):
     cases = make_suite(tmp_path, cases=2)
     out = tmp_path / "out"
     run(out, cases=cases)
@@ -174,7 +177,8 @@ def test_an_explicit_flag_that_conflicts_with_the_stored_settings_exits_2_naming
         run(out, resume=run_id, explicit={flag}, **{flag: value})
 
 
-def test_explicit_flags_equal_to_the_stored_ones_and_command_line_only_flags_are_accepted(tmp_path, monkeypatch):
+def test_explicit_flags_equal_to_the_stored_ones_and_command_line_only_flags_are_accepted(tmp_path,
+                                                                                           monkeypatch):
     cases = make_suite(tmp_path, cases=2)
     out = tmp_path / "out"
     run(out, cases=cases, repeat=2)

@@ -6,7 +6,6 @@ private under --concurrency 50.
 """
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -86,7 +85,7 @@ def write_suite(folder: Path, agent_source: str, case_ids: list[str]) -> Path:
 def run_cli(tmp_path: Path, cases: Path, *args: str) -> tuple[int, dict, str]:
     out = tmp_path / "reports"
     proc = subprocess.run([CLI, "run", "--cases", str(cases), "--output-dir", str(out), "--quiet",
-                           *args], env=os.environ.copy(), capture_output=True, text=True, timeout=HANG_GUARD_S)
+                           *args], capture_output=True, text=True, timeout=HANG_GUARD_S)
     (report,) = out.glob("*.json")
     return proc.returncode, orjson.loads(report.read_bytes()), proc.stderr
 

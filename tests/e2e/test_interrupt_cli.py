@@ -58,7 +58,8 @@ def write_suite(folder: Path, agent_source: str, cases: int = CASES) -> Path:
     (folder / "tools.py").write_text(TOOLS)
     (folder / "agent.py").write_text(agent_source)
     rows = [{"id": f"case-{n}", "query": "go", "expect": {"contains": "ok"}} for n in range(cases)]
-    block = {"name": "interruptible", "tools": "tools.py", "agent": "agent.py:agent", "initial_env": {"notes": []}}
+    block = {"name": "interruptible", "tools": "tools.py", "agent": "agent.py:agent",
+             "initial_env": {"notes": []}}
     path = folder / "cases.json"
     path.write_bytes(orjson.dumps({"suite": block, "cases": rows}))
     return path
@@ -119,8 +120,8 @@ def test_ctrl_c_saves_finished_runs_and_resume_completes_the_same_report(tmp_pat
     final = orjson.loads((out / f"{run_id}.json").read_bytes())
     assert final["interrupted"] is False and final["created_at"] == partial["created_at"]
 
-    whole = subprocess.run([CLI, "run", "--cases", str(cases), "--output-dir", str(tmp_path / "whole"), "--quiet",
-                            "--repeat", "2", "--concurrency", "16"],
+    whole = subprocess.run([CLI, "run", "--cases", str(cases), "--output-dir", str(tmp_path / "whole"),
+                            "--quiet", "--repeat", "2", "--concurrency", "16"],
                            capture_output=True, text=True, timeout=HANG_GUARD_S)
     (whole_report,) = (tmp_path / "whole").glob("*.json")
     assert comparable(final) == comparable(orjson.loads(whole_report.read_bytes()))
