@@ -19,7 +19,9 @@ from agent_eval.journal import Journal
 from agent_eval.judge import build_judge, judge_summary, needs_judge, require_judge
 from agent_eval.report.files import write_json_report
 from agent_eval.runner import Runner, build_report, exit_code, new_run_id, now_iso
+from agent_eval.scenario import build_simulator, require_user
 from agent_eval.scoring import ScoringContext
+from agent_eval.simulator import user_sim_summary
 
 INTERRUPTED = 130
 
@@ -44,6 +46,7 @@ def prepare(flags: dict[str, Any], adjust: Callable[[RunConfig], None] | None = 
     judged = needs_judge(runnable) if cfg.judge else None
     if judged is not None:
         require_judge(cfg.judge_model, cfg.judge_api_key, judged, suite.path)
+    require_user(cfg.user_sim, runnable, suite.path)
     return suite, cases, cfg
 
 
@@ -61,6 +64,7 @@ def run_command(flags: dict[str, Any], console: Console, err: Console) -> int:
     agent = load_agent(cfg.agent, agent_dir,
                        {"model": cfg.model, "base_url": cfg.base_url, "api_key": cfg.api_key,
                         "max_steps": cfg.max_steps})
+    simulator = build_simulator(cfg.user_sim)
     cfg.output_dir.mkdir(parents=True, exist_ok=True)
     run_id = resumed.run_id if resumed else new_run_id()
     created_at = resumed.created_at if resumed else now_iso()
@@ -74,6 +78,7 @@ def run_command(flags: dict[str, Any], console: Console, err: Console) -> int:
     progress = _progress(console, cfg)
     runner = Runner(suite, cases, cfg, agent, scoring, journal,
                     on_run_done=(lambda: progress.advance(progress.task_ids[0])) if progress else None)
+    runner.simulator = simulator
     if resumed:
         resumed.restore(runner.restore)
     with Interrupts() as interrupts:
@@ -96,6 +101,7 @@ def finish(runner: Runner, suite: Any, cfg: RunConfig, agent_name: str, run_id: 
         entries = runner.case_entries()
         report = build_report(run_id, created_at, suite, cfg, agent_name, entries, interrupted)
         report["summary"]["judge"] = judge_summary(runner.scoring.judge, suite.settings.get("pricing"))
+        report["summary"]["user_sim"] = user_sim_summary(runner.simulator, suite.settings.get("pricing"))
         report["exit_code"] = INTERRUPTED if interrupted else exit_code(entries)
         path = cfg.output_dir / f"{run_id}.json"
         write_json_report(path, report, runner.run_bytes())

@@ -11,15 +11,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from agent_eval.errors import CaseFileError, ConfigError, Problem
 
 # Fields whose feature is not built yet: rejected, never silently ignored (DESIGN §2, last row).
-NOT_SUPPORTED_CASE_FIELDS: dict[str, str] = {
-    "scenario": "simulated users",
-    "user_description": "simulated users",
-    "expected_outcome": "simulated users",
-    "max_turns": "simulated users",
-}
-NOT_SUPPORTED_SUITE_FIELDS: dict[str, str] = {
-    "user": "simulated users",
-}
+NOT_SUPPORTED_CASE_FIELDS: dict[str, str] = {}
+NOT_SUPPORTED_SUITE_FIELDS: dict[str, str] = {}
 JUDGED_CHECKS = ("rubric", "expected_outcome")
 TRAJECTORY_MODES = ("unordered", "strict", "subset", "superset")
 
@@ -220,6 +213,10 @@ def _load_suite_block(path: Path, block: Any, col: _Collector) -> Suite:
     from agent_eval.safety import check_suite_block
 
     for field_name, message in check_suite_block(block, suite.tools):
+        col.add(None, field_name, message)
+    from agent_eval.scenario import check_user_block
+
+    for field_name, message in check_user_block(block):
         col.add(None, field_name, message)
     from agent_eval.scorers import load_scorers
 

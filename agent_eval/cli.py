@@ -66,12 +66,14 @@ def run(
     output_dir: Path | None = typer.Option(None, "--output-dir", help="Where reports go (default reports)."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar and no terminal report."),
     resume: str | None = typer.Option(None, "--resume", help="Finish run RUN_ID: run only what its journal lacks."),
+    user: str | None = typer.Option(None, "--user", help="Python user simulator for scenario cases (file.py:function)."),
+    user_model: str | None = typer.Option(None, "--user-model", help="LLM user simulator (AGENT_EVAL_USER_MODEL)."),
 ) -> None:
     """Run the suite: every selected case k times, scored, reported, with a CI exit code."""
     flags = dict(cases=cases, filter=filter, repeat=repeat, threshold=threshold, no_judge=no_judge,
                  agent=agent, model=model, base_url=base_url, concurrency=concurrency, max_steps=max_steps,
                  timeout=timeout, output_dir=output_dir, quiet=quiet, judge_model=judge_model,
-                 no_cache=no_cache)
+                 no_cache=no_cache, user=user, user_model=user_model)
     # --resume compares only the flags typed on the command line with the run's stored settings.
     flags.update(resume=resume, explicit={name for name in flags if _is_explicit(ctx, name)})
 

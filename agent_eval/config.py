@@ -37,6 +37,7 @@ class RunConfig:
     quiet: bool = False
     html: bool = True
     user: str | None = None
+    user_sim: Any = None  # agent_eval.scenario.UserSettings (holds the simulator's key: never written)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def settings(self) -> dict[str, Any]:
@@ -83,6 +84,10 @@ def resolve(flags: Mapping[str, Any], suite: Suite, environ: Mapping[str, str] |
     cfg.output_dir = Path(first(flags.get("output_dir"), DEFAULTS["output_dir"]))
     cfg.quiet = bool(flags.get("quiet", False))
     cfg.html = not flags.get("no_html", False)
+    from agent_eval.scenario import resolve_user
+
+    cfg.user_sim = resolve_user(flags, block, suite.base_dir, env, cfg.base_url, cfg.api_key)
+    cfg.user = cfg.user_sim.label
     _check_ranges(cfg)
     return cfg
 

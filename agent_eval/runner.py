@@ -12,6 +12,7 @@ from typing import Any
 
 from agent_eval.cases import Suite, case_env, skip_reason
 from agent_eval.config import RunConfig
+from agent_eval.dialogue import compact_dialogue, play_dialogue
 from agent_eval.episode import play_run
 from agent_eval.journal import FLUSH_EVERY_S, Journal
 from agent_eval.metrics import case_status, summarize
@@ -60,6 +61,8 @@ def lite_run(run: dict[str, Any]) -> dict[str, Any]:
     trace = run["trace"]
     lite = {k: v for k, v in run.items() if k != "trace"}
     lite["trace"] = {"stop_reason": trace["stop_reason"], "agent_error": trace["agent_error"]}
+    if run["status"] != "passed" and "turn_steps" in trace:
+        lite["trace"].update(compact_dialogue(trace))  # the terminal shows a failed scenario's dialogue (§9)
     return lite
 
 
@@ -74,6 +77,7 @@ class Runner:
         self.slots = [CaseSlot(c, list(range(cfg.repeat)), skip_reason(c, environ, cfg.judge)) for c in cases]
         self.on_run_done = on_run_done or (lambda: None)
         self.system_prompt = suite.settings.get("system_prompt")
+        self.simulator: Any = None  # agent_eval.simulator: plays the user of scenario cases (§9)
         self._by_id: dict[str, CaseSlot] | None = None
         self._stopping = False
 
@@ -139,8 +143,12 @@ class Runner:
             slot.prepare(self.suite)
             slot.in_flight += 1
             try:
-                played = await play_run(slot.case, trial, self.agent, self.suite.tools, slot.template,
-                                        self.system_prompt, self.cfg.timeout)
+                if slot.case.get("scenario") is not None:
+                    played = await play_dialogue(slot.case, trial, self.agent, self.suite.tools, slot.template,
+                                                 self.system_prompt, self.cfg.timeout, self.simulator)
+                else:
+                    played = await play_run(slot.case, trial, self.agent, self.suite.tools, slot.template,
+                                            self.system_prompt, self.cfg.timeout)
                 run = await score_run(slot.case, trial, played.trace, played.final_env, slot.expected_env,
                                       played.error, self.scoring)
             finally:

@@ -26,6 +26,9 @@ def check_case(case: dict, suite: Any) -> list[tuple[str, str]]:
     """Every problem of one parsed case, as (field, message with the fix)."""
     problems: list[tuple[str, str]] = []
     add = lambda f, m: problems.append((f, m))
+    from agent_eval.scenario import check_scenario_fields
+
+    problems.extend(check_scenario_fields(case))
     judged = [k for k in ("rubric", "expected_outcome") if case.get(k)]
     if not deterministic_checks(case, suite) and not judged:
         if case.get("expected_tools") is not None:

@@ -363,6 +363,13 @@ def render_scorers(report: Report, console: Console) -> None:
     render(report, console)
 
 
+def render_dialogue(report: Report, console: Console) -> None:
+    """The dialogue of each failed scenario case (DESIGN §9), and summary.user_sim; nothing otherwise."""
+    from agent_eval.report.dialogue_section import render_dialogue as render  # imports this module
+
+    render(report, console)
+
+
 # Order of the report. Hooks for later sections go between the cases and the verdict, e.g.
 # render_judge (summary.judge), render_scorers (summary.scorers), render_gate (report["gate"]),
 # render_dialogue (trace user_messages/replies of scenario runs).
@@ -371,6 +378,7 @@ SECTIONS: list[SectionRenderer] = [
     render_headline,
     render_safety,
     render_cases,
+    render_dialogue,
     render_judge,
     render_scorers,
     render_verdict,

@@ -1,0 +1,197 @@
+"""User simulators (DESIGN §9): a Python function or an LLM that plays the user of a scenario case.
+
+Both kinds answer one question, `await simulator.next_message(case, trial, messages)`: the next user
+message, or None to stop. `messages` is the conversation as the agent sees it (user messages with
+role `user`, the agent's replies with role `assistant`, no tool messages). An answer that cannot be
+used raises `SimulatorError`, which ends the run in `error`: the simulator's fault, never the agent's.
+The simulator's calls, tokens and errors go to `SimUsage` (summary.user_sim), never to a run's metrics.
+"""
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+STOP = "###STOP###"
+SIM_ERROR = "user simulator error"
+"""Every simulator error message starts with this, so a report reader can tell it from an agent's."""
+
+SYSTEM_PROMPT = """You are playing the USER in a conversation with an AI assistant (a customer \
+support agent that can use tools). You are not the assistant, and you never help, advise or answer \
+as the assistant would.
+
+## Your scenario
+{scenario}
+{persona}
+## Rules
+- Speak only as the user, in the first person, one message at a time. Write just the text of your \
+next message: no role labels, no quotation marks, no narration, no stage directions.
+- Keep each message short and natural, the way a real person types to a support chat. Do not give \
+everything you know at once; answer what the assistant asks.
+- Never invent facts that the scenario does not give you (order numbers, names, amounts, dates, \
+addresses, ...). If the assistant asks for something you do not know, say that you do not know it.
+- Stay in character, and pursue the goal of the scenario. Do not change your goal unless the \
+scenario says you do.
+- When your goal has been reached, or it clearly cannot be reached in this conversation, reply with \
+{stop} alone, and nothing else.
+"""
+OPENING = ("(The conversation has not started yet. Write your first message to the assistant, as the "
+           "user.)")
+CORRECTION = ("(Your last reply could not be used: {problem}. Reply again with only the user's next "
+              "message, in the user's own voice and without any role label, or with " + STOP
+              + " if the goal has been reached or cannot be reached.)")
+
+
+class SimulatorError(Exception):
+    """The simulator gave no usable message (or failed): the run ends in `error`."""
+
+
+@dataclass
+class SimUsage:
+    """The simulator's own spend (summary.user_sim): calls, tokens, errors; kept apart from the agent's."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    errors: int = 0
+
+    def as_summary(self, model: str | None, pricing: Mapping[str, Any] | None) -> dict[str, Any]:
+        """summary.user_sim; cost_usd is 0 without tokens, null when the pricing lacks the model."""
+        price = (pricing or {}).get(model) if model else None
+        if self.prompt_tokens == 0 and self.completion_tokens == 0:
+            cost: float | None = 0.0
+        elif price is None:
+            cost = None
+        else:
+            cost = (self.prompt_tokens * price["input_per_mtok"]
+                    + self.completion_tokens * price["output_per_mtok"]) / 1e6
+        return {"calls": self.calls, "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens, "cost_usd": cost, "errors": self.errors}
+
+
+@dataclass
+class Sim:
+    """What a Python simulator sees (DESIGN §9): the scenario and the conversation so far."""
+
+    scenario: str
+    user_description: str | None
+    messages: list[dict[str, str]]
+    case_id: str
+    trial: int
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+class PythonSimulator:
+    """`function(sim)`, sync or async, returning the next user message or None to stop."""
+
+    def __init__(self, spec: str, fn: Callable[..., Any]) -> None:
+        from agent_eval.errors import ConfigError
+
+        if not callable(fn):
+            raise ConfigError(f"user simulator {spec!r} is not callable; point the SPEC at a function")
+        self.label = spec
+        self.model: str | None = None
+        self.fn = fn
+        self.is_async = inspect.iscoroutinefunction(fn)
+        self.usage = SimUsage()
+
+    async def next_message(self, case: dict, trial: int, messages: list[dict[str, str]]) -> str | None:
+        """The function's next message; None stops. Raising or returning a non-string is an error."""
+        from agent_eval.agents.python import _in_daemon_thread
+
+        sim = Sim(case["scenario"], case.get("user_description"), [dict(m) for m in messages], case["id"],
+                  trial, case.get("metadata") or {})
+        self.usage.calls += 1
+        try:
+            # A sync simulator runs in a daemon thread, so it never blocks the other runs (or their clocks).
+            value = await (self.fn(sim) if self.is_async else _in_daemon_thread(self.fn, sim))
+        except Exception as exc:  # the simulator's bug, recorded on the run as an infrastructure error
+            self.usage.errors += 1
+            raise SimulatorError(f"{SIM_ERROR}: {self.label} raised {type(exc).__name__}: {exc}") from None
+        if value is None:
+            return None
+        if not isinstance(value, str) or not value.strip():
+            self.usage.errors += 1
+            shown = "an empty message" if isinstance(value, str) else f"a {type(value).__name__}"
+            raise SimulatorError(f"{SIM_ERROR}: {self.label} returned {shown}; return the next user message "
+                                 "(a non-empty str), or None to stop")
+        return value
+
+
+def system_prompt(case: dict) -> str:
+    """The LLM simulator's system prompt: the scenario, the persona, and the rules of the role."""
+    persona = case.get("user_description")
+    return SYSTEM_PROMPT.format(scenario=case["scenario"].strip(), stop=STOP,
+                                persona=f"\n## Who you are\n{persona.strip()}\n" if persona else "")
+
+
+def swap_roles(messages: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The conversation from the simulator's side: its own messages are `assistant`, the agent's `user`."""
+    swapped = {"user": "assistant", "assistant": "user"}
+    return [{"role": swapped[m["role"]], "content": m["content"] or ""} for m in messages]
+
+
+def problem_of(answer: str) -> str | None:
+    """Why an LLM answer cannot be sent as the user's message, or None when it can."""
+    text = answer.strip()
+    if not text:
+        return "it was empty"
+    if text.lower().startswith("assistant:"):
+        return "it spoke as the assistant (it started with \"Assistant:\")"
+    return None
+
+
+class LLMSimulator:
+    """An LLM playing the user: temperature 0, never cached, roles swapped, `###STOP###` to stop."""
+
+    def __init__(self, model: str, base_url: str | None, api_key: str | None) -> None:
+        self.label = model
+        self.model: str | None = model
+        self.base_url = base_url
+        self.api_key = api_key
+        self.usage = SimUsage()
+
+    async def next_message(self, case: dict, trial: int, messages: list[dict[str, str]]) -> str | None:
+        """The model's next user message; None on `###STOP###`. One corrective retry, then an error."""
+        prompt = [{"role": "system", "content": system_prompt(case)}]
+        prompt += swap_roles(messages) if messages else [{"role": "user", "content": OPENING}]
+        answer = await self._complete(prompt)
+        problem = problem_of(answer) if STOP not in answer else None
+        if problem is not None:
+            retry = prompt + [{"role": "assistant", "content": answer},
+                              {"role": "user", "content": CORRECTION.format(problem=problem)}]
+            answer = await self._complete(retry)
+            second = problem_of(answer) if STOP not in answer else None
+            if second is not None:
+                self.usage.errors += 1
+                raise SimulatorError(f"{SIM_ERROR}: {self.label} gave no usable user message twice "
+                                     f"(first {problem}; then {second})")
+        return None if STOP in answer else answer.strip()
+
+    async def _complete(self, prompt: list[dict[str, str]]) -> str:
+        import openai
+
+        from agent_eval.agents.openai_loop import shared_client
+
+        client = shared_client(self.base_url, self.api_key)
+        self.usage.calls += 1
+        try:
+            response = await client.chat.completions.create(model=self.model, messages=prompt, temperature=0)
+        except openai.APIError as exc:
+            self.usage.errors += 1
+            raise SimulatorError(f"{SIM_ERROR}: {type(exc).__name__}: {exc}") from None
+        usage = getattr(response, "usage", None)
+        self.usage.prompt_tokens += getattr(usage, "prompt_tokens", 0) or 0
+        self.usage.completion_tokens += getattr(usage, "completion_tokens", 0) or 0
+        return (response.choices[0].message.content if response.choices else None) or ""
+
+
+Simulator = PythonSimulator | LLMSimulator
+
+
+def user_sim_summary(simulator: Simulator | None, pricing: Mapping[str, Any] | None) -> dict[str, Any]:
+    """summary.user_sim of this process's simulator, or zeros when none was used."""
+    if simulator is None:
+        return SimUsage().as_summary(None, None)
+    return simulator.usage.as_summary(simulator.model, pricing)
