@@ -1,19 +1,15 @@
-"""Tools: the `tool` decorator, schema building, loading a tools module, validating and invoking calls.
+"""Tools: the `tool` decorator, schema building, and the ToolSet that validates and invokes calls.
 
 A tools module takes the seed form (`TOOL_REGISTRY` + `TOOLS_SCHEMA`) or uses `@agent_eval.tool`
 (DESIGN §3). pydantic and jsonschema are imported lazily so that importing this module stays cheap.
 """
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import itertools
 import re
-import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import orjson
@@ -21,7 +17,6 @@ import orjson
 from agent_eval.errors import ConfigError, ToolError
 
 _MARK = "__agent_eval_tool__"
-_counter = itertools.count()
 _INJECTED = ("env", "context")
 _JSON_OPTS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
 _SECTION = re.compile(r"^(Args|Arguments|Parameters|Params|Keyword Args|Returns?|Raises|Yields?|Examples?|"
@@ -225,7 +220,7 @@ class ToolSet:
         return f"{where}: {error.message}"
 
     def invoke(self, name: str, args: dict, env: dict) -> Any:
-        """Call the tool with `args` as keywords (plus `env`/`context` where declared); exceptions propagate."""
+        """Call the tool with `args` as keywords (and `env`/`context` where declared); errors propagate."""
         entry = self._tools.get(name)
         if entry is None:
             raise ToolError(f"unknown tool {name!r}")
@@ -259,152 +254,11 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def load_tools(spec: str, base_dir: Path) -> ToolSet:
-    """Load the tools module `spec` (a .py path relative to `base_dir`, or a dotted module name).
-
-    Raises ConfigError, naming the module and the fix, when it cannot be imported or holds no tools.
-    """
-    is_file = spec.endswith(".py") or "/" in spec or "\\" in spec
-    if is_file:
-        path = Path(spec) if Path(spec).is_absolute() else Path(base_dir) / spec
-        where = str(path)
-        module = _import_file(path)
-    else:
-        where = spec
-        module = _import_dotted(spec, Path(base_dir))
-    try:
-        return ToolSet(_collect(module, where))
-    except ConfigError as e:
-        msg = str(e)
-        raise ConfigError(msg if msg.startswith(where) else f"{where}: {msg}") from None
-
-
-def _import_file(path: Path) -> ModuleType:
-    if not path.is_file():
-        raise ConfigError(f"{path}: tools module not found. Fix the suite's `tools` path (a relative path "
-                          "is taken relative to the case file's folder) or create the file.")
-    name = f"_agent_eval_tools_{next(_counter)}_{re.sub('[^0-9a-zA-Z_]', '_', path.stem)}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ConfigError(f"{path}: cannot be imported as a Python module. Fix: give it a .py suffix.")
-    module = importlib.util.module_from_spec(spec)
-    folder = str(path.resolve().parent)
-    # The module may import its siblings, and dataclasses look their module up in sys.modules.
-    added = folder not in sys.path
-    if added:
-        sys.path.insert(0, folder)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except Exception as e:  # noqa: BLE001 - user code may raise anything; report it, don't crash
-        sys.modules.pop(name, None)
-        raise _import_error(path, e) from None
-    finally:
-        if added and folder in sys.path:
-            sys.path.remove(folder)
-    return module
-
-
-def _import_dotted(spec: str, base_dir: Path) -> ModuleType:
-    folder = str(base_dir.resolve())
-    for extra in (None, folder):
-        added = extra is not None and extra not in sys.path
-        if added:
-            sys.path.insert(0, folder)
-            importlib.invalidate_caches()  # the folder's listing may predate files written since
-        try:
-            return importlib.import_module(spec)
-        except ModuleNotFoundError as e:
-            if not _is_missing(spec, e):
-                raise _import_error(spec, e) from None
-        except Exception as e:  # noqa: BLE001 - user code may raise anything; report it, don't crash
-            raise _import_error(spec, e) from None
-        finally:
-            if added and folder in sys.path:
-                sys.path.remove(folder)
-    raise ConfigError(f"{spec}: tools module not found on sys.path or in {folder}. Fix the suite's `tools` "
-                      "setting: a .py path, or a dotted module name that is importable.")
-
-
-def _import_error(where: object, error: Exception) -> ConfigError:
-    return ConfigError(f"{where}: the tools module failed to import: {_describe(error)}. "
-                       "Fix the module (or install what it imports) so that it imports cleanly.")
-
-
-def _is_missing(spec: str, error: ModuleNotFoundError) -> bool:
-    """True when the module itself (or a parent package) is missing, not something it imports."""
-    return error.name is not None and (spec == error.name or spec.startswith(error.name + "."))
-
-
-def _describe(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}"
-
-
-def _collect(module: ModuleType, where: str) -> list[tuple[str, Callable, dict]]:
-    """Gather (name, function, schema) from the seed form and from decorated functions, in a stable order."""
-    registry = getattr(module, "TOOL_REGISTRY", None)
-    schemas = getattr(module, "TOOLS_SCHEMA", None)
-    decorated = _decorated(module)
-    if registry is None and schemas is None and not decorated:
-        raise ConfigError(f"{where}: no tools found. Fix: define TOOL_REGISTRY = {{name: function}} "
-                          "with TOOLS_SCHEMA = [OpenAI function schemas], or decorate functions "
-                          "with @agent_eval.tool.")
-    if registry is not None and not (isinstance(registry, Mapping) and all(
-            isinstance(k, str) and callable(v) for k, v in registry.items())):
-        raise ConfigError(f"{where}: TOOL_REGISTRY must map tool names (str) to functions. Fix it.")
-    if schemas is not None and not isinstance(schemas, (list, tuple)):
-        raise ConfigError(f"{where}: TOOLS_SCHEMA must be a list of OpenAI function schemas. Fix it.")
-    functions: dict[str, Callable] = dict(registry or {})
-    given: dict[str, dict] = {}
-    for item in schemas or []:
-        full = normalize_schema(item)
-        name = full["function"]["name"]
-        if not name:
-            raise ConfigError(f"{where}: a TOOLS_SCHEMA entry has no function name. Fix: add \"name\".")
-        if name in given:
-            raise ConfigError(f"{where}: TOOLS_SCHEMA defines tool {name!r} twice. Fix: keep one entry.")
-        if name not in functions:
-            raise ConfigError(f"{where}: TOOLS_SCHEMA has a schema for {name!r} but no function. Fix: add "
-                              f"{name!r} to TOOL_REGISTRY, or remove its schema.")
-        given[name] = full
-    given_order = list(given)
-    for name, (fn, mark) in decorated.items():
-        if name in functions and functions[name] is not fn:
-            raise ConfigError(f"{where}: tool {name!r} is defined twice. Fix: rename one of them "
-                              "(@tool(name=...)) or remove it from TOOL_REGISTRY.")
-        functions[name] = fn
-        if mark.schema is not None and name not in given:
-            given[name] = normalize_schema(mark.schema, name)
-    order = list(dict.fromkeys([*given_order, *functions]))
-    entries = []
-    for name in order:
-        fn = functions[name]
-        schema = given.get(name)
-        if schema is None:
-            try:
-                schema = build_schema(fn, name)
-            except Exception as e:  # noqa: BLE001 - pydantic rejects many hints, each its own way
-                raise ConfigError(f"{where}: cannot build the schema of tool {name!r} from its type hints "
-                                  f"({_describe(e)}). Fix: use JSON-compatible type hints, or give the "
-                                  "schema explicitly (@tool(schema=...) or a TOOLS_SCHEMA entry).") from None
-        entries.append((name, fn, schema))
-    return entries
-
-
-def _decorated(module: ModuleType) -> dict[str, tuple[Callable, _ToolMark]]:
-    """The module's @tool functions by tool name, in definition order (aliases of one function count once)."""
-    found: dict[str, tuple[Callable, _ToolMark]] = {}
-    for value in list(vars(module).values()):
-        mark = getattr(value, _MARK, None) if callable(value) else None
-        if not isinstance(mark, _ToolMark):
-            continue
-        name = _marked_name(value, mark)
-        if name in found and found[name][0] is not value:
-            raise ConfigError(f"tool {name!r} is defined twice by @tool. "
-                              "Fix: rename one of them (@tool(name=...)).")
-        found[name] = (value, mark)
-    return found
-
-
 def _marked_name(fn: Callable, mark: _ToolMark) -> str:
     return mark.name or (mark.schema["function"]["name"] if mark.schema else fn.__name__)
+
+def load_tools(spec: str, base_dir: Path) -> ToolSet:
+    """Load the tools module named by spec (a .py path relative to base_dir, or a dotted module)."""
+    from agent_eval.tool_loading import load_tools as load
+
+    return load(spec, base_dir)
