@@ -16,6 +16,7 @@ from agent_eval.config import DEFAULTS, RunConfig, require_llm, resolve
 from agent_eval.errors import ConfigError
 from agent_eval.interrupt import Interrupts
 from agent_eval.journal import Journal
+from agent_eval.outputs import check_baseline, gate_against, resolve_baseline, write_extras
 from agent_eval.judge import build_judge, judge_summary, needs_judge, require_judge
 from agent_eval.report.files import write_json_report
 from agent_eval.runner import Runner, build_report, exit_code, new_run_id, now_iso
@@ -47,6 +48,8 @@ def prepare(flags: dict[str, Any], adjust: Callable[[RunConfig], None] | None = 
     if judged is not None:
         require_judge(cfg.judge_model, cfg.judge_api_key, judged, suite.path)
     require_user(cfg.user_sim, runnable, suite.path)
+    baseline = flags.get("baseline")
+    check_baseline(Path(baseline) if baseline and baseline != "last" else None, [])
     return suite, cases, cfg
 
 
@@ -102,9 +105,15 @@ def finish(runner: Runner, suite: Any, cfg: RunConfig, agent_name: str, run_id: 
         report = build_report(run_id, created_at, suite, cfg, agent_name, entries, interrupted)
         report["summary"]["judge"] = judge_summary(runner.scoring.judge, suite.settings.get("pricing"))
         report["summary"]["user_sim"] = user_sim_summary(runner.simulator, suite.settings.get("pricing"))
-        report["exit_code"] = INTERRUPTED if interrupted else exit_code(entries)
+        baseline = resolve_baseline(cfg.extra.get("baseline"), cfg, agent_name, created_at, err)
+        if baseline is not None and not interrupted:
+            report["gate"] = gate_against(baseline, report, [])
+        regression = bool(report["gate"] and report["gate"].get("regression"))
+        report["exit_code"] = INTERRUPTED if interrupted else exit_code(entries, regression)
         path = cfg.output_dir / f"{run_id}.json"
         write_json_report(path, report, runner.run_bytes())
+        write_extras(report, path, runner.run_bytes(), cfg, cfg.extra.get("junit"), cfg.extra.get("markdown"),
+                     console)
         if not cfg.quiet or interrupted:
             from agent_eval.report.terminal import render_report
 

@@ -65,12 +65,17 @@ def run(
     timeout: float | None = typer.Option(None, "--timeout", help="Seconds one run may take (default: none)."),
     output_dir: Path | None = typer.Option(None, "--output-dir", help="Where reports go (default reports)."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar and no terminal report."),
+    baseline: str | None = typer.Option(None, "--baseline", help="Gate against this report (or `last`)."),
+    junit: Path | None = typer.Option(None, "--junit", help="Also write JUnit XML here."),
+    markdown: Path | None = typer.Option(None, "--markdown", help="Also append a Markdown summary here."),
+    no_html: bool = typer.Option(False, "--no-html", help="Do not write the HTML page."),
     resume: str | None = typer.Option(None, "--resume", help="Finish run RUN_ID: run only what its journal lacks."),
     user: str | None = typer.Option(None, "--user", help="Python user simulator for scenario cases (file.py:function)."),
     user_model: str | None = typer.Option(None, "--user-model", help="LLM user simulator (AGENT_EVAL_USER_MODEL)."),
 ) -> None:
     """Run the suite: every selected case k times, scored, reported, with a CI exit code."""
     flags = dict(cases=cases, filter=filter, repeat=repeat, threshold=threshold, no_judge=no_judge,
+                 baseline=baseline, junit=junit, markdown=markdown, no_html=no_html,
                  agent=agent, model=model, base_url=base_url, concurrency=concurrency, max_steps=max_steps,
                  timeout=timeout, output_dir=output_dir, quiet=quiet, judge_model=judge_model,
                  no_cache=no_cache, user=user, user_model=user_model)
@@ -135,6 +140,22 @@ def rescore(
         from agent_eval.rescore import rescore_command
 
         return rescore_command(report, judge_repeat, no_judge, console, judge_model=judge_model)
+
+    guarded(go)
+
+
+@app.command()
+def compare(
+    base_report: Path = typer.Argument(..., help="The baseline JSON report."),
+    new_report: Path = typer.Argument(..., help="The new JSON report."),
+    gate: list[str] | None = typer.Option(None, "--gate", help="METRIC[=MAX_DROP] to gate on (repeatable)."),
+) -> None:
+    """Regression table of NEW against BASE: exit 1 on a gated regression, 2 on a bad report."""
+
+    def go() -> int:
+        from agent_eval.gate import compare_main
+
+        return compare_main(base_report, new_report, gate or [], console)
 
     guarded(go)
 

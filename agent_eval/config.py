@@ -88,6 +88,7 @@ def resolve(flags: Mapping[str, Any], suite: Suite, environ: Mapping[str, str] |
 
     cfg.user_sim = resolve_user(flags, block, suite.base_dir, env, cfg.base_url, cfg.api_key)
     cfg.user = cfg.user_sim.label
+    cfg.extra = {k: flags.get(k) for k in ("baseline", "junit", "markdown")}
     _check_ranges(cfg)
     return cfg
 

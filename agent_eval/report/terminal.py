@@ -373,6 +373,15 @@ def render_dialogue(report: Report, console: Console) -> None:
 # Order of the report. Hooks for later sections go between the cases and the verdict, e.g.
 # render_judge (summary.judge), render_scorers (summary.scorers), render_gate (report["gate"]),
 # render_dialogue (trace user_messages/replies of scenario runs).
+def render_gate_section(report: Report, console: Console) -> None:
+    """The regression gate table (DESIGN §8), when the run had a baseline."""
+    if report.get("gate"):
+        from agent_eval.report.gate_table import render_gate
+
+        console.print()
+        render_gate(report["gate"], console)
+
+
 SECTIONS: list[SectionRenderer] = [
     render_header,
     render_headline,
@@ -381,6 +390,7 @@ SECTIONS: list[SectionRenderer] = [
     render_dialogue,
     render_judge,
     render_scorers,
+    render_gate_section,
     render_verdict,
 ]
 

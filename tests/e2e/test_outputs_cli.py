@@ -1,0 +1,98 @@
+"""The files a run writes besides its JSON report, through the CLI: HTML, history, gate, JUnit, Markdown."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import orjson
+
+ROOT = Path(__file__).resolve().parents[2]
+CASES = ROOT / "cases" / "test_cases.json"
+
+
+def agent_eval(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "agent_eval.cli", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=120)
+
+
+def demo_run(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProcess, dict]:
+    out = tmp_path / "reports"
+    proc = agent_eval("run", "--cases", str(CASES), "--no-judge", "--quiet", "--output-dir", str(out),
+                      *extra, cwd=tmp_path)
+    newest = max(out.glob("*.json"), key=lambda p: p.stat().st_mtime)
+    return proc, orjson.loads(newest.read_bytes())
+
+
+def test_two_runs_give_a_history_and_baseline_last_gates_the_second(tmp_path: Path) -> None:
+    first, report1 = demo_run(tmp_path, "--no-html")
+    assert first.returncode == 1, first.stderr  # the demo agent fails some cases, honestly
+    assert not list((tmp_path / "reports").glob("*.html"))
+    assert report1["gate"] is None
+
+    junit, markdown = tmp_path / "results.xml", tmp_path / "summary.md"
+    second, report2 = demo_run(tmp_path, "--baseline", "last", "--junit", str(junit), "--markdown", str(markdown))
+    assert second.returncode == 1, second.stderr
+    # An unchanged agent against itself: nothing regressed, every default gate was compared.
+    gate = report2["gate"]
+    assert gate is not None and gate["regression"] is False
+    assert (tmp_path / "reports" / f"{report2['run_id']}.html").is_file()
+
+    suite = ET.parse(junit).getroot().find("testsuite")
+    failed = [c for c in report2["cases"] if c["status"] == "failed"]
+    assert int(suite.get("tests")) == len(report2["cases"])
+    assert int(suite.get("failures")) == len(failed)
+    assert failed[0]["id"] in markdown.read_text()
+
+    history = agent_eval("history", "--cases", str(CASES), "--output-dir", str(tmp_path / "reports"), cwd=tmp_path)
+    assert history.returncode == 0, history.stderr
+    assert report1["run_id"] in history.stdout and report2["run_id"] in history.stdout
+
+
+def test_baseline_last_without_history_warns_and_has_no_gate(tmp_path: Path) -> None:
+    proc, report = demo_run(tmp_path, "--baseline", "last", "--no-html")
+    assert proc.returncode == 1
+    assert report["gate"] is None
+    assert "no earlier" in proc.stderr
+
+
+def test_compare_exit_codes(tmp_path: Path) -> None:
+    _, report = demo_run(tmp_path, "--no-html")
+    base = tmp_path / "reports" / f"{report['run_id']}.json"
+    same = agent_eval("compare", str(base), str(base), cwd=tmp_path)
+    assert same.returncode == 0, same.stdout + same.stderr
+
+    # Every run of every counted case flipped to failure: pass_at_1 falls from 0.x to 0.
+    worse = orjson.loads(base.read_bytes())
+    for case in worse["cases"]:
+        for run in case["runs"]:
+            run["success"] = False
+            run["metrics"]["success"] = 0
+    worse_path = tmp_path / "worse.json"
+    worse_path.write_bytes(orjson.dumps(worse))
+    regressed = agent_eval("compare", str(base), str(worse_path), "--gate", "pass_at_1", cwd=tmp_path)
+    assert regressed.returncode == 1, regressed.stdout
+
+    junk = tmp_path / "junk.json"
+    junk.write_text("not json")
+    bad = agent_eval("compare", str(base), str(junk), cwd=tmp_path)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+def test_baseline_that_cannot_be_read_is_exit_2_before_running(tmp_path: Path) -> None:
+    proc = agent_eval("run", "--cases", str(CASES), "--no-judge", "--quiet", "--output-dir",
+                      str(tmp_path / "reports"), "--baseline", str(tmp_path / "missing.json"), cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "missing.json" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "reports").exists() or not list((tmp_path / "reports").glob("*.jsonl"))
+
+
+def test_view_rebuilds_the_page_of_a_report(tmp_path: Path) -> None:
+    _, report = demo_run(tmp_path, "--no-html")
+    base = tmp_path / "reports" / f"{report['run_id']}.json"
+    out = tmp_path / "page.html"
+    proc = agent_eval("view", str(base), "--out", str(out), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    page = out.read_text()
+    assert report["run_id"] in page and "<script" in page
