@@ -81,7 +81,8 @@ def dialogue_turns(trace: dict) -> list[dict[str, Any]]:
     turns, start = [], 0
     for i, user in enumerate(users):
         end = bounds[i] if i < len(bounds) else len(steps)
-        turns.append({"user": user, "steps": steps[start:end], "reply": replies[i] if i < len(replies) else None})
+        reply = replies[i] if i < len(replies) else None
+        turns.append({"user": user, "steps": steps[start:end], "reply": reply})
         start = end
     return turns
 

@@ -51,7 +51,8 @@ def check_user_block(block: Mapping[str, Any]) -> list[tuple[str, str]]:
         return []
     user = block["user"]
     if not isinstance(user, dict):
-        return [("suite.user", "must be an object: {\"agent\": \"file.py:function\"} or {\"model\": \"NAME\"}")]
+        return [("suite.user",
+                 "must be an object: {\"agent\": \"file.py:function\"} or {\"model\": \"NAME\"}")]
     problems = [(f"suite.user.{key}", f"unknown key; use {' or '.join(USER_BLOCK_KEYS)}")
                 for key in user if key not in USER_BLOCK_KEYS]
     given = [key for key in USER_BLOCK_KEYS if user.get(key) is not None]
@@ -116,13 +117,13 @@ def require_user(user: UserSettings, runnable: list[dict], cases_file: Any) -> N
         return
     head = f"case {case['id']!r} of {cases_file} has a scenario"
     if user.label is None:
-        raise ConfigError(f"{head}, and no user simulator is configured: pass --user file.py:function (a Python "
-                          "simulator) or --user-model NAME (an LLM), set AGENT_EVAL_USER_MODEL, or set \"user\": "
-                          "{\"agent\": SPEC} or {\"model\": NAME} in the suite block.")
+        raise ConfigError(f"{head}, and no user simulator is configured: pass --user file.py:function "
+                          "(a Python simulator) or --user-model NAME (an LLM), set AGENT_EVAL_USER_MODEL, or "
+                          "set \"user\": {\"agent\": SPEC} or {\"model\": NAME} in the suite block.")
     if user.model and not user.api_key:
         raise ConfigError(f"{head}, and the LLM user simulator {user.model!r} has no API key: set "
-                          "AGENT_EVAL_USER_API_KEY (or OPENAI_API_KEY, which it falls back to), or use a Python "
-                          "simulator with --user file.py:function.")
+                          "AGENT_EVAL_USER_API_KEY (or OPENAI_API_KEY, which it falls back to), or use a "
+                          "Python simulator with --user file.py:function.")
 
 
 def build_simulator(user: UserSettings) -> Any:

@@ -24,7 +24,8 @@ SCRIPTS: dict[str, dict[str, Any]] = {
         "replies": [
             ("new address", "The new address is 7 Hannam-daero, Yongsan-gu, Seoul."),
         ],
-        "otherwise": "I only need the delivery address of ORD_1003 changed to 7 Hannam-daero, Yongsan-gu, Seoul.",
+        "otherwise": ("I only need the delivery address of ORD_1003 changed to "
+                      "7 Hannam-daero, Yongsan-gu, Seoul."),
         "done": ("will ship to",),
     },
 }

@@ -80,7 +80,8 @@ def render_dialogue(report: dict[str, Any], console: Console) -> None:
     if sim.get("calls"):
         console.print()
         console.print(Text(f"user simulator ({(report.get('settings') or {}).get('user') or 'n/a'}): "
-                           f"{format_count(sim['calls'])} calls, {format_count(sim.get('prompt_tokens'))} prompt + "
+                           f"{format_count(sim['calls'])} calls, "
+                           f"{format_count(sim.get('prompt_tokens'))} prompt + "
                            f"{format_count(sim.get('completion_tokens'))} completion tokens, "
                            f"{format_cost(sim.get('cost_usd'))}, {format_count(sim.get('errors'))} errors "
                            "(not counted as the agent's)", style="dim"))
