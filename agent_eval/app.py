@@ -105,7 +105,7 @@ def finish(runner: Runner, suite: Any, cfg: RunConfig, agent_name: str, run_id: 
         report = build_report(run_id, created_at, suite, cfg, agent_name, entries, interrupted)
         report["summary"]["judge"] = judge_summary(runner.scoring.judge, suite.settings.get("pricing"))
         report["summary"]["user_sim"] = user_sim_summary(runner.simulator, suite.settings.get("pricing"))
-        baseline = resolve_baseline(cfg.extra.get("baseline"), cfg, agent_name, created_at, err)
+        baseline = resolve_baseline(cfg.extra.get("baseline"), cfg, agent_name, run_id, created_at, err)
         if baseline is not None and not interrupted:
             report["gate"] = gate_against(baseline, report, [])
         regression = bool(report["gate"] and report["gate"].get("regression"))

@@ -112,9 +112,10 @@ def recent_runs(db_path: str | Path, cases_file: str | Path | None, last: int = 
 
 
 def baseline_last(db_path: str | Path, cases_file: str | Path, agent: str | None,
-                  before: str) -> str | None:
-    """The run_id of `--baseline last`: the newest run created before `before` (a run_id in the history,
-    or a created_at) with the same cases_file and agent that was not interrupted; None if there is none."""
+                  before: str, exclude_run_id: str | None = None) -> str | None:
+    """The run_id of `--baseline last`: the newest run created no later than `before` (a run_id in the
+    history, or a created_at), other than `exclude_run_id`, with the same cases_file and agent that was
+    not interrupted; None if there is none."""
     if not Path(db_path).exists():
         return None
     conn = _connect(db_path)
@@ -123,8 +124,8 @@ def baseline_last(db_path: str | Path, cases_file: str | Path, agent: str | None
         created_at = hit["created_at"] if hit else before
         row = conn.execute(
             "SELECT run_id FROM runs WHERE cases_file = ? AND agent IS ? AND interrupted = 0 "
-            "AND created_at < ? AND run_id != ? ORDER BY created_at DESC, run_id DESC LIMIT 1",
-            (normalize_cases_file(cases_file), agent, created_at, before)).fetchone()
+            "AND created_at <= ? AND run_id != ? AND run_id != ? ORDER BY created_at DESC, run_id DESC LIMIT 1",
+            (normalize_cases_file(cases_file), agent, created_at, before, exclude_run_id or "")).fetchone()
         return row["run_id"] if row else None
     finally:
         conn.close()

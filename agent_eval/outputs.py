@@ -10,7 +10,8 @@ from agent_eval.errors import ConfigError
 from agent_eval.report.html import MAX_BYTES, KEEP_TRACE_STATUSES, page_from_json
 
 
-def resolve_baseline(spec: str | None, cfg: Any, agent_name: str, created_at: str, err: Console) -> Path | None:
+def resolve_baseline(spec: str | None, cfg: Any, agent_name: str, run_id: str, created_at: str,
+                     err: Console) -> Path | None:
     """The baseline report's path: a file, or `last` (the newest earlier run of this suite and agent)."""
     if not spec:
         return None
@@ -19,7 +20,7 @@ def resolve_baseline(spec: str | None, cfg: Any, agent_name: str, created_at: st
     from agent_eval.history import baseline_last
 
     db = cfg.output_dir / "history.sqlite"
-    run_id = baseline_last(db, cfg.cases_file, agent_name, created_at) if db.exists() else None
+    run_id = baseline_last(db, cfg.cases_file, agent_name, created_at, exclude_run_id=run_id) if db.exists() else None
     if run_id is None:
         err.print(f"warning: --baseline last found no earlier finished run of {cfg.cases_file} with agent "
                   f"{agent_name} in {db}; no gate this time.", highlight=False, markup=False)
@@ -61,9 +62,9 @@ def write_page(report: dict[str, Any], report_path: Path, run_bytes: Any, out: P
 
     left_out = 0
     cases = []
-    for case, raw_runs in zip(report["cases"], run_bytes):
+    for case, raw_runs in zip(report["cases"], run_bytes, strict=True):
         runs = []
-        for lite, raw in zip(case["runs"], raw_runs):
+        for lite, raw in zip(case["runs"], raw_runs, strict=True):
             if lite["status"] in KEEP_TRACE_STATUSES:
                 runs.append(orjson.loads(raw))
             else:

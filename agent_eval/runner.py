@@ -208,5 +208,5 @@ def build_report(run_id: str, created_at: str, suite: Suite, cfg: RunConfig, age
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 

@@ -82,7 +82,10 @@ def test_baseline_last_is_the_newest_earlier_uninterrupted_run_of_same_file_and_
     record_run(db, make_report("r5", "2025-01-05T00:00:00", cases_file="other.json"), None)
     record_run(db, make_report("r6", "2025-01-06T00:00:00"), None)
     assert baseline_last(db, "cases/test_cases.json", "openai", "r6") == "r2"
-    assert baseline_last(db, "cases/test_cases.json", "openai", "2025-01-06T00:00:00") == "r2"
+    # A created_at bound is inclusive, so a run started in the same second as the current one counts;
+    # the current run itself is left out by its id.
+    assert baseline_last(db, "cases/test_cases.json", "openai", "2025-01-06T00:00:00") == "r6"
+    assert baseline_last(db, "cases/test_cases.json", "openai", "2025-01-06T00:00:00", exclude_run_id="r6") == "r2"
     assert baseline_last(db, "cases/test_cases.json", "openai", "r2") == "r1"
     assert baseline_last(db, "cases/test_cases.json", "openai", "r1") is None
     assert baseline_last(db, "cases/test_cases.json", "demo.py:agent", "r6") == "r4"
