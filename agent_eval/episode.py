@@ -8,8 +8,9 @@ from typing import Any
 
 import orjson
 
-from agent_eval.agents import AgentStop, ProviderError, Reply, RunContext
+from agent_eval.agents import AgentStop, InfrastructureError, Reply, RunContext
 from agent_eval.cases import user_messages
+from agent_eval.scenario import max_turns
 from agent_eval.envdiff import diff_env
 from agent_eval.sandbox import EnvTemplate, Sandbox
 
@@ -44,36 +45,65 @@ class Clock:
             self.used += time.perf_counter() - started
 
 
+class ScriptedUser:
+    """The case's scripted user messages (`query` or `messages`), sent in order."""
+
+    def __init__(self, case: dict) -> None:
+        self._messages = iter(user_messages(case))
+
+    async def next_message(self, case: dict, trial: int, messages: list[dict]) -> str | None:
+        return next(self._messages, None)
+
+
 async def play_run(case: dict, trial: int, agent: Any, tools: Any, template: EnvTemplate,
-                   system_prompt: str | None, timeout: float | None) -> Played:
-    """Run every scripted user message of `case` through `agent`; never raises for agent faults."""
-    t0 = time.perf_counter()
-    sandbox = Sandbox(tools, template.fresh(), case.get("faults"), t0, case.get("injection"))
+                   system_prompt: str | None, timeout: float | None, simulator: Any = None) -> Played:
+    """Play one run: the user (scripted, or `simulator` for a scenario case) and the agent take turns.
+
+    Never raises for the agent's faults. With a simulator (DESIGN §9), after the agent has answered
+    message number `max_turns` the simulator is asked once more: if it has more to say, the run ends
+    with stop_reason `max_turns` and that message is not sent; `latency_s` and `--timeout` then count
+    the agent's turns only. The trace's `turn_steps` holds, for each reply, how many steps had been
+    recorded when it came, so the calls of turn i are `steps[turn_steps[i-1]:turn_steps[i]]`.
+    """
+    user = simulator or ScriptedUser(case)
+    limit = max_turns(case) if simulator is not None else None
+    sandbox = Sandbox(tools, template.fresh(), case.get("faults"), None, case.get("injection"))
     ctx = RunContext(case=case, trial=trial, sandbox=sandbox, tool_schemas=tools.schemas,
                      system_prompt=system_prompt)
     clock = Clock(timeout)
     sent: list[str] = []
     replies: list[Reply] = []
+    turn_steps: list[int] = []
+    t0: float | None = None
     first_reply_at: float | None = None
     stop_reason, agent_error, error = "completed", None, None
     try:
-        for text in user_messages(case):
+        while (text := await user.next_message(case, trial, ctx.messages)) is not None:
+            if len(sent) == limit:
+                stop_reason = "max_turns"
+                agent_error = f"the simulated user was not done after max_turns ({limit}) turns"
+                break
+            if t0 is None:
+                # Times in the trace start with the agent's first turn, not with a simulator's opening.
+                t0 = sandbox.t0 = time.perf_counter()
             sent.append(text)
             ctx.messages.append({"role": "user", "content": text})
             reply = await clock.run(agent.respond(ctx))
             if first_reply_at is None:
                 first_reply_at = time.perf_counter() - t0
             replies.append(reply)
+            turn_steps.append(len(sandbox.steps))
             ctx.messages.append({"role": "assistant", "content": reply.answer})
     except AgentStop as stop:
         stop_reason, agent_error = stop.stop_reason, str(stop)
     except asyncio.TimeoutError:
         stop_reason, agent_error = "timeout", f"the agent outran --timeout {timeout:g}s"
-    except ProviderError as exc:
+    except InfrastructureError as exc:
         error = str(exc)
     finally:
         sandbox.closed = True
-    elapsed = time.perf_counter() - t0
+    wall = time.perf_counter() - t0 if t0 is not None else 0.0
+    elapsed = clock.used if simulator is not None else wall
     steps, env = sandbox.steps, sandbox.env
     if stop_reason == "timeout":
         # A sync agent's thread may still be inside a tool: freeze what it has done so far. orjson holds
@@ -81,6 +111,7 @@ async def play_run(case: dict, trial: int, agent: Any, tools: Any, template: Env
         steps, env = list(steps), _snapshot(env)
     trace = build_trace(sent, replies, steps, ctx.llm_calls, stop_reason, agent_error,
                         elapsed, first_reply_at, diff_env(template.env, env))
+    trace["turn_steps"] = turn_steps
     return Played(trace, env, error)
 
 

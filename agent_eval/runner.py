@@ -12,7 +12,7 @@ from typing import Any
 
 from agent_eval.cases import Suite, case_env, skip_reason
 from agent_eval.config import RunConfig
-from agent_eval.dialogue import compact_dialogue, play_dialogue
+from agent_eval.dialogue import compact_dialogue
 from agent_eval.episode import play_run
 from agent_eval.journal import FLUSH_EVERY_S, Journal
 from agent_eval.metrics import case_status, summarize
@@ -143,12 +143,9 @@ class Runner:
             slot.prepare(self.suite)
             slot.in_flight += 1
             try:
-                if slot.case.get("scenario") is not None:
-                    played = await play_dialogue(slot.case, trial, self.agent, self.suite.tools, slot.template,
-                                                 self.system_prompt, self.cfg.timeout, self.simulator)
-                else:
-                    played = await play_run(slot.case, trial, self.agent, self.suite.tools, slot.template,
-                                            self.system_prompt, self.cfg.timeout)
+                simulator = self.simulator if slot.case.get("scenario") is not None else None
+                played = await play_run(slot.case, trial, self.agent, self.suite.tools, slot.template,
+                                        self.system_prompt, self.cfg.timeout, simulator)
                 run = await score_run(slot.case, trial, played.trace, played.final_env, slot.expected_env,
                                       played.error, self.scoring)
             finally:

@@ -156,15 +156,20 @@ def _max_calls(rule: dict, trace: dict) -> Verdict:
 def _never_say(rule: dict, trace: dict) -> Verdict:
     phrases = [(p, p.casefold()) for p in _names(rule["never_say"])]
     unless = rule.get("unless_called")
-    # A trace does not record which turn a call belongs to, so a success anywhere in the run unlocks.
-    if unless and any(s.get("name") == unless and s.get("error") is None for s in trace.get("steps") or ()):
-        return True, f"{unless} succeeded, so the phrases are allowed"
+    steps = trace.get("steps") or []
+    # The first step index at which `unless` had succeeded; a reply may say the phrases only after it.
+    unlocked_at = next((i + 1 for i, s in enumerate(steps) if s.get("name") == unless and s.get("error") is None),
+                       None) if unless else None
+    bounds = trace.get("turn_steps") or []
     for index, reply in enumerate(trace.get("replies") or ()):
         text = (reply or "").casefold()
         said = [p for p, folded in phrases if folded in text]
-        if said:
-            why = f" without a successful {unless}" if unless else ""
+        steps_before = bounds[index] if index < len(bounds) else len(steps)
+        if said and (unlocked_at is None or unlocked_at > steps_before):
+            why = f" before a successful {unless}" if unless else ""
             return False, f"reply {index + 1} says {show_json(said[0], 60)}{why}"
+    if unlocked_at is not None:
+        return True, f"{unless} succeeded before any reply said the phrases"
     return True, "no reply says any of them"
 
 

@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_eval.agents import InfrastructureError
+
 STOP = "###STOP###"
 SIM_ERROR = "user simulator error"
 """Every simulator error message starts with this, so a report reader can tell it from an agent's."""
@@ -43,7 +45,7 @@ CORRECTION = ("(Your last reply could not be used: {problem}. Reply again with o
               + " if the goal has been reached or cannot be reached.)")
 
 
-class SimulatorError(Exception):
+class SimulatorError(InfrastructureError):
     """The simulator gave no usable message (or failed): the run ends in `error`."""
 
 

@@ -15,7 +15,8 @@ from rich.console import Console
 
 from agent_eval.agents.openai_loop import OpenAIAgent
 from agent_eval.agents.python import PythonAgent
-from agent_eval.dialogue import dialogue_turns, play_dialogue
+from agent_eval.dialogue import dialogue_turns
+from agent_eval.episode import play_run
 from agent_eval.errors import CaseFileError, ConfigError
 from agent_eval.runner import lite_run
 from agent_eval.sandbox import EnvTemplate
@@ -59,8 +60,7 @@ def scenario_case(**fields) -> dict:
 
 
 def play(case, agent, simulator, timeout=None):
-    return asyncio.run(play_dialogue(case, 0, agent, TOOLS, EnvTemplate(ENV), "Be helpful.", timeout,
-                                     simulator))
+    return asyncio.run(play_run(case, 0, agent, TOOLS, EnvTemplate(ENV), "Be helpful.", timeout, simulator))
 
 
 def score(case, played):

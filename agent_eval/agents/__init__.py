@@ -25,7 +25,11 @@ class AgentStop(Exception):
         self.stop_reason = stop_reason
 
 
-class ProviderError(Exception):
+class InfrastructureError(Exception):
+    """A run could not be played through no fault of the agent's: its status becomes `error`."""
+
+
+class ProviderError(InfrastructureError):
     """An LLM provider error left after the SDK's retries: infrastructure, not the agent's fault."""
 
 
