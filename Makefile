@@ -17,6 +17,7 @@ demo: $(STAMP)
 	  echo "agent-eval exited $$rc (0 = all passed, 1 = some cases failed, 2 = error)"; test $$rc -le 1
 
 test: $(STAMP)
+	$(PY) -m ruff check agent_eval tests bench cases
 	$(PY) -m pytest
 
 lint: $(STAMP)

@@ -146,9 +146,10 @@ def load_suite(path: Path | str) -> Suite:
         data = read_json(path)
     except OSError as exc:
         raise CaseFileError([Problem(str(path), None, None,
-                                     f"cannot read the case file ({exc.strerror or exc}); pass --cases PATH")])
+                                     f"cannot read the case file ({exc.strerror or exc}); pass --cases PATH")]) \
+            from None
     except orjson.JSONDecodeError as exc:
-        raise CaseFileError([Problem(str(path), None, None, f"not valid JSON: {exc}")])
+        raise CaseFileError([Problem(str(path), None, None, f"not valid JSON: {exc}")]) from None
 
     if isinstance(data, list):
         block, raw_cases = {}, data

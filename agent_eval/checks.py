@@ -34,7 +34,7 @@ def _names(steps: list[dict]) -> str:
 
 def _uncovered_detail(expected: list[dict], steps: list[dict], pairing: list[int | None]) -> str:
     parts = []
-    for exp, j in zip(expected, pairing):
+    for exp, j in zip(expected, pairing, strict=True):
         if j is not None:
             continue
         same_name = [s.get("args") for s in steps if s.get("name") == exp.get("name")]
@@ -56,7 +56,7 @@ def _strict(expected: list[dict], steps: list[dict]) -> Verdict:
             f"expected {len(expected)} calls in order {_names(expected)}, "
             f"got {len(steps)}: {_names(steps)}"
         )
-    for index, (exp, step) in enumerate(zip(expected, steps)):
+    for index, (exp, step) in enumerate(zip(expected, steps, strict=True)):
         if not match_call(exp, step):
             return False, (
                 f"step {index}: expected {_show_call(exp.get('name'), exp.get('args'))}, "

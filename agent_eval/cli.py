@@ -70,7 +70,7 @@ def run(
     markdown: Path | None = typer.Option(None, "--markdown", help="Also append a Markdown summary here."),
     no_html: bool = typer.Option(False, "--no-html", help="Do not write the HTML page."),
     resume: str | None = typer.Option(None, "--resume", help="Finish run RUN_ID: run only what its journal lacks."),
-    user: str | None = typer.Option(None, "--user", help="Python user simulator for scenario cases (file.py:function)."),
+    user: str | None = typer.Option(None, "--user", help="Python user simulator (file.py:function)."),
     user_model: str | None = typer.Option(None, "--user-model", help="LLM user simulator (AGENT_EVAL_USER_MODEL)."),
 ) -> None:
     """Run the suite: every selected case k times, scored, reported, with a CI exit code."""

@@ -57,7 +57,7 @@ def _diff(old: Any, new: Any, path: list, out: list[dict]) -> None:
                 out.append({"path": path + [key], "new": value})
         return
     if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
-        for index, (a, b) in enumerate(zip(old, new)):
+        for index, (a, b) in enumerate(zip(old, new, strict=True)):
             _diff(a, b, path + [index], out)
         return
     out.append({"path": path, "old": old, "new": new})

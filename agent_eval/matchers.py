@@ -37,7 +37,7 @@ def json_equal(a: Any, b: Any) -> bool:
     if isinstance(a, (list, tuple)):
         if not isinstance(b, (list, tuple)) or len(a) != len(b):
             return False
-        return all(json_equal(x, y) for x, y in zip(a, b))
+        return all(json_equal(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, str) or isinstance(b, str):
         return isinstance(a, str) and isinstance(b, str) and a == b
     if _is_number(a):
@@ -131,7 +131,7 @@ def match_value(expected: Any, actual: Any) -> bool:
     if isinstance(expected, list):
         if not isinstance(actual, (list, tuple)) or len(expected) != len(actual):
             return False
-        return all(match_value(x, y) for x, y in zip(expected, actual))
+        return all(match_value(x, y) for x, y in zip(expected, actual, strict=True))
     return json_equal(expected, actual)
 
 

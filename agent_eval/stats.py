@@ -19,7 +19,7 @@ def max_weight_assignment(weights: Sequence[Sequence[int]]) -> int:
         return 0
     rows = [list(r) for r in weights]
     if len(rows) > len(rows[0]):
-        rows = [list(col) for col in zip(*rows)]
+        rows = [list(col) for col in zip(*rows, strict=True)]
     n, m = len(rows), len(rows[0])
     inf = math.inf
     u = [0] * (n + 1)

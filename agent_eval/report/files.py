@@ -24,7 +24,7 @@ def write_json_report(path: Path, report: dict[str, Any], run_bytes: Iterable[li
         f.write(b"{")
         f.writelines(orjson.dumps(key) + b":" + orjson.dumps(report.get(key)) + b"," for key in HEAD_KEYS)
         f.write(b'"cases":[')
-        for i, (case, runs) in enumerate(zip(report["cases"], run_bytes)):
+        for i, (case, runs) in enumerate(zip(report["cases"], run_bytes, strict=True)):
             entry = {k: v for k, v in case.items() if k != "runs"}
             head = orjson.dumps(entry)[:-1]
             f.write((b"," if i else b"") + head + b',"runs":[' + b",".join(runs) + b"]}")
