@@ -10,9 +10,6 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agent_eval.errors import CaseFileError, ConfigError, Problem
 
-# Fields whose feature is not built yet: rejected, never silently ignored (DESIGN §2, last row).
-NOT_SUPPORTED_CASE_FIELDS: dict[str, str] = {}
-NOT_SUPPORTED_SUITE_FIELDS: dict[str, str] = {}
 JUDGED_CHECKS = ("rubric", "expected_outcome")
 TRAJECTORY_MODES = ("unordered", "strict", "subset", "superset")
 
@@ -185,9 +182,6 @@ def _load_suite_block(path: Path, block: Any, col: _Collector) -> Suite:
     if not isinstance(block, dict):
         col.add(None, "suite", "must be an object")
         block = {}
-    for key, feature in NOT_SUPPORTED_SUITE_FIELDS.items():
-        if key in block:
-            col.add(None, f"suite.{key}", f"not supported yet ({feature}); remove it")
     try:
         SuiteBlock.model_validate(block)
     except ValidationError as err:
@@ -240,9 +234,6 @@ def _load_case(suite: Suite, raw: Any, index: int, col: _Collector) -> dict[str,
         return None
     case = dict(raw)
     case["tags"], case["requires"], case["metadata"] = model.tags, model.requires, model.metadata
-    for key, feature in NOT_SUPPORTED_CASE_FIELDS.items():
-        if key in case:
-            col.add(case_id, key, f"not supported yet ({feature}); remove it")
     _check_inputs(case, case_id, col)
     own_env = _load_json_ref(case.get("initial_env"), suite.base_dir, col, case_id, "initial_env")
     if own_env is not None and not isinstance(own_env, dict):

@@ -7,7 +7,6 @@ from agent_eval.checks import ENV_OPS, EXPECT_KEYS
 from agent_eval.matchers import is_literal, validate_matcher
 from agent_eval.safety import check_case_safety
 
-NOT_SUPPORTED_EXPECT_KEYS: dict[str, str] = {}
 
 
 def deterministic_checks(case: dict, suite: Any = None) -> list[str]:
@@ -59,9 +58,7 @@ def check_case(case: dict, suite: Any) -> list[tuple[str, str]]:
     for i, item in enumerate(case.get("expected_env_check") or []):
         problems.extend(_check_env_item(item, i))
     for key, value in (case.get("expect") or {}).items():
-        if key in NOT_SUPPORTED_EXPECT_KEYS:
-            add(f"expect.{key}", f"not supported yet ({NOT_SUPPORTED_EXPECT_KEYS[key]}); remove it")
-        elif key not in EXPECT_KEYS:
+        if key not in EXPECT_KEYS:
             add(f"expect.{key}", f"unknown expect key; use one of {', '.join(sorted(EXPECT_KEYS))}")
         elif key == "max_tool_calls" and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
             add("expect.max_tool_calls", "must be a whole number >= 0")

@@ -8,8 +8,6 @@ import pytest
 
 from agent_eval.agents import load_agent
 from agent_eval.cases import (
-    NOT_SUPPORTED_CASE_FIELDS,
-    NOT_SUPPORTED_SUITE_FIELDS,
     case_env,
     load_suite,
     select_cases,
@@ -202,24 +200,6 @@ def test_a_case_with_a_type_error_still_gets_its_other_problems_reported(tmp_pat
                                  {"id": "a", "tags": "not-a-list", **CHECK}])
     found = where(problems_of(path))
     assert {("a", "tags"), ("a", "query"), ("a", "id")} <= found  # type error, no input, duplicate id
-
-
-def test_not_supported_yet_fields_are_rejected_not_ignored(tmp_path):
-    if not NOT_SUPPORTED_CASE_FIELDS and not NOT_SUPPORTED_SUITE_FIELDS:
-        pytest.skip("every feature of DESIGN §2 is implemented")
-    cases = [{"id": f"c-{key}", "query": "q", key: None if key == "scenario" else {"x": 1}, **CHECK}
-             for key in NOT_SUPPORTED_CASE_FIELDS if key not in ("scenario",)]
-    block = {key: [] for key in NOT_SUPPORTED_SUITE_FIELDS}
-    path = suite_file(tmp_path, cases or [{"id": "a", "query": "q", **CHECK}], block)
-    problems = problems_of(path)
-    for key in NOT_SUPPORTED_CASE_FIELDS:
-        if key == "scenario":
-            continue
-        hit = [p for p in problems if p.case_id == f"c-{key}" and p.field == key]
-        assert hit and "not supported yet" in hit[0].message, key
-    for key in NOT_SUPPORTED_SUITE_FIELDS:
-        hit = [p for p in problems if p.case_id is None and p.field == f"suite.{key}"]
-        assert hit and "not supported yet" in hit[0].message, key
 
 
 def test_extra_unknown_case_fields_are_kept_for_custom_scorers(tmp_path):
