@@ -11,7 +11,6 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from agent_eval.errors import CaseFileError, ConfigError, Problem
 
 JUDGED_CHECKS = ("rubric", "expected_outcome")
-TRAJECTORY_MODES = ("unordered", "strict", "subset", "superset")
 
 
 class _Strict(BaseModel):

@@ -20,6 +20,7 @@ import orjson
 
 from agent_eval.errors import ConfigError
 from agent_eval.judge_prompt import build_prompt, parse_verdict, shorten
+from agent_eval.usage import LLMUsage
 
 JUDGE_ERROR = "judge error"
 """Every judge error message starts with this, so `rescore` can tell it from an agent-side error."""
@@ -84,27 +85,14 @@ class JudgeCache:
 
 
 @dataclass
-class JudgeUsage:
-    """The judge's own spend (summary.judge): API calls, cache hits, tokens, errors."""
+class JudgeUsage(LLMUsage):
+    """The judge's own spend (summary.judge): the LLMUsage fields plus answers served from the cache."""
 
-    calls: int = 0
     cache_hits: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    errors: int = 0
 
     def as_summary(self, model: str | None, pricing: Mapping[str, Any] | None) -> dict[str, Any]:
-        """summary.judge; cost_usd is null when calls were made with a model the pricing lacks."""
-        price = (pricing or {}).get(model) if model else None
-        if self.calls == 0:
-            cost: float | None = 0.0
-        elif price is None:
-            cost = None
-        else:
-            cost = (self.prompt_tokens * price["input_per_mtok"]
-                    + self.completion_tokens * price["output_per_mtok"]) / 1e6
-        return {"calls": self.calls, "cache_hits": self.cache_hits, "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens, "cost_usd": cost, "errors": self.errors}
+        """summary.judge: calls (API calls), cache_hits, tokens, cost_usd, errors."""
+        return {"cache_hits": self.cache_hits, **super().as_summary(model, pricing)}
 
 
 @dataclass

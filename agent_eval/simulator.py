@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_eval.agents import InfrastructureError
+from agent_eval.usage import LLMUsage
 
 STOP = "###STOP###"
 SIM_ERROR = "user simulator error"
@@ -49,27 +50,8 @@ class SimulatorError(InfrastructureError):
     """The simulator gave no usable message (or failed): the run ends in `error`."""
 
 
-@dataclass
-class SimUsage:
-    """The simulator's own spend (summary.user_sim): calls, tokens, errors; kept apart from the agent's."""
-
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    errors: int = 0
-
-    def as_summary(self, model: str | None, pricing: Mapping[str, Any] | None) -> dict[str, Any]:
-        """summary.user_sim; cost_usd is 0 without tokens, null when the pricing lacks the model."""
-        price = (pricing or {}).get(model) if model else None
-        if self.prompt_tokens == 0 and self.completion_tokens == 0:
-            cost: float | None = 0.0
-        elif price is None:
-            cost = None
-        else:
-            cost = (self.prompt_tokens * price["input_per_mtok"]
-                    + self.completion_tokens * price["output_per_mtok"]) / 1e6
-        return {"calls": self.calls, "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens, "cost_usd": cost, "errors": self.errors}
+class SimUsage(LLMUsage):
+    """The simulator's own spend (summary.user_sim), kept apart from the agent's."""
 
 
 @dataclass

@@ -114,8 +114,8 @@ def test_llm_simulator_and_openai_agent_hold_the_whole_conversation(loopback) ->
     assert [c["model"] for c in trace["llm_calls"]] == ["agent-m"] * 3
     # The simulator: 3 calls (opening, answer, stop) of 100 + 7 tokens each, kept apart.
     assert user_sim_summary(sim, {"user-m": {"input_per_mtok": 1.0, "output_per_mtok": 2.0}}) == {
-        "calls": 3, "prompt_tokens": 300, "completion_tokens": 21, "cost_usd": (300 * 1.0 + 21 * 2.0) / 1e6,
-        "errors": 0}
+        "calls": 3, "prompt_tokens": 300, "completion_tokens": 21,
+        "cost_usd": pytest.approx((300 * 1.0 + 21 * 2.0) / 1e6), "errors": 0}
     run = score(case, played)
     assert run["status"] == "passed"
     assert run["metrics"]["turns"] == 2

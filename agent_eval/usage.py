@@ -1,0 +1,31 @@
+"""The spend of a helper LLM (the judge, the user simulator), kept apart from the agent's (DESIGN §7)."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agent_eval.metrics import price_usage
+
+
+@dataclass
+class LLMUsage:
+    """API calls, tokens and errors of one helper LLM over a whole run."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    errors: int = 0
+
+    def cost_usd(self, model: str | None, pricing: Mapping[str, Any] | None) -> float | None:
+        """0 without tokens; null when the pricing lacks the model, as for the agent's runs (§6)."""
+        if self.prompt_tokens == 0 and self.completion_tokens == 0:
+            return 0.0
+        record = {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "model": model}
+        return price_usage([record], dict(pricing or {}), model)
+
+    def as_summary(self, model: str | None, pricing: Mapping[str, Any] | None) -> dict[str, Any]:
+        """{calls, prompt_tokens, completion_tokens, cost_usd, errors}."""
+        return {"calls": self.calls, "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens, "cost_usd": self.cost_usd(model, pricing),
+                "errors": self.errors}
