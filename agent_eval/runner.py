@@ -12,7 +12,7 @@ from typing import Any
 
 from agent_eval.cases import Suite, case_env, skip_reason
 from agent_eval.config import RunConfig
-from agent_eval.dialogue import compact_dialogue
+from agent_eval.dialogue import compact_dialogue, is_scenario_run
 from agent_eval.episode import play_run
 from agent_eval.journal import FLUSH_EVERY_S, Journal
 from agent_eval.metrics import case_status, summarize
@@ -61,7 +61,7 @@ def lite_run(run: dict[str, Any]) -> dict[str, Any]:
     trace = run["trace"]
     lite = {k: v for k, v in run.items() if k != "trace"}
     lite["trace"] = {"stop_reason": trace["stop_reason"], "agent_error": trace["agent_error"]}
-    if run["status"] != "passed" and "turn_steps" in trace:
+    if run["status"] != "passed" and is_scenario_run(run):
         lite["trace"].update(compact_dialogue(trace))  # the terminal shows a failed scenario's dialogue (§9)
     return lite
 

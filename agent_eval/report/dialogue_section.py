@@ -11,7 +11,7 @@ import orjson
 from rich.console import Console
 from rich.text import Text
 
-from agent_eval.dialogue import dialogue_turns
+from agent_eval.dialogue import dialogue_turns, is_scenario_run
 from agent_eval.report.terminal import format_cost, format_count, run_failure_reason, trim
 
 TURN_CHARS = 300
@@ -42,7 +42,7 @@ def _dialogue_run(case: dict) -> dict | None:
     """The first unsuccessful run of a case whose trace holds a dialogue."""
     for run in case.get("runs") or []:
         trace = run.get("trace") or {}
-        if run.get("status") in ("failed", "error") and "turn_steps" in trace:
+        if run.get("status") in ("failed", "error") and "turn_steps" in trace and is_scenario_run(run):
             return run
     return None
 
