@@ -12,7 +12,7 @@ import orjson
 from agent_eval.matchers import json_equal, match_value
 
 _MISSING = object()
-_DUMP_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+_DUMP_OPTIONS = orjson.OPT_NON_STR_KEYS
 Verdict = tuple[bool, str]
 
 
@@ -33,7 +33,8 @@ def _is_identical(old: Any, new: Any) -> bool:
         return True
     if not isinstance(old, (dict, list)):
         return old == new
-    # `==` is C-speed but says True == 1 and 1 == 1.0 at any depth; the sorted dump tells those apart.
+    # `==` is C-speed but says True == 1 and 1 == 1.0 at any depth; equal dumps tell those apart. When
+    # the dumps differ only by key order, returning False just makes the caller recurse and find nothing.
     if old != new:
         return False
     try:

@@ -11,7 +11,6 @@ import orjson
 from agent_eval.agents import AgentStop, InfrastructureError, Reply, RunContext
 from agent_eval.cases import user_messages
 from agent_eval.scenario import max_turns
-from agent_eval.envdiff import diff_env
 from agent_eval.sandbox import EnvTemplate, Sandbox
 
 
@@ -110,7 +109,7 @@ async def play_run(case: dict, trial: int, agent: Any, tools: Any, template: Env
         # the GIL while it copies, so the snapshot cannot tear even if that tool is writing.
         steps, env = list(steps), _snapshot(env)
     trace = build_trace(sent, replies, steps, ctx.llm_calls, stop_reason, agent_error,
-                        elapsed, first_reply_at, diff_env(template.env, env))
+                        elapsed, first_reply_at, template.diff(env))
     trace["turn_steps"] = turn_steps
     return Played(trace, env, error)
 

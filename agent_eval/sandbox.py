@@ -7,6 +7,7 @@ from typing import Any
 
 import orjson
 
+from agent_eval.envdiff import diff_env
 from agent_eval.errors import ToolError
 
 DEFAULT_FAULT_ERROR = "ServiceUnavailable: 503 Service Unavailable"
@@ -27,6 +28,15 @@ class EnvTemplate:
 
     def fresh(self) -> dict[str, Any]:
         return orjson.loads(self._blob)
+
+    def diff(self, env: dict[str, Any]) -> list[dict[str, Any]]:
+        """The run's final_env_diff; an env the run left untouched costs one dump, not a tree walk."""
+        try:
+            if orjson.dumps(env) == self._blob:
+                return []
+        except TypeError:  # a tool stored a value JSON cannot hold: the walk below copes with it
+            pass
+        return diff_env(self.env, env)
 
 
 class Sandbox:
