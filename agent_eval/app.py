@@ -16,8 +16,8 @@ from agent_eval.config import DEFAULTS, RunConfig, require_llm, resolve
 from agent_eval.errors import ConfigError
 from agent_eval.interrupt import Interrupts
 from agent_eval.journal import Journal
-from agent_eval.outputs import check_baseline, gate_against, resolve_baseline, write_extras
 from agent_eval.judge import build_judge, judge_summary, needs_judge, require_judge
+from agent_eval.outputs import check_baseline, gate_against, resolve_baseline, write_extras
 from agent_eval.report.files import write_json_report
 from agent_eval.runner import Runner, build_report, exit_code, new_run_id, now_iso
 from agent_eval.scenario import build_simulator, require_user
@@ -114,10 +114,12 @@ def finish(runner: Runner, suite: Any, cfg: RunConfig, agent_name: str, run_id: 
         write_json_report(path, report, runner.run_bytes())
         write_extras(report, path, runner.run_bytes(), cfg, cfg.extra.get("junit"), cfg.extra.get("markdown"),
                      console)
-        if not cfg.quiet or interrupted:
-            from agent_eval.report.terminal import render_report
+        from agent_eval.report.terminal import render_report, verdict_text
 
+        if not cfg.quiet or interrupted:
             render_report(report, console)
+        else:
+            console.print(verdict_text(report))  # --quiet still says how the run ended
         console.print(f"JSON report: {path}")
         if interrupted:
             err.print(f"Interrupted. Finished runs are saved in {runner.journal.path}; "

@@ -64,7 +64,7 @@ def run(
     max_steps: int | None = typer.Option(None, "--max-steps", help="Model completions per user turn (default 8)."),
     timeout: float | None = typer.Option(None, "--timeout", help="Seconds one run may take (default: none)."),
     output_dir: Path | None = typer.Option(None, "--output-dir", help="Where reports go (default reports)."),
-    quiet: bool = typer.Option(False, "--quiet", help="No progress bar and no terminal report."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bar; print only the verdict line."),
     baseline: str | None = typer.Option(None, "--baseline", help="Gate against this report (or `last`)."),
     junit: Path | None = typer.Option(None, "--junit", help="Also write JUnit XML here."),
     markdown: Path | None = typer.Option(None, "--markdown", help="Also append a Markdown summary here."),
