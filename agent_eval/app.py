@@ -112,15 +112,16 @@ def finish(runner: Runner, suite: Any, cfg: RunConfig, agent_name: str, run_id: 
         report["exit_code"] = INTERRUPTED if interrupted else exit_code(entries, regression)
         path = cfg.output_dir / f"{run_id}.json"
         write_json_report(path, report, runner.run_bytes())
-        write_extras(report, path, runner.run_bytes(), cfg, cfg.extra.get("junit"), cfg.extra.get("markdown"),
-                     console)
+        written = write_extras(report, path, runner.run_bytes(), cfg, cfg.extra.get("junit"),
+                               cfg.extra.get("markdown"))
         from agent_eval.report.terminal import render_report, verdict_text
 
         if not cfg.quiet or interrupted:
             render_report(report, console)
         else:
             console.print(verdict_text(report))  # --quiet still says how the run ended
-        console.print(f"JSON report: {path}")
+        for line in [f"JSON report: {path}", *written]:
+            console.print(line, highlight=False, soft_wrap=True)
         if interrupted:
             err.print(f"Interrupted. Finished runs are saved in {runner.journal.path}; "
                       f"resume with: {resume_hint(run_id, cfg.output_dir)}", highlight=False, markup=False,

@@ -76,8 +76,11 @@ def write_page(report: dict[str, Any], report_path: Path, run_bytes: Any, out: P
 
 
 def write_extras(report: dict[str, Any], report_path: Path, run_bytes: Any, cfg: Any,
-                 junit: Path | None, markdown: Path | None, console: Console) -> None:
-    """HTML page (unless --no-html), history row, and the optional JUnit and Markdown files."""
+                 junit: Path | None, markdown: Path | None) -> list[str]:
+    """HTML page (unless --no-html), history row, and the optional JUnit and Markdown files.
+
+    Returns one "kind: path" line per file written, for the closing lines of the terminal output.
+    """
     written = []
     if cfg.html:
         page_path = report_path.with_suffix(".html")
@@ -96,5 +99,4 @@ def write_extras(report: dict[str, Any], report_path: Path, run_bytes: Any, cfg:
 
         write_markdown(report, markdown)
         written.append(f"Markdown: {markdown}")
-    if written:
-        console.print(" · ".join(written), highlight=False)
+    return written
