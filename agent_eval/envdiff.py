@@ -3,6 +3,8 @@ ops of `expected_env_check` (DESIGN §5), each a pure function in the ENV_OPS ta
 from __future__ import annotations
 
 import copy
+from itertools import compress, repeat
+from operator import ne
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -69,6 +71,49 @@ def diff_env(old: Any, new: Any) -> list[dict]:
     out: list[dict] = []
     _diff(old, new, [], out)
     return out
+
+
+def _loose_diff(old: Any, new: Any, path: list, out: list[dict]) -> None:
+    """The walk of diff_env_fast: changed keys and items are found by `!=` in C, so only the paths that
+    changed run Python code. `!=` cannot see True vs 1 or 1 vs 1.0; diff_env_fast verifies the result."""
+    if type(old) is not type(new) or not isinstance(old, (dict, list)):
+        out.append({"path": path, "old": old, "new": new})
+    elif isinstance(old, dict):
+        for key in compress(old, map(ne, old.values(), map(new.get, old, repeat(_MISSING)))):
+            other = new.get(key, _MISSING)
+            if other is _MISSING:
+                out.append({"path": path + [key], "old": old[key]})
+            else:
+                _loose_diff(old[key], other, path + [key], out)
+        if new.keys() != old.keys():
+            out.extend({"path": path + [key], "new": new[key]} for key in new if key not in old)
+    elif len(old) == len(new):
+        for index in compress(range(len(old)), map(ne, old, new)):
+            _loose_diff(old[index], new[index], path + [index], out)
+    else:
+        out.append({"path": path, "old": old, "new": new})
+
+
+def diff_env_fast(old: Any, old_bytes: bytes, new: Any) -> list[dict]:
+    """diff_env(old, new) for a JSON env whose serialisation is old_bytes, without dumping every subtree.
+
+    Equal subtrees are skipped by `==`; the result is then verified by applying it to old and comparing
+    bytes, and only a swap that `==` cannot see (True vs 1, a reordered key) falls back to the strict walk.
+    """
+    try:
+        new_bytes = orjson.dumps(new)
+    except TypeError:  # a tool stored a value JSON cannot hold
+        return diff_env(old, new)
+    if new_bytes == old_bytes:
+        return []
+    out: list[dict] = []
+    _loose_diff(old, new, [], out)
+    try:
+        if orjson.dumps(apply_diff(old, out)) == new_bytes:
+            return out
+    except TypeError:
+        pass
+    return diff_env(old, new)
 
 
 def _fresh(value: Any) -> Any:

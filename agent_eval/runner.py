@@ -21,6 +21,7 @@ from agent_eval.scoring import ScoringContext, score_run
 
 
 CANCEL_GRACE_S = 3.0
+GC_EVERY_RUNS = 256
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -42,9 +43,10 @@ class CaseSlot:
     expected_env: dict | None = None
     in_flight: int = 0
 
-    def prepare(self, suite: Suite) -> None:
+    def prepare(self, suite: Suite, shared: Callable[[], EnvTemplate]) -> None:
         if self.template is None:
-            self.template = EnvTemplate(case_env(suite, self.case))
+            own = self.case.get("initial_env") is not None
+            self.template = EnvTemplate(case_env(suite, self.case)) if own else shared()
             expected = self.case.get("expected_env")
             if expected == "replay":
                 expected = replay_expected_tools(suite.tools, self.template, self.case["expected_tools"])
@@ -78,8 +80,16 @@ class Runner:
         self.on_run_done = on_run_done or (lambda: None)
         self.system_prompt = suite.settings.get("system_prompt")
         self.simulator: Any = None  # agent_eval.simulator: plays the user of scenario cases (§9)
+        self._shared_template: EnvTemplate | None = None
         self._by_id: dict[str, CaseSlot] | None = None
         self._stopping = False
+        self._finished = 0
+
+    def _suite_template(self) -> EnvTemplate:
+        """The suite's env, serialised once for every case that adds nothing to it (it may be megabytes)."""
+        if self._shared_template is None:
+            self._shared_template = EnvTemplate(self.suite.initial_env)
+        return self._shared_template
 
     def restore(self, case_id: str, trial: int, run: dict[str, Any], position: tuple[int, int]) -> None:
         """Take a journaled run as done (--resume); a trial's latest record wins; errored runs run again."""
@@ -115,6 +125,12 @@ class Runner:
         work = self._work()
         gc.collect()
         gc.freeze()  # the suite and its envs are long-lived: keep the collector from rescanning them
+        # Each run's env copy allocates an object per JSON value (hundreds of thousands for a large env),
+        # and automatic collection would rescan the other runs' envs again and again, tripling the copy's
+        # cost. Envs and traces are trees that reference counting frees, so collection runs only every
+        # GC_EVERY_RUNS finished runs, for the few cycles (exceptions, asyncio internals) left behind.
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
         workers = [asyncio.create_task(self._worker(work)) for _ in range(min(self.cfg.concurrency,
                                                                               max(1, self.pending)))]
         flusher = asyncio.create_task(self._flush_periodically())
@@ -131,6 +147,8 @@ class Runner:
             await asyncio.wait((*workers, flusher), timeout=CANCEL_GRACE_S)
             self.journal.flush()
             gc.unfreeze()
+            if gc_was_enabled:
+                gc.enable()
 
     async def _flush_periodically(self) -> None:
         # Runs that finish just after a flush would otherwise wait for the next append to reach the disk.
@@ -140,7 +158,7 @@ class Runner:
 
     async def _worker(self, work: Iterator[tuple[CaseSlot, int]]) -> None:
         for slot, trial in work:
-            slot.prepare(self.suite)
+            slot.prepare(self.suite, self._suite_template)
             slot.in_flight += 1
             try:
                 simulator = self.simulator if slot.case.get("scenario") is not None else None
@@ -153,6 +171,9 @@ class Runner:
             slot.offsets[trial] = self.journal.append(slot.case["id"], trial, run)
             slot.runs[trial] = lite_run(run)
             slot.release_if_idle(len(slot.trials))
+            self._finished += 1
+            if self._finished % GC_EVERY_RUNS == 0:
+                gc.collect(0)  # only what was allocated since the last collection and is still alive
             self.on_run_done()
 
     def case_entries(self) -> list[dict[str, Any]]:

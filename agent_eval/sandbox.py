@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from agent_eval.envdiff import diff_env
+from agent_eval.envdiff import diff_env_fast
 from agent_eval.errors import ToolError
 
 DEFAULT_FAULT_ERROR = "ServiceUnavailable: 503 Service Unavailable"
@@ -30,13 +30,8 @@ class EnvTemplate:
         return orjson.loads(self._blob)
 
     def diff(self, env: dict[str, Any]) -> list[dict[str, Any]]:
-        """The run's final_env_diff; an env the run left untouched costs one dump, not a tree walk."""
-        try:
-            if orjson.dumps(env) == self._blob:
-                return []
-        except TypeError:  # a tool stored a value JSON cannot hold: the walk below copes with it
-            pass
-        return diff_env(self.env, env)
+        """The run's final_env_diff; an untouched env costs one dump, a written one a walk by `==`."""
+        return diff_env_fast(self.env, self._blob, env)
 
 
 class Sandbox:
