@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from agent_eval.errors import CaseFileError, ConfigError, Problem
 
 JUDGED_CHECKS = ("rubric", "expected_outcome")
+DEFAULT_TOOLS = "tools.py"
 
 
 class _Strict(BaseModel):
@@ -193,6 +194,8 @@ def _load_suite_block(path: Path, block: Any, col: _Collector) -> Suite:
     suite = Suite(path=path, name=str(block.get("name") or path.stem), settings=settings,
                   initial_env=env, cases=[])
     tools_spec = block.get("tools")
+    if tools_spec is None and (base_dir / DEFAULT_TOOLS).is_file():
+        tools_spec = DEFAULT_TOOLS  # the seed layout: a bare list of cases with tools.py beside it
     if isinstance(tools_spec, str):
         from agent_eval.tools import load_tools
 

@@ -79,6 +79,14 @@ def test_bare_list_is_a_suite_without_settings(tmp_path):
     assert suite.cases[0]["initial_env"] is None and case_env(suite, suite.cases[0]) == {}
 
 
+def test_a_bare_list_uses_the_tools_py_beside_it(tmp_path):
+    cases = [{"id": "a", "query": "hi", "expected_tools": [{"name": "refund"}], "trajectory": "subset"}]
+    path = suite_file(tmp_path, cases)  # a bare list, tools.py in the same folder
+    assert load_suite(path).tools.names == {"get_order", "refund"}
+    (path.parent / "tools.py").unlink()
+    assert ("a", "expected_tools[0].name") in where(problems_of(path))  # no tools.py: no tool named refund
+
+
 def test_object_shape_reads_the_suite_block(tmp_path, monkeypatch):
     block = {"name": "shop", "tools": "tools.py", "system_prompt": "be brief", "model": "m1",
              "max_steps": 3, "pricing": {"m1": {"input_per_mtok": 1.0, "output_per_mtok": 2.0}},
