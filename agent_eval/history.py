@@ -24,6 +24,11 @@ METRIC_COLUMNS = (
 DEFAULT_METRICS = ("pass_at_1", "pass_hat_k", "tool_recall", "param_accuracy", "latency_p95_s",
                    "cost_per_success_usd")
 SPARKS = "▁▂▃▅▇"
+# Short column headers, so the default metrics fit beside the full run_id in a narrow terminal.
+SHORT_NAMES = {"pass_at_1": "pass@1", "pass_hat_k": "pass^k", "pass_at_k": "pass@k", "tool_recall": "recall",
+               "tool_precision": "precision", "param_accuracy": "params", "latency_p95_s": "p95",
+               "latency_p50_s": "p50", "latency_p99_s": "p99", "cost_per_success_usd": "$/success",
+               "cost_total_usd": "$ total", "tokens_per_success": "tok/success", "tokens_total": "tokens"}
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS runs (
@@ -154,10 +159,21 @@ def _format(metric: str, value: float | None) -> str:
     return f"{value:.3f}"
 
 
+def _who(row: dict[str, Any]) -> str:
+    """The agent, and its model when it has one."""
+    agent = row.get("agent") or "?"
+    return f"{agent} / {row['model']}" if row.get("model") else agent
+
+
 def render_history(rows: list[dict[str, Any]], metrics: Sequence[str], console: Console) -> None:
     """Print one row per run (oldest first), the full run_id never wrapped, with a sparkline per metric."""
-    metrics = list(metrics) or list(DEFAULT_METRICS)
-    agents = sorted({f"{r.get('agent') or '?'} / {r.get('model') or '?'}" for r in rows})
+    agents = sorted({_who(r) for r in rows})
+    hidden = 0
+    if not metrics:
+        # The full run_id is never cut, so a narrow terminal shows fewer of the default metrics instead.
+        fixed = max([len(r["run_id"]) for r in rows] + [6]) + 11 + 7 + 4 + 4 * 3 + (20 if len(agents) > 1 else 0)
+        fit = max(1, (console.width - fixed) // 11)
+        metrics, hidden = list(DEFAULT_METRICS[:fit]), max(0, len(DEFAULT_METRICS) - fit)
     # One agent/model pair goes in the title, so the table keeps its width for the metrics.
     title = f"history: {len(rows)} run(s)" + (f" of {agents[0]}" if len(agents) == 1 else "")
     table = Table(title=title, box=box.SIMPLE_HEAD)
@@ -168,11 +184,11 @@ def render_history(rows: list[dict[str, Any]], metrics: Sequence[str], console: 
         table.add_column(name, no_wrap=True, min_width=4)
     for m in metrics:
         # A narrow terminal folds the header, never the value.
-        table.add_column(m, justify="right", min_width=6, overflow="fold")
+        table.add_column(SHORT_NAMES.get(m, m), justify="right", min_width=6, overflow="fold")
     for r in rows:
-        created = str(r.get("created_at") or "")[:16].replace("T", " ")
+        created = str(r.get("created_at") or "")[5:16].replace("T", " ")  # MM-DD HH:MM
         exit_text = str(r.get("exit_code")) + (" interrupted" if r.get("interrupted") else "")
-        who = [f"{r.get('agent') or '?'} / {r.get('model') or '?'}"] if len(agents) > 1 else []
+        who = [_who(r)] if len(agents) > 1 else []
         table.add_row(r["run_id"], created, *who, (r.get("git_commit") or "")[:7], exit_text,
                       *[_format(m, r.get(m)) for m in metrics])
     if rows:
@@ -181,6 +197,8 @@ def render_history(rows: list[dict[str, Any]], metrics: Sequence[str], console: 
         table.add_row("trend", *blank, *[sparkline([r.get(m) for r in rows]) for m in metrics])
         table.add_row("latest", *blank, *[_format(m, rows[-1].get(m)) for m in metrics])
     console.print(table)
+    if hidden:
+        console.print(f"{hidden} more metric(s) fit a wider terminal; choose with --metric NAME (repeatable).")
 
 
 def history_main(cases: str | Path, output_dir: str | Path, last: int, metrics: Sequence[str],
