@@ -118,6 +118,12 @@ def _cost_build(per_success: Callable[[dict], float] | None) -> Callable[[Runs, 
     return build
 
 
+def _null_with_cost(stat: Stat, cases: Runs) -> Stat:
+    """DESIGN §6: tokens per success is null, like cost per success, when any run's cost is null."""
+    stat.is_null = stat.is_null or any(_metric(r, "cost_usd") is None for runs in cases for r in runs)
+    return stat
+
+
 _ONE: Callable[[dict], float] = lambda r: 1.0  # noqa: E731
 
 METRICS: dict[str, Callable[[Runs, int], Stat]] = {
@@ -143,7 +149,8 @@ METRICS: dict[str, Callable[[Runs, int], Stat]] = {
     "tokens_total": lambda cases, k: Stat("sum", num=np.array([math.fsum(map(_tokens, rs)) for rs in cases])),
     "cost_total_usd": _cost_build(None),
     "cost_per_success_usd": _cost_build(_ONE),
-    "tokens_per_success": _ratio_of(_tokens, lambda r: float(bool(r.get("success")))),
+    "tokens_per_success": lambda cases, k: _null_with_cost(
+        _ratio_of(_tokens, lambda r: float(bool(r.get("success"))))(cases, k), cases),
     "turns_mean": _mean_of(lambda r: _metric(r, "turns")),
 }
 

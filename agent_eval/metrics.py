@@ -252,7 +252,8 @@ SUITE_FIGURES: dict[str, Callable[[Counted], Any]] = {
     "tokens_total": _tokens_total,
     "cost_total_usd": _cost_total,
     "cost_per_success_usd": lambda d: _per_success(_cost_total(d), d),
-    "tokens_per_success": lambda d: _per_success(_tokens_total(d), d),
+    # DESIGN §6: "Both are null when there are no successes ... or when the cost is null."
+    "tokens_per_success": lambda d: None if _cost_total(d) is None else _per_success(_tokens_total(d), d),
     "turns_mean": lambda d: stats.mean(d.column("turns")),
 }
 
