@@ -68,7 +68,11 @@ def run_command(flags: dict[str, Any], console: Console, err: Console) -> int:
                        {"model": cfg.model, "base_url": cfg.base_url, "api_key": cfg.api_key,
                         "max_steps": cfg.max_steps})
     simulator = build_simulator(cfg.user_sim)
-    cfg.output_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        cfg.output_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create the output directory {cfg.output_dir} ({exc.strerror or exc}); "
+                          "pass --output-dir with a writable folder.") from None
     run_id = resumed.run_id if resumed else new_run_id()
     created_at = resumed.created_at if resumed else now_iso()
     journal = Journal(cfg.output_dir / f"{run_id}.jsonl",

@@ -96,3 +96,12 @@ def test_view_rebuilds_the_page_of_a_report(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     page = out.read_text()
     assert report["run_id"] in page and "<script" in page
+
+
+def test_an_output_dir_that_cannot_be_created_is_exit_2(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    proc = agent_eval("run", "--cases", str(CASES), "--no-judge", "--quiet", "--output-dir",
+                      str(blocker / "reports"), cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "output directory" in proc.stderr and "Traceback" not in proc.stderr
