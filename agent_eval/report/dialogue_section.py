@@ -12,7 +12,8 @@ from rich.console import Console
 from rich.text import Text
 
 from agent_eval.dialogue import dialogue_turns, is_scenario_run
-from agent_eval.report.terminal import format_cost, format_count, run_failure_reason, trim
+from agent_eval.report.fmt import format_cost, format_count, trim
+from agent_eval.report.terminal import run_failure_reason
 
 TURN_CHARS = 300
 ARGS_CHARS = 80

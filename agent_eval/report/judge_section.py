@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from agent_eval.report.terminal import format_cost, format_count, format_rate
+from agent_eval.report.fmt import format_cost, format_count, format_rate
 
 
 def judge_line(report: dict[str, Any]) -> str | None:
