@@ -1,28 +1,45 @@
-"""Import a function named by a SPEC: `path/to/file.py:name` or `package.module:name`."""
+"""Import the user's code: a module by `.py` path or dotted name, or a function named by a SPEC
+(`path/to/file.py:name` or `package.module:name`). Every failure is one ConfigError paragraph."""
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import itertools
+import re
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from agent_eval.errors import ConfigError
 
+SPEC_FIX = ("Fix the path in the SPEC: it is relative to the case file in the suite block, and to the "
+            "current directory in a flag.")
+_counter = itertools.count()
+
+
+def describe(error: BaseException) -> str:
+    """`Type: message`, the one line a user sees instead of a traceback."""
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+
+
+def import_module_ref(ref: str, base_dir: Path, what: str, fix: str) -> ModuleType:
+    """Import `ref`, a .py path (relative to base_dir) or a dotted module name importable from sys.path
+    or from base_dir. `what` names the module in messages ("tools module", "agent"); `fix` says how to
+    correct a path or name that leads nowhere."""
+    if ref.endswith(".py") or "/" in ref or "\\" in ref:
+        path = Path(ref) if Path(ref).is_absolute() else Path(base_dir) / ref
+        return _import_file(path, what, fix)
+    return _import_dotted(ref, Path(base_dir), what, fix)
+
 
 def load_callable(spec: str, base_dir: Path, what: str) -> Any:
-    """Import SPEC's module (a .py path is relative to base_dir) and return its attribute."""
+    """Import SPEC's module (a .py path is relative to base_dir) and return the attribute it names."""
     module_ref, sep, attr = spec.rpartition(":")
     if not sep or not module_ref or not attr:
         raise ConfigError(f"{what} {spec!r} is not a SPEC; write path/to/file.py:function or "
                           f"package.module:function")
-    try:
-        module = _import(module_ref, base_dir)
-    except ConfigError:
-        raise
-    except Exception as exc:  # the user's module failed to import: one line, no traceback
-        raise ConfigError(f"{what} {spec!r} cannot be imported: {type(exc).__name__}: {exc}. "
-                          f"Fix the module so that it imports.") from None
+    module = import_module_ref(module_ref, base_dir, what, SPEC_FIX)
     try:
         return getattr(module, attr)
     except AttributeError:
@@ -30,32 +47,56 @@ def load_callable(spec: str, base_dir: Path, what: str) -> Any:
                           f"check the name after the colon.") from None
 
 
-def _import(module_ref: str, base_dir: Path) -> Any:
-    if module_ref.endswith(".py") or "/" in module_ref:
-        path = (base_dir / module_ref).resolve()
-        if not path.is_file():
-            raise ConfigError(f"{path} does not exist; fix the path in the SPEC (relative to the case file "
-                              f"in the suite block, to the current directory in a flag).")
-        name = f"_agent_eval_user_{abs(hash(str(path)))}"
-        if name in sys.modules:
-            return sys.modules[name]
-        sys.path.insert(0, str(path.parent))
-        try:
-            module_spec = importlib.util.spec_from_file_location(name, path)
-            module = importlib.util.module_from_spec(module_spec)
-            sys.modules[name] = module
-            module_spec.loader.exec_module(module)
-        except BaseException:
-            sys.modules.pop(name, None)
-            raise
-        finally:
-            sys.path.remove(str(path.parent))
-        return module
-    if str(base_dir) not in sys.path:
-        sys.path.append(str(base_dir))
+def _import_file(path: Path, what: str, fix: str) -> ModuleType:
+    if not path.is_file():
+        raise ConfigError(f"{path}: {what} not found. {fix}")
+    name = f"_agent_eval_user_{next(_counter)}_{re.sub('[^0-9a-zA-Z_]', '_', path.stem)}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"{path}: cannot be imported as a Python module. Fix: give it a .py suffix.")
+    module = importlib.util.module_from_spec(spec)
+    folder = str(path.resolve().parent)
+    # The module may import its siblings, and dataclasses look their module up in sys.modules.
+    added = folder not in sys.path
+    if added:
+        sys.path.insert(0, folder)
+    sys.modules[name] = module
     try:
-        return importlib.import_module(module_ref)
-    except ModuleNotFoundError as exc:
-        if exc.name and module_ref.startswith(exc.name):
-            raise ConfigError(f"no module named {module_ref!r}; check the SPEC, or give a .py path") from None
-        raise
+        spec.loader.exec_module(module)
+    except Exception as error:  # user code may raise anything: report it, don't crash
+        sys.modules.pop(name, None)
+        raise _import_error(path, what, error) from None
+    finally:
+        if added and folder in sys.path:
+            sys.path.remove(folder)
+    return module
+
+
+def _import_dotted(ref: str, base_dir: Path, what: str, fix: str) -> ModuleType:
+    folder = str(base_dir.resolve())
+    for extra in (None, folder):
+        added = extra is not None and extra not in sys.path
+        if added:
+            sys.path.insert(0, folder)
+            importlib.invalidate_caches()  # the folder's listing may predate files written since
+        try:
+            return importlib.import_module(ref)
+        except ModuleNotFoundError as error:
+            if not _is_missing(ref, error):
+                raise _import_error(ref, what, error) from None
+        except Exception as error:  # user code may raise anything: report it, don't crash
+            raise _import_error(ref, what, error) from None
+        finally:
+            if added and folder in sys.path:
+                sys.path.remove(folder)
+    raise ConfigError(f"{ref}: {what} not found on sys.path or in {folder}. {fix}")
+
+
+def _import_error(where: object, what: str, error: Exception) -> ConfigError:
+    return ConfigError(f"{where}: the {what} failed to import: {describe(error)}. "
+                       "Fix the module (or install what it imports) so that it imports cleanly.")
+
+
+def _is_missing(ref: str, error: ModuleNotFoundError) -> bool:
+    """True when the module itself (or a parent package) is missing, not something it imports."""
+    return error.name is not None and (ref == error.name or ref.startswith(error.name + "."))

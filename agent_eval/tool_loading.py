@@ -3,19 +3,16 @@ functions decorated with `agent_eval.tool`. Every failure is one ConfigError par
 """
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import itertools
-import re
-import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import ModuleType
 
 from agent_eval.errors import ConfigError
+from agent_eval.loader import describe, import_module_ref
 from agent_eval.tools import _MARK, ToolSet, _marked_name, _ToolMark, build_schema, normalize_schema
 
-_counter = itertools.count()
+TOOLS_FIX = ("Fix the suite's `tools` setting: a .py path (relative to the case file's folder) or a "
+             "dotted module name that is importable.")
 
 
 def load_tools(spec: str, base_dir: Path) -> ToolSet:
@@ -23,80 +20,13 @@ def load_tools(spec: str, base_dir: Path) -> ToolSet:
 
     Raises ConfigError, naming the module and the fix, when it cannot be imported or holds no tools.
     """
-    is_file = spec.endswith(".py") or "/" in spec or "\\" in spec
-    if is_file:
-        path = Path(spec) if Path(spec).is_absolute() else Path(base_dir) / spec
-        where = str(path)
-        module = _import_file(path)
-    else:
-        where = spec
-        module = _import_dotted(spec, Path(base_dir))
+    module = import_module_ref(spec, Path(base_dir), "tools module", TOOLS_FIX)
+    where = str(Path(base_dir) / spec) if spec.endswith(".py") or "/" in spec or "\\" in spec else spec
     try:
         return ToolSet(_collect(module, where))
     except ConfigError as e:
         msg = str(e)
         raise ConfigError(msg if msg.startswith(where) else f"{where}: {msg}") from None
-
-
-def _import_file(path: Path) -> ModuleType:
-    if not path.is_file():
-        raise ConfigError(f"{path}: tools module not found. Fix the suite's `tools` path (a relative path "
-                          "is taken relative to the case file's folder) or create the file.")
-    name = f"_agent_eval_tools_{next(_counter)}_{re.sub('[^0-9a-zA-Z_]', '_', path.stem)}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ConfigError(f"{path}: cannot be imported as a Python module. Fix: give it a .py suffix.")
-    module = importlib.util.module_from_spec(spec)
-    folder = str(path.resolve().parent)
-    # The module may import its siblings, and dataclasses look their module up in sys.modules.
-    added = folder not in sys.path
-    if added:
-        sys.path.insert(0, folder)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except Exception as e:  # noqa: BLE001 - user code may raise anything; report it, don't crash
-        sys.modules.pop(name, None)
-        raise _import_error(path, e) from None
-    finally:
-        if added and folder in sys.path:
-            sys.path.remove(folder)
-    return module
-
-
-def _import_dotted(spec: str, base_dir: Path) -> ModuleType:
-    folder = str(base_dir.resolve())
-    for extra in (None, folder):
-        added = extra is not None and extra not in sys.path
-        if added:
-            sys.path.insert(0, folder)
-            importlib.invalidate_caches()  # the folder's listing may predate files written since
-        try:
-            return importlib.import_module(spec)
-        except ModuleNotFoundError as e:
-            if not _is_missing(spec, e):
-                raise _import_error(spec, e) from None
-        except Exception as e:  # noqa: BLE001 - user code may raise anything; report it, don't crash
-            raise _import_error(spec, e) from None
-        finally:
-            if added and folder in sys.path:
-                sys.path.remove(folder)
-    raise ConfigError(f"{spec}: tools module not found on sys.path or in {folder}. Fix the suite's `tools` "
-                      "setting: a .py path, or a dotted module name that is importable.")
-
-
-def _import_error(where: object, error: Exception) -> ConfigError:
-    return ConfigError(f"{where}: the tools module failed to import: {_describe(error)}. "
-                       "Fix the module (or install what it imports) so that it imports cleanly.")
-
-
-def _is_missing(spec: str, error: ModuleNotFoundError) -> bool:
-    """True when the module itself (or a parent package) is missing, not something it imports."""
-    return error.name is not None and (spec == error.name or spec.startswith(error.name + "."))
-
-
-def _describe(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}"
 
 
 def _collect(module: ModuleType, where: str) -> list[tuple[str, Callable, dict]]:
@@ -144,7 +74,7 @@ def _collect(module: ModuleType, where: str) -> list[tuple[str, Callable, dict]]
                 schema = build_schema(fn, name)
             except Exception as e:  # noqa: BLE001 - pydantic rejects many hints, each its own way
                 raise ConfigError(f"{where}: cannot build the schema of tool {name!r} from its type hints "
-                                  f"({_describe(e)}). Fix: use JSON-compatible type hints, or give the "
+                                  f"({describe(e)}). Fix: use JSON-compatible type hints, or give the "
                                   "schema explicitly (@tool(schema=...) or a TOOLS_SCHEMA entry).") from None
         entries.append((name, fn, schema))
     return entries
