@@ -39,7 +39,19 @@ class Clock:
             if remaining <= 0:
                 coro.close()
                 raise asyncio.TimeoutError
-            return await asyncio.wait_for(coro, remaining)
+            task = asyncio.ensure_future(coro)
+            try:
+                done, _ = await asyncio.wait({task}, timeout=remaining)
+            except asyncio.CancelledError:
+                task.cancel()
+                raise
+            if task in done:
+                return task.result()
+            # Not wait_for: it waits for the cancelled task, and an agent that swallows cancellation
+            # would hold the run past --timeout. The task is told to stop and left behind, like a
+            # stuck sync agent's thread; its later tool calls raise ToolError (the sandbox is closed).
+            task.cancel()
+            raise asyncio.TimeoutError
         finally:
             self.used += time.perf_counter() - started
 

@@ -39,6 +39,24 @@ def test_a_hung_async_agent_is_cut_by_the_timeout():
     assert played.final_env == {"counter": 1}
 
 
+def test_an_async_agent_that_swallows_cancellation_is_still_cut_at_the_timeout():
+    async def agent(task):
+        await task.acall_tool("bump")
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            pass  # ignores being told to stop, and carries on
+        await asyncio.sleep(0.01)
+        await task.acall_tool("bump")
+        return "done"
+
+    # asyncio.wait_for would wait for this agent and take its "done": the run must end at the timeout.
+    played = play(agent, timeout=0.05)
+    assert played.trace["stop_reason"] == "timeout"
+    assert played.trace["replies"] == [] and [s["name"] for s in played.trace["steps"]] == ["bump"]
+    assert played.final_env == {"counter": 1}
+
+
 def test_a_hung_sync_agent_is_cut_and_its_late_tool_call_raises_and_is_not_recorded():
     release, finished = threading.Event(), threading.Event()
     late: list[BaseException | None] = []
