@@ -1,6 +1,7 @@
 """The `run` command end to end: load, configure, run, report, and decide the exit code."""
 from __future__ import annotations
 
+import hashlib
 import os
 import shlex
 import sys
@@ -62,6 +63,11 @@ def run_command(flags: dict[str, Any], console: Console, err: Console) -> int:
         resumed = open_resume(flags)
         flags = resumed.flags
     suite, cases, cfg = prepare(flags, resumed.apply if resumed else None)
+    digest = hashlib.sha256(suite.path.read_bytes()).hexdigest()
+    if resumed and resumed.stored.cases_sha256 not in (None, digest):
+        err.print(f"warning: {suite.path} has changed since run {resumed.run_id} started; its finished runs "
+                  "were scored against the old file (agent-eval rescore re-scores them all).",
+                  highlight=False, markup=False)
     agent_dir = Path(flags["agent_dir"]) if flags.get("agent_dir") else (
         suite.base_dir if flags.get("agent") is None else Path.cwd())
     agent = load_agent(cfg.agent, agent_dir,
@@ -77,7 +83,8 @@ def run_command(flags: dict[str, Any], console: Console, err: Console) -> int:
     created_at = resumed.created_at if resumed else now_iso()
     journal = Journal(cfg.output_dir / f"{run_id}.jsonl",
                       {"run_id": run_id, "created_at": created_at, "settings": cfg.settings(),
-                       "cases_file": str(cfg.cases_file), "agent_dir": str(agent_dir.resolve())})
+                       "cases_file": str(cfg.cases_file), "agent_dir": str(agent_dir.resolve()),
+                       "cases_sha256": digest})
     judge = build_judge(cfg.judge, cfg.judge_model, cfg.judge_base_url, cfg.judge_api_key, cfg.no_cache,
                         cases)
     scoring = ScoringContext(pricing=suite.settings.get("pricing") or {}, model=cfg.model, judge=judge)

@@ -40,6 +40,7 @@ class Stored:
     settings: dict[str, Any]
     cases_file: str
     agent_dir: Path | None
+    cases_sha256: str | None = None  # the case file's digest when the run started
 
     def stored_value(self, flag: str) -> Any:
         """The stored counterpart of a command-line flag, as the flag would spell it."""
@@ -121,7 +122,7 @@ def read_stored(run_id: str, output_dir: Path) -> Stored:
     agent_dir = header.get("agent_dir")
     return Stored(run_id=header.get("run_id") or run_id, created_at=header.get("created_at") or "",
                   path=path, settings=settings, cases_file=cases_file,
-                  agent_dir=Path(agent_dir) if agent_dir else None)
+                  agent_dir=Path(agent_dir) if agent_dir else None, cases_sha256=header.get("cases_sha256"))
 
 
 def open_resume(flags: dict[str, Any]) -> Resume:

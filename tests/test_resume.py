@@ -195,3 +195,19 @@ def test_a_missing_journal_exits_2_with_its_path(tmp_path):
     out = tmp_path / "out"
     with pytest.raises(ConfigError, match=str(out / "20260101-000000-abcdef.jsonl")):
         run(out, resume="20260101-000000-abcdef")
+
+
+def test_a_case_file_changed_since_the_run_started_is_warned_about(tmp_path):
+    cases, out = make_suite(tmp_path), tmp_path / "out"
+    run(out, cases=cases)
+    run_id = only_run_id(out)
+
+    def resume_stderr() -> str:
+        err = io.StringIO()
+        run_command({"output_dir": out, "quiet": True, "resume": run_id}, Console(file=io.StringIO()),
+                    Console(file=err, width=300))
+        return err.getvalue()
+
+    assert "changed since run" not in resume_stderr()
+    cases.write_text(cases.read_text().replace('"go"', '"go!"'))
+    assert f"changed since run {run_id} started" in resume_stderr()
