@@ -16,7 +16,7 @@ from agent_eval.cases import load_suite, select_cases, skip_reason
 from agent_eval.config import DEFAULTS, RunConfig, require_llm, resolve
 from agent_eval.errors import ConfigError
 from agent_eval.interrupt import Interrupts
-from agent_eval.journal import Journal
+from agent_eval.journal import Journal, append_usage, read_usage
 from agent_eval.judge import build_judge, judge_summary, needs_judge, require_judge
 from agent_eval.outputs import check_baseline, gate_against, resolve_baseline, write_extras
 from agent_eval.report.files import write_json_report
@@ -24,6 +24,7 @@ from agent_eval.runner import Runner, build_report, exit_code, new_run_id, now_i
 from agent_eval.scenario import build_simulator, require_user
 from agent_eval.scoring import ScoringContext
 from agent_eval.simulator import user_sim_summary
+from agent_eval.usage import add_summaries
 
 INTERRUPTED = 130
 
@@ -114,8 +115,13 @@ def finish(runner: Runner, suite: Any, cfg: RunConfig, agent_name: str, run_id: 
     try:
         entries = runner.case_entries()
         report = build_report(run_id, created_at, suite, cfg, agent_name, entries, interrupted)
-        report["summary"]["judge"] = judge_summary(runner.scoring.judge, suite.settings.get("pricing"))
-        report["summary"]["user_sim"] = user_sim_summary(runner.simulator, suite.settings.get("pricing"))
+        pricing = suite.settings.get("pricing")
+        spent = {"judge": judge_summary(runner.scoring.judge, pricing),
+                 "user_sim": user_sim_summary(runner.simulator, pricing)}
+        earlier = read_usage(runner.journal.path)  # what earlier processes of a resumed run spent
+        append_usage(runner.journal.path, spent)
+        for key in spent:
+            report["summary"][key] = add_summaries([u[key] for u in earlier if key in u] + [spent[key]])
         baseline = resolve_baseline(cfg.extra.get("baseline"), cfg, agent_name, run_id, created_at, err)
         if baseline is not None and not interrupted:
             report["gate"] = gate_against(baseline, report, [])

@@ -103,3 +103,31 @@ def drop_torn_tail(path: Path) -> None:
             end = start
         if end != size:
             f.truncate(end)
+
+
+def usage_path(journal_path: Path) -> Path:
+    """`<run_id>.usage.ndjson`: one line per process of a run, with what it spent on helper LLMs.
+
+    Kept beside the journal, not in it: each line after the journal's header is one finished run (§7).
+    """
+    return journal_path.with_name(journal_path.stem + ".usage.ndjson")
+
+
+def append_usage(journal_path: Path, usage: dict[str, Any]) -> None:
+    """Record what this process spent on the judge and the simulator, for a later --resume."""
+    with open(usage_path(journal_path), "ab") as f:
+        f.write(orjson.dumps(usage) + b"\n")
+
+
+def read_usage(journal_path: Path) -> list[dict[str, Any]]:
+    """What every earlier process of this run spent, in order; a damaged line is skipped."""
+    path = usage_path(journal_path)
+    if not path.exists():
+        return []
+    found = []
+    for line in path.read_bytes().splitlines():
+        try:
+            found.append(orjson.loads(line))
+        except orjson.JSONDecodeError:
+            continue
+    return found

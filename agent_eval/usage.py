@@ -29,3 +29,17 @@ class LLMUsage:
         return {"calls": self.calls, "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens, "cost_usd": self.cost_usd(model, pricing),
                 "errors": self.errors}
+
+
+def add_summaries(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Key by key sums of usage summaries (a resumed run's processes); a null cost makes the sum null."""
+    total: dict[str, Any] = {}
+    for part in parts:
+        for key, value in part.items():
+            if key not in total:
+                total[key] = value
+            elif total[key] is None or value is None:
+                total[key] = None
+            else:
+                total[key] = total[key] + value
+    return total

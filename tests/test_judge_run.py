@@ -107,3 +107,20 @@ def test_no_cache_bypasses_the_disk_cache(loopback, judge_env, tmp_path: Path) -
     _, report, _ = run_in_process(tmp_path, cases_file, no_cache=True)
     assert judge.count == 2 and report["settings"]["no_cache"] is True
     assert report["summary"]["judge"]["calls"] == 1 and report["summary"]["judge"]["cache_hits"] == 0
+
+
+def test_a_resumed_run_reports_the_judge_calls_of_every_process(loopback, judge_env, tmp_path: Path) -> None:
+    judge = loopback(judge_script())
+    judge_env(judge)
+    cases_file = write_suite(tmp_path, [case("one", "RUBRIC_PASS"), case("two", "RUBRIC_PASS")])
+    code, report, _ = run_in_process(tmp_path, cases_file, no_cache=True)
+    assert code == 0 and report["summary"]["judge"]["calls"] == 2
+    # Pretend the first process stopped after its first run: keep the header and one run line.
+    journal = tmp_path / "reports" / f"{report['run_id']}.jsonl"
+    journal.write_bytes(b"".join(journal.read_bytes().splitlines(keepends=True)[:2]))
+    (tmp_path / "reports" / f"{report['run_id']}.json").unlink()
+    code, resumed, _ = run_in_process(tmp_path, cases_file, resume=report["run_id"])
+    # 2 calls by the first process (its usage line survives the cut) + 1 for the run resumed now.
+    assert code == 0 and judge.count == 3
+    assert resumed["summary"]["judge"]["calls"] == 3
+    assert resumed["summary"]["judge"]["prompt_tokens"] == 3 * 1000
