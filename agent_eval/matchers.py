@@ -7,6 +7,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import orjson
+
 APPROX_DEFAULT_TOL = 1e-9
 """The `$tol` used when a `$approx` matcher gives none."""
 
@@ -21,6 +23,20 @@ def json_equal(a: Any, b: Any) -> bool:
     """True when a and b are the same JSON value: 1 == 1.0, key order ignored, lists ordered, True != 1."""
     if a is b:
         return True
+    if type(a) is dict and type(b) is dict:
+        # A whole env can be megabytes: `==` and two dumps in C settle the usual "identical" case.
+        # `==` also calls True equal to 1, so only identical bytes are trusted; anything else is walked.
+        try:
+            if a == b and orjson.dumps(a) == orjson.dumps(b):
+                return True
+        except TypeError:
+            pass
+    return _json_equal(a, b)
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
     ta, tb = type(a), type(b)
     if ta is bool or tb is bool:
         return ta is tb and a == b
@@ -31,13 +47,13 @@ def json_equal(a: Any, b: Any) -> bool:
             return False
         for key, value in a.items():
             other = b.get(key, _MISSING)
-            if other is _MISSING or not json_equal(value, other):
+            if other is _MISSING or not _json_equal(value, other):
                 return False
         return True
     if isinstance(a, (list, tuple)):
         if not isinstance(b, (list, tuple)) or len(a) != len(b):
             return False
-        return all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+        return all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, str) or isinstance(b, str):
         return isinstance(a, str) and isinstance(b, str) and a == b
     if _is_number(a):
