@@ -5,8 +5,7 @@ from typing import Any
 
 from agent_eval.checks import ENV_OPS, EXPECT_KEYS
 from agent_eval.matchers import is_literal, validate_matcher
-from agent_eval.safety import check_case_safety
-
+from agent_eval.safety import check_case_safety, safety_of
 
 
 def deterministic_checks(case: dict, suite: Any = None) -> list[str]:
@@ -14,7 +13,9 @@ def deterministic_checks(case: dict, suite: Any = None) -> list[str]:
     found = [k for k in ("trajectory", "expected_env_check", "expected_env", "expect") if case.get(k)]
     if case.get("expected_env") == {}:
         found.append("expected_env")
-    if case.get("policy") or (suite is not None and suite.settings.get("policy")):
+    # The suite's rules count too (§2): from the suite when given, else from the case's safety view,
+    # which load_suite fills with the suite's rules followed by the case's.
+    if case.get("policy") or (suite.settings.get("policy") if suite is not None else safety_of(case)["policy"]):
         found.append("policy")
     if case.get("authorized") is False:
         found.append("authorized")

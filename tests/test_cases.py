@@ -278,3 +278,11 @@ def test_rubric_only_case_is_skipped_without_the_judge():
     assert skip_reason(rubric_only, {}, judge_on=False) == "judge disabled"
     assert skip_reason(rubric_only, {}, judge_on=True) is None
     assert skip_reason(mixed, {}, judge_on=False) is None
+
+
+def test_a_rubric_case_under_a_suite_policy_still_runs_without_the_judge(tmp_path):
+    # DESIGN §2: `policy` (its own or the suite's) is a check, so the case keeps a deterministic check.
+    path = suite_file(tmp_path, [{"id": "a", "query": "hi", "rubric": "be nice"}],
+                      {"tools": "tools.py", "policy": [{"forbid_tool": "refund"}]})
+    (case,) = load_suite(path).cases
+    assert skip_reason(case, {}, judge_on=False) is None
