@@ -120,7 +120,6 @@ class Judge:
         self.usage = JudgeUsage()
         self.agreement: dict[str, list[bool]] = {}  # case id -> per judged run (repeat mode only)
         self._asked: dict[str, asyncio.Task[Answer]] = {}
-        self._client: Any = None
 
     async def judge_run(self, case: dict, trace: dict) -> JudgeOutcome:
         """Ask about every criterion of the case; a judge error becomes the outcome's error."""
@@ -200,13 +199,12 @@ class Judge:
         """One API call at temperature 0; a completed answer goes to the disk cache."""
         import openai
 
-        if self._client is None:
-            # The judge's own client, shared by all its calls; same retry rule as the agent's (DESIGN §1).
-            self._client = openai.AsyncOpenAI(base_url=self.base_url, api_key=self.api_key, max_retries=8)
+        from agent_eval.agents.openai_loop import shared_client
+
+        client = shared_client(self.base_url, self.api_key)  # the SDK's retry rule, as for the agent (§1)
         self.usage.calls += 1
         try:
-            response = await self._client.chat.completions.create(model=self.model, messages=messages,
-                                                            temperature=0)
+            response = await client.chat.completions.create(model=self.model, messages=messages, temperature=0)
         except openai.APIError as exc:
             return None, f"{JUDGE_ERROR}: {type(exc).__name__}: {shorten(str(exc), 300)}"
         usage = getattr(response, "usage", None)
