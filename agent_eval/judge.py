@@ -207,9 +207,7 @@ class Judge:
             response = await client.chat.completions.create(model=self.model, messages=messages, temperature=0)
         except openai.APIError as exc:
             return None, f"{JUDGE_ERROR}: {type(exc).__name__}: {shorten(str(exc), 300)}"
-        usage = getattr(response, "usage", None)
-        self.usage.prompt_tokens += getattr(usage, "prompt_tokens", 0) or 0
-        self.usage.completion_tokens += getattr(usage, "completion_tokens", 0) or 0
+        self.usage.add(response)
         answer = (response.choices[0].message.content if response.choices else None) or ""
         if self.cache is not None:
             self.cache.put(key or cache_key(self.model, messages), self.model, answer)

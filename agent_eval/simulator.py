@@ -82,14 +82,14 @@ class PythonSimulator:
 
     async def next_message(self, case: dict, trial: int, messages: list[dict[str, str]]) -> str | None:
         """The function's next message; None stops. Raising or returning a non-string is an error."""
-        from agent_eval.agents.python import _in_daemon_thread
+        from agent_eval.agents.python import in_daemon_thread
 
         sim = Sim(case["scenario"], case.get("user_description"), [dict(m) for m in messages], case["id"],
                   trial, case.get("metadata") or {})
         self.usage.calls += 1
         try:
             # A sync simulator runs in a daemon thread, so it never blocks the other runs (or their clocks).
-            value = await (self.fn(sim) if self.is_async else _in_daemon_thread(self.fn, sim))
+            value = await (self.fn(sim) if self.is_async else in_daemon_thread(self.fn, sim))
         except Exception as exc:  # the simulator's bug, recorded on the run as an infrastructure error
             self.usage.errors += 1
             raise SimulatorError(f"{SIM_ERROR}: {self.label} raised {type(exc).__name__}: {exc}") from None
@@ -165,9 +165,7 @@ class LLMSimulator:
         except openai.APIError as exc:
             self.usage.errors += 1
             raise SimulatorError(f"{SIM_ERROR}: {type(exc).__name__}: {exc}") from None
-        usage = getattr(response, "usage", None)
-        self.usage.prompt_tokens += getattr(usage, "prompt_tokens", 0) or 0
-        self.usage.completion_tokens += getattr(usage, "completion_tokens", 0) or 0
+        self.usage.add(response)
         return (response.choices[0].message.content if response.choices else None) or ""
 
 

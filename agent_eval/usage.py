@@ -17,6 +17,12 @@ class LLMUsage:
     completion_tokens: int = 0
     errors: int = 0
 
+    def add(self, response: Any) -> None:
+        """Count one API call's tokens from a Chat Completions response (its usage may be absent)."""
+        usage = getattr(response, "usage", None)
+        self.prompt_tokens += getattr(usage, "prompt_tokens", 0) or 0
+        self.completion_tokens += getattr(usage, "completion_tokens", 0) or 0
+
     def cost_usd(self, model: str | None, pricing: Mapping[str, Any] | None) -> float | None:
         """0 without tokens; null when the pricing lacks the model, as for the agent's runs (§6)."""
         if self.prompt_tokens == 0 and self.completion_tokens == 0:

@@ -78,7 +78,7 @@ class PythonAgent:
     async def respond(self, ctx: RunContext) -> Reply:
         task = Task(ctx)
         try:
-            value = await (self.fn(task) if self.is_async else _in_daemon_thread(self.fn, task))
+            value = await (self.fn(task) if self.is_async else in_daemon_thread(self.fn, task))
         except (AgentStop, asyncio.CancelledError):
             raise
         except Exception as exc:
@@ -88,7 +88,7 @@ class PythonAgent:
         return to_reply(value)
 
 
-def _in_daemon_thread(fn: Callable[[Any], Any], task: Task) -> asyncio.Future:
+def in_daemon_thread(fn: Callable[[Any], Any], task: Any) -> asyncio.Future:
     """Run fn(task) in a fresh daemon thread: a stuck agent can never keep the process alive."""
     loop = asyncio.get_running_loop()
     future: asyncio.Future = loop.create_future()
