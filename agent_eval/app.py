@@ -122,15 +122,14 @@ def finish(runner: Runner, suite: Any, cfg: RunConfig, agent_name: str, run_id: 
         append_usage(runner.journal.path, spent)
         for key in spent:
             report["summary"][key] = add_summaries([u[key] for u in earlier if key in u] + [spent[key]])
-        baseline = resolve_baseline(cfg.extra.get("baseline"), cfg, agent_name, run_id, created_at, err)
+        baseline = resolve_baseline(cfg.baseline, cfg, agent_name, run_id, created_at, err)
         if baseline is not None and not interrupted:
             report["gate"] = gate_against(baseline, report, [])
         regression = bool(report["gate"] and report["gate"].get("regression"))
         report["exit_code"] = INTERRUPTED if interrupted else exit_code(entries, regression)
         path = cfg.output_dir / f"{run_id}.json"
         write_json_report(path, report, runner.run_bytes())
-        written = write_extras(report, path, runner.run_bytes(), cfg, cfg.extra.get("junit"),
-                               cfg.extra.get("markdown"))
+        written = write_extras(report, path, runner.run_bytes(), cfg)
         from agent_eval.report.terminal import render_report, verdict_text
 
         if not cfg.quiet or interrupted:

@@ -38,7 +38,9 @@ class RunConfig:
     html: bool = True
     user: str | None = None
     user_sim: Any = None  # agent_eval.scenario.UserSettings (holds the simulator's key: never written)
-    extra: dict[str, Any] = field(default_factory=dict)
+    baseline: str | None = None  # a report path, or "last"
+    junit: Path | None = None
+    markdown: Path | None = None
 
     def settings(self) -> dict[str, Any]:
         """The report's `settings` block (DESIGN §7): no keys, no secrets."""
@@ -88,7 +90,7 @@ def resolve(flags: Mapping[str, Any], suite: Suite, environ: Mapping[str, str] |
 
     cfg.user_sim = resolve_user(flags, block, suite.base_dir, env, cfg.base_url, cfg.api_key)
     cfg.user = cfg.user_sim.label
-    cfg.extra = {k: flags.get(k) for k in ("baseline", "junit", "markdown")}
+    cfg.baseline, cfg.junit, cfg.markdown = flags.get("baseline"), flags.get("junit"), flags.get("markdown")
     _check_ranges(cfg)
     return cfg
 

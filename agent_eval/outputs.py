@@ -75,8 +75,7 @@ def write_page(report: dict[str, Any], report_path: Path, run_bytes: Any, out: P
     out.write_text(page_from_json(report, orjson.dumps(trimmed), left_out), encoding="utf-8")
 
 
-def write_extras(report: dict[str, Any], report_path: Path, run_bytes: Any, cfg: Any,
-                 junit: Path | None, markdown: Path | None) -> list[str]:
+def write_extras(report: dict[str, Any], report_path: Path, run_bytes: Any, cfg: Any) -> list[str]:
     """HTML page (unless --no-html), history row, and the optional JUnit and Markdown files.
 
     Returns one "kind: path" line per file written, for the closing lines of the terminal output.
@@ -89,14 +88,14 @@ def write_extras(report: dict[str, Any], report_path: Path, run_bytes: Any, cfg:
     from agent_eval.history import git_commit_of, record_run
 
     record_run(cfg.output_dir / "history.sqlite", report, git_commit_of(cfg.cases_file))
-    if junit is not None:
+    if cfg.junit is not None:
         from agent_eval.report.junit import write_junit
 
-        write_junit(report, junit)
-        written.append(f"JUnit: {junit}")
-    if markdown is not None:
+        write_junit(report, cfg.junit)
+        written.append(f"JUnit: {cfg.junit}")
+    if cfg.markdown is not None:
         from agent_eval.report.markdown import write_markdown
 
-        write_markdown(report, markdown)
-        written.append(f"Markdown: {markdown}")
+        write_markdown(report, cfg.markdown)
+        written.append(f"Markdown: {cfg.markdown}")
     return written
