@@ -106,7 +106,6 @@ class Sandbox:
         })
         return output, error
 
-
     def _inject(self, output: str) -> str:
         """Append the injection payload to the chosen observation; the step stores what the agent gets."""
         self._inject_left -= 1
