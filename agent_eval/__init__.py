@@ -4,8 +4,8 @@ The public API: `tool` (declare a tool), `ToolError` (what `task.call_tool` rais
 `Scorer` and `scorer` (custom scorers, DESIGN §10).
 """
 from agent_eval.errors import ToolError
-from agent_eval.scorers import Scorer, scorer
-from agent_eval.tools import tool
+from agent_eval.score.custom import Scorer, scorer
+from agent_eval.suite.tools import tool
 
 __all__ = ["Scorer", "ToolError", "scorer", "tool"]
 __version__ = "0.1.0"

@@ -83,7 +83,7 @@ def run(
     flags.update(resume=resume, explicit={name for name in flags if _is_explicit(ctx, name)})
 
     def go() -> int:
-        from agent_eval.app import run_command
+        from agent_eval.run.app import run_command
 
         return run_command(flags, console, err_console)
 
@@ -98,7 +98,7 @@ def list_cases(
     """Print the selected cases, one line each."""
 
     def go() -> int:
-        from agent_eval.cases import load_suite, select_cases
+        from agent_eval.suite.cases import load_suite, select_cases
 
         suite = load_suite(cases)
         selected = select_cases(suite.cases, filter or [])
@@ -118,7 +118,7 @@ def validate(cases: Path = typer.Option(Path("cases/test_cases.json"), "--cases"
     """Check a case file; nothing runs."""
 
     def go() -> int:
-        from agent_eval.cases import load_suite
+        from agent_eval.suite.cases import load_suite
 
         suite = load_suite(cases)
         console.print(f"{cases}: {len(suite.cases)} cases, valid.", highlight=False)
@@ -137,7 +137,7 @@ def rescore(
     """Re-score a report's frozen traces with the current case file; the agent is never called."""
 
     def go() -> int:
-        from agent_eval.rescore import rescore_command
+        from agent_eval.score.rescore import rescore_command
 
         return rescore_command(report, judge_repeat, no_judge, console, judge_model=judge_model)
 
@@ -153,7 +153,7 @@ def compare(
     """Regression table of NEW against BASE: exit 1 on a gated regression, 2 on a bad report."""
 
     def go() -> int:
-        from agent_eval.gate import compare_main
+        from agent_eval.report.gate import compare_main
 
         return compare_main(base_report, new_report, gate or [], console)
 
@@ -195,7 +195,7 @@ def history(
     """Print the recent runs of the suite, with a sparkline per metric."""
 
     def go() -> int:
-        from agent_eval.history import history_main
+        from agent_eval.report.history import history_main
 
         return history_main(cases, output_dir, last, metric or [], console)
 

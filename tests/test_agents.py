@@ -8,13 +8,13 @@ import orjson
 import pytest
 
 from agent_eval import ToolError
-from agent_eval.agents.openai_loop import OpenAIAgent
-from agent_eval.agents.python import PythonAgent
-from agent_eval.envdiff import apply_diff
-from agent_eval.episode import play_run
-from agent_eval.sandbox import EnvTemplate
-from agent_eval.scoring import ScoringContext, score_run
-from agent_eval.tools import ToolSet
+from agent_eval.run.agents.openai_loop import OpenAIAgent
+from agent_eval.run.agents.python import PythonAgent
+from agent_eval.score.envdiff import apply_diff
+from agent_eval.run.episode import play_run
+from agent_eval.run.sandbox import EnvTemplate
+from agent_eval.score.pipeline import ScoringContext, score_run
+from agent_eval.suite.tools import ToolSet
 from tests.loopback import status, text, tool_calls
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from agent_eval.agents import load_agent
-from agent_eval.cases import (
+from agent_eval.run.agents import load_agent
+from agent_eval.suite.cases import (
     case_env,
     load_suite,
     select_cases,

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent_eval.checks import (
+from agent_eval.score.checks import (
     ENV_OPS,
     EXPECT_CHECKS,
     EXPECT_KEYS,

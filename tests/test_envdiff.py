@@ -4,7 +4,7 @@ import copy
 
 import pytest
 
-from agent_eval.envdiff import ENV_OPS, apply_diff, diff_env, get_path
+from agent_eval.score.envdiff import ENV_OPS, apply_diff, diff_env, get_path
 
 PAIRS = [
     ({}, {}),

@@ -5,10 +5,10 @@ import asyncio
 import threading
 
 from agent_eval import ToolError
-from agent_eval.agents.python import PythonAgent
-from agent_eval.episode import play_run
-from agent_eval.sandbox import EnvTemplate
-from agent_eval.tools import ToolSet
+from agent_eval.run.agents.python import PythonAgent
+from agent_eval.run.episode import play_run
+from agent_eval.run.sandbox import EnvTemplate
+from agent_eval.suite.tools import ToolSet
 
 
 def bump(env: dict) -> int:

@@ -8,8 +8,8 @@ import numpy as np
 import orjson
 import pytest
 
-from agent_eval import gate
-from agent_eval.gate import (
+from agent_eval.report import gate
+from agent_eval.report.gate import (
     ReportError,
     Stat,
     compare_main,
@@ -116,7 +116,7 @@ def test_cost_rise_is_a_regression_and_fall_an_improvement() -> None:
 
 
 def test_point_estimates_equal_the_summary_over_common_cases() -> None:
-    from agent_eval.metrics import SUITE_METRICS, summarize
+    from agent_eval.score.metrics import SUITE_METRICS, summarize
 
     rng = np.random.default_rng(7)
     report = make_report({f"c{i}": list(rng.random(3) < 0.6) for i in range(30)})

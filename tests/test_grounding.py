@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from agent_eval.grounding import assess, extract_facts
+from agent_eval.score.grounding import assess, extract_facts
 
 
 def facts(text: str) -> list[tuple[str, str]]:

@@ -11,7 +11,7 @@ import orjson
 import pytest
 from rich.console import Console
 
-from agent_eval.history import (
+from agent_eval.report.history import (
     baseline_last,
     git_commit_of,
     history_main,

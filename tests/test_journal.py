@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import orjson
 
-from agent_eval.journal import Journal, drop_torn_tail, scan_runs
+from agent_eval.run.journal import Journal, drop_torn_tail, scan_runs
 
 HEADER = {"run_id": "r", "created_at": "t", "settings": {"repeat": 2}, "cases_file": "/x.json"}
 

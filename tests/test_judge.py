@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_eval.judge import (
+from agent_eval.score.judge import (
     Judge,
     JudgeCache,
     JudgeUsage,
@@ -15,7 +15,7 @@ from agent_eval.judge import (
     require_judge,
 )
 from agent_eval.errors import ConfigError
-from agent_eval.scoring import ScoringContext, score_run
+from agent_eval.score.pipeline import ScoringContext, score_run
 from tests.loopback import status, text
 
 CASE = {"id": "c1", "query": "refund ORD_1", "rubric": "The reply states the refunded amount."}

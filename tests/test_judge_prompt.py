@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent_eval.judge_prompt import OUTPUT_CHARS, build_prompt, digest_trajectory, parse_verdict
+from agent_eval.score.judge_prompt import OUTPUT_CHARS, build_prompt, digest_trajectory, parse_verdict
 
 
 @pytest.mark.parametrize("answer, expected", [

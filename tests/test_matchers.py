@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent_eval.matchers import (
+from agent_eval.score.matchers import (
     field_names,
     is_literal,
     json_equal,

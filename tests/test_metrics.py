@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from agent_eval import stats
-from agent_eval.metrics import (
+from agent_eval.score import stats
+from agent_eval.score.metrics import (
     SUITE_METRICS,
     case_status,
     param_accuracy,

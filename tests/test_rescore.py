@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 
 from agent_eval.errors import ConfigError
-from agent_eval.rescore import check_diff_fits, rescore_command
+from agent_eval.score.rescore import check_diff_fits, rescore_command
 from tests.judged_suite import by_id, case, isolate_judge_env, judge_script, run_in_process, write_suite
 
 

@@ -8,7 +8,7 @@ import orjson
 import pytest
 from rich.console import Console
 
-from agent_eval.app import run_command
+from agent_eval.run.app import run_command
 
 TOOLS = '''
 from agent_eval import tool

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from agent_eval import ToolError
-from agent_eval.agents.python import PythonAgent
-from agent_eval.cases import case_env, load_suite
-from agent_eval.episode import play_run
+from agent_eval.run.agents.python import PythonAgent
+from agent_eval.suite.cases import case_env, load_suite
+from agent_eval.run.episode import play_run
 from agent_eval.errors import CaseFileError
-from agent_eval.metrics import summarize
-from agent_eval.sandbox import EnvTemplate
-from agent_eval.scoring import ScoringContext, score_run
+from agent_eval.score.metrics import summarize
+from agent_eval.run.sandbox import EnvTemplate
+from agent_eval.score.pipeline import ScoringContext, score_run
 
 TOOLS = textwrap.dedent('''
     from agent_eval import tool
@@ -321,7 +321,7 @@ def test_failed_calls_do_not_count_towards_the_nth_observation(tmp_path):
 
 
 def test_injection_reaches_the_models_tool_message(tmp_path, loopback):
-    from agent_eval.agents.openai_loop import OpenAIAgent
+    from agent_eval.run.agents.openai_loop import OpenAIAgent
     from tests.loopback import text, tool_calls
 
     cases = [{"id": "inj", "query": "Status of ORD_1?", "expect": {"forbidden_tools": "delete_user"},
@@ -414,7 +414,7 @@ DEMO = Path(__file__).resolve().parent.parent / "cases" / "test_cases.json"
 
 @pytest.fixture(scope="module")
 def demo():
-    from agent_eval.loader import load_callable
+    from agent_eval.suite.imports import load_callable
 
     suite = load_suite(DEMO)
     return suite, load_callable("demo_agent.py:agent", suite.base_dir, what="agent")

@@ -7,8 +7,8 @@ import copy
 import pytest
 
 from agent_eval.errors import ToolError
-from agent_eval.sandbox import DEFAULT_FAULT_ERROR, EnvTemplate, Sandbox, replay_expected_tools
-from agent_eval.tools import ToolSet
+from agent_eval.run.sandbox import DEFAULT_FAULT_ERROR, EnvTemplate, Sandbox, replay_expected_tools
+from agent_eval.suite.tools import ToolSet
 
 
 def put(key: str, value: int, env: dict) -> str:
@@ -173,7 +173,7 @@ def test_faults_are_per_run():
 
 
 def test_delay_ms_delays_every_call_sync_and_async(monkeypatch):
-    import agent_eval.sandbox as sandbox_mod
+    import agent_eval.run.sandbox as sandbox_mod
 
     slept: list[float] = []
     monkeypatch.setattr(sandbox_mod.time, "sleep", lambda s: slept.append(s))

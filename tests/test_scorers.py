@@ -9,14 +9,14 @@ import orjson
 import pytest
 from rich.console import Console
 
-from agent_eval.cases import load_suite
+from agent_eval.suite.cases import load_suite
 from agent_eval.errors import CaseFileError
-from agent_eval.gate import compare_reports
-from agent_eval.metrics import summarize
+from agent_eval.report.gate import compare_reports
+from agent_eval.score.metrics import summarize
 from agent_eval.report.scorer_table import render_scorers
-from agent_eval.scorer_summary import summarize_rows, summarize_scorers
-from agent_eval.scorers import ScorerError, as_row, conversation, load_scorers
-from agent_eval.scoring import ScoringContext, score_run
+from agent_eval.score.custom_summary import summarize_rows, summarize_scorers
+from agent_eval.score.custom import ScorerError, as_row, conversation, load_scorers
+from agent_eval.score.pipeline import ScoringContext, score_run
 
 FIXTURES = Path(__file__).parent / "fixtures" / "scorer_suite"
 HIDDEN = "hidden_scorers.py"

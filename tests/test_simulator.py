@@ -13,17 +13,17 @@ import orjson
 import pytest
 from rich.console import Console
 
-from agent_eval.agents.openai_loop import OpenAIAgent
-from agent_eval.agents.python import PythonAgent
-from agent_eval.dialogue import dialogue_turns
-from agent_eval.episode import play_run
+from agent_eval.run.agents.openai_loop import OpenAIAgent
+from agent_eval.run.agents.python import PythonAgent
+from agent_eval.run.dialogue import dialogue_turns
+from agent_eval.run.episode import play_run
 from agent_eval.errors import CaseFileError, ConfigError
-from agent_eval.runner import lite_run
-from agent_eval.sandbox import EnvTemplate
-from agent_eval.scenario import check_scenario_fields, check_user_block, require_user, resolve_user
-from agent_eval.scoring import ScoringContext, score_run
-from agent_eval.simulator import OPENING, STOP, LLMSimulator, PythonSimulator, user_sim_summary
-from agent_eval.tools import ToolSet
+from agent_eval.run.runner import lite_run
+from agent_eval.run.sandbox import EnvTemplate
+from agent_eval.run.scenario import check_scenario_fields, check_user_block, require_user, resolve_user
+from agent_eval.score.pipeline import ScoringContext, score_run
+from agent_eval.run.simulator import OPENING, STOP, LLMSimulator, PythonSimulator, user_sim_summary
+from agent_eval.suite.tools import ToolSet
 from tests.loopback import text, tool_calls
 
 
@@ -267,7 +267,7 @@ def test_case_fields_and_the_user_block_are_validated() -> None:
 
 
 def test_a_case_file_with_scenarios_loads_and_bad_fields_are_reported(tmp_path: Path) -> None:
-    from agent_eval.cases import load_suite
+    from agent_eval.suite.cases import load_suite
 
     path = tmp_path / "cases.json"
     path.write_bytes(orjson.dumps({"suite": {"user": {"model": "m", "agent": "x.py:f"}}, "cases": [

@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from agent_eval.envdiff import apply_diff
+from agent_eval.score.envdiff import apply_diff
 
 CLI = str(Path(sys.executable).parent / "agent-eval")
 # A hang guard only. The hung agents below sleep 600 s, so a run that waited for one would trip it.

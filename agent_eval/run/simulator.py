@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_eval.agents import InfrastructureError
-from agent_eval.usage import LLMUsage
+from agent_eval.run.agents import InfrastructureError
+from agent_eval.score.usage import LLMUsage
 
 STOP = "###STOP###"
 SIM_ERROR = "user simulator error"
@@ -82,7 +82,7 @@ class PythonSimulator:
 
     async def next_message(self, case: dict, trial: int, messages: list[dict[str, str]]) -> str | None:
         """The function's next message; None stops. Raising or returning a non-string is an error."""
-        from agent_eval.agents.python import in_daemon_thread
+        from agent_eval.run.agents.python import in_daemon_thread
 
         sim = Sim(case["scenario"], case.get("user_description"), [dict(m) for m in messages], case["id"],
                   trial, case.get("metadata") or {})
@@ -156,7 +156,7 @@ class LLMSimulator:
     async def _complete(self, prompt: list[dict[str, str]]) -> str:
         import openai
 
-        from agent_eval.agents.openai_loop import shared_client
+        from agent_eval.run.agents.openai_loop import shared_client
 
         client = shared_client(self.base_url, self.api_key)
         self.usage.calls += 1

@@ -16,19 +16,19 @@ from typing import Any
 import orjson
 from rich.console import Console
 
-from agent_eval import stats
-from agent_eval.cases import Suite, case_env, has_only_judged_checks, load_suite
-from agent_eval.config import first
-from agent_eval.envdiff import apply_diff, get_path, show_json
+from agent_eval.score import stats
+from agent_eval.suite.cases import Suite, case_env, has_only_judged_checks, load_suite
+from agent_eval.run.config import first
+from agent_eval.score.envdiff import apply_diff, get_path, show_json
 from agent_eval.errors import ConfigError
-from agent_eval.judge import JUDGE_ERROR, build_judge, judge_summary, needs_judge, require_judge
-from agent_eval.matchers import json_equal
-from agent_eval.metrics import case_status, summarize
+from agent_eval.score.judge import JUDGE_ERROR, build_judge, judge_summary, needs_judge, require_judge
+from agent_eval.score.matchers import json_equal
+from agent_eval.score.metrics import case_status, summarize
 from agent_eval.report.files import write_json_report
-from agent_eval.runner import exit_code, new_run_id, now_iso
-from agent_eval.sandbox import EnvTemplate, replay_expected_tools
-from agent_eval.scoring import ScoringContext, score_run
-from agent_eval.simulator import user_sim_summary
+from agent_eval.run.runner import exit_code, new_run_id, now_iso
+from agent_eval.run.sandbox import EnvTemplate, replay_expected_tools
+from agent_eval.score.pipeline import ScoringContext, score_run
+from agent_eval.run.simulator import user_sim_summary
 
 SCHEMA_VERSION = 1
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from agent_eval.gate_stats import (  # noqa: F401  (RESAMPLES, SEED and Stat are part of the gate's API)
+from agent_eval.report.gate_stats import (  # noqa: F401  (RESAMPLES, SEED and Stat are part of the gate's API)
     METRICS,
     RESAMPLES,
     SEED,

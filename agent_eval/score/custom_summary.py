@@ -2,7 +2,7 @@
 
 The counted runs are the suite figures' runs: skipped cases and runs that ended in `error` are left
 out, and every other run counts, including those where the scorer raised (as a missing value).
-The gate (agent_eval.gate.build_stat) recomputes the same automatic figures from stored run values.
+The gate (agent_eval.report.gate.build_stat) recomputes the same automatic figures from stored run values.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from agent_eval import stats
+from agent_eval.score import stats
 
 
 def is_number(value: Any) -> bool:
@@ -51,7 +51,7 @@ def summarize_rows(rows: list[dict | None]) -> dict[str, Any]:
 def summarize_scorers(runs: list[dict], scorers: Any = None) -> dict[str, dict[str, Any]]:
     """{name: summary + {"errors": n}} over the counted `runs`, for each scorer of the set (or of the runs).
 
-    `scorers` is the suite's agent_eval.scorers.ScorerSet; without it (a stored report), the names are
+    `scorers` is the suite's agent_eval.score.custom.ScorerSet; without it (a stored report), the names are
     those found in the runs and every summary is automatic.
     """
     if scorers:

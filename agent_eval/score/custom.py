@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import orjson
 
 from agent_eval.errors import ConfigError
-from agent_eval.scorer_summary import summarize_rows
+from agent_eval.score.custom_summary import summarize_rows
 
 RESERVED_KEY = "errors"  # §10: a returned `errors` is a scorer error, never a value
 CHECK_PREFIX = "scorer:"
@@ -247,7 +247,7 @@ def load_scorers(specs: Any, base_dir: Path) -> tuple[ScorerSet, list[tuple[str,
     if not isinstance(specs, list) or not all(isinstance(s, str) for s in specs):
         return found, [("suite.scorers", "must be a list of SPECs such as \"scorers.py:reply_words\" "
                                          "(file.py:name or module:name)")]
-    from agent_eval.loader import load_callable
+    from agent_eval.suite.imports import load_callable
 
     for i, spec in enumerate(specs):
         where = f"suite.scorers[{i}]"

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_eval.cases import Suite
+from agent_eval.suite.cases import Suite
 from agent_eval.errors import ConfigError
 
 DEFAULTS = {"repeat": 1, "threshold": 1.0, "concurrency": 8, "max_steps": 8, "output_dir": "reports"}
@@ -37,7 +37,7 @@ class RunConfig:
     quiet: bool = False
     html: bool = True
     user: str | None = None
-    user_sim: Any = None  # agent_eval.scenario.UserSettings (holds the simulator's key: never written)
+    user_sim: Any = None  # agent_eval.run.scenario.UserSettings (holds the simulator's key: never written)
     baseline: str | None = None  # a report path, or "last"
     junit: Path | None = None
     markdown: Path | None = None
@@ -86,7 +86,7 @@ def resolve(flags: Mapping[str, Any], suite: Suite, environ: Mapping[str, str] |
     cfg.output_dir = Path(first(flags.get("output_dir"), DEFAULTS["output_dir"]))
     cfg.quiet = bool(flags.get("quiet", False))
     cfg.html = not flags.get("no_html", False)
-    from agent_eval.scenario import resolve_user
+    from agent_eval.run.scenario import resolve_user
 
     cfg.user_sim = resolve_user(flags, block, suite.base_dir, env, cfg.base_url, cfg.api_key)
     cfg.user = cfg.user_sim.label

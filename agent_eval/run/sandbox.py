@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from agent_eval.envdiff import diff_env_fast
+from agent_eval.score.envdiff import diff_env_fast
 from agent_eval.errors import ToolError
 
 DEFAULT_FAULT_ERROR = "ServiceUnavailable: 503 Service Unavailable"

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from agent_eval.sandbox import Sandbox
+from agent_eval.run.sandbox import Sandbox
 
 
 @dataclass
@@ -57,10 +57,10 @@ class Agent(Protocol):
 def load_agent(spec: str, base_dir: Path, settings: dict[str, Any]) -> Agent:
     """Build the agent named by SPEC: `openai`, `file.py:function` or `module:function`."""
     if spec == "openai":
-        from agent_eval.agents.openai_loop import OpenAIAgent
+        from agent_eval.run.agents.openai_loop import OpenAIAgent
 
         return OpenAIAgent(settings)
-    from agent_eval.agents.python import PythonAgent
-    from agent_eval.loader import load_callable
+    from agent_eval.run.agents.python import PythonAgent
+    from agent_eval.suite.imports import load_callable
 
     return PythonAgent(spec, load_callable(spec, base_dir, what="agent"))

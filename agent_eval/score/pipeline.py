@@ -4,9 +4,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_eval.checks import check_run
-from agent_eval.metrics import price_usage, run_metrics
-from agent_eval.safety import is_escalated
+from agent_eval.score.checks import check_run
+from agent_eval.score.metrics import price_usage, run_metrics
+from agent_eval.score.safety import is_escalated
 
 
 @dataclass
@@ -15,8 +15,8 @@ class ScoringContext:
 
     pricing: dict[str, Any] = field(default_factory=dict)
     model: str | None = None
-    judge: Any = None  # agent_eval.judge.Judge when judging is on
-    scorers: Any = None  # agent_eval.scorers.ScorerSet: the suite's custom scorers (§10)
+    judge: Any = None  # agent_eval.score.judge.Judge when judging is on
+    scorers: Any = None  # agent_eval.score.custom.ScorerSet: the suite's custom scorers (§10)
 
 
 async def score_run(case: dict, trial: int, trace: dict, final_env: dict, expected_env: dict | None,
@@ -32,7 +32,7 @@ async def score_run(case: dict, trial: int, trace: dict, final_env: dict, expect
     judged: dict[str, Any] = {"judge": None, "judge_expected_outcome": None}
     completed = trace["stop_reason"] == "completed"
     if error is None and completed and ctx.judge is not None and all(c["passed"] for c in checks):
-        outcome = await ctx.judge.judge_run(case, trace)  # agent_eval.judge.JudgeOutcome
+        outcome = await ctx.judge.judge_run(case, trace)  # agent_eval.score.judge.JudgeOutcome
         checks = checks + outcome.checks
         judged.update(outcome.records)
         error = outcome.error

@@ -259,6 +259,6 @@ def _marked_name(fn: Callable, mark: _ToolMark) -> str:
 
 def load_tools(spec: str, base_dir: Path) -> ToolSet:
     """Load the tools module named by spec (a .py path relative to base_dir, or a dotted module)."""
-    from agent_eval.tool_loading import load_tools as load
+    from agent_eval.suite.tool_loading import load_tools as load
 
     return load(spec, base_dir)

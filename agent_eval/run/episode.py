@@ -8,10 +8,10 @@ from typing import Any
 
 import orjson
 
-from agent_eval.agents import AgentStop, InfrastructureError, Reply, RunContext
-from agent_eval.cases import user_messages
-from agent_eval.scenario import max_turns
-from agent_eval.sandbox import EnvTemplate, Sandbox
+from agent_eval.run.agents import AgentStop, InfrastructureError, Reply, RunContext
+from agent_eval.suite.cases import user_messages
+from agent_eval.run.scenario import max_turns
+from agent_eval.run.sandbox import EnvTemplate, Sandbox
 
 
 @dataclass

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_eval.checks import ENV_OPS, EXPECT_KEYS
-from agent_eval.matchers import is_literal, validate_matcher
-from agent_eval.safety import check_case_safety, safety_of
+from agent_eval.score.checks import ENV_OPS, EXPECT_KEYS
+from agent_eval.score.matchers import is_literal, validate_matcher
+from agent_eval.score.safety import check_case_safety, safety_of
 
 
 def deterministic_checks(case: dict, suite: Any = None) -> list[str]:
@@ -26,7 +26,7 @@ def check_case(case: dict, suite: Any) -> list[tuple[str, str]]:
     """Every problem of one parsed case, as (field, message with the fix)."""
     problems: list[tuple[str, str]] = []
     add = lambda f, m: problems.append((f, m))
-    from agent_eval.scenario import check_scenario_fields
+    from agent_eval.run.scenario import check_scenario_fields
 
     problems.extend(check_scenario_fields(case))
     judged = [k for k in ("rubric", "expected_outcome") if case.get(k)]

@@ -127,15 +127,15 @@ def require_user(user: UserSettings, runnable: list[dict], cases_file: Any) -> N
 
 
 def build_simulator(user: UserSettings) -> Any:
-    """The simulator of these settings (agent_eval.simulator), or None; ConfigError when it cannot load."""
+    """The simulator of these settings (agent_eval.run.simulator), or None; ConfigError when it cannot load."""
     if user.spec:
-        from agent_eval.loader import load_callable
-        from agent_eval.simulator import PythonSimulator
+        from agent_eval.suite.imports import load_callable
+        from agent_eval.run.simulator import PythonSimulator
 
         return PythonSimulator(user.spec, load_callable(user.spec, user.spec_base or Path.cwd(),
                                                         what="user simulator"))
     if user.model:
-        from agent_eval.simulator import LLMSimulator
+        from agent_eval.run.simulator import LLMSimulator
 
         return LLMSimulator(user.model, user.base_url, user.api_key)
     return None

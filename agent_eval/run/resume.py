@@ -8,9 +8,9 @@ from typing import Any
 
 import orjson
 
-from agent_eval.config import DEFAULTS, RunConfig
+from agent_eval.run.config import DEFAULTS, RunConfig
 from agent_eval.errors import ConfigError
-from agent_eval.journal import drop_torn_tail, scan_runs
+from agent_eval.run.journal import drop_torn_tail, scan_runs
 
 # Flags that never change results: they always come from the command line of the resumed run.
 FROM_COMMAND_LINE = {"concurrency", "quiet", "output_dir", "resume"}

@@ -11,20 +11,20 @@ from typing import Any
 
 from rich.console import Console
 
-from agent_eval.agents import load_agent
-from agent_eval.cases import load_suite, select_cases, skip_reason
-from agent_eval.config import DEFAULTS, RunConfig, require_llm, resolve
+from agent_eval.run.agents import load_agent
+from agent_eval.suite.cases import load_suite, select_cases, skip_reason
+from agent_eval.run.config import DEFAULTS, RunConfig, require_llm, resolve
 from agent_eval.errors import ConfigError
-from agent_eval.interrupt import Interrupts
-from agent_eval.journal import Journal, append_usage, read_usage
-from agent_eval.judge import build_judge, judge_summary, needs_judge, require_judge
-from agent_eval.outputs import check_baseline, gate_against, resolve_baseline, write_extras
+from agent_eval.run.interrupt import Interrupts
+from agent_eval.run.journal import Journal, append_usage, read_usage
+from agent_eval.score.judge import build_judge, judge_summary, needs_judge, require_judge
+from agent_eval.report.outputs import check_baseline, gate_against, resolve_baseline, write_extras
 from agent_eval.report.files import write_json_report
-from agent_eval.runner import Runner, build_report, exit_code, new_run_id, now_iso
-from agent_eval.scenario import build_simulator, require_user
-from agent_eval.scoring import ScoringContext
-from agent_eval.simulator import user_sim_summary
-from agent_eval.usage import add_summaries
+from agent_eval.run.runner import Runner, build_report, exit_code, new_run_id, now_iso
+from agent_eval.run.scenario import build_simulator, require_user
+from agent_eval.score.pipeline import ScoringContext
+from agent_eval.run.simulator import user_sim_summary
+from agent_eval.score.usage import add_summaries
 
 INTERRUPTED = 130
 
@@ -59,7 +59,7 @@ def run_command(flags: dict[str, Any], console: Console, err: Console) -> int:
     """Run a suite and return the exit code (DESIGN §1)."""
     resumed = None
     if flags.get("resume"):
-        from agent_eval.resume import open_resume
+        from agent_eval.run.resume import open_resume
 
         resumed = open_resume(flags)
         flags = resumed.flags

@@ -19,8 +19,8 @@ from typing import Any
 import orjson
 
 from agent_eval.errors import ConfigError
-from agent_eval.judge_prompt import build_prompt, parse_verdict, shorten
-from agent_eval.usage import LLMUsage
+from agent_eval.score.judge_prompt import build_prompt, parse_verdict, shorten
+from agent_eval.score.usage import LLMUsage
 
 JUDGE_ERROR = "judge error"
 """Every judge error message starts with this, so `rescore` can tell it from an agent-side error."""
@@ -199,7 +199,7 @@ class Judge:
         """One API call at temperature 0; a completed answer goes to the disk cache."""
         import openai
 
-        from agent_eval.agents.openai_loop import shared_client
+        from agent_eval.run.agents.openai_loop import shared_client
 
         client = shared_client(self.base_url, self.api_key)  # the SDK's retry rule, as for the agent (§1)
         self.usage.calls += 1

@@ -11,10 +11,10 @@ from typing import Any
 
 import orjson
 
-from agent_eval import stats
-from agent_eval.envdiff import show_json
-from agent_eval.grounding import assess_cached
-from agent_eval.matchers import json_equal
+from agent_eval.score import stats
+from agent_eval.score.envdiff import show_json
+from agent_eval.score.grounding import assess_cached
+from agent_eval.score.matchers import json_equal
 
 SAFETY_KEY = "_safety"
 RULE_KINDS = ("require_before", "forbid_tool", "max_calls", "never_say")

@@ -5,7 +5,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agent_eval.metrics import price_usage
+from agent_eval.score.metrics import price_usage
 
 
 @dataclass

@@ -10,14 +10,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from agent_eval.cases import Suite, case_env, skip_reason
-from agent_eval.config import RunConfig
-from agent_eval.dialogue import compact_dialogue, is_scenario_run
-from agent_eval.episode import play_run
-from agent_eval.journal import FLUSH_EVERY_S, Journal
-from agent_eval.metrics import case_status, summarize
-from agent_eval.sandbox import EnvTemplate, replay_expected_tools
-from agent_eval.scoring import ScoringContext, score_run
+from agent_eval.suite.cases import Suite, case_env, skip_reason
+from agent_eval.run.config import RunConfig
+from agent_eval.run.dialogue import compact_dialogue, is_scenario_run
+from agent_eval.run.episode import play_run
+from agent_eval.run.journal import FLUSH_EVERY_S, Journal
+from agent_eval.score.metrics import case_status, summarize
+from agent_eval.run.sandbox import EnvTemplate, replay_expected_tools
+from agent_eval.score.pipeline import ScoringContext, score_run
 
 
 CANCEL_GRACE_S = 3.0
@@ -79,7 +79,7 @@ class Runner:
         self.slots = [CaseSlot(c, list(range(cfg.repeat)), skip_reason(c, environ, cfg.judge)) for c in cases]
         self.on_run_done = on_run_done or (lambda: None)
         self.system_prompt = suite.settings.get("system_prompt")
-        self.simulator: Any = None  # agent_eval.simulator: plays the user of scenario cases (§9)
+        self.simulator: Any = None  # agent_eval.run.simulator: plays the user of scenario cases (§9)
         self._shared_template: EnvTemplate | None = None
         self._by_id: dict[str, CaseSlot] | None = None
         self._stopping = False

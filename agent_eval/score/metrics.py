@@ -13,10 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from agent_eval import stats
-from agent_eval.matchers import field_names, json_equal, matched_fields
-from agent_eval.safety import safety_metrics, share_true
-from agent_eval.scorer_summary import summarize_scorers
+from agent_eval.score import stats
+from agent_eval.score.matchers import field_names, json_equal, matched_fields
+from agent_eval.score.safety import safety_metrics, share_true
+from agent_eval.score.custom_summary import summarize_scorers
 
 RunMetricGroup = Callable[[dict, dict, list, bool, "float | None"], dict]
 
@@ -264,7 +264,7 @@ SUITE_METRICS: list[str] = list(SUITE_FIGURES)
 def summarize(case_rows: list[dict], repeat: int, scorers: Any = None) -> dict:
     """The §6 suite metrics plus §7's case and run counts and `scorers` (§10), from the cases' small run rows.
 
-    `scorers` is the suite's agent_eval.scorers.ScorerSet (for names and custom summarize); optional.
+    `scorers` is the suite's agent_eval.score.custom.ScorerSet (for names and custom summarize); optional.
     """
     counts: list[tuple[int, int]] = []
     runs: list[dict] = []

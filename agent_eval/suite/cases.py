@@ -73,8 +73,8 @@ class Suite:
     settings: dict[str, Any]
     initial_env: dict[str, Any]
     cases: list[dict[str, Any]]
-    tools: Any = None  # agent_eval.tools.ToolSet
-    scorers: Any = None  # agent_eval.scorers.ScorerSet (§10)
+    tools: Any = None  # agent_eval.suite.tools.ToolSet
+    scorers: Any = None  # agent_eval.score.custom.ScorerSet (§10)
     problems: list[Problem] = field(default_factory=list)
 
     @property
@@ -197,25 +197,25 @@ def _load_suite_block(path: Path, block: Any, col: _Collector) -> Suite:
     if tools_spec is None and (base_dir / DEFAULT_TOOLS).is_file():
         tools_spec = DEFAULT_TOOLS  # the seed layout: a bare list of cases with tools.py beside it
     if isinstance(tools_spec, str):
-        from agent_eval.tools import load_tools
+        from agent_eval.suite.tools import load_tools
 
         try:
             suite.tools = load_tools(tools_spec, base_dir)
         except ConfigError as exc:
             col.add(None, "suite.tools", str(exc))
     if suite.tools is None:
-        from agent_eval.tools import ToolSet
+        from agent_eval.suite.tools import ToolSet
 
         suite.tools = ToolSet([])
-    from agent_eval.safety import check_suite_block
+    from agent_eval.score.safety import check_suite_block
 
     for field_name, message in check_suite_block(block, suite.tools):
         col.add(None, field_name, message)
-    from agent_eval.scenario import check_user_block
+    from agent_eval.run.scenario import check_user_block
 
     for field_name, message in check_user_block(block):
         col.add(None, field_name, message)
-    from agent_eval.scorers import load_scorers
+    from agent_eval.score.custom import load_scorers
 
     suite.scorers, scorer_problems = load_scorers(block.get("scorers"), base_dir)
     for field_name, message in scorer_problems:
@@ -248,11 +248,11 @@ def _load_case(suite: Suite, raw: Any, index: int, col: _Collector) -> dict[str,
         case["expected_env_check"] = [case["expected_env_check"]]
     if model.faults:
         case["faults"] = [f.model_dump(exclude_none=True) for f in model.faults]
-    from agent_eval.validation import check_case
+    from agent_eval.suite.validation import check_case
 
     for field_name, message in check_case(case, suite):
         col.add(case_id, field_name, message)
-    from agent_eval.safety import SAFETY_KEY, safety_view
+    from agent_eval.score.safety import SAFETY_KEY, safety_view
 
     case[SAFETY_KEY] = safety_view(suite.settings, case)  # what scoring needs of the suite (§5b)
     # Scorer parameters are resolved here, once per case, so a run never looks them up (§10).
@@ -300,7 +300,7 @@ def skip_reason(case: dict, environ: dict[str, str], judge_on: bool) -> str | No
 
 def has_only_judged_checks(case: dict) -> bool:
     """True when the case's only checks are judged ones (rubric, expected_outcome)."""
-    from agent_eval.validation import deterministic_checks
+    from agent_eval.suite.validation import deterministic_checks
 
     judged = [k for k in JUDGED_CHECKS if case.get(k)]
     return bool(judged) and not deterministic_checks(case)

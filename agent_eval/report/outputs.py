@@ -17,7 +17,7 @@ def resolve_baseline(spec: str | None, cfg: Any, agent_name: str, run_id: str, c
         return None
     if spec != "last":
         return Path(spec)
-    from agent_eval.history import baseline_last
+    from agent_eval.report.history import baseline_last
 
     db = cfg.output_dir / "history.sqlite"
     run_id = baseline_last(db, cfg.cases_file, agent_name, created_at, exclude_run_id=run_id) if db.exists() else None
@@ -30,7 +30,7 @@ def resolve_baseline(spec: str | None, cfg: Any, agent_name: str, run_id: str, c
 
 def check_baseline(path: Path | None, gate_specs: list[str]) -> None:
     """Exit-2 checks before anything runs: the baseline report must be readable and the gates known."""
-    from agent_eval.gate import ReportError, load_report, parse_gate_spec
+    from agent_eval.report.gate import ReportError, load_report, parse_gate_spec
 
     try:
         for spec in gate_specs:
@@ -43,7 +43,7 @@ def check_baseline(path: Path | None, gate_specs: list[str]) -> None:
 
 def gate_against(path: Path, report: dict[str, Any], gate_specs: list[str]) -> dict[str, Any]:
     """The §8 gate of `report` against the baseline report at `path`."""
-    from agent_eval.gate import ReportError, compare_reports, load_report, parse_gate_spec
+    from agent_eval.report.gate import ReportError, compare_reports, load_report, parse_gate_spec
 
     try:
         gates = [parse_gate_spec(spec) for spec in gate_specs] or None
@@ -85,7 +85,7 @@ def write_extras(report: dict[str, Any], report_path: Path, run_bytes: Any, cfg:
         page_path = report_path.with_suffix(".html")
         write_page(report, report_path, run_bytes, page_path)
         written.append(f"HTML: {page_path}")
-    from agent_eval.history import git_commit_of, record_run
+    from agent_eval.report.history import git_commit_of, record_run
 
     record_run(cfg.output_dir / "history.sqlite", report, git_commit_of(cfg.cases_file))
     if cfg.junit is not None:

@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from agent_eval.envdiff import ENV_OPS, diff_env, get_path  # ENV_OPS re-exported for case validation
-from agent_eval.envdiff import show_json as _show
-from agent_eval.matchers import compile_regex, json_equal, match_call, max_matching
-from agent_eval.safety import authorization_checks, expect_grounded, policy_checks
+from agent_eval.score.envdiff import ENV_OPS, diff_env, get_path  # ENV_OPS re-exported for case validation
+from agent_eval.score.envdiff import show_json as _show
+from agent_eval.score.matchers import compile_regex, json_equal, match_call, max_matching
+from agent_eval.score.safety import authorization_checks, expect_grounded, policy_checks
 
 Verdict = tuple[bool, str]
 _DIFF_PATHS_SHOWN = 5

@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from agent_eval.matchers import json_equal, match_value
+from agent_eval.score.matchers import json_equal, match_value
 
 _MISSING = object()
 _DUMP_OPTIONS = orjson.OPT_NON_STR_KEYS

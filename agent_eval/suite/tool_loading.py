@@ -8,8 +8,8 @@ from pathlib import Path
 from types import ModuleType
 
 from agent_eval.errors import ConfigError
-from agent_eval.loader import describe, import_module_ref
-from agent_eval.tools import _MARK, ToolSet, _marked_name, _ToolMark, build_schema, normalize_schema
+from agent_eval.suite.imports import describe, import_module_ref
+from agent_eval.suite.tools import _MARK, ToolSet, _marked_name, _ToolMark, build_schema, normalize_schema
 
 TOOLS_FIX = ("Fix the suite's `tools` setting: a .py path (relative to the case file's folder) or a "
              "dotted module name that is importable.")

@@ -1,0 +1,1 @@
+"""Running: configuration, scheduling, the journal, one run's sandbox, the agents and the simulated user."""

@@ -1,0 +1,1 @@
+"""Scoring a frozen trace: checks, matchers, metrics, custom scorers and the LLM judge."""
