@@ -1,7 +1,7 @@
 """agent-eval: a benchmark runner for tool-calling AI agents.
 
 The public API: `tool` (declare a tool), `ToolError` (what `task.call_tool` raises),
-`Scorer` and `scorer` (custom scorers, DESIGN §10).
+`Scorer` and `scorer` (custom scorers).
 """
 from agent_eval.errors import ToolError
 from agent_eval.score.custom import Scorer, scorer

@@ -1,6 +1,6 @@
 """A deterministic, rule-based support bot for the support-demo suite: no LLM, no network.
 
-It follows the Python agent contract (`agent(task)`, DESIGN §4) and is deliberately honest: it has
+It follows the Python agent contract (`agent(task)`) and is deliberately honest: it has
 the blind spots a keyword bot really has, so some cases fail (see cases/README.md).
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Custom scorers of the support-demo suite (DESIGN §10): one function, one class with its own summary."""
+"""Custom scorers of the support-demo suite: one function, one class with its own summary."""
 from __future__ import annotations
 
 from agent_eval import Scorer

@@ -1,4 +1,4 @@
-"""A scripted user simulator for the support-demo's scenario cases: no LLM, no network (DESIGN §9).
+"""A scripted user simulator for the support-demo's scenario cases: no LLM, no network.
 
 `simulate(sim)` follows the Python simulator contract: it reads the conversation so far
 (`sim.messages`) and returns the user's next message, or None to stop. Each scenario case has a

@@ -1,4 +1,4 @@
-"""Agents (DESIGN §4): the Python agent contract, and the built-in `openai` loop on the loopback server."""
+"""Agents: the Python agent contract, and the built-in `openai` loop on the loopback server."""
 from __future__ import annotations
 
 import asyncio

@@ -1,4 +1,4 @@
-"""Case files (DESIGN §2): both shapes, the suite block, paths, env merging, validation, selection."""
+"""Case files: both shapes, the suite block, paths, env merging, validation, selection."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -281,7 +281,7 @@ def test_rubric_only_case_is_skipped_without_the_judge():
 
 
 def test_a_rubric_case_under_a_suite_policy_still_runs_without_the_judge(tmp_path):
-    # DESIGN §2: `policy` (its own or the suite's) is a check, so the case keeps a deterministic check.
+    # `policy` (its own or the suite's) is a check, so the case keeps a deterministic check.
     path = suite_file(tmp_path, [{"id": "a", "query": "hi", "rubric": "be nice"}],
                       {"tools": "tools.py", "policy": [{"forbid_tool": "refund"}]})
     (case,) = load_suite(path).cases

@@ -1,4 +1,4 @@
-"""One run under --timeout (DESIGN §4): hung async and sync agents, and a sync agent's late tool calls."""
+"""One run under --timeout: hung async and sync agents, and a sync agent's late tool calls."""
 from __future__ import annotations
 
 import asyncio

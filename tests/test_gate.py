@@ -1,4 +1,4 @@
-"""The §8 regression gate: hand-checked verdicts, exact Fisher listing, a simulation of its error rates."""
+"""The regression gate: hand-checked verdicts, exact Fisher listing, a simulation of its error rates."""
 from __future__ import annotations
 
 import math
@@ -23,7 +23,7 @@ from agent_eval.report.gate import (
 
 
 def make_run(trial: int, success: bool, **metrics: object) -> dict:
-    """A §7 run record without a trace; trajectory metrics follow success unless given."""
+    """A run record without a trace; trajectory metrics follow success unless given."""
     base = {"success": int(success), "tool_recall": 1.0 if success else 0.5, "tool_precision": 1.0,
             "param_accuracy": 1.0 if success else 0.0, "step_efficiency": 1.0, "has_loop": False,
             "tool_errors": 0, "recovered": False, "invalid_calls": 0, "tool_calls": 2, "progress": 1.0,
@@ -38,7 +38,7 @@ def make_run(trial: int, success: bool, **metrics: object) -> dict:
 
 def make_report(outcomes: dict[str, list[bool]], repeat: int | None = None, run_id: str = "r",
                 **metrics: object) -> dict:
-    """A §7-shaped report: one case per id, one run per outcome."""
+    """A report-shaped dict: one case per id, one run per outcome."""
     cases = []
     for case_id, results in outcomes.items():
         runs = [make_run(t, s, **metrics) for t, s in enumerate(results)]
@@ -131,7 +131,7 @@ def test_point_estimates_equal_the_summary_over_common_cases() -> None:
                 injection_resisted=bool(run["success"]) if i % 2 else None,
                 turns=None if i % 2 else int(j + 1), cost_usd=float(rng.random() / 100),
                 prompt_tokens=int(rng.integers(50, 500)))
-    # Every numeric suite metric of §6 is gateable (pass_hat is the dict behind pass_hat.<k>).
+    # Every numeric suite metric is gateable (pass_hat is the dict behind pass_hat.<k>).
     names = [n for n in SUITE_METRICS if n != "pass_hat"] + ["pass_hat.2"]
     g = compare_reports(report, report, [(n, 0.0) for n in names])
     summary = summarize(report["cases"], 3)

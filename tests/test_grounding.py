@@ -1,4 +1,4 @@
-"""Groundedness (DESIGN §5b): fact extraction by ASCII patterns, and support by the run's sources."""
+"""Groundedness: fact extraction by ASCII patterns, and support by the run's sources."""
 from __future__ import annotations
 
 from decimal import Decimal

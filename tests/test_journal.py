@@ -1,4 +1,4 @@
-"""The run journal (DESIGN §7): offsets of journaled runs, torn last lines, batched flushes."""
+"""The run journal: offsets of journaled runs, torn last lines, batched flushes."""
 from __future__ import annotations
 
 import orjson

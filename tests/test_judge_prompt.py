@@ -1,4 +1,4 @@
-"""The judge's PASS/FAIL protocol (DESIGN §5) and its four-block prompt."""
+"""The judge's PASS/FAIL protocol and its four-block prompt."""
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,4 @@
-"""§6 metrics: every expected value is computed by hand from DESIGN's definitions."""
+"""Metrics: every expected value is computed by hand from the definitions in docs/metrics.md."""
 
 from __future__ import annotations
 
@@ -429,7 +429,7 @@ def test_null_cost_and_no_successes():
     runs = [run_row(True, cost_usd=None, prompt_tokens=10), run_row(False, cost_usd=0.5, prompt_tokens=30)]
     s = summarize([case_row("a", runs, "failed")], 2)
     assert s["cost_total_usd"] is None and s["cost_per_success_usd"] is None
-    # §6: "Both are null when there are no successes ... or when the cost is null."
+    # "Both are null when there are no successes ... or when the cost is null."
     assert s["tokens_per_success"] is None
     s = summarize([case_row("a", [run_row(False, cost_usd=0.5, prompt_tokens=7)], "failed")], 1)
     assert s["cost_total_usd"] == 0.5 and s["cost_per_success_usd"] is None

@@ -1,4 +1,4 @@
-"""`run --resume RUN_ID` in-process (DESIGN §7): stored settings win, only missing runs run, same report."""
+"""`run --resume RUN_ID` in-process: stored settings win, only missing runs run, same report."""
 from __future__ import annotations
 
 import io

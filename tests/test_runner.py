@@ -1,4 +1,4 @@
-"""The runner in-process (DESIGN §1, §6, §7): trials, multi-turn, isolation, hand-computed figures."""
+"""The runner in-process: trials, multi-turn, isolation, hand-computed figures."""
 from __future__ import annotations
 
 import io

@@ -1,4 +1,4 @@
-"""Safety and policy (DESIGN §5b, §6): scripted Python agents through the real sandbox and scoring."""
+"""Safety and policy: scripted Python agents through the real sandbox and scoring."""
 from __future__ import annotations
 
 import asyncio

@@ -1,4 +1,4 @@
-"""The sandbox (DESIGN §3, §2 faults): private env copies, recorded dispatch, faults, replay."""
+"""The sandbox: private env copies, recorded dispatch, faults, replay."""
 from __future__ import annotations
 
 import asyncio

@@ -1,4 +1,4 @@
-"""Custom scorers (DESIGN §10): loading, parameter binding, running, checks, errors and summaries."""
+"""Custom scorers: loading, parameter binding, running, checks, errors and summaries."""
 from __future__ import annotations
 
 import asyncio
@@ -23,7 +23,7 @@ HIDDEN = "hidden_scorers.py"
 
 
 def trace_of(*replies: str, users: list[str] | None = None, stop_reason: str = "completed") -> dict:
-    """A frozen §7 trace with the given replies and no tool calls."""
+    """A frozen trace with the given replies and no tool calls."""
     users = users or [f"u{i}" for i in range(len(replies))]
     return {"user_messages": users, "replies": list(replies),
             "final_answer": replies[-1] if replies else None,

@@ -1,4 +1,4 @@
-"""Simulated users (DESIGN §9): the dialogue loop, both simulator kinds, max_turns, errors, settings.
+"""Simulated users: the dialogue loop, both simulator kinds, max_turns, errors, settings.
 
 The LLM simulator and the `openai` agent share one loopback server, which routes on the request's
 model name (`agent-m` plays the agent, `user-m` the user), through the real openai SDK.

@@ -1,4 +1,4 @@
-"""The terminal's dialogue section (DESIGN §9): the conversation of each failed or errored scenario case.
+"""The terminal's dialogue section: the conversation of each failed or errored scenario case.
 
 For each such case it prints the first unsuccessful run that kept its dialogue: the user's and the
 agent's turns, with the tool calls of each agent turn between them. Also one line of summary.user_sim.

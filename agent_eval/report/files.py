@@ -1,4 +1,4 @@
-"""Report files (DESIGN §7): the JSON report, streamed so that traces never sit in memory together."""
+"""Report files: the JSON report, streamed so that traces never sit in memory together."""
 from __future__ import annotations
 
 import os

@@ -1,4 +1,4 @@
-"""DESIGN §8: the regression gate. Paired bootstrap per gated metric, Bonferroni one-sided bounds,
+"""The regression gate. Paired bootstrap per gated metric, Bonferroni one-sided bounds,
 verdicts, and the cases whose successes fell by a one-sided Fisher exact test.
 
 Every suite metric is rebuilt from per-case sufficient statistics (a numerator and a denominator per
@@ -47,7 +47,7 @@ class ReportError(Exception):
 
 
 def load_report(path: str | Path) -> dict:
-    """Read a §7 JSON report; raise ReportError when it is unreadable or incompatible."""
+    """Read a JSON report; raise ReportError when it is unreadable or incompatible."""
     try:
         report = orjson.loads(Path(path).read_bytes())
     except OSError as exc:
@@ -90,7 +90,7 @@ def metric_direction(name: str) -> str:
         if len(parts) < 4 or parts[-1] not in SCORER_STATS:
             raise ReportError(f"--gate {name}: a scorer gate is scorers.<name>.<key>.<stat> with <stat> one "
                               f"of {', '.join(sorted(SCORER_STATS))}, e.g. scorers.budget.spent.mean.")
-        return "higher"  # §8: higher is better for every scorer value
+        return "higher"  # higher is better for every scorer value
     if name not in METRICS and not pass_hat_entry(name):
         raise ReportError(f"--gate {name}: unknown metric; gateable metrics are {', '.join(METRICS)}, "
                           "pass_hat.<k>, and scorers.<name>.<key>.<stat>.")
@@ -128,7 +128,7 @@ def _number(x: float) -> float | None:
 
 
 def compare_reports(base: dict, new: dict, gates: list[tuple[str, float]] | None = None) -> dict:
-    """The §8 `gate` object: common cases, per-metric bootstrap verdicts, regressed cases, exit flag."""
+    """The `gate` object: common cases, per-metric bootstrap verdicts, regressed cases, exit flag."""
     gates = gates or [(name, 0.0) for name in DEFAULT_GATES]
     b_cases, n_cases = _cases_by_id(base, "base"), _cases_by_id(new, "new")
     both = [i for i in b_cases if i in n_cases]
@@ -136,7 +136,7 @@ def compare_reports(base: dict, new: dict, gates: list[tuple[str, float]] | None
     common = [i for i in both if is_counted(b_cases[i]) and is_counted(n_cases[i])]
     b_runs = [_counted_runs(b_cases[i]) for i in common]
     n_runs = [_counted_runs(n_cases[i]) for i in common]
-    k = min(_repeat(base), _repeat(new))  # §8: pass^k uses the smaller k
+    k = min(_repeat(base), _repeat(new))  # pass^k uses the smaller k
     for name, _ in gates:
         metric_direction(name)
         if name.startswith("scorers.") and not any(

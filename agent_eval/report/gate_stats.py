@@ -1,4 +1,4 @@
-"""The statistics behind the gate (DESIGN §8): per-case sufficient statistics of every gateable
+"""The statistics behind the gate: per-case sufficient statistics of every gateable
 metric, their vectorized evaluation over bootstrap resamples, and the exact Fisher test.
 
 Every suite metric is rebuilt from per-case sums (a numerator and a denominator per case, or the
@@ -119,7 +119,7 @@ def _cost_build(per_success: Callable[[dict], float] | None) -> Callable[[Runs, 
 
 
 def _null_with_cost(stat: Stat, cases: Runs) -> Stat:
-    """DESIGN §6: tokens per success is null, like cost per success, when any run's cost is null."""
+    """Tokens per success is null, like cost per success, when any run's cost is null."""
     stat.is_null = stat.is_null or any(_metric(r, "cost_usd") is None for runs in cases for r in runs)
     return stat
 
@@ -137,7 +137,7 @@ METRICS: dict[str, Callable[[Runs, int], Stat]] = {
                                lambda r: float((_metric(r, "tool_errors") or 0) > 0)),
     "invalid_call_rate": _ratio_of(lambda r: float(_metric(r, "invalid_calls") or 0),
                                    lambda r: float(_metric(r, "tool_calls") or 0)),
-    # The safety rates are shares of True among the runs where the flag is not null (§6).
+    # The safety rates are shares of True among the runs where the flag is not null.
     **{m: _mean_of(lambda r, key=key: _metric(r, key)) for m, key in (
         ("unauthorized_block_rate", "blocked_correctly"), ("policy_compliance", "policy_compliant"),
         ("injection_resistance", "injection_resisted"))},

@@ -1,4 +1,4 @@
-"""The §8 gate table in the terminal (Rich), plus the value formatting the Markdown summary shares."""
+"""The gate table in the terminal (Rich), plus the value formatting the Markdown summary shares."""
 from __future__ import annotations
 
 from typing import Any

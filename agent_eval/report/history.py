@@ -1,4 +1,4 @@
-"""The run history (DESIGN §11): <output-dir>/history.sqlite, `agent-eval history`, `--baseline last`."""
+"""The run history: <output-dir>/history.sqlite, `agent-eval history`, `--baseline last`."""
 from __future__ import annotations
 
 import sqlite3
@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 HISTORY_FILE = "history.sqlite"
-# Headline metrics stored as columns; each is a key of the report's summary (§6).
+# Headline metrics stored as columns; each is a key of the report's summary.
 METRIC_COLUMNS = (
     "pass_at_1", "pass_hat_k", "pass_at_k", "tool_recall", "tool_precision", "param_accuracy",
     "step_efficiency", "progress", "loop_rate", "recovery_rate", "invalid_call_rate",

@@ -1,4 +1,4 @@
-"""The self-contained HTML page of a report (DESIGN §11): inline CSS and JS, the data embedded once."""
+"""The self-contained HTML page of a report: inline CSS and JS, the data embedded once."""
 from __future__ import annotations
 
 import html
@@ -42,7 +42,7 @@ def embed_json(data: Any) -> str:
 
 
 def build_html(report: dict[str, Any], *, max_bytes: int = MAX_BYTES) -> str:
-    """Build the one-file HTML page of a §7 report; it makes no request of any kind when opened."""
+    """Build the one-file HTML page of a report; it makes no request of any kind when opened."""
     page_report, left_out = trim_traces(report, max_bytes)
     data = {"report": page_report, "traces_left_out": left_out, "max_bytes": max_bytes}
     return page(report, embed_json(data))

@@ -83,7 +83,7 @@ def _case_element(case: dict, suite: str) -> tuple[ET.Element, str]:
 
 
 def build_junit(report: dict[str, Any]) -> ET.ElementTree:
-    """The JUnit tree of a §7 report: one testsuite named after the suite, one testcase per case."""
+    """The JUnit tree of a report: one testsuite named after the suite, one testcase per case."""
     suite = xml_text(report.get("suite") or "agent-eval")
     outcomes = {"passed": 0, "failed": 0, "skipped": 0, "error": 0}
     cases = []

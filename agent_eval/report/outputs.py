@@ -42,7 +42,7 @@ def check_baseline(path: Path | None, gate_specs: list[str]) -> None:
 
 
 def gate_against(path: Path, report: dict[str, Any], gate_specs: list[str]) -> dict[str, Any]:
-    """The §8 gate of `report` against the baseline report at `path`."""
+    """The gate of `report` against the baseline report at `path`."""
     from agent_eval.report.gate import ReportError, compare_reports, load_report, parse_gate_spec
 
     try:

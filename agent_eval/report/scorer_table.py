@@ -1,4 +1,4 @@
-"""The "Scorers" block of the terminal report (DESIGN §10), read from `summary.scorers` and the runs."""
+"""The "Scorers" block of the terminal report, read from `summary.scorers` and the runs."""
 from __future__ import annotations
 
 from typing import Any

@@ -1,4 +1,4 @@
-"""The Rich terminal report, drawn only from the JSON report dict (DESIGN §7).
+"""The Rich terminal report, drawn only from the JSON report dict.
 
 Rich renders, it doesn't decide: every figure shown here is read from the report dict, so the
 terminal and the JSON file can never disagree. Runs may come without a `trace` (the runner keeps
@@ -66,7 +66,7 @@ def count_successes(report: Report) -> int:
 
 
 def case_pass_counts(case: dict[str, Any]) -> tuple[int, int]:
-    """(c, n) of a case: n runs that did not end in error, c of them successful (DESIGN §6)."""
+    """(c, n) of a case: n runs that did not end in error, c of them successful."""
     counted = [run for run in case.get("runs") or [] if run.get("status") != "error"]
     return sum(1 for run in counted if run.get("success")), len(counted)
 
@@ -177,7 +177,7 @@ def outcome_rows(report: Report) -> list[tuple[str, str]]:
 
 
 def trajectory_rows(report: Report) -> list[tuple[str, str]]:
-    """The Trajectory dimension: the suite means and rates of DESIGN §6."""
+    """The Trajectory dimension: the suite means and rates of docs/metrics.md."""
     s = _summary(report)
     labels = [
         ("tool recall", "tool_recall"), ("tool precision", "tool_precision"),
@@ -246,7 +246,7 @@ def escalation_counts(report: Report) -> tuple[int, int, int]:
 
 
 def render_safety(report: Report, console: Console) -> None:
-    """The Safety dimension (DESIGN §5b) with escalation counts; nothing when no run qualified."""
+    """The Safety dimension with escalation counts; nothing when no run qualified."""
     s = _summary(report)
     escalated, escalated_unauthorized, unauthorized = escalation_counts(report)
     if all(s.get(key) is None for _, key in SAFETY_METRICS) and not escalated:
@@ -319,14 +319,14 @@ def render_judge(report: Report, console: Console) -> None:
 
 
 def render_scorers(report: Report, console: Console) -> None:
-    """summary.scorers (DESIGN §10): each custom scorer's summary and errors; nothing without scorers."""
+    """summary.scorers: each custom scorer's summary and errors; nothing without scorers."""
     from agent_eval.report.scorer_table import render_scorers as render
 
     render(report, console)
 
 
 def render_dialogue(report: Report, console: Console) -> None:
-    """The dialogue of each failed scenario case (DESIGN §9), and summary.user_sim; nothing otherwise."""
+    """The dialogue of each failed scenario case, and summary.user_sim; nothing otherwise."""
     from agent_eval.report.dialogue_section import render_dialogue as render  # imports this module
 
     render(report, console)
@@ -336,7 +336,7 @@ def render_dialogue(report: Report, console: Console) -> None:
 # render_judge (summary.judge), render_scorers (summary.scorers), render_gate (report["gate"]),
 # render_dialogue (trace user_messages/replies of scenario runs).
 def render_gate_section(report: Report, console: Console) -> None:
-    """The regression gate table (DESIGN §8), when the run had a baseline."""
+    """The regression gate table, when the run had a baseline."""
     if report.get("gate"):
         from agent_eval.report.gate_table import render_gate
 

@@ -56,7 +56,7 @@ def prepare(flags: dict[str, Any], adjust: Callable[[RunConfig], None] | None = 
 
 
 def run_command(flags: dict[str, Any], console: Console, err: Console) -> int:
-    """Run a suite and return the exit code (DESIGN §1)."""
+    """Run a suite and return the exit code."""
     resumed = None
     if flags.get("resume"):
         from agent_eval.run.resume import open_resume

@@ -1,4 +1,4 @@
-"""Resolve run settings: the flag, then the environment, then the suite block, then the default (DESIGN §1)."""
+"""Resolve run settings: the flag, then the environment, then the suite block, then the default."""
 from __future__ import annotations
 
 import os
@@ -43,7 +43,7 @@ class RunConfig:
     markdown: Path | None = None
 
     def settings(self) -> dict[str, Any]:
-        """The report's `settings` block (DESIGN §7): no keys, no secrets."""
+        """The report's `settings` block: no keys, no secrets."""
         return {
             "repeat": self.repeat, "threshold": self.threshold, "filter": list(self.filters),
             "judge": self.judge, "judge_model": self.judge_model if self.judge else None,

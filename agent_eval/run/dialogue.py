@@ -1,4 +1,4 @@
-"""The dialogue of a run, turn by turn (DESIGN §9), from its trace's `turn_steps`.
+"""The dialogue of a run, turn by turn, from its trace's `turn_steps`.
 
 For each reply, `turn_steps` holds how many steps had been recorded when it came, so the tool calls
 of turn i are `steps[turn_steps[i-1]:turn_steps[i]]` (from 0 for the first turn). The loop that
@@ -13,7 +13,7 @@ COMPACT_OUTPUT_CHARS = 300
 
 
 def is_scenario_run(run: dict) -> bool:
-    """A run of a scenario case: its `turns` metric is set only there (DESIGN §9)."""
+    """A run of a scenario case: its `turns` metric is set only there."""
     return (run.get("metrics") or {}).get("turns") is not None
 
 

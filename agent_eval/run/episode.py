@@ -1,4 +1,4 @@
-"""Play one run: send the user messages to the agent in one sandbox and freeze the trace (DESIGN §7)."""
+"""Play one run: send the user messages to the agent in one sandbox and freeze the trace."""
 from __future__ import annotations
 
 import asyncio
@@ -70,7 +70,7 @@ async def play_run(case: dict, trial: int, agent: Any, tools: Any, template: Env
                    system_prompt: str | None, timeout: float | None, simulator: Any = None) -> Played:
     """Play one run: the user (scripted, or `simulator` for a scenario case) and the agent take turns.
 
-    Never raises for the agent's faults. With a simulator (DESIGN §9), after the agent has answered
+    Never raises for the agent's faults. With a simulator, after the agent has answered
     message number `max_turns` the simulator is asked once more: if it has more to say, the run ends
     with stop_reason `max_turns` and that message is not sent; `latency_s` and `--timeout` then count
     the agent's turns only. The trace's `turn_steps` holds, for each reply, how many steps had been
@@ -136,7 +136,7 @@ def _snapshot(env: dict[str, Any]) -> dict[str, Any]:
 def build_trace(user_msgs: list[str], replies: list[Reply], steps: list[dict], llm_calls: list[dict],
                 stop_reason: str, agent_error: str | None, latency_s: float,
                 first_reply_at: float | None, env_diff: list[dict]) -> dict[str, Any]:
-    """The frozen trace of §7 from what one run produced."""
+    """The frozen trace (docs/reference.md#the-json-report) from what one run produced."""
     last = replies[-1] if replies and len(replies) == len(user_msgs) else None
     firsts = [t for t in (steps[0]["t_start_s"] if steps else None, first_reply_at) if t is not None]
     return {

@@ -1,4 +1,4 @@
-"""Ctrl-C during a run (DESIGN §1): the first stops the run cleanly, a second exits at once."""
+"""Ctrl-C during a run: the first stops the run cleanly, a second exits at once."""
 from __future__ import annotations
 
 import asyncio

@@ -1,4 +1,4 @@
-"""The run journal (DESIGN §7): `<run_id>.jsonl`, a settings line then one line per finished run."""
+"""The run journal: `<run_id>.jsonl`, a settings line then one line per finished run."""
 from __future__ import annotations
 
 import os
@@ -108,7 +108,7 @@ def drop_torn_tail(path: Path) -> None:
 def usage_path(journal_path: Path) -> Path:
     """`<run_id>.usage.ndjson`: one line per process of a run, with what it spent on helper LLMs.
 
-    Kept beside the journal, not in it: each line after the journal's header is one finished run (§7).
+    Kept beside the journal, not in it: each line after the journal's header is one finished run.
     """
     return journal_path.with_name(journal_path.stem + ".usage.ndjson")
 

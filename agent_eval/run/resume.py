@@ -1,4 +1,4 @@
-"""`run --resume RUN_ID` (DESIGN §7): reload a run's stored settings and its journal of finished runs."""
+"""`run --resume RUN_ID`: reload a run's stored settings and its journal of finished runs."""
 from __future__ import annotations
 
 from collections.abc import Callable

@@ -1,4 +1,4 @@
-"""Trials x cases under a concurrency limit, with timeouts, progress and the journal (DESIGN §1, §7)."""
+"""Trials x cases under a concurrency limit, with timeouts, progress and the journal."""
 from __future__ import annotations
 
 import asyncio
@@ -25,7 +25,7 @@ GC_EVERY_RUNS = 256
 
 
 def new_run_id(now: datetime | None = None) -> str:
-    """`YYYYmmdd-HHMMSS-<6 hex>` (DESIGN §7)."""
+    """`YYYYmmdd-HHMMSS-<6 hex>`."""
     now = now or datetime.now()
     return now.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
 
@@ -64,7 +64,7 @@ def lite_run(run: dict[str, Any]) -> dict[str, Any]:
     lite = {k: v for k, v in run.items() if k != "trace"}
     lite["trace"] = {"stop_reason": trace["stop_reason"], "agent_error": trace["agent_error"]}
     if run["status"] != "passed" and is_scenario_run(run):
-        lite["trace"].update(compact_dialogue(trace))  # the terminal shows a failed scenario's dialogue (§9)
+        lite["trace"].update(compact_dialogue(trace))  # the terminal shows a failed scenario's dialogue
     return lite
 
 
@@ -79,7 +79,7 @@ class Runner:
         self.slots = [CaseSlot(c, list(range(cfg.repeat)), skip_reason(c, environ, cfg.judge)) for c in cases]
         self.on_run_done = on_run_done or (lambda: None)
         self.system_prompt = suite.settings.get("system_prompt")
-        self.simulator: Any = None  # agent_eval.run.simulator: plays the user of scenario cases (§9)
+        self.simulator: Any = None  # agent_eval.run.simulator: plays the user of scenario cases
         self._shared_template: EnvTemplate | None = None
         self._by_id: dict[str, CaseSlot] | None = None
         self._stopping = False
@@ -179,7 +179,7 @@ class Runner:
             self.on_run_done()
 
     def case_entries(self) -> list[dict[str, Any]]:
-        """The §7 `cases` entries, with runs lacking their traces (they stay in the journal)."""
+        """The `cases` entries, with runs lacking their traces (they stay in the journal)."""
         entries = []
         for slot in self.slots:
             case = slot.case
@@ -206,7 +206,7 @@ class Runner:
 
 
 def exit_code(entries: list[dict[str, Any]], regression: bool = False) -> int:
-    """DESIGN §1, in order: 1 for a failed case or a regression; 2 for an error or all skipped; else 0."""
+    """in order: 1 for a failed case or a regression; 2 for an error or all skipped; else 0."""
     statuses = [e["status"] for e in entries]
     if "failed" in statuses or regression:
         return 1
@@ -217,7 +217,7 @@ def exit_code(entries: list[dict[str, Any]], regression: bool = False) -> int:
 
 def build_report(run_id: str, created_at: str, suite: Suite, cfg: RunConfig, agent_name: str,
                  entries: list[dict[str, Any]], interrupted: bool) -> dict[str, Any]:
-    """The §7 report (runs without traces); `exit_code` and `gate` are filled by the caller."""
+    """The report (runs without traces); `exit_code` and `gate` are filled by the caller."""
     rows = [{"id": e["id"], "status": e["status"], "runs": e["runs"]} for e in entries]
     return {
         "schema_version": 1, "run_id": run_id, "created_at": created_at, "suite": suite.name,

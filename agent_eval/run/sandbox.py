@@ -1,4 +1,4 @@
-"""One run's world (DESIGN §3): a private env copy, recorded tool dispatch, fault injection."""
+"""One run's world: a private env copy, recorded tool dispatch, fault injection."""
 from __future__ import annotations
 
 import asyncio
@@ -54,7 +54,7 @@ class Sandbox:
             self._fault_error[tool] = fault.get("error") or DEFAULT_FAULT_ERROR
             if fault.get("delay_ms"):
                 self._delay_s[tool] = fault["delay_ms"] / 1000.0
-        # DESIGN §5b: the payload rides on this tool's n-th error-free observation.
+        # The payload rides on this tool's n-th error-free observation.
         self._inject_tool = injection["tool"] if injection else None
         self._inject_left = int(injection.get("call", 1)) if injection else 0
         self._inject_payload = injection["payload"] if injection else ""

@@ -1,4 +1,4 @@
-"""Scenario cases (DESIGN §9): their fields, the suite's `user` block, and which simulator plays the user.
+"""Scenario cases: their fields, the suite's `user` block, and which simulator plays the user.
 
 The simulator comes from the first source that sets one: the flags (`--user SPEC` or `--user-model
 NAME`), then `AGENT_EVAL_USER_MODEL`, then the suite's `user` block (`{"agent": SPEC}` or `{"model":
@@ -26,7 +26,7 @@ def max_turns(case: dict) -> int:
 
 
 def check_scenario_fields(case: dict) -> list[tuple[str, str]]:
-    """Problems of a case's §9 fields, as (field, message with the fix)."""
+    """Problems of a case's simulated-user fields, as (field, message with the fix)."""
     problems = []
     if "scenario" in case and (not isinstance(case["scenario"], str) or not case["scenario"].strip()):
         problems.append(("scenario", "must be a non-empty string: who the user is, what they want and what "
@@ -88,7 +88,7 @@ def _set(value: Any) -> bool:
 def resolve_user(flags: Mapping[str, Any], suite_block: Mapping[str, Any], suite_dir: Path,
                  environ: Mapping[str, str], agent_base_url: str | None,
                  agent_api_key: str | None) -> UserSettings:
-    """The simulator from flags, then the environment, then the suite block (DESIGN §9)."""
+    """The simulator from flags, then the environment, then the suite block."""
     spec, model = flags.get("user"), flags.get("user_model")
     if _set(spec) and _set(model):
         raise ConfigError("--user and --user-model both name a user simulator; pass only one of them.")

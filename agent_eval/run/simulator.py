@@ -1,4 +1,4 @@
-"""User simulators (DESIGN §9): a Python function or an LLM that plays the user of a scenario case.
+"""User simulators: a Python function or an LLM that plays the user of a scenario case.
 
 Both kinds answer one question, `await simulator.next_message(case, trial, messages)`: the next user
 message, or None to stop. `messages` is the conversation as the agent sees it (user messages with
@@ -56,7 +56,7 @@ class SimUsage(LLMUsage):
 
 @dataclass
 class Sim:
-    """What a Python simulator sees (DESIGN §9): the scenario and the conversation so far."""
+    """What a Python simulator sees: the scenario and the conversation so far."""
 
     scenario: str
     user_description: str | None

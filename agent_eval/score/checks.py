@@ -1,4 +1,4 @@
-"""The deterministic checks of DESIGN §5: trajectory, env assertions, expected_env and output (`expect`).
+"""The deterministic checks (docs/reference.md#checks): trajectory, env assertions, expected_env and output (`expect`).
 
 Every check is a small pure function; tables map a name to its function, so adding a check is one
 function and one row. A check entry is `{"name", "passed", "detail"}`.
@@ -296,11 +296,11 @@ CHECK_FAMILIES: list[CheckFamily] = [
     authorization_checks,
     policy_checks,
 ]
-"""The families of §5's check list, in its order; authorization and policy append their rows here."""
+"""The families of the check list, in its order; authorization and policy append their rows here."""
 
 
 def check_run(case: dict, trace: dict, final_env: Any, expected_env: dict | None) -> list[dict]:
-    """Every deterministic check entry of one run, in §5's order."""
+    """Every deterministic check entry of one run, in the order of the check list."""
     checks: list[dict] = []
     for family in CHECK_FAMILIES:
         checks.extend(family(case, trace, final_env, expected_env))

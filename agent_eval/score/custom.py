@@ -1,4 +1,4 @@
-"""Custom scorers (DESIGN §10): load them by SPEC, bind their parameters per case, run them per run.
+"""Custom scorers: load them by SPEC, bind their parameters per case, run them per run.
 
 A scorer is a function or an `agent_eval.Scorer` subclass. Its parameters are filled by name, first
 from what the run produced (RUN_VALUES), then from the case's top-level fields, then from its
@@ -18,7 +18,7 @@ import orjson
 from agent_eval.errors import ConfigError
 from agent_eval.score.custom_summary import summarize_rows
 
-RESERVED_KEY = "errors"  # §10: a returned `errors` is a scorer error, never a value
+RESERVED_KEY = "errors"  # a returned `errors` is a scorer error, never a value
 CHECK_PREFIX = "scorer:"
 DETAIL_MAX_CHARS = 200
 
@@ -46,7 +46,7 @@ RUN_VALUES: dict[str, Callable[[dict, dict, dict], Any]] = {
 
 
 class ScorerError(Exception):
-    """A scorer returned something §10 does not allow (recorded on the run, never raised further)."""
+    """A scorer returned something the scorer contract does not allow (recorded on the run, never raised further)."""
 
 
 class Scorer:
@@ -63,7 +63,7 @@ class Scorer:
         raise NotImplementedError("a Scorer subclass must define score()")
 
     def summarize(self, rows: list[dict | None]) -> Any:
-        """The automatic summary (§10); override it to report your own figures."""
+        """The automatic summary; override it to report your own figures."""
         return summarize_rows(rows)
 
 
@@ -166,7 +166,7 @@ class ScorerSet:
                 if inspect.isawaitable(result):
                     result = await result
                 row = as_row(s.name, result)
-            except Exception as exc:  # the scorer's bug, not the agent's: recorded on the run (§10)
+            except Exception as exc:  # the scorer's bug, not the agent's: recorded on the run
                 values[s.name] = None
                 errors[s.name] = f"{type(exc).__name__}: {exc}"
                 continue

@@ -1,4 +1,4 @@
-"""`summary.scorers` (DESIGN §10): each scorer's summary and error count over the counted runs.
+"""`summary.scorers`: each scorer's summary and error count over the counted runs.
 
 The counted runs are the suite figures' runs: skipped cases and runs that ended in `error` are left
 out, and every other run counts, including those where the scorer raised (as a missing value).

@@ -1,5 +1,5 @@
 """The environment: diffs of what a run changed (`{"path", "old", "new"}`), paths into it, and the
-ops of `expected_env_check` (DESIGN §5), each a pure function in the ENV_OPS table."""
+ops of `expected_env_check`, each a pure function in the ENV_OPS table."""
 from __future__ import annotations
 
 import copy

@@ -1,4 +1,4 @@
-"""Deterministic groundedness (DESIGN §5b): facts by ASCII patterns, supported by what the agent saw.
+"""Deterministic groundedness: facts by ASCII patterns, supported by what the agent saw.
 
 Facts are taken in a fixed order, each pattern consuming the text it matched so a later pattern never
 splits it: emails, ISO dates, id-like tokens, numbers (thousands separators removed). Numbers compare

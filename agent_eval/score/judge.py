@@ -1,4 +1,4 @@
-"""The LLM judge (DESIGN §5 "Judge"): rubric verdicts, the disk cache, and the judge's own usage.
+"""The LLM judge: rubric verdicts, the disk cache, and the judge's own usage.
 
 A run is judged once per criterion it has (`rubric` → record `judge`, check `judge`;
 `expected_outcome` → record `judge_expected_outcome`, check `judge:expected_outcome`). Identical
@@ -201,7 +201,7 @@ class Judge:
 
         from agent_eval.run.agents.openai_loop import shared_client
 
-        client = shared_client(self.base_url, self.api_key)  # the SDK's retry rule, as for the agent (§1)
+        client = shared_client(self.base_url, self.api_key)  # the SDK's retry rule, as for the agent
         self.usage.calls += 1
         try:
             response = await client.chat.completions.create(model=self.model, messages=messages, temperature=0)
@@ -235,7 +235,7 @@ def needs_judge(cases: list[dict]) -> dict | None:
 
 
 def require_judge(model: str | None, api_key: str | None, case: dict, cases_file: Any) -> None:
-    """Exit-2 check: a case with a judged criterion needs a judge model and key (DESIGN §1)."""
+    """Exit-2 check: a case with a judged criterion needs a judge model and key."""
     what = judged_fields(case)[0].field
     head = f"case {case['id']!r} of {cases_file} has {'a rubric' if what == 'rubric' else 'an ' + what}"
     if not model:

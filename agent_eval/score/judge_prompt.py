@@ -1,4 +1,4 @@
-"""The judge's prompt and the PASS/FAIL protocol (DESIGN §5 "Judge"). Pure functions over a trace.
+"""The judge's prompt and the PASS/FAIL protocol. Pure functions over a trace.
 
 The prompt holds four blocks: the conversation's user messages, the final answer, a digest of the
 trajectory, and the criterion. It holds nothing that varies between identical runs (no latency, no
@@ -123,7 +123,7 @@ def _is_leading_punctuation(ch: str) -> bool:
 
 
 def parse_verdict(answer: str | None) -> tuple[str, str] | None:
-    """("PASS"|"FAIL", reason) per §5's protocol, or None when the answer is unusable."""
+    """("PASS"|"FAIL", reason) per the protocol, or None when the answer is unusable."""
     if not answer:
         return None
     text = answer.lstrip(_LEADING_DECORATION)

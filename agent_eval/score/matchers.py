@@ -1,4 +1,4 @@
-"""Args matchers (DESIGN §5): JSON equality plus the `$any`, `$regex`, `$ignore`, `$approx` objects."""
+"""Args matchers: JSON equality plus the `$any`, `$regex`, `$ignore`, `$approx` objects."""
 from __future__ import annotations
 
 import functools
@@ -167,7 +167,7 @@ def match_args(expected_args: dict | None, actual_args: Any) -> bool:
 
 
 def match_call(expected: dict, step: dict) -> bool:
-    """True when step calls the expected tool with args that match (DESIGN §5 trajectory)."""
+    """True when step calls the expected tool with args that match."""
     return expected.get("name") == step.get("name") and match_args(expected.get("args"), step.get("args"))
 
 
@@ -198,7 +198,7 @@ def max_matching(expected: list[dict], steps: list[dict]) -> list[int | None]:
 
 
 def field_names(expected_args: dict | None) -> list[str]:
-    """The *fields* of §6 param_accuracy: the top-level keys whose matcher is not `$ignore`."""
+    """The *fields* of param_accuracy (docs/metrics.md): the top-level keys whose matcher is not `$ignore`."""
     if not expected_args:
         return []
     return [key for key, value in expected_args.items() if not is_ignore(value)]

@@ -1,4 +1,4 @@
-"""DESIGN §6 metrics: per run, per case and for the suite. Pure functions over plain dicts.
+"""Metrics: per run, per case and for the suite. Pure functions over plain dicts.
 
 Adding a per-run metric means one function returning its keys and one entry in `RUN_METRIC_GROUPS`;
 adding a suite metric means one function of `Counted` and one row in `SUITE_FIGURES`.
@@ -141,7 +141,7 @@ RUN_METRICS: list[str] = [
 
 
 def run_metrics(case: dict, trace: dict, checks: list[dict], success: bool, cost_usd: float | None) -> dict:
-    """Every §6 per-run metric of one run (plus `tool_calls`), keys in `RUN_METRICS` order first."""
+    """Every per-run metric of one run (plus `tool_calls`), keys in `RUN_METRICS` order first."""
     merged: dict = {}
     for group in RUN_METRIC_GROUPS:
         merged.update(group(case, trace, checks, success, cost_usd))
@@ -167,7 +167,7 @@ def price_usage(llm_calls: list[dict], pricing: dict | None, run_model: str | No
 
 
 def case_status(runs: list[dict], threshold: float) -> tuple[str, float | None]:
-    """(status, pass_rate) of a case from its runs, per §6 "Per case"."""
+    """(status, pass_rate) of a case from its runs, per docs/metrics.md."""
     counted = [r for r in runs if r["status"] != "error"]
     if not counted:
         return "error", None
@@ -252,17 +252,17 @@ SUITE_FIGURES: dict[str, Callable[[Counted], Any]] = {
     "tokens_total": _tokens_total,
     "cost_total_usd": _cost_total,
     "cost_per_success_usd": lambda d: _per_success(_cost_total(d), d),
-    # DESIGN §6: "Both are null when there are no successes ... or when the cost is null."
+    # docs/metrics.md: "Both are null when there are no successes ... or when the cost is null."
     "tokens_per_success": lambda d: None if _cost_total(d) is None else _per_success(_tokens_total(d), d),
     "turns_mean": lambda d: stats.mean(d.column("turns")),
 }
 
 SUITE_METRICS: list[str] = list(SUITE_FIGURES)
-"""The §6 suite metric names in report order. `pass_hat` is a dict {"1": .., "K": ..}; the rest are numbers."""
+"""The suite metric names in report order. `pass_hat` is a dict {"1": .., "K": ..}; the rest are numbers."""
 
 
 def summarize(case_rows: list[dict], repeat: int, scorers: Any = None) -> dict:
-    """The §6 suite metrics plus §7's case and run counts and `scorers` (§10), from the cases' small run rows.
+    """The suite metrics plus the case and run counts and `scorers`, from the cases' small run rows.
 
     `scorers` is the suite's agent_eval.score.custom.ScorerSet (for names and custom summarize); optional.
     """

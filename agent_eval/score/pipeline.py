@@ -1,4 +1,4 @@
-"""Score one frozen trace into a run record (DESIGN §5, §6, §7). Shared by `run` and `rescore`."""
+"""Score one frozen trace into a run record. Shared by `run` and `rescore`."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -16,17 +16,17 @@ class ScoringContext:
     pricing: dict[str, Any] = field(default_factory=dict)
     model: str | None = None
     judge: Any = None  # agent_eval.score.judge.Judge when judging is on
-    scorers: Any = None  # agent_eval.score.custom.ScorerSet: the suite's custom scorers (§10)
+    scorers: Any = None  # agent_eval.score.custom.ScorerSet: the suite's custom scorers
 
 
 async def score_run(case: dict, trial: int, trace: dict, final_env: dict, expected_env: dict | None,
                     error: str | None, ctx: ScoringContext) -> dict[str, Any]:
-    """The §7 run record: checks, judge verdict, metrics and status for one run."""
+    """The run record: checks, judge verdict, metrics and status for one run."""
     checks = check_run(case, trace, final_env, expected_env)
     scores: dict[str, Any] = {}
     scorer_errors: dict[str, str] = {}
     if ctx.scorers:
-        # Scorer checks are deterministic checks (§10), so a False one spares the judge call below.
+        # Scorer checks are deterministic checks, so a False one spares the judge call below.
         scores, scorer_errors, scorer_checks = await ctx.scorers.score(case, trace, final_env)
         checks = checks + scorer_checks
     judged: dict[str, Any] = {"judge": None, "judge_expected_outcome": None}

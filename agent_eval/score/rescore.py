@@ -1,4 +1,4 @@
-"""`agent-eval rescore`: re-score a report's frozen traces with the case file as it is now (DESIGN §5, §7).
+"""`agent-eval rescore`: re-score a report's frozen traces with the case file as it is now.
 
 Each run's final env is rebuilt from the case's current initial env plus the trace's
 `final_env_diff`. The deterministic checks, the metrics and the judge run again; the agent never does.
@@ -135,7 +135,7 @@ def rescore_command(report_path: Path, judge_repeat: int | None, no_judge: bool,
         require_judge(model, api_key, judged, suite.path)
     judge = build_judge(judge_on, model, base_url, api_key, False, work, judge_repeat)
     pricing = suite.settings.get("pricing") or {}
-    # The suite's current scorers run on the old traces too (DESIGN §10).
+    # The suite's current scorers run on the old traces too.
     ctx = ScoringContext(pricing=pricing, model=old.get("model"), judge=judge, scorers=suite.scorers)
     new_entries = asyncio.run(_rescore_all(suite, entries, by_id, judge_on, ctx,
                                            int(settings.get("concurrency") or 8),
@@ -181,11 +181,11 @@ async def _rescore_all(suite: Suite, entries: list[dict], by_id: dict[str, dict]
 
 def _new_report(old: dict, settings: dict, entries: list[dict], judge: Any, pricing: dict,
                 judge_repeat: int | None, scorers: Any) -> dict[str, Any]:
-    """The §7 report of a rescore; the write keeps only §7's top-level keys, so provenance is in settings."""
+    """The report of a rescore; the write keeps only the top-level keys, so provenance is in settings."""
     rows = [{"id": e["id"], "status": e["status"], "runs": e["runs"]} for e in entries]
     summary = summarize(rows, int(settings.get("repeat") or 1), scorers)
     summary["judge"] = judge_summary(judge, pricing)
-    # Rescoring never calls the simulator: the dialogues, and what they cost, are those of the old run (§9).
+    # Rescoring never calls the simulator: the dialogues, and what they cost, are those of the old run.
     summary["user_sim"] = (old.get("summary") or {}).get("user_sim") or user_sim_summary(None, None)
     if judge_repeat:
         votes = [v for runs in (judge.agreement.values() if judge else ()) for v in runs]

@@ -1,4 +1,4 @@
-"""Safety and policy (DESIGN §5b): authorization, policy rules, escalation, and their metrics.
+"""Safety and policy: authorization, policy rules, escalation, and their metrics.
 
 The suite's safety settings reach scoring through the case: `load_suite` stores on each case, under
 `SAFETY_KEY`, a plain view of the suite's `sensitive_tools`, `escalation_tools`, `system_prompt` and
@@ -203,7 +203,7 @@ def expect_grounded(value: Any, trace: dict, case: dict) -> Verdict:
 
 
 def safety_metrics(case: dict, trace: dict, checks: list, success: bool, cost_usd: float | None) -> dict:
-    """groundedness and policy_violations (§6), plus the per-run flags the suite safety rates count."""
+    """groundedness and policy_violations, plus the per-run flags the suite safety rates count."""
     policy = [c for c in checks if c["name"].startswith("policy:")]
     auth = [c["passed"] for c in checks if c["name"] == "authorization"]
     return {
@@ -221,7 +221,7 @@ def share_true(runs: list[dict], key: str) -> float | None:
     return stats.ratio(sum(1 for f in flags if f), len(flags))
 
 
-# ---------------------------------------------------------------- validation (exit 2, DESIGN §2)
+# ---------------------------------------------------------------- validation (exit 2)
 
 Problems = list[tuple[str, str]]
 

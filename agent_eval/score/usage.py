@@ -1,4 +1,4 @@
-"""The spend of a helper LLM (the judge, the user simulator), kept apart from the agent's (DESIGN §7)."""
+"""The spend of a helper LLM (the judge, the user simulator), kept apart from the agent's."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -24,7 +24,7 @@ class LLMUsage:
         self.completion_tokens += getattr(usage, "completion_tokens", 0) or 0
 
     def cost_usd(self, model: str | None, pricing: Mapping[str, Any] | None) -> float | None:
-        """0 without tokens; null when the pricing lacks the model, as for the agent's runs (§6)."""
+        """0 without tokens; null when the pricing lacks the model, as for the agent's runs."""
         if self.prompt_tokens == 0 and self.completion_tokens == 0:
             return 0.0
         record = {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "model": model}

@@ -1,4 +1,4 @@
-"""Load and validate a case file (DESIGN §2): both shapes, the suite block, paths, env merging."""
+"""Load and validate a case file: both shapes, the suite block, paths, env merging."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -74,7 +74,7 @@ class Suite:
     initial_env: dict[str, Any]
     cases: list[dict[str, Any]]
     tools: Any = None  # agent_eval.suite.tools.ToolSet
-    scorers: Any = None  # agent_eval.score.custom.ScorerSet (§10)
+    scorers: Any = None  # agent_eval.score.custom.ScorerSet
     problems: list[Problem] = field(default_factory=list)
 
     @property
@@ -83,7 +83,7 @@ class Suite:
 
 
 def deep_merge(base: Any, over: Any) -> Any:
-    """Objects merge by key; any other value replaces (DESIGN §2)."""
+    """Objects merge by key; any other value replaces."""
     if isinstance(base, dict) and isinstance(over, dict):
         merged = dict(base)
         for key, value in over.items():
@@ -254,8 +254,8 @@ def _load_case(suite: Suite, raw: Any, index: int, col: _Collector) -> dict[str,
         col.add(case_id, field_name, message)
     from agent_eval.score.safety import SAFETY_KEY, safety_view
 
-    case[SAFETY_KEY] = safety_view(suite.settings, case)  # what scoring needs of the suite (§5b)
-    # Scorer parameters are resolved here, once per case, so a run never looks them up (§10).
+    case[SAFETY_KEY] = safety_view(suite.settings, case)  # what scoring needs of the suite
+    # Scorer parameters are resolved here, once per case, so a run never looks them up.
     for field_name, message in suite.scorers.bind(case) if suite.scorers else ():
         col.add(case_id, field_name, message)
     return case

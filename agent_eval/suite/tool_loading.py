@@ -1,4 +1,4 @@
-"""Load a tools module (DESIGN §3) in either form: the seed's TOOL_REGISTRY + TOOLS_SCHEMA, or
+"""Load a tools module in either form: the seed's TOOL_REGISTRY + TOOLS_SCHEMA, or
 functions decorated with `agent_eval.tool`. Every failure is one ConfigError paragraph, never a traceback.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Semantic validation of one case (DESIGN §2): what the types alone cannot say."""
+"""Semantic validation of one case: what the types alone cannot say."""
 from __future__ import annotations
 
 from typing import Any
@@ -13,7 +13,7 @@ def deterministic_checks(case: dict, suite: Any = None) -> list[str]:
     found = [k for k in ("trajectory", "expected_env_check", "expected_env", "expect") if case.get(k)]
     if case.get("expected_env") == {}:
         found.append("expected_env")
-    # The suite's rules count too (§2): from the suite when given, else from the case's safety view,
+    # The suite's rules count too: from the suite when given, else from the case's safety view,
     # which load_suite fills with the suite's rules followed by the case's.
     if case.get("policy") or (suite.settings.get("policy") if suite is not None else safety_of(case)["policy"]):
         found.append("policy")

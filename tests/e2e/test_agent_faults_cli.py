@@ -1,4 +1,4 @@
-"""The agent's own faults and concurrency (DESIGN §1, §4), with `agent-eval run` as a subprocess.
+"""The agent's own faults and concurrency, with `agent-eval run` as a subprocess.
 
 A raising agent fails only its own run; a hung agent, async or sync, is cut by --timeout, its slot goes
 to the next run, and a sync agent's sleeping thread does not keep the process alive; every run's env is

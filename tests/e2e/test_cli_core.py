@@ -1,4 +1,4 @@
-"""The CLI as a subprocess (DESIGN §1, §7): exit codes 0/1/2, messages, the JSON report and the journal."""
+"""The CLI as a subprocess: exit codes 0/1/2, messages, the JSON report and the journal."""
 from __future__ import annotations
 
 import os

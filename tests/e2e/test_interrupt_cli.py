@@ -1,4 +1,4 @@
-"""Ctrl-C and --resume (DESIGN §1, §7), with `agent-eval run` as a subprocess sent real SIGINTs."""
+"""Ctrl-C and --resume, with `agent-eval run` as a subprocess sent real SIGINTs."""
 from __future__ import annotations
 
 import os

@@ -1,4 +1,4 @@
-"""Provider trouble (DESIGN §1): the SDK's retries absorb a flaky provider; what is left is an `error`.
+"""Provider trouble: the SDK's retries absorb a flaky provider; what is left is an `error`.
 
 `agent-eval run` runs as a subprocess with the built-in `openai` agent against the loopback server. Every
 retried answer carries `retry-after-ms`, which the SDK honours before its own 0.5 s-and-doubling backoff,

@@ -1,4 +1,4 @@
-"""`agent-eval run` / `validate` as subprocesses on a suite with hidden-style scorer modules (DESIGN §10)."""
+"""`agent-eval run` / `validate` as subprocesses on a suite with hidden-style scorer modules."""
 from __future__ import annotations
 
 import os

@@ -1,4 +1,4 @@
-"""`agent-eval run` / `rescore` with scenario cases (DESIGN §9), as subprocesses against a loopback server.
+"""`agent-eval run` / `rescore` with scenario cases, as subprocesses against a loopback server.
 
 One loopback server plays both the `openai` agent (model `agent-m`) and the LLM user (model `user-m`).
 """

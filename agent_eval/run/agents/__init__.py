@@ -1,4 +1,4 @@
-"""Agents (DESIGN §4): the built-in `openai` loop and Python functions behind the Task contract."""
+"""Agents: the built-in `openai` loop and Python functions behind the Task contract."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

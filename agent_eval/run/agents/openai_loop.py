@@ -1,4 +1,4 @@
-"""The built-in `openai` agent (DESIGN §4): Chat Completions with tools, until a plain answer."""
+"""The built-in `openai` agent: Chat Completions with tools, until a plain answer."""
 from __future__ import annotations
 
 import asyncio

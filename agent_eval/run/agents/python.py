@@ -1,4 +1,4 @@
-"""The Python agent contract (DESIGN §4): `function(task)`, sync or async, once per user message."""
+"""The Python agent contract: `function(task)`, sync or async, once per user message."""
 from __future__ import annotations
 
 import asyncio
