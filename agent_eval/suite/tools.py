@@ -1,6 +1,7 @@
 """Tools: the `tool` decorator, schema building, and the ToolSet that validates and invokes calls.
 
-A tools module takes the seed form (`TOOL_REGISTRY` + `TOOLS_SCHEMA`) or uses `@agent_eval.tool`. pydantic and jsonschema are imported lazily so that importing this module stays cheap.
+A tools module takes the seed form (`TOOL_REGISTRY` + `TOOLS_SCHEMA`) or uses `@agent_eval.tool`.
+pydantic and jsonschema are imported lazily so that importing this module stays cheap.
 """
 from __future__ import annotations
 
