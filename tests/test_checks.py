@@ -2,15 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent_eval.score.checks import (
-    ENV_OPS,
-    EXPECT_CHECKS,
-    EXPECT_KEYS,
-    check_env_item,
-    check_expected_env,
-    check_run,
-    check_trajectory,
-)
+from agent_eval.score.checks import EXPECT_CHECKS, EXPECT_KEYS, check_run, check_trajectory
+from agent_eval.score.env_checks import ENV_OPS, check_env_item, check_expected_env
 
 
 def step(name, args=None, error=None, i=0):

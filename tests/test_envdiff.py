@@ -4,7 +4,8 @@ import copy
 
 import pytest
 
-from agent_eval.score.envdiff import ENV_OPS, apply_diff, diff_env, get_path
+from agent_eval.score.env_checks import ENV_OPS
+from agent_eval.score.envdiff import apply_diff, diff_env, get_path
 
 PAIRS = [
     ({}, {}),

@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 
 from agent_eval.errors import ConfigError
-from agent_eval.score.rescore import check_diff_fits, rescore_command
+from agent_eval.score.rescore import rescore_command, validate_diff_fits
 from tests.judged_suite import by_id, case, isolate_judge_env, judge_script, run_in_process, write_suite
 
 
@@ -111,13 +111,13 @@ def test_rescore_rejects_bad_reports_and_flags(tmp_path: Path) -> None:
     ([{"path": ["zz"], "old": 1}], False),
     ([{"path": [], "old": {"a": {"b": 1}}, "new": 7}], True),
 ])
-def test_check_diff_fits(diff: list[dict], fits: bool) -> None:
+def test_validate_diff_fits(diff: list[dict], fits: bool) -> None:
     env = {"a": {"b": 1}}
     if fits:
-        check_diff_fits("c", env, diff, Path("r.json"))
+        validate_diff_fits("c", env, diff, Path("r.json"))
     else:
         with pytest.raises(ConfigError, match="case 'c'"):
-            check_diff_fits("c", env, diff, Path("r.json"))
+            validate_diff_fits("c", env, diff, Path("r.json"))
 
 
 def test_rescore_runs_the_suites_current_scorers(loopback, judge_env, tmp_path: Path) -> None:

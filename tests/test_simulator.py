@@ -20,7 +20,8 @@ from agent_eval.run.episode import play_run
 from agent_eval.errors import CaseFileError, ConfigError
 from agent_eval.run.runner import lite_run
 from agent_eval.run.sandbox import EnvTemplate
-from agent_eval.run.scenario import check_scenario_fields, check_user_block, require_user, resolve_user
+from agent_eval.run.scenario import require_user, resolve_user
+from agent_eval.suite.validation_scenario import validate_scenario_fields, validate_user_block
 from agent_eval.score.pipeline import ScoringContext, score_run
 from agent_eval.run.simulator import OPENING, STOP, LLMSimulator, PythonSimulator, user_sim_summary
 from agent_eval.suite.tools import ToolSet
@@ -257,13 +258,13 @@ def test_the_simulators_time_is_not_the_agents() -> None:
 
 
 def test_case_fields_and_the_user_block_are_validated() -> None:
-    assert check_scenario_fields(scenario_case(max_turns=5)) == []
-    bad = check_scenario_fields(scenario_case(max_turns=True, scenario=" "))
+    assert validate_scenario_fields(scenario_case(max_turns=5)) == []
+    bad = validate_scenario_fields(scenario_case(max_turns=True, scenario=" "))
     assert [f for f, _ in bad] == ["scenario", "max_turns"]
-    assert [f for f, _ in check_scenario_fields({"id": "q", "query": "hi", "max_turns": 3})] == ["max_turns"]
-    assert check_user_block({"user": {"agent": "u.py:f"}}) == []
-    assert [f for f, _ in check_user_block({"user": {"agent": "u.py:f", "model": "m"}})] == ["suite.user"]
-    assert [f for f, _ in check_user_block({"user": {"modle": "m"}})] == ["suite.user.modle", "suite.user"]
+    assert [f for f, _ in validate_scenario_fields({"id": "q", "query": "hi", "max_turns": 3})] == ["max_turns"]
+    assert validate_user_block({"user": {"agent": "u.py:f"}}) == []
+    assert [f for f, _ in validate_user_block({"user": {"agent": "u.py:f", "model": "m"}})] == ["suite.user"]
+    assert [f for f, _ in validate_user_block({"user": {"modle": "m"}})] == ["suite.user.modle", "suite.user"]
 
 
 def test_a_case_file_with_scenarios_loads_and_bad_fields_are_reported(tmp_path: Path) -> None:
@@ -317,7 +318,7 @@ def test_a_failed_scenario_run_keeps_its_dialogue_for_the_terminal() -> None:
 
     case = scenario_case(max_turns=2)
     run = score(case, play(case, PythonAgent("t:agent", agent), PythonSimulator("t:sim", simulate)))
-    lite = lite_run(run)
+    lite = lite_run(run, case)
     assert lite["trace"]["user_messages"] == ["cancel B7", "you did not cancel it"]
     assert [len(t["steps"]) for t in dialogue_turns(lite["trace"])] == [1, 1]
     report = {"settings": {"user": "t:sim"}, "summary": {"user_sim": {"calls": 3}}, "exit_code": 1,

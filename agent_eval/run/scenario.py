@@ -1,4 +1,4 @@
-"""Scenario cases: their fields, the suite's `user` block, and which simulator plays the user.
+"""The simulated user's settings: a case's turn limit, and which simulator plays the user.
 
 The simulator comes from the first source that sets one: the flags (`--user SPEC` or `--user-model
 NAME`), then `AGENT_EVAL_USER_MODEL`, then the suite's `user` block (`{"agent": SPEC}` or `{"model":
@@ -15,54 +15,12 @@ from typing import Any
 from agent_eval.errors import ConfigError
 
 DEFAULT_MAX_TURNS = 10
-SCENARIO_ONLY_FIELDS = ("user_description", "max_turns")
-USER_BLOCK_KEYS = ("agent", "model")
 
 
 def max_turns(case: dict) -> int:
     """The case's `max_turns` (default 10)."""
     value = case.get("max_turns")
     return DEFAULT_MAX_TURNS if value is None else int(value)
-
-
-def check_scenario_fields(case: dict) -> list[tuple[str, str]]:
-    """Problems of a case's simulated-user fields, as (field, message with the fix)."""
-    problems = []
-    if "scenario" in case and (not isinstance(case["scenario"], str) or not case["scenario"].strip()):
-        problems.append(("scenario", "must be a non-empty string: who the user is, what they want and what "
-                                     "they know"))
-    for name in ("user_description", "expected_outcome"):
-        if case.get(name) is not None and not isinstance(case[name], str):
-            problems.append((name, "must be a string"))
-    turns = case.get("max_turns")
-    if turns is not None and (isinstance(turns, bool) or not isinstance(turns, int) or turns < 1):
-        problems.append(("max_turns", "must be a whole number >= 1 (the default is 10)"))
-    if case.get("scenario") is None:
-        for name in SCENARIO_ONLY_FIELDS:
-            if case.get(name) is not None:
-                problems.append((name, f"{name} only applies to a simulated user; add a \"scenario\" or "
-                                       "remove it"))
-    return problems
-
-
-def check_user_block(block: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """Problems of the suite's `user` block, as (field, message with the fix)."""
-    if "user" not in block or block["user"] is None:
-        return []
-    user = block["user"]
-    if not isinstance(user, dict):
-        return [("suite.user",
-                 "must be an object: {\"agent\": \"file.py:function\"} or {\"model\": \"NAME\"}")]
-    problems = [(f"suite.user.{key}", f"unknown key; use {' or '.join(USER_BLOCK_KEYS)}")
-                for key in user if key not in USER_BLOCK_KEYS]
-    given = [key for key in USER_BLOCK_KEYS if user.get(key) is not None]
-    for key in given:
-        if not isinstance(user[key], str) or not user[key].strip():
-            problems.append((f"suite.user.{key}", "must be a non-empty string"))
-    if len(given) != 1:
-        problems.append(("suite.user", "give exactly one of \"agent\" (a Python simulator SPEC) or \"model\" "
-                                       "(an LLM simulator)"))
-    return problems
 
 
 @dataclass
@@ -124,18 +82,3 @@ def require_user(user: UserSettings, runnable: list[dict], cases_file: Any) -> N
         raise ConfigError(f"{head}, and the LLM user simulator {user.model!r} has no API key: set "
                           "AGENT_EVAL_USER_API_KEY (or OPENAI_API_KEY, which it falls back to), or use a "
                           "Python simulator with --user file.py:function.")
-
-
-def build_simulator(user: UserSettings) -> Any:
-    """The simulator of these settings (agent_eval.run.simulator), or None; ConfigError when it cannot load."""
-    if user.spec:
-        from agent_eval.suite.imports import load_callable
-        from agent_eval.run.simulator import PythonSimulator
-
-        return PythonSimulator(user.spec, load_callable(user.spec, user.spec_base or Path.cwd(),
-                                                        what="user simulator"))
-    if user.model:
-        from agent_eval.run.simulator import LLMSimulator
-
-        return LLMSimulator(user.model, user.base_url, user.api_key)
-    return None

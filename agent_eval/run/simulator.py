@@ -11,10 +11,14 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from agent_eval.run.agents import InfrastructureError
 from agent_eval.score.usage import LLMUsage
+
+if TYPE_CHECKING:
+    from agent_eval.run.scenario import UserSettings
 
 STOP = "###STOP###"
 SIM_ERROR = "user simulator error"
@@ -177,3 +181,15 @@ def user_sim_summary(simulator: Simulator | None, pricing: Mapping[str, Any] | N
     if simulator is None:
         return SimUsage().as_summary(None, None)
     return simulator.usage.as_summary(simulator.model, pricing)
+
+
+def build_simulator(user: UserSettings) -> PythonSimulator | LLMSimulator | None:
+    """The simulator of these settings, or None; ConfigError when it cannot load."""
+    if user.spec:
+        from agent_eval.suite.imports import load_callable
+
+        return PythonSimulator(user.spec, load_callable(user.spec, user.spec_base or Path.cwd(),
+                                                        what="user simulator"))
+    if user.model:
+        return LLMSimulator(user.model, user.base_url, user.api_key)
+    return None

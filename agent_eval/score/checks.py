@@ -8,13 +8,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from agent_eval.score.envdiff import ENV_OPS, diff_env, get_path  # ENV_OPS re-exported for case validation
+from agent_eval.score.env_checks import env_checks, expected_env_checks
 from agent_eval.score.envdiff import show_json as _show
-from agent_eval.score.matchers import compile_regex, json_equal, match_call, max_matching
-from agent_eval.score.safety import authorization_checks, expect_grounded, policy_checks
+from agent_eval.score.matchers import compile_regex, match_call, max_matching
+from agent_eval.score.grounding import assess
+from agent_eval.score.safety import authorization_checks, policy_checks, safety_of
 
 Verdict = tuple[bool, str]
-_DIFF_PATHS_SHOWN = 5
 
 
 def _show_call(name: Any, args: Any) -> str:
@@ -95,50 +95,6 @@ def check_trajectory(mode: str, expected: list[dict], steps: list[dict]) -> dict
         return _check("trajectory", (False, f"unknown trajectory mode {mode!r}"))
     passed, detail = judge(expected, steps)
     return _check("trajectory", (passed, f"{mode}: {detail}"))
-
-
-# ---------------------------------------------------------------- environment
-
-
-def check_env_item(item: Any, final_env: Any) -> dict:
-    """The check entry of one expected_env_check item `{"path": [...], "<op>": value}`."""
-    if not isinstance(item, dict):
-        return _check("env:?", (False, f"an env check must be an object, got {_show(item)}"))
-    path = item.get("path")
-    if not isinstance(path, list):
-        path = [path]
-    ops = [key for key in item if key != "path"]
-    label = ".".join(str(key) for key in path)
-    if len(ops) != 1 or ops[0] not in ENV_OPS:
-        name = f"env:{label}:{ops[0] if len(ops) == 1 else '?'}"
-        return _check(name, (False, f"needs exactly one op of {sorted(ENV_OPS)}, got {ops}"))
-    op = ops[0]
-    found, actual = get_path(final_env, path)
-    passed, detail = ENV_OPS[op](found, actual, item[op])
-    return _check(f"env:{label}:{op}", (passed, f"{label}: {detail}"))
-
-
-def _path_label(path: list) -> str:
-    return ".".join(str(key) for key in path) or "<root>"
-
-
-def check_expected_env(expected_env: Any, final_env: Any) -> dict:
-    """The `expected_env` check entry: the final env must JSON-equal expected_env."""
-    if json_equal(expected_env, final_env):
-        return _check("expected_env", (True, "final env equals expected_env"))
-    # diff_env also reports 1 -> 1.0, which JSON equality accepts, so those entries are dropped.
-    changes = [
-        e for e in diff_env(expected_env, final_env)
-        if not ("old" in e and "new" in e and json_equal(e["old"], e["new"]))
-    ]
-    lines = []
-    for entry in changes[:_DIFF_PATHS_SHOWN]:
-        want = _show(entry["old"], 80) if "old" in entry else "absent"
-        got = _show(entry["new"], 80) if "new" in entry else "absent"
-        lines.append(f"{_path_label(entry['path'])}: expected {want}, found {got}")
-    more = f" (and {len(changes) - _DIFF_PATHS_SHOWN} more)" if len(changes) > _DIFF_PATHS_SHOWN else ""
-    detail = f"final env differs from expected_env at {len(changes)} path(s): {'; '.join(lines)}{more}"
-    return _check("expected_env", (False, detail))
 
 
 # ---------------------------------------------------------------- output (`expect`)
@@ -238,6 +194,17 @@ def _expect_max_tool_calls(value: Any, trace: dict, case: dict) -> Verdict:
     return False, f"{count} tool calls, more than the maximum of {limit}"
 
 
+
+def _expect_grounded(value: Any, trace: dict, case: dict) -> Verdict:
+    """`expect: {"grounded": true}`: every fact stated in the replies is supported by a source."""
+    score, unsupported = assess(trace, safety_of(case)["system_prompt"])
+    if score is None:
+        return True, "the replies state no fact"
+    if unsupported:
+        return False, f"unsupported fact(s): {', '.join(unsupported[:10])} (groundedness {score:.3f})"
+    return True, "every stated fact is supported by a tool output, a user message or the system prompt"
+
+
 EXPECT_CHECKS: dict[str, Callable[[Any, dict, dict], Verdict]] = {
     "contains": _text_check(fold=False, forbid=False),
     "not_contains": _text_check(fold=False, forbid=True),
@@ -250,7 +217,7 @@ EXPECT_CHECKS: dict[str, Callable[[Any, dict, dict], Verdict]] = {
     "final_agent": _expect_final_agent,
     "forbidden_tools": _expect_forbidden_tools,
     "max_tool_calls": _expect_max_tool_calls,
-    "grounded": expect_grounded,
+    "grounded": _expect_grounded,
 }
 EXPECT_KEYS = EXPECT_CHECKS.keys()
 """The `expect` keys this version checks: a live view, so a row added to EXPECT_CHECKS shows here."""
@@ -266,17 +233,6 @@ def _trajectory_checks(case: dict, trace: dict, final_env: Any, expected_env: An
     return [check_trajectory(mode, case.get("expected_tools") or [], trace.get("steps") or [])]
 
 
-def _env_checks(case: dict, trace: dict, final_env: Any, expected_env: Any) -> list[dict]:
-    items = case.get("expected_env_check")
-    if items is None:
-        return []
-    return [check_env_item(item, final_env) for item in _items(items)]
-
-
-def _expected_env_checks(case: dict, trace: dict, final_env: Any, expected_env: Any) -> list[dict]:
-    return [] if expected_env is None else [check_expected_env(expected_env, final_env)]
-
-
 def _expect_checks(case: dict, trace: dict, final_env: Any, expected_env: Any) -> list[dict]:
     expect = case.get("expect")
     out: list[dict] = []
@@ -290,8 +246,8 @@ def _expect_checks(case: dict, trace: dict, final_env: Any, expected_env: Any) -
 CheckFamily = Callable[[dict, dict, Any, Any], list[dict]]
 CHECK_FAMILIES: list[CheckFamily] = [
     _trajectory_checks,
-    _env_checks,
-    _expected_env_checks,
+    env_checks,
+    expected_env_checks,
     _expect_checks,
     authorization_checks,
     policy_checks,

@@ -1,21 +1,16 @@
-"""The environment: diffs of what a run changed (`{"path", "old", "new"}`), paths into it, and the
-ops of `expected_env_check`, each a pure function in the ENV_OPS table."""
+"""The environment's diffs (`{"path", "old", "new"}`): what a run changed, applying a diff, and paths into an env."""
 from __future__ import annotations
 
 import copy
 from itertools import compress, repeat
 from operator import ne
-import operator
-from collections.abc import Callable
 from typing import Any
 
 import orjson
 
-from agent_eval.score.matchers import json_equal, match_value
 
 _MISSING = object()
 _DUMP_OPTIONS = orjson.OPT_NON_STR_KEYS
-Verdict = tuple[bool, str]
 
 
 def show_json(value: Any, limit: int = 200) -> str:
@@ -176,92 +171,3 @@ def get_path(env: Any, path: list) -> tuple[bool, Any]:
         else:
             return False, None
     return True, value
-
-
-def _requires_path(op: Callable[[Any, Any], Verdict]) -> Callable[[bool, Any, Any], Verdict]:
-    def checked(found: bool, actual: Any, expected: Any) -> Verdict:
-        return op(actual, expected) if found else (False, "path not found")
-
-    checked.__doc__ = op.__doc__
-    return checked
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _op_exists(found: bool, actual: Any, expected: Any) -> Verdict:
-    """The path exists (exists: true) or is missing (exists: false)."""
-    want = expected is not False
-    if found == want:
-        return True, "exists" if found else "missing, as expected"
-    return False, "path not found" if want else f"path exists with value {show_json(actual)}"
-
-
-@_requires_path
-def _op_equals(actual: Any, expected: Any) -> Verdict:
-    """The value JSON-equals expected (matchers allowed)."""
-    if match_value(expected, actual):
-        return True, f"equals {show_json(expected)}"
-    return False, f"expected {show_json(expected)}, found {show_json(actual)}"
-
-
-@_requires_path
-def _op_not_equals(actual: Any, expected: Any) -> Verdict:
-    """The value does not JSON-equal expected."""
-    if match_value(expected, actual):
-        return False, f"expected anything but {show_json(expected)}, found it"
-    return True, f"{show_json(actual)} is not {show_json(expected)}"
-
-
-@_requires_path
-def _op_contains(actual: Any, expected: Any) -> Verdict:
-    """A substring of a string, an element of a list (JSON equality), or a key of an object."""
-    if isinstance(actual, str):
-        ok = isinstance(expected, str) and expected in actual
-    elif isinstance(actual, list):
-        ok = any(json_equal(item, expected) for item in actual)
-    elif isinstance(actual, dict):
-        ok = isinstance(expected, str) and expected in actual
-    else:
-        return False, f"contains needs a string, list or object, found {show_json(actual)}"
-    if ok:
-        return True, f"contains {show_json(expected)}"
-    return False, f"expected it to contain {show_json(expected)}, found {show_json(actual)}"
-
-
-@_requires_path
-def _op_in(actual: Any, expected: Any) -> Verdict:
-    """The value is one of the given list."""
-    if not isinstance(expected, list):
-        return False, f"`in` needs a list of values, got {show_json(expected)}"
-    if any(json_equal(actual, option) for option in expected):
-        return True, f"{show_json(actual)} is in {show_json(expected)}"
-    return False, f"expected one of {show_json(expected)}, found {show_json(actual)}"
-
-
-def _compare(symbol: str, compare: Callable[[Any, Any], bool]) -> Callable[[bool, Any, Any], Verdict]:
-    @_requires_path
-    def op(actual: Any, expected: Any) -> Verdict:
-        if not _is_number(expected):
-            return False, f"`{symbol}` needs a number to compare with, got {show_json(expected)}"
-        if not _is_number(actual):
-            return False, f"expected a number {symbol} {show_json(expected)}, found non-number {show_json(actual)}"
-        if compare(actual, expected):
-            return True, f"{show_json(actual)} {symbol} {show_json(expected)}"
-        return False, f"expected a value {symbol} {show_json(expected)}, found {show_json(actual)}"
-
-    return op
-
-
-ENV_OPS: dict[str, Callable[[bool, Any, Any], Verdict]] = {
-    "equals": _op_equals,
-    "not_equals": _op_not_equals,
-    "exists": _op_exists,
-    "contains": _op_contains,
-    "in": _op_in,
-    "gt": _compare(">", operator.gt),
-    "gte": _compare(">=", operator.ge),
-    "lt": _compare("<", operator.lt),
-    "lte": _compare("<=", operator.le),
-}

@@ -95,15 +95,3 @@ def assess(trace: dict, system_prompt: str | None) -> tuple[float | None, list[s
             missing -= fact_keys(text)
     unsupported = [fact.show() for key, fact in claimed.items() if key in missing]
     return (len(claimed) - len(missing)) / len(claimed), unsupported
-
-
-_last: list[Any] = [None, None, None]  # (trace, system prompt, result): check and metric share one pass
-
-
-def assess_cached(trace: dict, system_prompt: str | None) -> tuple[float | None, list[str]]:
-    """`assess`, remembered for the last trace, so the `grounded` check and the metric extract once."""
-    if _last[0] is trace and _last[1] == system_prompt:
-        return _last[2]
-    result = assess(trace, system_prompt)
-    _last[:] = [trace, system_prompt, result]
-    return result

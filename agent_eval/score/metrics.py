@@ -15,7 +15,7 @@ from typing import Any
 
 from agent_eval.score import stats
 from agent_eval.score.matchers import field_names, json_equal, matched_fields
-from agent_eval.score.safety import safety_metrics, share_true
+from agent_eval.score.safety_metrics import safety_metrics, share_true
 from agent_eval.score.custom_summary import summarize_scorers
 
 RunMetricGroup = Callable[[dict, dict, list, bool, "float | None"], dict]

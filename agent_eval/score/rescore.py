@@ -51,7 +51,7 @@ def load_report(path: Path) -> dict[str, Any]:
     return report
 
 
-def check_diff_fits(case_id: str, initial_env: Any, diff: list[dict], report_path: Path) -> None:
+def validate_diff_fits(case_id: str, initial_env: Any, diff: list[dict], report_path: Path) -> None:
     """Exit 2 (ConfigError) when the trace's env diff no longer fits the case's current initial env."""
     for entry in diff:
         found, value = get_path(initial_env, entry["path"])
@@ -126,7 +126,7 @@ def rescore_command(report_path: Path, judge_repeat: int | None, no_judge: bool,
         if entry.get("status") == "skipped" or (not judge_on and has_only_judged_checks(case)):
             continue
         for run in entry.get("runs") or []:
-            check_diff_fits(case["id"], case_env(suite, case), run["trace"].get("final_env_diff") or [],
+            validate_diff_fits(case["id"], case_env(suite, case), run["trace"].get("final_env_diff") or [],
                             report_path)
         work.append(case)
     model, base_url, api_key = _judge_settings(old, suite, judge_model, env)

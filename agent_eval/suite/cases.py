@@ -197,7 +197,7 @@ def _load_suite_block(path: Path, block: Any, col: _Collector) -> Suite:
     if tools_spec is None and (base_dir / DEFAULT_TOOLS).is_file():
         tools_spec = DEFAULT_TOOLS  # the seed layout: a bare list of cases with tools.py beside it
     if isinstance(tools_spec, str):
-        from agent_eval.suite.tools import load_tools
+        from agent_eval.suite.tool_loading import load_tools
 
         try:
             suite.tools = load_tools(tools_spec, base_dir)
@@ -207,13 +207,13 @@ def _load_suite_block(path: Path, block: Any, col: _Collector) -> Suite:
         from agent_eval.suite.tools import ToolSet
 
         suite.tools = ToolSet([])
-    from agent_eval.score.safety import check_suite_block
+    from agent_eval.suite.validation_safety import validate_suite_safety
 
-    for field_name, message in check_suite_block(block, suite.tools):
+    for field_name, message in validate_suite_safety(block, suite.tools):
         col.add(None, field_name, message)
-    from agent_eval.run.scenario import check_user_block
+    from agent_eval.suite.validation_scenario import validate_user_block
 
-    for field_name, message in check_user_block(block):
+    for field_name, message in validate_user_block(block):
         col.add(None, field_name, message)
     from agent_eval.score.custom import load_scorers
 
@@ -248,9 +248,9 @@ def _load_case(suite: Suite, raw: Any, index: int, col: _Collector) -> dict[str,
         case["expected_env_check"] = [case["expected_env_check"]]
     if model.faults:
         case["faults"] = [f.model_dump(exclude_none=True) for f in model.faults]
-    from agent_eval.suite.validation import check_case
+    from agent_eval.suite.validation import validate_case
 
-    for field_name, message in check_case(case, suite):
+    for field_name, message in validate_case(case, suite):
         col.add(case_id, field_name, message)
     from agent_eval.score.safety import SAFETY_KEY, safety_view
 

@@ -3,9 +3,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_eval.score.checks import ENV_OPS, EXPECT_KEYS
+from agent_eval.score.checks import EXPECT_KEYS
+from agent_eval.score.env_checks import ENV_OPS
 from agent_eval.score.matchers import is_literal, validate_matcher
-from agent_eval.score.safety import check_case_safety, safety_of
+from agent_eval.score.safety import safety_of
+from agent_eval.suite.validation_safety import validate_case_safety
+from agent_eval.suite.validation_scenario import validate_scenario_fields
 
 
 def deterministic_checks(case: dict, suite: Any = None) -> list[str]:
@@ -22,13 +25,11 @@ def deterministic_checks(case: dict, suite: Any = None) -> list[str]:
     return found
 
 
-def check_case(case: dict, suite: Any) -> list[tuple[str, str]]:
+def validate_case(case: dict, suite: Any) -> list[tuple[str, str]]:
     """Every problem of one parsed case, as (field, message with the fix)."""
     problems: list[tuple[str, str]] = []
     add = lambda f, m: problems.append((f, m))
-    from agent_eval.run.scenario import check_scenario_fields
-
-    problems.extend(check_scenario_fields(case))
+    problems.extend(validate_scenario_fields(case))
     judged = [k for k in ("rubric", "expected_outcome") if case.get(k)]
     if not deterministic_checks(case, suite) and not judged:
         if case.get("expected_tools") is not None:
@@ -57,7 +58,7 @@ def check_case(case: dict, suite: Any) -> list[tuple[str, str]]:
     elif "expected_env" in case and case["expected_env"] is not None and not isinstance(case["expected_env"], dict):
         add("expected_env", "must be an object, the path of a JSON file, or \"replay\"")
     for i, item in enumerate(case.get("expected_env_check") or []):
-        problems.extend(_check_env_item(item, i))
+        problems.extend(_validate_env_item(item, i))
     for key, value in (case.get("expect") or {}).items():
         if key not in EXPECT_KEYS:
             add(f"expect.{key}", f"unknown expect key; use one of {', '.join(sorted(EXPECT_KEYS))}")
@@ -67,7 +68,7 @@ def check_case(case: dict, suite: Any) -> list[tuple[str, str]]:
             add("expect.grounded", "must be true (every stated fact must be supported); "
                 "remove the key to not check")
         elif key in ("regex",):
-            problems.extend(_check_regexes(value))
+            problems.extend(_validate_regexes(value))
     for i, fault in enumerate(case.get("faults") or []):
         if tools is not None and not tools.has(fault["tool"]):
             add(f"faults[{i}].tool", f"no tool named {fault['tool']!r} in the suite's tools")
@@ -75,11 +76,11 @@ def check_case(case: dict, suite: Any) -> list[tuple[str, str]]:
             add(f"faults[{i}].fail_times", "must be >= 0")
         if fault.get("delay_ms") is not None and fault["delay_ms"] < 0:
             add(f"faults[{i}].delay_ms", "must be >= 0")
-    problems.extend(check_case_safety(case, suite))
+    problems.extend(validate_case_safety(case, suite))
     return problems
 
 
-def _check_env_item(item: Any, index: int) -> list[tuple[str, str]]:
+def _validate_env_item(item: Any, index: int) -> list[tuple[str, str]]:
     name = f"expected_env_check[{index}]"
     if not isinstance(item, dict):
         return [(name, "must be an object {\"path\": [...], \"<op>\": value}")]
@@ -100,7 +101,7 @@ def _check_env_item(item: Any, index: int) -> list[tuple[str, str]]:
     return out
 
 
-def _check_regexes(value: Any) -> list[tuple[str, str]]:
+def _validate_regexes(value: Any) -> list[tuple[str, str]]:
     import re
 
     out = []
