@@ -9,7 +9,7 @@ import json
 import re
 from typing import Any
 
-from agent_eval import ToolError
+from agent_eval import Task, ToolError
 
 # No word boundary after the digits: in "ORD_1001은" the Korean particle is a word character.
 ORDER_ID = re.compile(r"(?<![A-Za-z0-9])ORD[_-]?(\d+)(?!\d)", re.IGNORECASE)
@@ -43,7 +43,7 @@ class Unavailable(Exception):
     """A tool kept failing with a transient error."""
 
 
-def agent(task: Any) -> dict:
+def agent(task: Task) -> dict:
     """Answer the newest user message by keyword rules, calling the shop's tools as needed."""
     text = task.input
     lower = text.lower()
@@ -70,7 +70,7 @@ def agent(task: Any) -> dict:
     return _fallback(task, ko)
 
 
-def _call(task: Any, name: str, **args: Any) -> dict:
+def _call(task: Task, name: str, **args: Any) -> dict:
     """Call a tool and parse its JSON observation; retry a transient error, then raise Unavailable."""
     for attempt in range(MAX_ATTEMPTS):
         try:
@@ -85,7 +85,7 @@ def _call(task: Any, name: str, **args: Any) -> dict:
     raise AssertionError("unreachable")
 
 
-def _order_id(task: Any, text: str) -> str | None:
+def _order_id(task: Task, text: str) -> str | None:
     """The first order id in the message, else the newest one the user mentioned earlier."""
     match = ORDER_ID.search(text)
     if match:
@@ -111,7 +111,7 @@ def _ask_order_id(ko: bool, final_agent: str) -> dict:
     )
 
 
-def _lookup(task: Any, order_id: str, ko: bool) -> dict | str:
+def _lookup(task: Task, order_id: str, ko: bool) -> dict | str:
     """The order as a dict, or an answer-ready message when it does not exist."""
     try:
         return _call(task, "get_order", order_id=order_id)
@@ -126,7 +126,7 @@ def _order_card(order: dict) -> dict:
             "carrier": order.get("carrier"), "tracking_number": order.get("tracking_number")}
 
 
-def _status(task: Any, text: str, ko: bool) -> dict:
+def _status(task: Task, text: str, ko: bool) -> dict:
     order_id = _order_id(task, text)
     if order_id is None:
         return _ask_order_id(ko, "orders_agent")
@@ -145,7 +145,7 @@ def _status(task: Any, text: str, ko: bool) -> dict:
     return _reply(answer, "orders_agent", [_order_card(order)])
 
 
-def _refund(task: Any, text: str, ko: bool) -> dict:
+def _refund(task: Task, text: str, ko: bool) -> dict:
     # Only the first order id is handled: "refund ORD_1 and ORD_2" refunds ORD_1 alone.
     order_id = _order_id(task, text)
     if order_id is None:
@@ -187,7 +187,7 @@ def _refund(task: Any, text: str, ko: bool) -> dict:
     return _reply(answer, "refund_agent", [card])
 
 
-def _change_address(task: Any, text: str, ko: bool) -> dict:
+def _change_address(task: Task, text: str, ko: bool) -> dict:
     order_id = _order_id(task, text)
     if order_id is None:
         return _ask_order_id(ko, "orders_agent")
@@ -205,7 +205,7 @@ def _change_address(task: Any, text: str, ko: bool) -> dict:
                   [_order_card({**order, **updated})])
 
 
-def _cancel(task: Any, text: str, ko: bool) -> dict:
+def _cancel(task: Task, text: str, ko: bool) -> dict:
     order_id = _order_id(task, text)
     if order_id is None:
         return _ask_order_id(ko, "orders_agent")
@@ -226,7 +226,7 @@ def _cancel(task: Any, text: str, ko: bool) -> dict:
     )
 
 
-def _list_orders(task: Any, text: str, ko: bool) -> dict:
+def _list_orders(task: Task, text: str, ko: bool) -> dict:
     # The logged-in session (metadata) is trusted first; the message is the fallback.
     customer_id = (task.metadata or {}).get("customer_id")
     if not customer_id:
@@ -245,7 +245,7 @@ def _list_orders(task: Any, text: str, ko: bool) -> dict:
     return _reply("\n".join([head, *lines]), "orders_agent", [card])
 
 
-def _faq(task: Any, text: str, ko: bool) -> dict:
+def _faq(task: Task, text: str, ko: bool) -> dict:
     results = _call(task, "search_faq", query=text.strip())["results"]
     if not results:
         return _fallback(task, ko)
@@ -254,7 +254,7 @@ def _faq(task: Any, text: str, ko: bool) -> dict:
     return _reply(best["answer"], "faq_agent", [{"type": "faq_card", "faq_id": best["id"]}])
 
 
-def _fallback(task: Any, ko: bool) -> dict:
+def _fallback(task: Task, ko: bool) -> dict:
     # A message the rules do not understand goes to a human, through the shop's handoff tool.
     task.call_tool("transfer_to_human", reason="the assistant could not understand the request")
     return _reply(

@@ -13,9 +13,9 @@ from agent_eval.report.terminal import (
     format_cost,
     format_seconds,
     render_report,
-    run_failure_reason,
     trim,
 )
+from agent_eval.report.reasons import run_failure_reason
 
 
 def make_run(trial: int, success: bool, status: str | None = None, checks: list | None = None,

@@ -9,7 +9,8 @@ import pytest
 
 from agent_eval import tool
 from agent_eval.errors import ConfigError, ToolError
-from agent_eval.suite.tools import ToolSet, build_schema, load_tools, normalize_schema
+from agent_eval.suite.tool_loading import load_tools
+from agent_eval.suite.tools import ToolSet, build_schema, normalize_schema
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

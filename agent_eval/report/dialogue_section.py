@@ -11,9 +11,9 @@ import orjson
 from rich.console import Console
 from rich.text import Text
 
-from agent_eval.run.dialogue import dialogue_turns, is_scenario_run
+from agent_eval.run.dialogue import dialogue_turns
 from agent_eval.report.fmt import format_cost, format_count, trim
-from agent_eval.report.terminal import run_failure_reason
+from agent_eval.report.reasons import run_failure_reason
 
 TURN_CHARS = 300
 ARGS_CHARS = 80
@@ -37,6 +37,11 @@ def _call_line(step: dict) -> Text:
     else:
         line.append(f" → {trim(str(step.get('output')), OUTPUT_CHARS)}", style="dim")
     return line
+
+
+def is_scenario_run(run: dict) -> bool:
+    """A run of a scenario case, as a report records it: its `turns` metric is null outside scenario runs."""
+    return (run.get("metrics") or {}).get("turns") is not None
 
 
 def _dialogue_run(case: dict) -> dict | None:

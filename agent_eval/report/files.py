@@ -34,8 +34,3 @@ def write_json_report(path: Path, report: dict[str, Any], run_bytes: Iterable[li
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-
-
-def load_json(path: Path) -> Any:
-    """Parse a JSON file with orjson."""
-    return orjson.loads(Path(path).read_bytes())

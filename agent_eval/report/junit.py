@@ -10,6 +10,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+from agent_eval.report.reasons import failure_lines
+
 MESSAGE_MAX_CHARS = 500
 # XML 1.0 cannot carry most control characters (an ANSI colour code in a provider error, say), even
 # escaped, and ElementTree would write them as they are; they are replaced so the file always parses.
@@ -24,29 +26,6 @@ def xml_text(text: object) -> str:
 def _seconds(case: dict) -> float:
     """The case's time: the sum of its runs' latencies (0 when none were measured)."""
     return sum((run.get("metrics") or {}).get("latency_s") or 0.0 for run in case.get("runs") or [])
-
-
-def _judge_failures(run: dict) -> list[str]:
-    lines = []
-    for key, label in (("judge", "judge"), ("judge_expected_outcome", "judge:expected_outcome")):
-        verdict = run.get(key) or {}
-        if str(verdict.get("verdict", "")).upper() == "FAIL":
-            lines.append(f"{label}: FAIL: {verdict.get('reason') or '(no reason given)'}")
-    return lines
-
-
-def failure_lines(run: dict) -> list[str]:
-    """Why a run failed: its failed checks (name: detail), the judge's reason, or its stop reason."""
-    failed = [c for c in run.get("checks") or [] if not c.get("passed")]
-    lines = [f"{c.get('name')}: {c.get('detail', '')}" for c in failed]
-    names = {c.get("name") for c in failed}
-    # The judge's own check entry already carries its reason; add the reason only where it has none.
-    lines += [line for line in _judge_failures(run) if line.split(": FAIL", 1)[0] not in names]
-    stop = (run.get("trace") or {}).get("stop_reason")
-    if stop and stop != "completed":
-        agent_error = (run.get("trace") or {}).get("agent_error")
-        lines.append(f"stop_reason: {stop}" + (f" ({agent_error})" if agent_error else ""))
-    return lines or ["run did not succeed"]
 
 
 def _short(text: str) -> str:

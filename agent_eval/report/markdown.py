@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.report.gate_table import format_value, gate_notes, gate_rows
-from agent_eval.report.junit import failure_lines
+from agent_eval.report.reasons import first_failure
 
 HEADLINE = [
     ("pass_at_1", "pass@1"), ("pass_hat_k", "pass^k"), ("pass_at_k", "pass@k"),
@@ -62,22 +62,13 @@ def headline_lines(report: dict) -> list[str]:
     return lines + [counts, "", *_table(["metric", "value"], rows, right={1}), ""]
 
 
-def _first_failure(case: dict) -> str:
-    runs = case.get("runs") or []
-    if case.get("status") == "error":
-        errored = [r for r in runs if r.get("status") == "error"]
-        return f"error: {errored[0].get('error')}" if errored else "error: every run errored"
-    failed = [r for r in runs if r.get("status") == "failed"]
-    return failure_lines(failed[0])[0] if failed else "pass rate below the threshold"
-
-
 def failing_lines(report: dict) -> list[str]:
     """The failed and errored cases, each with its first failed check (or its error)."""
     failing = [c for c in report.get("cases") or [] if c.get("status") in ("failed", "error")]
     if not failing:
         return ["No failing cases.", ""]
     rows = [[f"`{c.get('id')}`", c.get("status"),
-             "n/a" if c.get("pass_rate") is None else f"{c['pass_rate']:.0%}", _first_failure(c)]
+             "n/a" if c.get("pass_rate") is None else f"{c['pass_rate']:.0%}", first_failure(c)]
             for c in failing[:MAX_FAILING_ROWS]]
     header = ["case", "status", "pass rate", "first failure"]
     lines = [f"### Failing cases ({len(failing)})", "", *_table(header, rows, right={2})]

@@ -1,55 +1,10 @@
-"""What a finished run writes besides its JSON report: the gate, HTML page, history, JUnit, Markdown."""
+"""What a finished run writes besides its JSON report: the HTML page, the history row, JUnit and Markdown."""
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
-from agent_eval.errors import ConfigError
 from agent_eval.report.html import MAX_BYTES, KEEP_TRACE_STATUSES, page_from_json
-
-
-def resolve_baseline(spec: str | None, cfg: Any, agent_name: str, run_id: str, created_at: str,
-                     err: Console) -> Path | None:
-    """The baseline report's path: a file, or `last` (the newest earlier run of this suite and agent)."""
-    if not spec:
-        return None
-    if spec != "last":
-        return Path(spec)
-    from agent_eval.report.history import baseline_last
-
-    db = cfg.output_dir / "history.sqlite"
-    run_id = baseline_last(db, cfg.cases_file, agent_name, created_at, exclude_run_id=run_id) if db.exists() else None
-    if run_id is None:
-        err.print(f"warning: --baseline last found no earlier finished run of {cfg.cases_file} with agent "
-                  f"{agent_name} in {db}; no gate this time.", highlight=False, markup=False)
-        return None
-    return cfg.output_dir / f"{run_id}.json"
-
-
-def check_baseline(path: Path | None, gate_specs: list[str]) -> None:
-    """Exit-2 checks before anything runs: the baseline report must be readable and the gates known."""
-    from agent_eval.report.gate import ReportError, load_report, parse_gate_spec
-
-    try:
-        for spec in gate_specs:
-            parse_gate_spec(spec)
-        if path is not None:
-            load_report(path)
-    except ReportError as exc:
-        raise ConfigError(f"--baseline: {exc}") from None
-
-
-def gate_against(path: Path, report: dict[str, Any], gate_specs: list[str]) -> dict[str, Any]:
-    """The gate of `report` against the baseline report at `path`."""
-    from agent_eval.report.gate import ReportError, compare_reports, load_report, parse_gate_spec
-
-    try:
-        gates = [parse_gate_spec(spec) for spec in gate_specs] or None
-        return compare_reports(load_report(path), report, gates)
-    except ReportError as exc:
-        raise ConfigError(f"--baseline: {exc}") from None
 
 
 def write_page(report: dict[str, Any], report_path: Path, run_bytes: Any, out: Path) -> None:

@@ -26,6 +26,7 @@ from agent_eval.report.fmt import (  # noqa: F401  (re-exported: the section mod
     format_seconds,
     trim,
 )
+from agent_eval.report.reasons import case_reason
 
 Report = dict[str, Any]
 SectionRenderer = Callable[[Report, Console], None]
@@ -77,43 +78,6 @@ def format_pass_rate(case: dict[str, Any]) -> str:
     if n == 0:
         return NA
     return f"{c}/{n} ({100 * c / n:.0f}%)"
-
-
-def run_failure_reason(run: dict[str, Any]) -> str | None:
-    """Why one run did not succeed, in one line; None for a successful run."""
-    if run.get("status") != "error" and run.get("success"):
-        return None
-    if run.get("error"):
-        return f"error: {run['error']}"
-    trace = run.get("trace") or {}
-    stop_reason = trace.get("stop_reason")
-    # A run that did not complete failed whatever its checks say, so the stop reason comes first.
-    if stop_reason and stop_reason != "completed":
-        agent_error = trace.get("agent_error")
-        return f"{stop_reason}: {agent_error}" if agent_error else str(stop_reason)
-    for check in run.get("checks") or []:
-        if not check.get("passed"):
-            detail = check.get("detail")
-            return f"{check.get('name')}: {detail}" if detail else str(check.get("name"))
-    return "did not complete (stop reason not kept without the trace)"
-
-
-def case_reason(case: dict[str, Any]) -> str:
-    """The reason shown for a case: the skip reason, or the first unsuccessful run's reason."""
-    status = case.get("status")
-    if status == "skipped":
-        return str(case.get("skip_reason") or "")
-    if status not in ("failed", "error"):
-        return ""
-    runs = case.get("runs") or []
-    # An error case is explained by its errored run; a failed case by its first failed run.
-    wanted = "error" if status == "error" else "failed"
-    ordered = [r for r in runs if r.get("status") == wanted] + runs
-    for run in ordered:
-        reason = run_failure_reason(run)
-        if reason:
-            return trim(reason)
-    return ""
 
 
 # ---------------------------------------------------------------- sections
@@ -313,7 +277,7 @@ def render_verdict(report: Report, console: Console) -> None:
 
 def render_judge(report: Report, console: Console) -> None:
     """summary.judge in one line, and the judge's agreement after `rescore --judge-repeat`."""
-    from agent_eval.report.judge_section import render_judge as render  # imports this module
+    from agent_eval.report.judge_section import render_judge as render
 
     render(report, console)
 
@@ -327,7 +291,7 @@ def render_scorers(report: Report, console: Console) -> None:
 
 def render_dialogue(report: Report, console: Console) -> None:
     """The dialogue of each failed scenario case, and summary.user_sim; nothing otherwise."""
-    from agent_eval.report.dialogue_section import render_dialogue as render  # imports this module
+    from agent_eval.report.dialogue_section import render_dialogue as render
 
     render(report, console)
 

@@ -18,10 +18,12 @@ from agent_eval.errors import ConfigError
 from agent_eval.run.interrupt import Interrupts
 from agent_eval.run.journal import Journal, append_usage, read_usage
 from agent_eval.score.judge import build_judge, judge_summary, needs_judge, require_judge
-from agent_eval.report.outputs import check_baseline, gate_against, resolve_baseline, write_extras
+from agent_eval.report.baseline import gate_against, resolve_baseline, validate_baseline
+from agent_eval.report.outputs import write_extras
 from agent_eval.report.files import write_json_report
 from agent_eval.run.runner import Runner, build_report, exit_code, new_run_id, now_iso
-from agent_eval.run.scenario import build_simulator, require_user
+from agent_eval.run.scenario import require_user
+from agent_eval.run.simulator import build_simulator
 from agent_eval.score.pipeline import ScoringContext
 from agent_eval.run.simulator import user_sim_summary
 from agent_eval.score.usage import add_summaries
@@ -51,7 +53,7 @@ def prepare(flags: dict[str, Any], adjust: Callable[[RunConfig], None] | None = 
         require_judge(cfg.judge_model, cfg.judge_api_key, judged, suite.path)
     require_user(cfg.user_sim, runnable, suite.path)
     baseline = flags.get("baseline")
-    check_baseline(Path(baseline) if baseline and baseline != "last" else None, [])
+    validate_baseline(Path(baseline) if baseline and baseline != "last" else None, [])
     return suite, cases, cfg
 
 

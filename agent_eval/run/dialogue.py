@@ -12,11 +12,6 @@ from typing import Any
 COMPACT_OUTPUT_CHARS = 300
 
 
-def is_scenario_run(run: dict) -> bool:
-    """A run of a scenario case: its `turns` metric is set only there."""
-    return (run.get("metrics") or {}).get("turns") is not None
-
-
 def dialogue_turns(trace: dict) -> list[dict[str, Any]]:
     """The dialogue turn by turn: [{user, steps, reply}]; `reply` is None for an unanswered message."""
     users = trace.get("user_messages") or []

@@ -58,12 +58,6 @@ class Journal:
             self.flush()
             self._file.close()
 
-    def read_run(self, offset: int, length: int) -> bytes:
-        """The raw JSON of one journaled run."""
-        with open(self.path, "rb") as f:
-            f.seek(offset)
-            return f.read(length)
-
 
 def scan_runs(path: Path) -> Iterator[tuple[str, int, dict[str, Any], tuple[int, int]]]:
     """Each journaled run as (case_id, trial, run, (offset, length) of its JSON), in file order.

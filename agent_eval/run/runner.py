@@ -12,7 +12,7 @@ from typing import Any
 
 from agent_eval.suite.cases import Suite, case_env, skip_reason
 from agent_eval.run.config import RunConfig
-from agent_eval.run.dialogue import compact_dialogue, is_scenario_run
+from agent_eval.run.dialogue import compact_dialogue
 from agent_eval.run.episode import play_run
 from agent_eval.run.journal import FLUSH_EVERY_S, Journal
 from agent_eval.score.metrics import case_status, summarize
@@ -58,12 +58,12 @@ class CaseSlot:
             self.expected_env = None
 
 
-def lite_run(run: dict[str, Any]) -> dict[str, Any]:
-    """A run record without its trace, kept in memory for the summary and the terminal report."""
+def lite_run(run: dict[str, Any], case: dict[str, Any]) -> dict[str, Any]:
+    """A run record of `case` without its trace, kept in memory for the summary and the terminal report."""
     trace = run["trace"]
     lite = {k: v for k, v in run.items() if k != "trace"}
     lite["trace"] = {"stop_reason": trace["stop_reason"], "agent_error": trace["agent_error"]}
-    if run["status"] != "passed" and is_scenario_run(run):
+    if run["status"] != "passed" and case.get("scenario") is not None:
         lite["trace"].update(compact_dialogue(trace))  # the terminal shows a failed scenario's dialogue
     return lite
 
@@ -107,7 +107,7 @@ class Runner:
             return
         if trial in slot.trials:
             slot.trials.remove(trial)
-        slot.runs[trial] = lite_run(run)
+        slot.runs[trial] = lite_run(run, slot.case)
         slot.offsets[trial] = position
 
     @property
@@ -169,7 +169,7 @@ class Runner:
             finally:
                 slot.in_flight -= 1
             slot.offsets[trial] = self.journal.append(slot.case["id"], trial, run)
-            slot.runs[trial] = lite_run(run)
+            slot.runs[trial] = lite_run(run, slot.case)
             slot.release_if_idle(len(slot.trials))
             self._finished += 1
             if self._finished % GC_EVERY_RUNS == 0:

@@ -1,4 +1,4 @@
-"""Safety and policy checks: authorization, policy rules and escalation (docs/checks.md).
+"""Safety and policy checks: authorization, policy rules and escalation (docs/reference.md).
 
 The suite's safety settings reach scoring through the case: `load_suite` stores on each case, under
 `SAFETY_KEY`, a plain view of the suite's `sensitive_tools`, `escalation_tools`, `system_prompt` and

@@ -9,7 +9,7 @@ from types import ModuleType
 
 from agent_eval.errors import ConfigError
 from agent_eval.suite.imports import describe, import_module_ref
-from agent_eval.suite.tools import _MARK, ToolSet, _marked_name, _ToolMark, build_schema, normalize_schema
+from agent_eval.suite.tools import TOOL_MARK, ToolMark, ToolSet, build_schema, marked_name, normalize_schema
 
 TOOLS_FIX = ("Fix the suite's `tools` setting: a .py path (relative to the case file's folder) or a "
              "dotted module name that is importable.")
@@ -80,14 +80,14 @@ def _collect(module: ModuleType, where: str) -> list[tuple[str, Callable, dict]]
     return entries
 
 
-def _decorated(module: ModuleType) -> dict[str, tuple[Callable, _ToolMark]]:
+def _decorated(module: ModuleType) -> dict[str, tuple[Callable, ToolMark]]:
     """The module's @tool functions by tool name, in definition order (aliases of one function count once)."""
-    found: dict[str, tuple[Callable, _ToolMark]] = {}
+    found: dict[str, tuple[Callable, ToolMark]] = {}
     for value in list(vars(module).values()):
-        mark = getattr(value, _MARK, None) if callable(value) else None
-        if not isinstance(mark, _ToolMark):
+        mark = getattr(value, TOOL_MARK, None) if callable(value) else None
+        if not isinstance(mark, ToolMark):
             continue
-        name = _marked_name(value, mark)
+        name = marked_name(value, mark)
         if name in found and found[name][0] is not value:
             raise ConfigError(f"tool {name!r} is defined twice by @tool. "
                               "Fix: rename one of them (@tool(name=...)).")

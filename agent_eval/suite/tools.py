@@ -9,14 +9,13 @@ import itertools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import orjson
 
 from agent_eval.errors import ConfigError, ToolError
 
-_MARK = "__agent_eval_tool__"
+TOOL_MARK = "__agent_eval_tool__"
 _INJECTED = ("env", "context")
 _JSON_OPTS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
 _SECTION = re.compile(r"^(Args|Arguments|Parameters|Params|Keyword Args|Returns?|Raises|Yields?|Examples?|"
@@ -30,7 +29,9 @@ _DATA_KEYS = {"default", "enum", "const", "examples"}
 
 
 @dataclass(frozen=True)
-class _ToolMark:
+class ToolMark:
+    """What `@tool` records on a function: the name and schema it was given, if any."""
+
     name: str | None
     schema: dict | None
 
@@ -44,7 +45,7 @@ def tool(fn: Callable | None = None, *, name: str | None = None, schema: dict | 
             full = normalize_schema(schema, name)
             if not full["function"]["name"]:
                 full["function"]["name"] = f.__name__
-        setattr(f, _MARK, _ToolMark(name=name, schema=full))
+        setattr(f, TOOL_MARK, ToolMark(name=name, schema=full))
         return f
 
     return mark(fn) if fn is not None else mark
@@ -194,8 +195,8 @@ class ToolSet:
         items = functions.items() if isinstance(functions, Mapping) else ((None, f) for f in functions)
         entries = []
         for name, fn in items:
-            mark = getattr(fn, _MARK, None)
-            name = name or (_marked_name(fn, mark) if mark else fn.__name__)
+            mark = getattr(fn, TOOL_MARK, None)
+            name = name or (marked_name(fn, mark) if mark else fn.__name__)
             schema = normalize_schema(mark.schema, name) if mark and mark.schema else build_schema(fn, name)
             entries.append((name, fn, schema))
         return cls(entries)
@@ -254,11 +255,6 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def _marked_name(fn: Callable, mark: _ToolMark) -> str:
+def marked_name(fn: Callable, mark: ToolMark) -> str:
+    """The tool name of a function marked by `@tool`."""
     return mark.name or (mark.schema["function"]["name"] if mark.schema else fn.__name__)
-
-def load_tools(spec: str, base_dir: Path) -> ToolSet:
-    """Load the tools module named by spec (a .py path relative to base_dir, or a dotted module)."""
-    from agent_eval.suite.tool_loading import load_tools as load
-
-    return load(spec, base_dir)

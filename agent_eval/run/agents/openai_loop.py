@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from agent_eval.run.agents import AgentStop, ProviderError, Reply, RunContext
+from agent_eval.run.agents.base import AgentStop, ProviderError, Reply, RunContext
 
 _CLIENTS: dict[tuple[str | None, str | None], tuple[Any, Any]] = {}  # endpoint -> (event loop, client)
 

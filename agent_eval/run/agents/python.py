@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from agent_eval.run.agents import AgentStop, ProviderError, Reply, RunContext
+from agent_eval.run.agents.base import AgentStop, ProviderError, Reply, RunContext
 from agent_eval.errors import ToolError
 
 

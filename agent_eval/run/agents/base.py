@@ -1,0 +1,53 @@
+"""What every agent kind shares: the reply, the run context, the agent protocol and the stop errors."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from agent_eval.run.sandbox import Sandbox
+
+
+@dataclass
+class Reply:
+    """The assistant's answer to one user message."""
+
+    answer: str
+    cards: list[dict[str, Any]] = field(default_factory=list)
+    final_agent: str | None = None
+
+
+class AgentStop(Exception):
+    """Ends the run early with a stop_reason other than `completed` (the agent's fault)."""
+
+    def __init__(self, stop_reason: str, message: str) -> None:
+        super().__init__(message)
+        self.stop_reason = stop_reason
+
+
+class InfrastructureError(Exception):
+    """A run could not be played through no fault of the agent's: its status becomes `error`."""
+
+
+class ProviderError(InfrastructureError):
+    """An LLM provider error left after the SDK's retries: infrastructure, not the agent's fault."""
+
+
+@dataclass
+class RunContext:
+    """What an agent may read and write during one run."""
+
+    case: dict[str, Any]
+    trial: int
+    sandbox: Sandbox
+    tool_schemas: list[dict[str, Any]]
+    system_prompt: str | None
+    messages: list[dict[str, Any]] = field(default_factory=list)  # user/assistant turns only
+    llm_calls: list[dict[str, Any]] = field(default_factory=list)
+    state: dict[str, Any] = field(default_factory=dict)  # an agent's private per-run memory
+
+
+class Agent(Protocol):
+    name: str
+
+    async def respond(self, ctx: RunContext) -> Reply:
+        """Answer the newest user message in ctx.messages, calling tools through ctx.sandbox."""
