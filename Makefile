@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test test-fast lint bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -19,6 +19,10 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m ruff check agent_eval tests bench cases
 	$(PY) -m pytest
+
+# The unit tests only (no CLI subprocess, no browser): the quick loop while editing.
+test-fast: $(STAMP)
+	$(PY) -m pytest -m unit
 
 lint: $(STAMP)
 	$(PY) -m ruff check agent_eval tests bench

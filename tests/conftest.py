@@ -18,6 +18,18 @@ if str(ROOT) not in sys.path:
 from tests.loopback import LoopbackServer, Script  # noqa: E402
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test by where it lives: tests/e2e/ is `e2e`, the browser tests `browser`, the rest `unit`."""
+    for item in items:
+        path = Path(str(item.fspath)).resolve()
+        if path.name == "test_html_browser.py":
+            item.add_marker(pytest.mark.browser)
+        elif "e2e" in path.relative_to(ROOT).parts:
+            item.add_marker(pytest.mark.e2e)
+        else:
+            item.add_marker(pytest.mark.unit)
+
+
 @pytest.fixture
 def loopback() -> Iterator[Callable[..., LoopbackServer]]:
     """A factory: `srv = loopback(script, latency_s=0, fail_every=None)`, stopped after the test."""
