@@ -202,6 +202,56 @@ def history(
     guarded(go)
 
 
+@app.command("import")
+def import_cases(
+    fmt: str = typer.Argument(..., metavar="FORMAT", help="otel, deepeval or inspect."),
+    source: Path = typer.Argument(..., help="The file to import (JSON or JSON Lines)."),
+    out: Path | None = typer.Option(None, "--out", help="Write the case file here (default: stdout)."),
+    tools: str | None = typer.Option(None, "--tools", help="The tools module the cases are validated against."),
+) -> None:
+    """Write a case file from other tools' files: OpenTelemetry traces, deepeval goldens, Inspect samples."""
+
+    def go() -> int:
+        from agent_eval.ingest.importer import import_command
+
+        return import_command(fmt, source, out, tools, console, err_console)
+
+    guarded(go)
+
+
+@app.command()
+def score(
+    traces: Path = typer.Argument(..., help="Recorded runs: OTLP/JSON traces, or an agent-eval report or journal."),
+    cases: Path = typer.Option(Path("cases/test_cases.json"), "--cases", help=CASES_HELP),
+    fmt: str | None = typer.Option(None, "--format", help="otel or agent-eval (default: detected from the file)."),
+    filter: list[str] | None = typer.Option(None, "--filter", help=FILTER_HELP),
+    threshold: float | None = typer.Option(None, "--threshold", help="Pass rate a case needs (default 1.0)."),
+    no_judge: bool = typer.Option(False, "--no-judge", help="Never call the judge; skip rubric-only cases."),
+    judge_model: str | None = typer.Option(None, "--judge-model", help=JUDGE_MODEL_HELP),
+    judge_timeout: float | None = typer.Option(None, "--judge-timeout", help="Seconds one judge request may take "
+                                               "(default 120)."),
+    output_dir: Path | None = typer.Option(None, "--output-dir", help="Where reports go (default reports)."),
+    baseline: str | None = typer.Option(None, "--baseline", help="Gate against this report (or `last`)."),
+    gate: list[str] | None = typer.Option(None, "--gate", help="METRIC[=MAX_DROP] to gate on (repeatable)."),
+    junit: Path | None = typer.Option(None, "--junit", help="Also write JUnit XML here."),
+    markdown: Path | None = typer.Option(None, "--markdown", help="Also append a Markdown summary here."),
+    no_html: bool = typer.Option(False, "--no-html", help="Do not write the HTML page."),
+    quiet: bool = typer.Option(False, "--quiet", help="Print only the verdict line."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Every failed check, and the whole case table."),
+) -> None:
+    """Score recorded runs with the case file's checks, judge and scorers; no agent is called."""
+    flags = dict(traces=traces, cases=cases, format=fmt, filter=filter, threshold=threshold, no_judge=no_judge,
+                 judge_model=judge_model, judge_timeout=judge_timeout, output_dir=output_dir, baseline=baseline,
+                 gate=gate, junit=junit, markdown=markdown, no_html=no_html, quiet=quiet, verbose=verbose)
+
+    def go() -> int:
+        from agent_eval.ingest.score_traces import score_command
+
+        return score_command(flags, console, err_console)
+
+    guarded(go)
+
+
 def main(argv: Any = None) -> None:
     """Console-script entry point."""
     app(args=argv if argv is not None else sys.argv[1:], prog_name="agent-eval")

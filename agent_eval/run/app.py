@@ -53,7 +53,7 @@ def prepare(flags: dict[str, Any], adjust: Callable[[RunConfig], None] | None = 
         require_judge(cfg.judge_model, cfg.judge_api_key, judged, suite.path)
     require_user(cfg.user_sim, runnable, suite.path)
     baseline = flags.get("baseline")
-    validate_baseline(Path(baseline) if baseline and baseline != "last" else None, [])
+    validate_baseline(Path(baseline) if baseline and baseline != "last" else None, cfg.gates)
     return suite, cases, cfg
 
 
@@ -126,7 +126,7 @@ def finish(runner: Runner, suite: Any, cfg: RunConfig, agent_name: str, run_id: 
             report["summary"][key] = add_summaries([u[key] for u in earlier if key in u] + [spent[key]])
         baseline = resolve_baseline(cfg.baseline, cfg, agent_name, run_id, created_at, err)
         if baseline is not None and not interrupted:
-            report["gate"] = gate_against(baseline, report, [])
+            report["gate"] = gate_against(baseline, report, cfg.gates)
         regression = bool(report["gate"] and report["gate"].get("regression"))
         report["exit_code"] = INTERRUPTED if interrupted else exit_code(entries, regression)
         path = cfg.output_dir / f"{run_id}.json"

@@ -41,6 +41,8 @@ class RunConfig:
     baseline: str | None = None  # a report path, or "last"
     junit: Path | None = None
     markdown: Path | None = None
+    gates: list[str] = field(default_factory=list)  # --gate METRIC[=MAX_DROP], against the baseline
+    source: dict[str, str] | None = None  # `score`: the recorded traces scored, {"traces", "format"}
 
     def settings(self) -> dict[str, Any]:
         """The report's `settings` block: no keys, no secrets."""
@@ -50,6 +52,7 @@ class RunConfig:
             "judge_base_url": self.judge_base_url if self.judge else None, "no_cache": self.no_cache,
             "concurrency": self.concurrency, "max_steps": self.max_steps, "timeout": self.timeout,
             "base_url": self.base_url, "user": self.user, "agent": self.agent, "model": self.model,
+            **({"scored_from": self.source} if self.source else {}),
         }
 
 
@@ -91,6 +94,7 @@ def resolve(flags: Mapping[str, Any], suite: Suite, environ: Mapping[str, str] |
     cfg.user_sim = resolve_user(flags, block, suite.base_dir, env, cfg.base_url, cfg.api_key)
     cfg.user = cfg.user_sim.label
     cfg.baseline, cfg.junit, cfg.markdown = flags.get("baseline"), flags.get("junit"), flags.get("markdown")
+    cfg.gates = list(flags.get("gate") or [])
     _check_ranges(cfg)
     return cfg
 
@@ -104,6 +108,8 @@ def _check_ranges(cfg: RunConfig) -> None:
         raise ConfigError(f"--concurrency must be at least 1 (got {cfg.concurrency}).")
     if cfg.max_steps < 1:
         raise ConfigError(f"--max-steps must be at least 1 (got {cfg.max_steps}).")
+    if cfg.gates and not cfg.baseline:
+        raise ConfigError("--gate compares against a baseline; add --baseline REPORT (or --baseline last).")
     if cfg.timeout is not None and cfg.timeout <= 0:
         raise ConfigError(f"--timeout must be a positive number of seconds (got {cfg.timeout}).")
 

@@ -1,0 +1,142 @@
+"""`agent-eval import FORMAT SOURCE`: other tools' files as a validated case file (docs/import-and-score.md)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+from rich.console import Console
+
+from agent_eval.errors import CaseFileError, ConfigError
+from agent_eval.ingest.records import Unmappable, read_records
+
+FORMATS = ("otel", "deepeval", "inspect")
+
+
+def map_records(fmt: str, source: Path) -> tuple[list[tuple[str, dict]], list[Unmappable], list[str]]:
+    """(record label, case) for every record that maps, the records that do not, and notes."""
+    if fmt == "otel":
+        from agent_eval.ingest.otel import otel_cases
+
+        cases, bad, notes = otel_cases(source)
+        return [(f"trace {c['metadata']['trace_id']}", c) for c in cases], bad, notes
+    records, bad = read_records(source)
+    if fmt == "deepeval":
+        from agent_eval.ingest.deepeval import golden_case as to_case
+    else:
+        from agent_eval.ingest.inspect_samples import sample_case as to_case
+    mapped = []
+    for where, record in records:
+        try:
+            mapped.append((where, to_case(where, record)))
+        except ValueError as exc:
+            bad.append(Unmappable(where, str(exc)))
+    return mapped, bad, []
+
+
+def _tools_ref(tools: str, out_dir: Path) -> str:
+    """The suite's `tools`: a file path relative to the written case file, or a dotted module as given."""
+    path = Path(tools)
+    if path.suffix == ".py" or path.exists():
+        if not path.is_file():
+            raise ConfigError(f"--tools {tools}: no such file; pass the tools module (a .py file) the cases use.")
+        return Path(os.path.relpath(path.resolve(), out_dir.resolve())).as_posix()
+    return tools
+
+
+def _document(cases: list[dict], tools_ref: str | None) -> bytes:
+    doc: Any = {"suite": {"tools": tools_ref}, "cases": cases} if tools_ref else cases
+    return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def _validate(cases: list[tuple[str, dict]], tools_ref: str | None, out_dir: Path,
+              bad: list[Unmappable]) -> list[tuple[str, dict]]:
+    """Keep the cases that validate beside the output file; the others become unmappable records."""
+    from agent_eval.suite.cases import load_suite
+
+    probe = out_dir / f".agent-eval-import-{os.getpid()}.json"
+    try:
+        for _ in range(2):  # a second pass only confirms the file once the invalid cases are out
+            probe.write_bytes(_document([c for _, c in cases], tools_ref))
+            try:
+                load_suite(probe)
+                return cases
+            except CaseFileError as exc:
+                by_case: dict[str, list[str]] = {}
+                for problem in exc.problems:
+                    if problem.case_id is None:
+                        raise ConfigError(f"the imported cases cannot be validated: {problem.field}: "
+                                          f"{problem.message}") from None
+                    field = f"{problem.field}: " if problem.field else ""
+                    by_case.setdefault(problem.case_id, []).append(field + problem.message)
+                kept = []
+                for where, case in cases:
+                    if case["id"] in by_case:
+                        bad.append(Unmappable(where, f"case {case['id']!r} does not validate: "
+                                              + "; ".join(by_case[case["id"]])))
+                    else:
+                        kept.append((where, case))
+                cases = kept
+                if not cases:
+                    return cases
+        raise ConfigError("the imported cases do not validate; this is a bug, please report it.")
+    except OSError as exc:
+        raise ConfigError(f"cannot write in {out_dir} ({exc.strerror or exc}); pass --out with a writable "
+                          "path.") from None
+    finally:
+        probe.unlink(missing_ok=True)
+
+
+def _unique(cases: list[tuple[str, dict]], bad: list[Unmappable]) -> list[tuple[str, dict]]:
+    seen: dict[str, str] = {}
+    kept = []
+    for where, case in cases:
+        if case["id"] in seen:
+            bad.append(Unmappable(where, f"duplicate case id {case['id']!r} (first at {seen[case['id']]})"))
+            continue
+        seen[case["id"]] = where
+        kept.append((where, case))
+    return kept
+
+
+def import_command(fmt: str, source: Path, out: Path | None, tools: str | None, console: Console,
+                   err: Console) -> int:
+    """Map SOURCE to cases, validate them, write them to OUT (or stdout); 2 when no record maps."""
+    if fmt not in FORMATS:
+        raise ConfigError(f"unknown import format {fmt!r}; use one of {', '.join(FORMATS)}.")
+    mapped, bad, notes = map_records(fmt, source)
+    mapped = _unique(mapped, bad)
+    out_dir = out.parent if out is not None else Path.cwd()
+    if out is not None and not out_dir.is_dir():
+        raise ConfigError(f"--out {out}: the folder {out_dir} does not exist; create it or pick another path.")
+    tools_ref = _tools_ref(tools, out_dir) if tools else None
+    if mapped:
+        mapped = _validate(mapped, tools_ref, out_dir, bad)
+    _print_problems(bad, notes, source, err)
+    if not mapped:
+        raise ConfigError(f"no record of {source} could be mapped to a case as {fmt} "
+                          f"({len(bad)} left out, listed above); check the format and the file.")
+    data = _document([c for _, c in mapped], tools_ref)
+    if out is None:
+        console.file.write(data.decode())
+        console.file.flush()
+    else:
+        tmp = out.with_name(out.name + ".tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, out)
+    where = "stdout" if out is None else str(out)
+    err.print(f"imported {len(mapped)} case{'s' if len(mapped) != 1 else ''} from {source} to {where}"
+              + (f"; {len(bad)} record{'s' if len(bad) != 1 else ''} left out" if bad else ""),
+              highlight=False, markup=False, soft_wrap=True)
+    return 0
+
+
+def _print_problems(bad: list[Unmappable], notes: list[str], source: Path, err: Console) -> None:
+    if bad:
+        were = "records of {} could not be mapped and were" if len(bad) != 1 else "record of {} could not be mapped and was"
+        err.print(f"{len(bad)} {were.format(source)} left out:", highlight=False, markup=False, soft_wrap=True)
+        for item in bad:
+            err.print(f"  - {item}", highlight=False, markup=False, soft_wrap=True)
+    for note in notes:
+        err.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)

@@ -1,0 +1,78 @@
+"""Inspect AI samples (a JSON list or JSON Lines) as cases; see docs/import-and-score.md for the mapping."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from agent_eval.ingest.records import Unmappable
+
+
+def _text(content: Any) -> str | None:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [c.get("text") for c in content if isinstance(c, dict) and c.get("type", "text") == "text"]
+        texts = [t for t in texts if isinstance(t, str)]
+        return "\n".join(texts) if texts else None
+    return None
+
+
+def _user_messages(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    if not isinstance(value, list):
+        raise ValueError("input must be a string or a list of chat messages")
+    out = []
+    for i, message in enumerate(value):
+        if not isinstance(message, dict):
+            raise ValueError(f"input[{i}] is not a chat message object")
+        if message.get("role") == "user":
+            text = _text(message.get("content"))
+            if text:
+                out.append(text)
+    return out
+
+
+def _expect(target: Any) -> dict[str, Any]:
+    if isinstance(target, str) and target.strip():
+        return {"icontains": target}
+    if isinstance(target, list):
+        targets = [t for t in target if isinstance(t, str) and t]
+        if len(targets) != len(target):
+            raise ValueError("target must be a string or a list of strings")
+        if targets:
+            return {"regex": "(?i)(" + "|".join(re.escape(t) for t in targets) + ")"}
+    raise ValueError("no target, so nothing to check")
+
+
+def sample_case(where: str, sample: Any) -> dict[str, Any]:
+    """One Inspect sample as a case; ValueError says why it cannot be mapped."""
+    if not isinstance(sample, dict):
+        raise ValueError("a sample must be an object")
+    sample_id = sample.get("id")
+    if isinstance(sample_id, bool) or not isinstance(sample_id, (str, int)) or sample_id == "":
+        sample_id = f"sample-{where.split()[-1]}"
+    users = _user_messages(sample.get("input"))
+    if not users:
+        raise ValueError("no user message in input")
+    case: dict[str, Any] = {"id": str(sample_id)}
+    if len(users) == 1:
+        case["query"] = users[0]
+    else:
+        case["messages"] = users
+    case["expect"] = _expect(sample.get("target"))
+    metadata = sample.get("metadata")
+    if isinstance(metadata, dict) and metadata:
+        case["metadata"] = metadata
+    return case
+
+
+def inspect_cases(records: list[tuple[str, Any]]) -> tuple[list[dict[str, Any]], list[Unmappable]]:
+    """The cases of a samples file's records, and the records that could not be mapped."""
+    cases, bad = [], []
+    for where, sample in records:
+        try:
+            cases.append(sample_case(where, sample))
+        except ValueError as exc:
+            bad.append(Unmappable(where, str(exc)))
+    return cases, bad

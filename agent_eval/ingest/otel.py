@@ -1,0 +1,128 @@
+"""OpenTelemetry traces as cases (`import otel`) and as runs (`score`): the trace→case and trace→run maps."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agent_eval.ingest.genai import Recorded, read_trace
+from agent_eval.ingest.otlp import read_spans
+from agent_eval.ingest.records import Unmappable
+
+IMPORTED_TAG = "imported"
+
+
+def case_id_of(trace_id: str) -> str:
+    """`trace-<first 12 hex digits>` of a lower-case hex trace id."""
+    return f"trace-{trace_id[:12]}"
+
+
+def read_recorded(path: Path) -> tuple[list[Recorded], list[Unmappable]]:
+    """Every trace of an OTLP/JSON file that records an agent run, earliest first, and those that do not."""
+    traces, bad = read_spans(path)
+    found: list[Recorded] = []
+    for trace_id, spans in traces.items():
+        recorded = read_trace(trace_id, spans)
+        if isinstance(recorded, str):
+            bad.append(Unmappable(f"trace {trace_id}", recorded))
+        else:
+            found.append(recorded)
+    found.sort(key=lambda r: r.start_ns)
+    return found, bad
+
+
+def recorded_case(rec: Recorded) -> tuple[dict[str, Any], list[str]]:
+    """The case a recorded trace becomes, and notes on what it could not keep (malformed arguments)."""
+    case: dict[str, Any] = {"id": case_id_of(rec.trace_id)}
+    if len(rec.user_messages) == 1:
+        case["query"] = rec.user_messages[0]
+    else:
+        case["messages"] = list(rec.user_messages)
+    notes = []
+    expected = []
+    for i, step in enumerate(rec.steps):
+        entry: dict[str, Any] = {"name": step.name}
+        if isinstance(step.args, dict):
+            entry["args"] = step.args
+        elif step.args is not None:
+            notes.append(f"call {i} ({step.name}) has {step.args_problem}; its args are left out")
+        expected.append(entry)
+    case["expected_tools"] = expected
+    case["trajectory"] = "unordered"
+    case["tags"] = [IMPORTED_TAG]
+    metadata: dict[str, Any] = {"trace_id": rec.trace_id}
+    if rec.answer is not None:
+        metadata["recorded_answer"] = rec.answer
+    if rec.has_usage:
+        metadata["recorded_usage"] = {"input_tokens": rec.input_tokens, "output_tokens": rec.output_tokens}
+    case["metadata"] = metadata
+    return case, notes
+
+
+def otel_cases(path: Path) -> tuple[list[dict[str, Any]], list[Unmappable], list[str]]:
+    """The cases of an OTLP/JSON file, its unmappable records, and notes on what cases left out."""
+    recorded, bad = read_recorded(path)
+    cases, notes = [], []
+    seen: dict[str, str] = {}
+    for rec in recorded:
+        case, case_notes = recorded_case(rec)
+        if case["id"] in seen:
+            bad.append(Unmappable(f"trace {rec.trace_id}", f"its case id {case['id']} is already taken by "
+                                  f"trace {seen[case['id']]}"))
+            continue
+        seen[case["id"]] = rec.trace_id
+        cases.append(case)
+        notes.extend(f"trace {rec.trace_id}: {note}" for note in case_notes)
+    return cases, bad, notes
+
+
+def _seconds(ns: int, origin: int) -> float:
+    return (ns - origin) / 1e9
+
+
+def recorded_run_trace(rec: Recorded, tools: Any = None) -> dict[str, Any]:
+    """The §7 trace of a recorded run: times from the spans, no env (nothing was recorded of it).
+
+    With the suite's tools, a call is flagged `invalid_args` as a run would flag it: an unknown tool,
+    or arguments its schema rejects.
+    """
+    origin = rec.start_ns
+    steps = []
+    for i, step in enumerate(rec.steps):
+        invalid = step.args_problem
+        args = step.args if step.args is not None else {}
+        if invalid is None and tools is not None and tools.names:
+            invalid = "unknown tool" if not tools.has(step.name) else tools.validate(step.name, args)
+        timed = step.end_ns is not None and step.start_ns is not None
+        steps.append({
+            "step": i, "name": step.name, "args": args, "output": _observation(step.output),
+            "error": step.error, "error_traceback": None, "invalid_args": invalid,
+            "latency_s": _seconds(step.end_ns, step.start_ns) if timed else None,
+            "t_start_s": _seconds(step.start_ns, origin) if step.start_ns is not None else None,
+        })
+    latency = _seconds(rec.end_ns, origin)
+    first_tool = next((s.start_ns for s in rec.steps if s.end_ns is not None and s.start_ns is not None), None)
+    return {
+        "user_messages": list(rec.user_messages),
+        "replies": list(rec.replies),
+        "final_answer": rec.answer,
+        "cards": [],
+        "final_agent": None,
+        "stop_reason": "agent_error" if rec.agent_error else "completed",
+        "agent_error": rec.agent_error,
+        "agent_error_traceback": None,
+        "steps": steps,
+        "llm_calls": [{"latency_s": _seconds(i.end_ns, i.start_ns), "prompt_tokens": i.input_tokens,
+                       "completion_tokens": i.output_tokens, "model": i.model} for i in rec.inferences],
+        "latency_s": latency,
+        "ttfa_s": _seconds(first_tool, origin) if first_tool is not None else latency,
+        "final_env_diff": [],
+        "trace_id": rec.trace_id,
+    }
+
+
+def _observation(value: Any) -> Any:
+    if value is None or isinstance(value, str):
+        return value
+    from agent_eval.suite.tools import ToolSet
+
+    return ToolSet.observation(value)

@@ -1,0 +1,57 @@
+"""Reading other tools' record files (a JSON list or JSON Lines) and naming the records left out."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from agent_eval.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Unmappable:
+    """A record that could not be mapped: where it is (line, index or trace id) and why."""
+
+    where: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.reason}"
+
+
+def read_bytes(path: Path) -> bytes:
+    """The file's bytes; ConfigError (exit 2) when it cannot be read."""
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path} ({exc.strerror or exc}); pass the path of an existing file.") \
+            from None
+
+
+def read_records(path: Path) -> tuple[list[tuple[str, Any]], list[Unmappable]]:
+    """The records of a JSON list, one JSON object, or JSON Lines, each with its label.
+
+    A list entry is labelled `index N` (0-based) and a JSON Lines record `line N` (1-based). A line
+    that is not JSON is returned as unmappable; blank lines are skipped.
+    """
+    data = read_bytes(path)
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        doc = None
+    else:
+        if isinstance(doc, list):
+            return [(f"index {i}", item) for i, item in enumerate(doc)], []
+        return [("line 1", doc)], []
+    records: list[tuple[str, Any]] = []
+    bad: list[Unmappable] = []
+    for number, line in enumerate(data.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append((f"line {number}", orjson.loads(line)))
+        except orjson.JSONDecodeError as exc:
+            bad.append(Unmappable(f"line {number}", f"not JSON ({exc})"))
+    return records, bad

@@ -1,0 +1,202 @@
+"""`agent-eval score TRACES`: recorded runs scored like `run` scores its own, and no agent is called.
+
+Each recording becomes one run of the case it matches, goes through `score_run` (checks, scorers,
+judge, metrics), and the report, page, history row and exit code come from `run`'s own `finish`.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from agent_eval.errors import ConfigError
+from agent_eval.ingest.recordings import FORMATS, Recording, agent_eval_recordings, detect_format, match, \
+    otel_recordings
+from agent_eval.run.config import resolve
+from agent_eval.run.journal import Journal
+from agent_eval.run.runner import lite_run, new_run_id, now_iso
+from agent_eval.score.metrics import case_status
+from agent_eval.score.pipeline import ScoringContext, score_run
+from agent_eval.suite.cases import Suite, case_env, load_suite, select_cases, skip_reason
+
+NO_ENV = "no recorded environment"
+ENV_FIELDS = ("expected_env_check", "expected_env")
+
+
+class ScoredRuns:
+    """The scored runs of each case, journaled; what `run`'s finish reads of a Runner."""
+
+    def __init__(self, journal: Journal, scoring: ScoringContext, threshold: float) -> None:
+        self.journal, self.scoring, self.threshold = journal, scoring, threshold
+        self.simulator = None  # scoring never plays a user
+        self._entries: list[dict[str, Any]] = []
+        self._offsets: list[list[tuple[int, int]]] = []
+
+    def add(self, case: dict, runs: list[dict], skip: str | None = None) -> None:
+        offsets = [self.journal.append(case["id"], run["trial"], run) for run in runs]
+        lite = [lite_run(run) for run in runs]
+        if skip is not None:
+            status, pass_rate = "skipped", None
+        else:
+            status, pass_rate = case_status(lite, self.threshold) if lite else ("error", None)
+        self._entries.append({"id": case["id"], "tags": case.get("tags", []), "status": status,
+                              "pass_rate": pass_rate, "skip_reason": skip, "runs": lite})
+        self._offsets.append(offsets)
+
+    def case_entries(self) -> list[dict[str, Any]]:
+        return self._entries
+
+    def run_bytes(self) -> Iterator[list[bytes]]:
+        with open(self.journal.path, "rb") as f:
+            for offsets in self._offsets:
+                chunk = []
+                for offset, length in offsets:
+                    f.seek(offset)
+                    chunk.append(f.read(length))
+                yield chunk
+
+
+def env_skipped(case: dict) -> tuple[dict, list[dict]]:
+    """The case without its env checks, and those checks as `skipped_checks` entries."""
+    from agent_eval.score.checks import check_env_item
+
+    skipped = [{"name": check_env_item(item, {})["name"], "reason": NO_ENV}
+               for item in case.get("expected_env_check") or []]
+    if case.get("expected_env") is not None:
+        skipped.append({"name": "expected_env", "reason": NO_ENV})
+    if not skipped:
+        return case, []
+    return {k: v for k, v in case.items() if k not in ENV_FIELDS}, skipped
+
+
+def _has_check(case: dict) -> bool:
+    from agent_eval.score.judge import judged_fields
+    from agent_eval.suite.validation import deterministic_checks
+
+    return bool(deterministic_checks(case) or judged_fields(case))
+
+
+async def _score_case(suite: Suite, case: dict, recordings: list[Recording], ctx: ScoringContext,
+                      limit: asyncio.Semaphore) -> list[dict]:
+    from agent_eval.score.envdiff import apply_diff
+    from agent_eval.score.judge import JUDGE_ERROR
+
+    scored, skipped = env_skipped(case)
+    has_env = all(r.has_env for r in recordings)
+    if has_env:
+        scored, skipped = case, []
+    initial = case_env(suite, case) if has_env else {}
+    expected = case.get("expected_env") if has_env else None
+    if expected == "replay":
+        from agent_eval.run.sandbox import EnvTemplate, replay_expected_tools
+
+        expected = replay_expected_tools(suite.tools, EnvTemplate(initial), case["expected_tools"])
+    trials = [r.trial for r in recordings]
+    if None in trials or len(set(trials)) != len(trials):
+        trials = list(range(len(recordings)))
+
+    async def one(rec: Recording, trial: int) -> dict:
+        final_env = apply_diff(initial, rec.trace.get("final_env_diff") or []) if has_env else {}
+        error = rec.error if rec.error and not rec.error.startswith(JUDGE_ERROR) else None
+        async with limit:
+            run = await score_run(scored, trial, rec.trace, final_env, expected, error, ctx)
+        run["skipped_checks"] = skipped
+        return run
+
+    runs = await asyncio.gather(*(one(r, t) for r, t in zip(recordings, trials, strict=True)))
+    return sorted(runs, key=lambda run: run["trial"])
+
+
+def _load(path: Path, fmt: str | None, suite: Suite) -> tuple[str, list[Recording], list, dict[str, Any]]:
+    fmt = fmt or detect_format(path)
+    if fmt not in FORMATS:
+        raise ConfigError(f"--format {fmt!r} is not known; use otel or agent-eval.")
+    if fmt == "otel":
+        recordings, bad, model = otel_recordings(path, suite.tools)
+        return fmt, recordings, bad, {"agent": "otel", "model": model}
+    recordings, bad, head = agent_eval_recordings(path)
+    return fmt, recordings, bad, head
+
+
+def _print_left_out(path: Path, bad: list, unmatched: list[Recording], suite: Suite, err: Console) -> None:
+    for line in ([f"{len(bad)} record(s) of {path} could not be read as runs and were left out:"]
+                 + [f"  - {b}" for b in bad] if bad else []):
+        err.print(line, highlight=False, markup=False, soft_wrap=True)
+    if unmatched:
+        err.print(f"{len(unmatched)} recorded run(s) of {path} match no case of {suite.path} (by "
+                  "metadata.trace_id or case id) and were left out:", highlight=False, markup=False, soft_wrap=True)
+        for rec in unmatched:
+            err.print(f"  - {rec.label}", highlight=False, markup=False, soft_wrap=True)
+
+
+def score_command(flags: dict[str, Any], console: Console, err: Console) -> int:
+    """Score the recorded runs in flags["traces"] against the case file; the exit code of `run`."""
+    from agent_eval.report.baseline import validate_baseline
+    from agent_eval.run.app import finish
+    from agent_eval.score.judge import build_judge, needs_judge, require_judge
+
+    path = Path(flags["traces"])
+    suite = load_suite(Path(flags.get("cases") or "cases/test_cases.json"))
+    cfg = resolve(flags, suite)
+    selected = select_cases(suite.cases, cfg.filters)
+    if not selected:
+        raise ConfigError(f"no case of {suite.path} matches --filter {' '.join(cfg.filters)!r}; "
+                          "`agent-eval list` shows the ids and tags.")
+    fmt, recordings, bad, head = _load(path, flags.get("format"), suite)
+    matched, unmatched = match(recordings, suite.cases)
+    _print_left_out(path, bad, unmatched, suite, err)
+    work = [(c, matched[c["id"]]) for c in selected if c["id"] in matched]
+    without = len(selected) - len(work)
+    if not work:
+        raise ConfigError(f"none of the {len(recordings)} recorded run(s) in {path} matches a selected case of "
+                          f"{suite.path} (by metadata.trace_id or case id); import the traces first "
+                          f"(agent-eval import otel {path} --out FILE) or pass --cases with the right file.")
+    cfg.agent = str(head.get("agent") or fmt)
+    cfg.model = head.get("model") or cfg.model
+    cfg.repeat = max(len(recs) for _, recs in work)
+    cfg.source = {"traces": str(path), "format": fmt}
+    validate_baseline(Path(cfg.baseline) if cfg.baseline and cfg.baseline != "last" else None, cfg.gates)
+    plans = []
+    for case, recs in work:
+        scored, skipped = env_skipped(case) if not all(r.has_env for r in recs) else (case, [])
+        skip = NO_ENV if skipped and not _has_check(scored) else skip_reason(scored, os.environ, cfg.judge)
+        plans.append((case, recs, skip))
+    judged = needs_judge([c for c, _, skip in plans if skip is None]) if cfg.judge else None
+    if judged is not None:
+        require_judge(cfg.judge_model, cfg.judge_api_key, judged, suite.path)
+    try:
+        cfg.output_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create the output directory {cfg.output_dir} ({exc.strerror or exc}); "
+                          "pass --output-dir with a writable folder.") from None
+    run_id, created_at = new_run_id(), now_iso()
+    journal = Journal(cfg.output_dir / f"{run_id}.jsonl",
+                      {"run_id": run_id, "created_at": created_at, "settings": cfg.settings(),
+                       "cases_file": str(cfg.cases_file)})
+    judge = build_judge(cfg.judge, cfg.judge_model, cfg.judge_base_url, cfg.judge_api_key, cfg.no_cache,
+                        [c for c, _, skip in plans if skip is None])
+    ctx = ScoringContext(pricing=suite.settings.get("pricing") or {}, model=cfg.model, judge=judge,
+                         scorers=suite.scorers)
+    scored_runs = ScoredRuns(journal, ctx, cfg.threshold)
+    try:
+        asyncio.run(_score_all(suite, plans, ctx, cfg.concurrency, scored_runs))
+    finally:
+        journal.close()
+    code = finish(scored_runs, suite, cfg, cfg.agent, run_id, created_at, False, console, err)
+    if without:
+        console.print(f"{without} case{'s' if without != 1 else ''} had no trace", highlight=False)
+    return code
+
+
+async def _score_all(suite: Suite, plans: list[tuple[dict, list[Recording], str | None]], ctx: ScoringContext,
+                     concurrency: int, out: ScoredRuns) -> None:
+    limit = asyncio.Semaphore(max(1, concurrency))
+    results = await asyncio.gather(*(_score_case(suite, case, recs, ctx, limit) for case, recs, skip in plans
+                                     if skip is None))
+    scored = iter(results)
+    for case, _, skip in plans:
+        out.add(case, [] if skip is not None else next(scored), skip)
