@@ -298,7 +298,8 @@ def _agent_error(spans: list[Span]) -> str | None:
     ids = {s.span_id for s in spans}
     for span in spans:
         is_root = not span.parent_id or span.parent_id not in ids
-        if span.is_error and (is_root or operation(span) == AGENT_OP):
+        op = operation(span)
+        if span.is_error and op != TOOL_OP and (is_root or op == AGENT_OP):
             return _step_error(span)
     return None
 

@@ -134,8 +134,9 @@ def import_command(fmt: str, source: Path, out: Path | None, tools: str | None, 
 
 def _print_problems(bad: list[Unmappable], notes: list[str], source: Path, err: Console) -> None:
     if bad:
-        were = "records of {} could not be mapped and were" if len(bad) != 1 else "record of {} could not be mapped and was"
-        err.print(f"{len(bad)} {were.format(source)} left out:", highlight=False, markup=False, soft_wrap=True)
+        what = f"records of {source} could not be mapped and were" if len(bad) != 1 else \
+            f"record of {source} could not be mapped and was"
+        err.print(f"{len(bad)} {what} left out:", highlight=False, markup=False, soft_wrap=True)
         for item in bad:
             err.print(f"  - {item}", highlight=False, markup=False, soft_wrap=True)
     for note in notes:

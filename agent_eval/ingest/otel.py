@@ -80,7 +80,7 @@ def _seconds(ns: int, origin: int) -> float:
 
 
 def recorded_run_trace(rec: Recorded, tools: Any = None) -> dict[str, Any]:
-    """The §7 trace of a recorded run: times from the spans, no env (nothing was recorded of it).
+    """The report trace of a recorded run: times from the spans, no env (nothing was recorded of it).
 
     With the suite's tools, a call is flagged `invalid_args` as a run would flag it: an unknown tool,
     or arguments its schema rejects.
@@ -117,6 +117,7 @@ def recorded_run_trace(rec: Recorded, tools: Any = None) -> dict[str, Any]:
         "ttfa_s": _seconds(first_tool, origin) if first_tool is not None else latency,
         "final_env_diff": [],
         "trace_id": rec.trace_id,
+        "has_env": False,  # a trace records no environment: env checks are skipped, now and when re-scored
     }
 
 

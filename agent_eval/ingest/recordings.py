@@ -15,7 +15,7 @@ FORMATS = ("otel", "agent-eval")
 
 @dataclass
 class Recording:
-    """One recorded run: its frozen §7 trace, where it came from, and what it can be matched by."""
+    """One recorded run: its frozen trace (the report's shape), where it came from, and what it can be matched by."""
 
     label: str  # "trace <id>" or "case <id> trial <n>"
     trace: dict[str, Any]
@@ -105,7 +105,7 @@ def agent_eval_recordings(path: Path) -> tuple[list[Recording], list[Unmappable]
         error = run.get("error") if isinstance(run.get("error"), str) else None
         out.append(Recording(label, trace, case_id=case_id, trial=trial,
                              trace_id=trace.get("trace_id") if isinstance(trace.get("trace_id"), str) else None,
-                             error=error, has_env=True))
+                             error=error, has_env=trace.get("has_env") is not False))
     settings = head.get("settings") if isinstance(head.get("settings"), dict) else {}
     return out, bad, {"agent": head.get("agent") or settings.get("agent"),
                       "model": head.get("model") or settings.get("model")}
