@@ -38,7 +38,7 @@ class ScoredRuns:
 
     def add(self, case: dict, runs: list[dict], skip: str | None = None) -> None:
         offsets = [self.journal.append(case["id"], run["trial"], run) for run in runs]
-        lite = [lite_run(run) for run in runs]
+        lite = [lite_run(run, case) for run in runs]
         if skip is not None:
             status, pass_rate = "skipped", None
         else:
@@ -62,7 +62,7 @@ class ScoredRuns:
 
 def env_skipped(case: dict) -> tuple[dict, list[dict]]:
     """The case without its env checks, and those checks as `skipped_checks` entries."""
-    from agent_eval.score.checks import check_env_item
+    from agent_eval.score.env_checks import check_env_item
 
     skipped = [{"name": check_env_item(item, {})["name"], "reason": NO_ENV}
                for item in case.get("expected_env_check") or []]
