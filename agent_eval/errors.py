@@ -38,3 +38,19 @@ class ConfigError(Exception):
 
 class ToolError(Exception):
     """Raised by `task.call_tool` when the tool call ended in an error."""
+
+
+class InfrastructureError(Exception):
+    """A run could not be played through no fault of the agent's: its status becomes `error`."""
+
+
+class ProviderError(InfrastructureError):
+    """An LLM call that failed after the SDK's retries, or whose answer cannot be read.
+
+    The message names the endpoint (secrets removed) and the model; `status_code` is the HTTP status
+    when the provider answered with one.
+    """
+
+    def __init__(self, message: str, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code

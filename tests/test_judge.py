@@ -85,12 +85,25 @@ def test_the_disk_cache_answers_an_unchanged_prompt_without_a_call(loopback, tmp
     assert missed.error.startswith("judge error: InternalServerError")
 
 
-def test_an_unparseable_answer_is_cached_too(loopback, tmp_path: Path) -> None:
-    srv = loopback([text("maybe")])
-    asyncio.run(make_judge(srv, tmp_path).judge_run(CASE, TRACE))
+def test_an_unusable_answer_is_never_cached_so_the_next_run_asks_again(loopback, tmp_path: Path) -> None:
+    srv = loopback([text("maybe"), text("PASS\nstated")])
+    first = asyncio.run(make_judge(srv, tmp_path).judge_run(CASE, TRACE))
+    assert first.error is not None and not list(tmp_path.rglob("*.json"))
     again = make_judge(srv, tmp_path)
     outcome = asyncio.run(again.judge_run(CASE, TRACE))
-    assert srv.count == 1 and outcome.error is not None and again.usage.errors == 1
+    assert srv.count == 2 and outcome.error is None and outcome.records["judge"]["verdict"] == "PASS"
+    assert again.usage.calls == 1 and again.usage.cache_hits == 0
+
+
+def test_an_unusable_answer_left_in_the_cache_by_an_older_version_is_a_miss(loopback, tmp_path: Path) -> None:
+    from agent_eval.score.judge import cache_key
+    from agent_eval.score.judge_prompt import build_prompt
+
+    key = cache_key("judge-model", build_prompt(TRACE, CASE["rubric"]))
+    JudgeCache(tmp_path).put(key, "judge-model", "maybe")
+    srv = loopback([text("FAIL\nno amount")])
+    outcome = asyncio.run(make_judge(srv, tmp_path).judge_run(CASE, TRACE))
+    assert srv.count == 1 and outcome.records["judge"]["verdict"] == "FAIL"
 
 
 def test_without_a_cache_every_process_asks(loopback) -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent_eval.run.agents import InfrastructureError
+from agent_eval.errors import InfrastructureError
 from agent_eval.score.usage import LLMUsage
 
 if TYPE_CHECKING:
@@ -133,8 +133,10 @@ def problem_of(answer: str) -> str | None:
 class LLMSimulator:
     """An LLM playing the user: temperature 0, never cached, roles swapped, `###STOP###` to stop."""
 
-    def __init__(self, model: str, base_url: str | None, api_key: str | None) -> None:
+    def __init__(self, model: str, base_url: str | None, api_key: str | None,
+                 timeout_s: float | None = None) -> None:
         self.label = model
+        self.timeout_s = timeout_s
         self.model: str | None = model
         self.base_url = base_url
         self.api_key = api_key
@@ -158,19 +160,18 @@ class LLMSimulator:
         return None if STOP in answer else answer.strip()
 
     async def _complete(self, prompt: list[dict[str, str]]) -> str:
-        import openai
+        from agent_eval.errors import ProviderError
+        from agent_eval.llm import complete
 
-        from agent_eval.run.agents.openai_loop import shared_client
-
-        client = shared_client(self.base_url, self.api_key)
         self.usage.calls += 1
         try:
-            response = await client.chat.completions.create(model=self.model, messages=prompt, temperature=0)
-        except openai.APIError as exc:
+            answer = await complete(self.base_url, self.api_key,
+                                    {"model": self.model, "messages": prompt, "temperature": 0}, self.timeout_s)
+        except ProviderError as exc:
             self.usage.errors += 1
-            raise SimulatorError(f"{SIM_ERROR}: {type(exc).__name__}: {exc}") from None
-        self.usage.add(response)
-        return (response.choices[0].message.content if response.choices else None) or ""
+            raise SimulatorError(f"{SIM_ERROR}: {exc}") from None
+        self.usage.add(answer)
+        return answer.content or ""
 
 
 Simulator = PythonSimulator | LLMSimulator

@@ -2,8 +2,8 @@
 
 A run is judged once per criterion it has (`rubric` → record `judge`, check `judge`;
 `expected_outcome` → record `judge_expected_outcome`, check `judge:expected_outcome`). Identical
-prompts within one process are asked once; every completed answer is cached on disk, unparseable ones
-included, so an unchanged re-run makes no call. The judge's tokens and cost live in `JudgeUsage`,
+prompts within one process are asked once; every usable answer (PASS or FAIL) is cached on disk, so an
+unchanged re-run makes no call, and an unusable one never is, so the next run asks again. The judge's tokens and cost live in `JudgeUsage`,
 never in a run's metrics.
 """
 from __future__ import annotations
@@ -22,6 +22,8 @@ from agent_eval.errors import ConfigError
 from agent_eval.score.judge_prompt import build_prompt, parse_verdict, shorten
 from agent_eval.score.usage import LLMUsage
 
+DEFAULT_TIMEOUT_S = 120.0
+"""--judge-timeout: the bound on each judge (and simulator) request, the SDK's retries included."""
 JUDGE_ERROR = "judge error"
 """Every judge error message starts with this, so `rescore` can tell it from an agent-side error."""
 
@@ -71,7 +73,8 @@ class JudgeCache:
             answer = orjson.loads(self._path(key).read_bytes()).get("answer")
         except (OSError, orjson.JSONDecodeError, AttributeError):
             return None
-        return answer if isinstance(answer, str) else None
+        # An unusable answer is never served (an older version cached them): the judge is asked again.
+        return answer if isinstance(answer, str) and parse_verdict(answer) is not None else None
 
     def put(self, key: str, model: str, answer: str) -> None:
         path = self._path(key)
@@ -111,8 +114,10 @@ class Judge:
     """Asks the judge model about runs; one instance per process run (`run` or `rescore`)."""
 
     def __init__(self, model: str, base_url: str | None, api_key: str | None,
-                 cache: JudgeCache | None = None, repeat: int | None = None) -> None:
+                 cache: JudgeCache | None = None, repeat: int | None = None,
+                 timeout_s: float | None = DEFAULT_TIMEOUT_S) -> None:
         self.model = model
+        self.timeout_s = timeout_s
         self.base_url = base_url
         self.api_key = api_key
         self.cache = cache
@@ -196,22 +201,21 @@ class Judge:
         return await asyncio.shield(task)
 
     async def _call(self, messages: list[dict[str, str]], key: str | None = None) -> Answer:
-        """One API call at temperature 0; a completed answer goes to the disk cache."""
-        import openai
+        """One API call at temperature 0; a usable answer goes to the disk cache, an unusable one never."""
+        from agent_eval.errors import ProviderError
+        from agent_eval.llm import complete
 
-        from agent_eval.run.agents.openai_loop import shared_client
-
-        client = shared_client(self.base_url, self.api_key)  # the SDK's retry rule, as for the agent
         self.usage.calls += 1
         try:
-            response = await client.chat.completions.create(model=self.model, messages=messages, temperature=0)
-        except openai.APIError as exc:
-            return None, f"{JUDGE_ERROR}: {type(exc).__name__}: {shorten(str(exc), 300)}"
-        self.usage.add(response)
-        answer = (response.choices[0].message.content if response.choices else None) or ""
-        if self.cache is not None:
-            self.cache.put(key or cache_key(self.model, messages), self.model, answer)
-        return answer, None
+            answer = await complete(self.base_url, self.api_key,
+                                    {"model": self.model, "messages": messages, "temperature": 0}, self.timeout_s)
+        except ProviderError as exc:
+            return None, f"{JUDGE_ERROR}: {exc}"
+        self.usage.add(answer)
+        text = answer.content or ""
+        if self.cache is not None and parse_verdict(text) is not None:
+            self.cache.put(key or cache_key(self.model, messages), self.model, text)
+        return text, None
 
     def summary(self, pricing: Mapping[str, Any] | None) -> dict[str, Any]:
         """summary.judge of this judge's calls."""
@@ -249,7 +253,8 @@ def require_judge(model: str | None, api_key: str | None, case: dict, cases_file
 
 
 def build_judge(judge_on: bool, model: str | None, base_url: str | None, api_key: str | None,
-                no_cache: bool, cases: list[dict], repeat: int | None = None) -> Judge | None:
+                no_cache: bool, cases: list[dict], repeat: int | None = None,
+                timeout_s: float | None = DEFAULT_TIMEOUT_S) -> Judge | None:
     """The judge for these cases, or None when judging is off, unconfigured, or no case needs it.
 
     Whether a runnable case lacks a judge is `require_judge`'s question, asked before anything runs.
@@ -257,7 +262,7 @@ def build_judge(judge_on: bool, model: str | None, base_url: str | None, api_key
     if not judge_on or not model or needs_judge(cases) is None:
         return None
     cache = None if no_cache else JudgeCache(default_cache_dir())
-    return Judge(model, base_url, api_key, cache, repeat)
+    return Judge(model, base_url, api_key, cache, repeat, timeout_s)
 
 
 def judge_summary(judge: Judge | None, pricing: Mapping[str, Any] | None) -> dict[str, Any]:

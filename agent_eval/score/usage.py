@@ -5,6 +5,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agent_eval.llm import Completion
 from agent_eval.score.metrics import price_usage
 
 
@@ -17,11 +18,10 @@ class LLMUsage:
     completion_tokens: int = 0
     errors: int = 0
 
-    def add(self, response: Any) -> None:
-        """Count one API call's tokens from a Chat Completions response (its usage may be absent)."""
-        usage = getattr(response, "usage", None)
-        self.prompt_tokens += getattr(usage, "prompt_tokens", 0) or 0
-        self.completion_tokens += getattr(usage, "completion_tokens", 0) or 0
+    def add(self, answer: Completion) -> None:
+        """Count one API call's tokens (0 where the provider gave no usage)."""
+        self.prompt_tokens += answer.prompt_tokens
+        self.completion_tokens += answer.completion_tokens
 
     def cost_usd(self, model: str | None, pricing: Mapping[str, Any] | None) -> float | None:
         """0 without tokens; null when the pricing lacks the model, as for the agent's runs."""

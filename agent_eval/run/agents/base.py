@@ -4,7 +4,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from agent_eval.errors import InfrastructureError, ProviderError
 from agent_eval.run.sandbox import Sandbox
+
+__all__ = ["Agent", "AgentStop", "InfrastructureError", "ProviderError", "Reply", "RunContext"]
 
 
 @dataclass
@@ -22,14 +25,6 @@ class AgentStop(Exception):
     def __init__(self, stop_reason: str, message: str) -> None:
         super().__init__(message)
         self.stop_reason = stop_reason
-
-
-class InfrastructureError(Exception):
-    """A run could not be played through no fault of the agent's: its status becomes `error`."""
-
-
-class ProviderError(InfrastructureError):
-    """An LLM provider error left after the SDK's retries: infrastructure, not the agent's fault."""
 
 
 @dataclass
