@@ -116,7 +116,7 @@ def shared_client(base_url: str | None, api_key: str | None) -> Any:
         if _CLIENT_CLASS is None:
             _CLIENT_CLASS = _client_class()
         client = _CLIENT_CLASS(base_url=base_url, api_key=api_key, max_retries=MAX_RETRIES)
-        client.endpoint = redact_url(str(client.base_url).rstrip("/")) or ""
+        client.endpoint = redact_url((base_url or str(client.base_url)).rstrip("/")) or ""
         entry = _CLIENTS[key] = (loop, client)
     return entry[1]
 

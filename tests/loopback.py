@@ -35,6 +35,8 @@ import orjson
 __all__ = [
     "LoopbackServer",
     "Reply",
+    "message",
+    "raw",
     "router",
     "stall",
     "status",
@@ -66,6 +68,7 @@ class Reply:
     delay_s: float = 0.0
     hang: bool = False
     then: Reply | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 ReplyLike = Reply | str | Sequence[tuple]
@@ -94,6 +97,18 @@ def tool_calls(
         wire.append({"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}})
     message = {"role": "assistant", "content": content, "tool_calls": wire}
     return Reply(message=message, finish_reason="tool_calls", usage=(prompt_tokens, completion_tokens))
+
+
+def message(wire_message: dict[str, Any], finish_reason: str = "stop", usage: tuple[int, int] = (10, 5),
+            **extra: Any) -> Reply:
+    """A completion whose `choices[0].message` is exactly `wire_message` (to script odd shapes: content
+    as a list of parts, a tool call without `function`); `extra` adds top-level fields to the body."""
+    return Reply(message=dict(wire_message), finish_reason=finish_reason, usage=usage, extra=extra)
+
+
+def raw(body: bytes | dict | list, code: int = 200) -> Reply:
+    """A body sent exactly as given, with `code`: bytes as they are (not JSON, truncated), else JSON."""
+    return Reply(status=code, body=body)
 
 
 def status(code: int, body: Any = None, headers: dict[str, str] | None = None) -> Reply:
@@ -367,4 +382,5 @@ class LoopbackServer:
                          "logprobs": None}],
             "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
                       "total_tokens": prompt + completion},
+            **reply.extra,
         }

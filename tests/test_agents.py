@@ -15,7 +15,7 @@ from agent_eval.run.episode import play_run
 from agent_eval.run.sandbox import EnvTemplate
 from agent_eval.score.pipeline import ScoringContext, score_run
 from agent_eval.suite.tools import ToolSet
-from tests.loopback import status, text, tool_calls
+from tests.loopback import message, status, text, tool_calls
 
 
 def get_order(order_id: str, env: dict) -> dict:
@@ -261,3 +261,24 @@ def test_a_provider_400_is_an_infrastructure_error(loopback):
     run = score(case(), played)
     assert run["status"] == "error" and run["success"] is False
     assert srv.count == 1  # a 400 is not retried
+
+
+def test_odd_answers_reach_the_trace_as_the_plain_ones_do(loopback):
+    # content as a list of parts, unknown fields, arguments as an object: read as the plain answer would be
+    call = {"id": "c9", "type": "function", "index": 0, "function": {"name": "get_order", "arguments": {"order_id": "A"}}}
+    srv = loopback([message({"role": "assistant", "content": None, "tool_calls": [call]}, system_fingerprint="x"),
+                    message({"role": "assistant", "content": [{"type": "text", "text": "A is "},
+                                                              {"type": "text", "text": "paid"}]})])
+    played = play(openai_agent(srv))
+    assert played.error is None and played.trace["replies"] == ["A is paid"]
+    assert [(s["name"], s["args"]) for s in played.trace["steps"]] == [("get_order", {"order_id": "A"})]
+    assert srv.requests[1]["messages"][2]["tool_calls"] == [
+        {"id": "c9", "type": "function", "function": {"name": "get_order", "arguments": '{"order_id":"A"}'}}]
+
+
+def test_a_malformed_answer_is_an_infrastructure_error_naming_endpoint_and_model(loopback):
+    srv = loopback([message({"role": "assistant", "content": None, "tool_calls": [{"id": "c1"}]})])
+    played = play(openai_agent(srv))
+    assert played.error == f"the provider's tool call 1 has no function ({srv.base_url}, model loop-model)"
+    assert played.trace["stop_reason"] == "completed" and played.trace["steps"] == []
+    assert score(case(), played)["status"] == "error"
