@@ -63,6 +63,15 @@ def _is_provider_error(exc: BaseException) -> bool:
     return openai is not None and isinstance(exc, openai.APIError)
 
 
+def _endpoint_of(exc: BaseException) -> str:
+    """ " (URL)" of the request an SDK error came from, secrets removed; "" when it has none."""
+    from agent_eval.llm import redact_url
+
+    request = getattr(exc, "request", None)
+    url = getattr(request, "url", None)
+    return f" ({redact_url(str(url))})" if url is not None else ""
+
+
 class PythonAgent:
     """Calls the user's function; a sync one runs in a daemon thread that is never joined."""
 
@@ -83,7 +92,7 @@ class PythonAgent:
             raise
         except Exception as exc:
             if _is_provider_error(exc):
-                raise ProviderError(f"{type(exc).__name__}: {exc}") from None
+                raise ProviderError(f"{type(exc).__name__}: {exc}{_endpoint_of(exc)}") from None
             raise AgentStop("agent_error", f"{type(exc).__name__}: {exc}") from None
         return to_reply(value)
 
