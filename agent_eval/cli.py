@@ -19,6 +19,12 @@ err_console = Console(stderr=True)
 CASES_HELP = "The case file (a JSON list of cases, or {\"suite\": ..., \"cases\": [...]})."
 FILTER_HELP = "Keep cases whose id or a tag contains TEXT (repeatable)."
 JUDGE_MODEL_HELP = "The judge's model (AGENT_EVAL_JUDGE_MODEL)."
+JUDGE_TIMEOUT_HELP = "Seconds each judge or simulator request may take, retries included (default 120)."
+
+
+def judge_timeout_option() -> Any:
+    """The `--judge-timeout SECONDS` option, shared by run, rescore and score (None: the default, 120)."""
+    return typer.Option(None, "--judge-timeout", help=JUDGE_TIMEOUT_HELP)
 
 
 def guarded(fn: Callable[[], int]) -> None:
@@ -72,13 +78,14 @@ def run(
     resume: str | None = typer.Option(None, "--resume", help="Finish run RUN_ID: run only what its journal lacks."),
     user: str | None = typer.Option(None, "--user", help="Python user simulator (file.py:function)."),
     user_model: str | None = typer.Option(None, "--user-model", help="LLM user simulator (AGENT_EVAL_USER_MODEL)."),
+    judge_timeout: float | None = judge_timeout_option(),
 ) -> None:
     """Run the suite: every selected case k times, scored, reported, with a CI exit code."""
     flags = dict(cases=cases, filter=filter, repeat=repeat, threshold=threshold, no_judge=no_judge,
                  baseline=baseline, junit=junit, markdown=markdown, no_html=no_html,
                  agent=agent, model=model, base_url=base_url, concurrency=concurrency, max_steps=max_steps,
                  timeout=timeout, output_dir=output_dir, quiet=quiet, judge_model=judge_model,
-                 no_cache=no_cache, user=user, user_model=user_model)
+                 no_cache=no_cache, user=user, user_model=user_model, judge_timeout=judge_timeout)
     # --resume compares only the flags typed on the command line with the run's stored settings.
     flags.update(resume=resume, explicit={name for name in flags if _is_explicit(ctx, name)})
 
@@ -133,13 +140,16 @@ def rescore(
     judge_repeat: int | None = typer.Option(None, "--judge-repeat", help="N uncached judge answers per run."),
     no_judge: bool = typer.Option(False, "--no-judge", help="Never call the judge; skip rubric-only cases."),
     judge_model: str | None = typer.Option(None, "--judge-model", help=JUDGE_MODEL_HELP),
+    judge_timeout: float | None = judge_timeout_option(),
 ) -> None:
     """Re-score a report's frozen traces with the current case file; the agent is never called."""
 
     def go() -> int:
+        from agent_eval.score.judge import DEFAULT_TIMEOUT_S
         from agent_eval.score.rescore import rescore_command
 
-        return rescore_command(report, judge_repeat, no_judge, console, judge_model=judge_model)
+        return rescore_command(report, judge_repeat, no_judge, console, judge_model=judge_model,
+                               judge_timeout=DEFAULT_TIMEOUT_S if judge_timeout is None else judge_timeout)
 
     guarded(go)
 

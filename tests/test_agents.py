@@ -265,7 +265,8 @@ def test_a_provider_400_is_an_infrastructure_error(loopback):
 
 def test_odd_answers_reach_the_trace_as_the_plain_ones_do(loopback):
     # content as a list of parts, unknown fields, arguments as an object: read as the plain answer would be
-    call = {"id": "c9", "type": "function", "index": 0, "function": {"name": "get_order", "arguments": {"order_id": "A"}}}
+    call = {"id": "c9", "type": "function", "index": 0,
+            "function": {"name": "get_order", "arguments": {"order_id": "A"}}}
     srv = loopback([message({"role": "assistant", "content": None, "tool_calls": [call]}, system_fingerprint="x"),
                     message({"role": "assistant", "content": [{"type": "text", "text": "A is "},
                                                               {"type": "text", "text": "paid"}]})])

@@ -112,9 +112,25 @@ def render_header(report: Report, console: Console) -> None:
     console.print(Text(" · ".join([
         f"agent {report.get('agent') or NA}",
         f"model {report.get('model') or NA}",
+        *([f"endpoint {settings['base_url']}"] if settings.get("base_url") else []),  # stored redacted
         f"repeat {settings.get('repeat', _repeat(report))}",
         f"threshold {settings.get('threshold', NA)}",
     ]), style="dim"))
+    line = judge_line(report)
+    if line:
+        console.print(Text(line, style="dim"))
+
+
+def judge_line(report: Report) -> str | None:
+    """"judge: <model>", saying so when it is the agent's own model; None when no judge was asked."""
+    settings = report.get("settings") or {}
+    model = settings.get("judge_model")
+    used = (_summary(report).get("judge") or {})
+    if not settings.get("judge", True) or not model or not any(used.get(k) for k in ("calls", "cache_hits")):
+        return None
+    if (settings.get("sources") or {}).get("judge_model") == "agent":
+        return f"judge: {model} (the agent's model; set --judge-model for an independent judge)"
+    return f"judge: {model}"
 
 
 def outcome_rows(report: Report) -> list[tuple[str, str]]:

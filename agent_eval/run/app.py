@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
+from agent_eval import llm
 from agent_eval.run.agents import load_agent
 from agent_eval.suite.cases import load_suite, select_cases, skip_reason
 from agent_eval.run.config import DEFAULTS, RunConfig, require_llm, resolve
@@ -29,6 +31,8 @@ from agent_eval.run.simulator import user_sim_summary
 from agent_eval.score.usage import add_summaries
 
 INTERRUPTED = 130
+RUNNING = "running"
+SHOW_RETRY_FROM = 3  # without a progress display, an endpoint's retries are printed from this attempt on
 
 
 def prepare(flags: dict[str, Any], adjust: Callable[[RunConfig], None] | None = None,
@@ -89,22 +93,25 @@ def run_command(flags: dict[str, Any], console: Console, err: Console) -> int:
                        "cases_file": str(cfg.cases_file), "agent_dir": str(agent_dir.resolve()),
                        "cases_sha256": digest})
     judge = build_judge(cfg.judge, cfg.judge_model, cfg.judge_base_url, cfg.judge_api_key, cfg.no_cache,
-                        cases)
+                        cases, timeout_s=cfg.judge_timeout)
     scoring = ScoringContext(pricing=suite.settings.get("pricing") or {}, model=cfg.model, judge=judge)
     scoring.scorers = suite.scorers
     progress = _progress(console, cfg)
     runner = Runner(suite, cases, cfg, agent, scoring, journal,
-                    on_run_done=(lambda: progress.advance(progress.task_ids[0])) if progress else None)
+                    on_run_done=(lambda: progress.update(progress.task_ids[0], description=RUNNING, advance=1))
+                    if progress else None)
     runner.simulator = simulator
     if resumed:
         resumed.restore(runner.restore)
     with Interrupts() as interrupts:
         try:
             if progress:
-                progress.add_task("running", total=runner.pending)
+                progress.add_task(RUNNING, total=runner.pending)
                 progress.start()
+            llm.set_retry_listener(_retry_display(progress, err, cfg.quiet))
             interrupted = interrupts.run(runner.run())
         finally:
+            llm.set_retry_listener(None)
             if progress:
                 progress.stop()
             journal.close()
@@ -156,6 +163,22 @@ def resume_hint(run_id: str, output_dir: Path) -> str:
     if output_dir != Path(DEFAULTS["output_dir"]):
         hint += f" --output-dir {shlex.quote(str(output_dir))}"
     return hint
+
+
+def _retry_display(progress: Any, err: Console, quiet: bool) -> llm.RetryListener:
+    """Show "retrying <endpoint> (attempt n/8)" while the SDK retries: in the progress display, or, in a
+    log, once per endpoint and attempt from the third on (a dead endpoint is not 39 silent seconds)."""
+    shown: set[tuple[str, int]] = set()
+
+    def show(endpoint: str, attempt: int, most: int) -> None:
+        message = f"retrying {endpoint} (attempt {attempt}/{most})"
+        if progress is not None:
+            progress.update(progress.task_ids[0], description=escape(message))
+        elif not quiet and attempt >= SHOW_RETRY_FROM and (endpoint, attempt) not in shown:
+            shown.add((endpoint, attempt))
+            err.print(message, markup=False, highlight=False, soft_wrap=True)
+
+    return show
 
 
 def _progress(console: Console, cfg: RunConfig) -> Any:

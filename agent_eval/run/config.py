@@ -1,16 +1,20 @@
 """Resolve run settings: the flag, then the environment, then the suite block, then the default."""
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_eval.suite.cases import Suite
 from agent_eval.errors import ConfigError
+from agent_eval.llm import PLACEHOLDER_KEY, redact_url
+from agent_eval.score.judge import DEFAULT_TIMEOUT_S
+from agent_eval.suite.cases import Suite
 
-DEFAULTS = {"repeat": 1, "threshold": 1.0, "concurrency": 8, "max_steps": 8, "output_dir": "reports"}
+DEFAULTS = {"repeat": 1, "threshold": 1.0, "concurrency": 8, "max_steps": 8, "output_dir": "reports",
+            "judge_timeout": DEFAULT_TIMEOUT_S}
 
 
 @dataclass
@@ -43,15 +47,18 @@ class RunConfig:
     markdown: Path | None = None
     gates: list[str] = field(default_factory=list)  # --gate METRIC[=MAX_DROP], against the baseline
     source: dict[str, str] | None = None  # `score`: the recorded traces scored, {"traces", "format"}
+    judge_timeout: float = DEFAULTS["judge_timeout"]
+    sources: dict[str, str] = field(default_factory=dict)  # setting -> flag | env | suite | default | agent
 
     def settings(self) -> dict[str, Any]:
-        """The report's `settings` block: no keys, no secrets."""
+        """The report's `settings` block: no keys, no secrets (URLs are shown with theirs replaced by ***)."""
         return {
             "repeat": self.repeat, "threshold": self.threshold, "filter": list(self.filters),
             "judge": self.judge, "judge_model": self.judge_model if self.judge else None,
-            "judge_base_url": self.judge_base_url if self.judge else None, "no_cache": self.no_cache,
+            "judge_base_url": redact_url(self.judge_base_url) if self.judge else None, "no_cache": self.no_cache,
             "concurrency": self.concurrency, "max_steps": self.max_steps, "timeout": self.timeout,
-            "base_url": self.base_url, "user": self.user, "agent": self.agent, "model": self.model,
+            "judge_timeout": self.judge_timeout, "base_url": redact_url(self.base_url), "user": self.user,
+            "agent": self.agent, "model": self.model, "sources": dict(self.sources),
             **({"scored_from": self.source} if self.source else {}),
         }
 
@@ -64,6 +71,16 @@ def first(*values: Any) -> Any:
     return None
 
 
+def pick(sources: dict[str, str], name: str, *candidates: tuple[str, Any], default: Any = None) -> Any:
+    """The first candidate (source, value) that is set; records its source (or "default") under name."""
+    for source, value in candidates:
+        if value is not None and value != "":
+            sources[name] = source
+            return value
+    sources[name] = "default"
+    return default
+
+
 def resolve(flags: Mapping[str, Any], suite: Suite, environ: Mapping[str, str] | None = None) -> RunConfig:
     """Build the RunConfig of a run from its flags, the environment and the suite block."""
     env = os.environ if environ is None else environ
@@ -71,28 +88,43 @@ def resolve(flags: Mapping[str, Any], suite: Suite, environ: Mapping[str, str] |
     defaults = block.get("defaults") or {}
     judge_block = block.get("judge") or {}
     cfg = RunConfig(cases_file=suite.path.resolve())
-    cfg.filters = list(flags.get("filter") or [])
-    cfg.repeat = int(first(flags.get("repeat"), defaults.get("repeat"), DEFAULTS["repeat"]))
-    cfg.threshold = float(first(flags.get("threshold"), defaults.get("threshold"), DEFAULTS["threshold"]))
-    cfg.judge = not flags.get("no_judge", False)
-    cfg.agent = first(flags.get("agent"), block.get("agent"), "openai")
-    cfg.model = first(flags.get("model"), env.get("AGENT_EVAL_MODEL"), block.get("model"))
-    cfg.base_url = first(flags.get("base_url"), env.get("OPENAI_BASE_URL"))
-    cfg.api_key = first(env.get("OPENAI_API_KEY"))
-    cfg.judge_model = first(flags.get("judge_model"), env.get("AGENT_EVAL_JUDGE_MODEL"), judge_block.get("model"))
-    cfg.judge_base_url = first(env.get("AGENT_EVAL_JUDGE_BASE_URL"), cfg.base_url)
-    cfg.judge_api_key = first(env.get("AGENT_EVAL_JUDGE_API_KEY"), cfg.api_key)
-    cfg.no_cache = bool(flags.get("no_cache", False))
-    cfg.concurrency = int(first(flags.get("concurrency"), DEFAULTS["concurrency"]))
-    cfg.max_steps = int(first(flags.get("max_steps"), block.get("max_steps"), DEFAULTS["max_steps"]))
-    cfg.timeout = flags.get("timeout")
+    src = cfg.sources
+    cfg.filters = list(pick(src, "filter", ("flag", flags.get("filter") or None), default=[]))
+    cfg.repeat = int(pick(src, "repeat", ("flag", flags.get("repeat")), ("suite", defaults.get("repeat")),
+                          default=DEFAULTS["repeat"]))
+    cfg.threshold = float(pick(src, "threshold", ("flag", flags.get("threshold")),
+                               ("suite", defaults.get("threshold")), default=DEFAULTS["threshold"]))
+    cfg.judge = not pick(src, "judge", ("flag", flags.get("no_judge") or None), default=False)
+    cfg.agent = pick(src, "agent", ("flag", flags.get("agent")), ("suite", block.get("agent")), default="openai")
+    cfg.model = pick(src, "model", ("flag", flags.get("model")), ("env", env.get("AGENT_EVAL_MODEL")),
+                     ("suite", block.get("model")))
+    cfg.base_url = pick(src, "base_url", ("flag", flags.get("base_url")), ("env", env.get("OPENAI_BASE_URL")))
+    # A local server (Ollama, vLLM, llama.cpp) takes no key: a set base URL without one sends a placeholder.
+    cfg.api_key = first(env.get("OPENAI_API_KEY"), PLACEHOLDER_KEY if cfg.base_url else None)
+    cfg.judge_model = pick(src, "judge_model", ("flag", flags.get("judge_model")),
+                           ("env", env.get("AGENT_EVAL_JUDGE_MODEL")), ("suite", judge_block.get("model")),
+                           ("agent", cfg.model))
+    cfg.judge_base_url = pick(src, "judge_base_url", ("env", env.get("AGENT_EVAL_JUDGE_BASE_URL")),
+                              ("agent", cfg.base_url))
+    cfg.judge_api_key = first(env.get("AGENT_EVAL_JUDGE_API_KEY"), cfg.api_key,
+                              PLACEHOLDER_KEY if cfg.judge_base_url else None)
+    cfg.judge_timeout = float(pick(src, "judge_timeout", ("flag", flags.get("judge_timeout")),
+                                   default=DEFAULTS["judge_timeout"]))
+    cfg.no_cache = bool(pick(src, "no_cache", ("flag", flags.get("no_cache") or None), default=False))
+    cfg.concurrency = int(pick(src, "concurrency", ("flag", flags.get("concurrency")),
+                               default=DEFAULTS["concurrency"]))
+    cfg.max_steps = int(pick(src, "max_steps", ("flag", flags.get("max_steps")), ("suite", block.get("max_steps")),
+                             default=DEFAULTS["max_steps"]))
+    cfg.timeout = pick(src, "timeout", ("flag", flags.get("timeout")))
     cfg.output_dir = Path(first(flags.get("output_dir"), DEFAULTS["output_dir"]))
     cfg.quiet = bool(flags.get("quiet", False))
     cfg.html = not flags.get("no_html", False)
     from agent_eval.run.scenario import resolve_user
 
     cfg.user_sim = resolve_user(flags, block, suite.base_dir, env, cfg.base_url, cfg.api_key)
+    cfg.user_sim.timeout_s = cfg.judge_timeout
     cfg.user = cfg.user_sim.label
+    src["user"] = cfg.user_sim.source
     cfg.baseline, cfg.junit, cfg.markdown = flags.get("baseline"), flags.get("junit"), flags.get("markdown")
     cfg.gates = list(flags.get("gate") or [])
     _check_ranges(cfg)
@@ -112,6 +144,14 @@ def _check_ranges(cfg: RunConfig) -> None:
         raise ConfigError("--gate compares against a baseline; add --baseline REPORT (or --baseline last).")
     if cfg.timeout is not None and cfg.timeout <= 0:
         raise ConfigError(f"--timeout must be a positive number of seconds (got {cfg.timeout}).")
+    check_judge_timeout(cfg.judge_timeout)
+
+
+def check_judge_timeout(seconds: float) -> None:
+    """ConfigError unless --judge-timeout is a positive, finite number of seconds."""
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ConfigError(f"--judge-timeout must be a positive number of seconds (got {seconds}); the default "
+                          f"is {DEFAULTS['judge_timeout']:g}.")
 
 
 def require_llm(cfg: RunConfig, who: str) -> None:

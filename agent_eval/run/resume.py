@@ -1,6 +1,7 @@
 """`run --resume RUN_ID`: reload a run's stored settings and its journal of finished runs."""
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,6 +11,7 @@ import orjson
 
 from agent_eval.run.config import DEFAULTS, RunConfig
 from agent_eval.errors import ConfigError
+from agent_eval.llm import redact_url, restore_url
 from agent_eval.run.journal import drop_torn_tail, scan_runs
 
 # Flags that never change results: they always come from the command line of the resumed run.
@@ -66,9 +68,20 @@ def _given_value(flag: str, value: Any) -> Any:
     return value
 
 
+def full_url(stored: str | None, where: str, *candidates: str | None) -> str | None:
+    """The stored URL with the secret that was redacted from it given back by a flag or the environment."""
+    url = restore_url(stored, *candidates)
+    if stored and url is None:
+        raise ConfigError(f"the run used the endpoint {stored}, whose secret is never stored; give the full URL "
+                          f"again with {where} to resume it.")
+    return url
+
+
 def _differs(flag: str, given: Any, stored: Any) -> bool:
     if flag == "cases":
         return not _same_path(given, stored)
+    if flag == "base_url":
+        return redact_url(given) != stored
     if isinstance(given, (int, float)) and not isinstance(given, bool) and isinstance(stored, (int, float)):
         return float(given) != float(stored)
     return given != stored
@@ -93,11 +106,15 @@ class Resume:
         """Make the stored settings win over the environment and the suite block (they change results)."""
         s = self.stored.settings
         cfg.model = s.get("model")
-        cfg.base_url = s.get("base_url")
+        cfg.base_url = self.flags.get("base_url")  # the stored one, with the secret it had given back
         cfg.timeout = s.get("timeout")
         if cfg.judge:
             cfg.judge_model = s.get("judge_model")
-            cfg.judge_base_url = s.get("judge_base_url")
+            cfg.judge_base_url = full_url(s.get("judge_base_url"), "AGENT_EVAL_JUDGE_BASE_URL",
+                                          os.environ.get("AGENT_EVAL_JUDGE_BASE_URL"), cfg.base_url)
+        stored_sources = s.get("sources")
+        if isinstance(stored_sources, dict):
+            cfg.sources.update({k: v for k, v in stored_sources.items() if k not in FROM_COMMAND_LINE})
 
     def restore(self, restore_run: Callable[[str, int, dict, tuple[int, int]], None]) -> None:
         """Feed every journaled run, in file order, to the runner (the latest record of a trial wins)."""
@@ -144,9 +161,13 @@ def open_resume(flags: dict[str, Any]) -> Resume:
     resumed = dict(flags)
     resumed.update(cases=Path(stored.cases_file), filter=list(s.get("filter") or []), repeat=s.get("repeat"),
                    threshold=s.get("threshold"), no_judge=not s.get("judge", True), agent=s.get("agent"),
-                   model=s.get("model"), base_url=s.get("base_url"), max_steps=s.get("max_steps"),
+                   model=s.get("model"), max_steps=s.get("max_steps"),
+                   base_url=full_url(s.get("base_url"), "--base-url", flags.get("base_url"),
+                                     os.environ.get("OPENAI_BASE_URL")),
                    timeout=s.get("timeout"), no_cache=bool(s.get("no_cache")),
-                   judge_model=s.get("judge_model"))
+                   judge_model=s.get("judge_model"),
+                   # a timeout makes errors, which a resume runs again: a new one may be given
+                   judge_timeout=flags.get("judge_timeout") or s.get("judge_timeout"))
     if s.get("user"):  # the simulator: a SPEC (file.py:fn) or a model name
         resumed["user" if ":" in s["user"] else "user_model"] = s["user"]
     if stored.agent_dir is not None:

@@ -32,6 +32,8 @@ class UserSettings:
     model: str | None = None
     base_url: str | None = None
     api_key: str | None = None
+    source: str = "default"  # where the simulator came from: "flag", "env" or "suite"
+    timeout_s: float | None = None  # --judge-timeout bounds each simulator request too
 
     @property
     def label(self) -> str | None:
@@ -53,18 +55,22 @@ def resolve_user(flags: Mapping[str, Any], suite_block: Mapping[str, Any], suite
     user = UserSettings()
     block = suite_block.get("user") or {}
     if _set(spec):
-        user.spec, user.spec_base = spec, Path.cwd()
+        user.spec, user.spec_base, user.source = spec, Path.cwd(), "flag"
     elif _set(model):
-        user.model = model
+        user.model, user.source = model, "flag"
     elif _set(environ.get("AGENT_EVAL_USER_MODEL")):
-        user.model = environ["AGENT_EVAL_USER_MODEL"]
+        user.model, user.source = environ["AGENT_EVAL_USER_MODEL"], "env"
     elif _set(block.get("agent")):
-        user.spec, user.spec_base = block["agent"], suite_dir
+        user.spec, user.spec_base, user.source = block["agent"], suite_dir, "suite"
     elif _set(block.get("model")):
-        user.model = block["model"]
+        user.model, user.source = block["model"], "suite"
     if user.model:
+        from agent_eval.llm import PLACEHOLDER_KEY
+
         user.base_url = environ.get("AGENT_EVAL_USER_BASE_URL") or agent_base_url
         user.api_key = environ.get("AGENT_EVAL_USER_API_KEY") or agent_api_key
+        if not user.api_key and user.base_url:
+            user.api_key = PLACEHOLDER_KEY  # a local server takes no key
     return user
 
 

@@ -192,5 +192,5 @@ def build_simulator(user: UserSettings) -> PythonSimulator | LLMSimulator | None
         return PythonSimulator(user.spec, load_callable(user.spec, user.spec_base or Path.cwd(),
                                                         what="user simulator"))
     if user.model:
-        return LLMSimulator(user.model, user.base_url, user.api_key)
+        return LLMSimulator(user.model, user.base_url, user.api_key, user.timeout_s)
     return None

@@ -3,8 +3,8 @@
 A run is judged once per criterion it has (`rubric` → record `judge`, check `judge`;
 `expected_outcome` → record `judge_expected_outcome`, check `judge:expected_outcome`). Identical
 prompts within one process are asked once; every usable answer (PASS or FAIL) is cached on disk, so an
-unchanged re-run makes no call, and an unusable one never is, so the next run asks again. The judge's tokens and cost live in `JudgeUsage`,
-never in a run's metrics.
+unchanged re-run makes no call, and an unusable one never is, so the next run asks again. The judge's
+tokens and cost live in `JudgeUsage`, never in a run's metrics.
 """
 from __future__ import annotations
 

@@ -18,10 +18,12 @@ from rich.console import Console
 
 from agent_eval.score import stats
 from agent_eval.suite.cases import Suite, case_env, has_only_judged_checks, load_suite
-from agent_eval.run.config import first
+from agent_eval.run.config import check_judge_timeout, first
 from agent_eval.score.envdiff import apply_diff, get_path, show_json
 from agent_eval.errors import ConfigError
-from agent_eval.score.judge import JUDGE_ERROR, build_judge, judge_summary, needs_judge, require_judge
+from agent_eval.llm import redact_url
+from agent_eval.score.judge import (DEFAULT_TIMEOUT_S, JUDGE_ERROR, build_judge, judge_summary, needs_judge,
+                                    require_judge)
 from agent_eval.score.matchers import json_equal
 from agent_eval.score.metrics import case_status, summarize
 from agent_eval.report.files import write_json_report
@@ -70,12 +72,19 @@ def validate_diff_fits(case_id: str, initial_env: Any, diff: list[dict], report_
 def _judge_settings(old: Mapping[str, Any], suite: Suite, judge_model: str | None,
                     environ: Mapping[str, str]) -> tuple[str | None, str | None, str | None]:
     """(model, base_url, api_key): the flag, the environment, the report's settings, the suite block."""
+    from agent_eval.llm import PLACEHOLDER_KEY, restore_url
+
     settings = old.get("settings") or {}
     model = first(judge_model, environ.get("AGENT_EVAL_JUDGE_MODEL"), settings.get("judge_model"),
-                  (suite.settings.get("judge") or {}).get("model"))
-    base_url = first(environ.get("AGENT_EVAL_JUDGE_BASE_URL"), settings.get("judge_base_url"),
-                     environ.get("OPENAI_BASE_URL"), settings.get("base_url"))
-    api_key = first(environ.get("AGENT_EVAL_JUDGE_API_KEY"), environ.get("OPENAI_API_KEY"))
+                  (suite.settings.get("judge") or {}).get("model"), old.get("model"))
+    given = (environ.get("AGENT_EVAL_JUDGE_BASE_URL"), environ.get("OPENAI_BASE_URL"))
+    stored = first(settings.get("judge_base_url"), settings.get("base_url"))
+    base_url = first(given[0], restore_url(stored, *given), given[1])
+    if stored and base_url is None:
+        raise ConfigError(f"the judge's endpoint {stored} holds a secret that reports never store; set "
+                          "AGENT_EVAL_JUDGE_BASE_URL (or OPENAI_BASE_URL) to the full URL.")
+    api_key = first(environ.get("AGENT_EVAL_JUDGE_API_KEY"), environ.get("OPENAI_API_KEY"),
+                    PLACEHOLDER_KEY if base_url else None)
     return model, base_url, api_key
 
 
@@ -104,9 +113,11 @@ def _agreement_of(judge: Any, case_id: str) -> float | None:
 
 
 def rescore_command(report_path: Path, judge_repeat: int | None, no_judge: bool, console: Console,
-                    judge_model: str | None = None, environ: Mapping[str, str] | None = None) -> int:
+                    judge_model: str | None = None, environ: Mapping[str, str] | None = None,
+                    judge_timeout: float = DEFAULT_TIMEOUT_S) -> int:
     """Re-score a report's traces, write a new report beside it, print it, and return the exit code."""
     env = os.environ if environ is None else environ
+    check_judge_timeout(judge_timeout)
     if judge_repeat is not None and judge_repeat < 1:
         raise ConfigError(f"--judge-repeat must be at least 1 (got {judge_repeat}).")
     if judge_repeat is not None and no_judge:
@@ -133,7 +144,7 @@ def rescore_command(report_path: Path, judge_repeat: int | None, no_judge: bool,
     judged = needs_judge(work) if judge_on else None
     if judged is not None:
         require_judge(model, api_key, judged, suite.path)
-    judge = build_judge(judge_on, model, base_url, api_key, False, work, judge_repeat)
+    judge = build_judge(judge_on, model, base_url, api_key, False, work, judge_repeat, judge_timeout)
     pricing = suite.settings.get("pricing") or {}
     # The suite's current scorers run on the old traces too.
     ctx = ScoringContext(pricing=pricing, model=old.get("model"), judge=judge, scorers=suite.scorers)
@@ -144,7 +155,8 @@ def rescore_command(report_path: Path, judge_repeat: int | None, no_judge: bool,
         for entry in new_entries:
             entry["judge_agreement"] = _agreement_of(judge, entry["id"])
     settings.update(judge=judge_on, judge_model=model if judge_on else None,
-                    judge_base_url=base_url if judge_on else None, no_cache=bool(judge_repeat),
+                    judge_base_url=redact_url(base_url) if judge_on else None, no_cache=bool(judge_repeat),
+                    judge_timeout=judge_timeout,
                     judge_repeat=judge_repeat, rescored_from=old.get("run_id"), cases_not_in_file=missing)
     report = _new_report(old, settings, new_entries, judge, pricing, judge_repeat, suite.scorers)
     path = Path(report_path).parent / f"{report['run_id']}.json"
