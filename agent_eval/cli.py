@@ -238,8 +238,7 @@ def score(
     threshold: float | None = typer.Option(None, "--threshold", help="Pass rate a case needs (default 1.0)."),
     no_judge: bool = typer.Option(False, "--no-judge", help="Never call the judge; skip rubric-only cases."),
     judge_model: str | None = typer.Option(None, "--judge-model", help=JUDGE_MODEL_HELP),
-    judge_timeout: float | None = typer.Option(None, "--judge-timeout", help="Seconds one judge request may take "
-                                               "(default 120)."),
+    judge_timeout: float | None = judge_timeout_option(),
     output_dir: Path | None = typer.Option(None, "--output-dir", help="Where reports go (default reports)."),
     baseline: str | None = typer.Option(None, "--baseline", help="Gate against this report (or `last`)."),
     gate: list[str] | None = typer.Option(None, "--gate", help="METRIC[=MAX_DROP] to gate on (repeatable)."),

@@ -178,7 +178,7 @@ def score_command(flags: dict[str, Any], console: Console, err: Console) -> int:
                       {"run_id": run_id, "created_at": created_at, "settings": cfg.settings(),
                        "cases_file": str(cfg.cases_file)})
     judge = build_judge(cfg.judge, cfg.judge_model, cfg.judge_base_url, cfg.judge_api_key, cfg.no_cache,
-                        [c for c, _, skip in plans if skip is None])
+                        [c for c, _, skip in plans if skip is None], timeout_s=cfg.judge_timeout)
     ctx = ScoringContext(pricing=suite.settings.get("pricing") or {}, model=cfg.model, judge=judge,
                          scorers=suite.scorers)
     scored_runs = ScoredRuns(journal, ctx, cfg.threshold)
