@@ -192,3 +192,37 @@ def test_an_agent_span_in_error_is_an_agent_error(tmp_path):
     assert trace["stop_reason"] == "agent_error"
     assert trace["agent_error"] == "context length exceeded"
     assert trace["final_answer"] is None
+
+
+def test_odd_shapes_are_reported_never_raised(tmp_path):
+    good = Trace(TID_C)
+    good.chat(0, 10, [user("go \x1b[31mred\x1b[0m")], [assistant("<b>done</b>")])
+    # structured (kvlist) arguments, and a message attribute that is not JSON
+    good.span("execute_tool search", 2, 4, [
+        {"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+        {"key": "gen_ai.tool.name", "value": {"stringValue": "search"}},
+        {"key": "gen_ai.tool.call.arguments", "value": {"kvlistValue": {"values": [
+            {"key": "q", "value": {"stringValue": "shoes"}}, {"key": "n", "value": {"intValue": 3}}]}}}])
+    good.span("chat broken", 5, 6, [{"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+                                    {"key": "gen_ai.output.messages", "value": {"stringValue": "{not json"}}])
+    odd_spans = [
+        {"traceId": TID_A, "spanId": "0000000000000001", "startTimeUnixNano": "abc"},
+        {"traceId": "xyz", "spanId": "0000000000000002"},
+        {"traceId": TID_B, "spanId": "0000000000000003", "attributes": "nope"},  # a trace with no GenAI span
+        "not a span",
+    ]
+    requests = [export_request(good.spans), {"resourceSpans": {"not": "a list"}},
+                {"resourceSpans": ["x", {"scopeSpans": ["y", {"spans": odd_spans}]}]}]
+    path = write(tmp_path, requests)
+    cases, bad, _ = otel_cases(path)
+    assert [c["id"] for c in cases] == ["trace-4bf92f3577b3"]
+    assert cases[0]["expected_tools"] == [{"name": "search", "args": {"q": "shoes", "n": 3}}]
+    assert cases[0]["query"] == "go \x1b[31mred\x1b[0m"  # stored as inert data
+    assert cases[0]["metadata"]["recorded_answer"] == "{not json"  # the latest span's output, as text
+    reasons = [str(b) for b in bad]
+    assert "line 3: a resourceSpans entry is not an object" in reasons
+    assert "line 3: a scopeSpans entry is not an object" in reasons
+    assert any("traceId 'xyz'" in r for r in reasons)
+    assert f"trace {TID_B}: no GenAI span (no gen_ai.* attribute or event)" in reasons
+    assert "line 3: a span: a span must be an object" in reasons
+    assert sum(r.startswith("line 3: a span") for r in reasons) == 3  # "abc" time, "xyz" id, not an object

@@ -153,8 +153,10 @@ def _str(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def _messages(value: Any) -> list[Message] | None:
+def _messages(value: Any, role: str) -> list[Message] | None:
     value = json_value(value)
+    if isinstance(value, str):  # a text completion's bare prompt or completion
+        return [Message(role=role, text=value)] if value else None
     if isinstance(value, dict):
         value = value.get("messages", [value]) if "role" in value or "messages" in value else [value]
     if not isinstance(value, list):
@@ -190,28 +192,28 @@ def _indexed(span: Span, kind: str) -> list[Message] | None:
 def input_messages(span: Span) -> list[Message] | None:
     """The span's input messages in either convention; None when none were recorded."""
     if "gen_ai.input.messages" in span.attributes:
-        return _messages(span.attributes["gen_ai.input.messages"])
+        return _messages(span.attributes["gen_ai.input.messages"], "user")
     for name, attrs in span.events:
         if name == "gen_ai.content.prompt" and "gen_ai.prompt" in attrs:
-            return _messages(attrs["gen_ai.prompt"])
+            return _messages(attrs["gen_ai.prompt"], "user")
     return _indexed(span, "prompt")
 
 
 def output_messages(span: Span) -> list[Message] | None:
     """The span's output messages in either convention; None when none were recorded."""
     if "gen_ai.output.messages" in span.attributes:
-        return _messages(span.attributes["gen_ai.output.messages"])
+        return _messages(span.attributes["gen_ai.output.messages"], "assistant")
     for name, attrs in span.events:
         if name == "gen_ai.content.completion" and "gen_ai.completion" in attrs:
-            return _messages(attrs["gen_ai.completion"])
+            return _messages(attrs["gen_ai.completion"], "assistant")
     return _indexed(span, "completion")
 
 
 def _tokens(span: Span, key: str, older: str) -> int:
     value = span.attributes.get(key, span.attributes.get(older))
     try:
-        return int(value) if value is not None and not isinstance(value, bool) else 0
-    except (TypeError, ValueError):
+        return max(0, int(value)) if value is not None and not isinstance(value, bool) else 0
+    except (TypeError, ValueError, OverflowError):
         return 0
 
 

@@ -65,7 +65,7 @@ def _int(value: Any) -> int:
     if isinstance(value, int):
         return value
     if isinstance(value, float):
-        return int(value)
+        return int(value)  # OverflowError for an infinity: the caller reports the span
     if isinstance(value, str):
         try:
             return int(value)
@@ -142,6 +142,25 @@ def _requests(doc: Any) -> list[Any]:
     return doc if isinstance(doc, list) else [doc]
 
 
+def _listed(value: Any) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _raw_spans(request: dict, where: str, bad: list[Unmappable]) -> list[Any]:
+    """The raw spans of one export request; a request of the wrong shape is reported, not raised."""
+    found = []
+    for rs in _listed(request.get("resourceSpans")):
+        if not isinstance(rs, dict):
+            bad.append(Unmappable(where, "a resourceSpans entry is not an object"))
+            continue
+        for ss in _listed(rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans")):
+            if not isinstance(ss, dict):
+                bad.append(Unmappable(where, "a scopeSpans entry is not an object"))
+                continue
+            found.extend(_listed(ss.get("spans")))
+    return found
+
+
 def read_spans(path: Path) -> tuple[dict[str, list[Span]], list[Unmappable]]:
     """Every span of the file grouped by trace id, each trace's spans ordered by start time."""
     records, bad = read_records(path)
@@ -151,16 +170,15 @@ def read_spans(path: Path) -> tuple[dict[str, list[Span]], list[Unmappable]]:
             if not isinstance(request, dict) or "resourceSpans" not in request:
                 bad.append(Unmappable(where, "not an OTLP export request (no \"resourceSpans\")"))
                 continue
-            for rs in request.get("resourceSpans") or []:
-                for ss in (rs or {}).get("scopeSpans") or (rs or {}).get("instrumentationLibrarySpans") or []:
-                    for raw in (ss or {}).get("spans") or []:
-                        try:
-                            span = _span(raw, where)
-                        except (ValueError, TypeError, AttributeError) as exc:
-                            name = raw.get("name") if isinstance(raw, dict) else None
-                            bad.append(Unmappable(where, f"span {name!r}: {exc}"))
-                            continue
-                        traces[span.trace_id].append(span)
+            for raw in _raw_spans(request, where, bad):
+                try:
+                    span = _span(raw, where)
+                except (ValueError, TypeError, AttributeError, OverflowError, RecursionError) as exc:
+                    name = raw.get("name") if isinstance(raw, dict) else None
+                    label = f"span {str(name)[:80]!r}" if name else "a span"
+                    bad.append(Unmappable(where, f"{label}: {exc}"))
+                    continue
+                traces[span.trace_id].append(span)
     for spans in traces.values():
         spans.sort(key=lambda s: (s.start_ns, s.end_ns))
     return dict(traces), bad
