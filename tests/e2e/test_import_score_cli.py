@@ -45,10 +45,10 @@ def search(q: str) -> list:
 '''
 
 
-def cli(*args, cwd=None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_EVAL_"))}
-    env.update(COLUMNS="200", NO_COLOR="1", XDG_CACHE_HOME=str(Path(cwd or ROOT) / ".cache"))
-    return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, cwd=cwd or ROOT, env=env,
+def cli(*args, cwd=None, env=None) -> subprocess.CompletedProcess:
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_EVAL_"))}
+    full.update(COLUMNS="200", NO_COLOR="1", XDG_CACHE_HOME=str(Path(cwd or ROOT) / ".cache"), **(env or {}))
+    return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, cwd=cwd or ROOT, env=full,
                           timeout=120)
 
 
@@ -251,3 +251,27 @@ def test_gate_without_baseline_is_exit_2(tmp_path):
     result = cli("score", traces_file(tmp_path), "--cases", case_file(tmp_path), "--gate", "pass_at_1",
                  cwd=tmp_path)
     assert result.returncode == 2 and "--baseline" in flat(result.stderr)
+
+
+def test_score_asks_the_judge_like_run(loopback, tmp_path):
+    from tests.judged_suite import judge_script
+
+    judge = loopback(judge_script())
+    cases = [{"id": "good", "query": "Refund order 42", "metadata": {"trace_id": TID_A}, "rubric": "RUBRIC_PASS"},
+             {"id": "bad", "query": "hi", "metadata": {"trace_id": TID_B}, "rubric": "RUBRIC_FAIL"}]
+    path = tmp_path / "judged.json"
+    path.write_bytes(orjson.dumps(cases))
+    traces = traces_file(tmp_path)
+    env = {"AGENT_EVAL_JUDGE_BASE_URL": judge.base_url, "AGENT_EVAL_JUDGE_API_KEY": "k",
+           "AGENT_EVAL_JUDGE_MODEL": "judge-m"}
+    result = cli("score", traces, "--cases", path, "--output-dir", tmp_path / "out", cwd=tmp_path, env=env)
+    assert result.returncode == 1, result.stdout + result.stderr
+    report = only_report(tmp_path / "out")
+    runs = {c["id"]: c["runs"][0] for c in report["cases"]}
+    assert runs["good"]["judge"] == {"verdict": "PASS", "reason": "the refund is stated", "model": "judge-m"}
+    assert runs["bad"]["judge"]["verdict"] == "FAIL" and runs["bad"]["status"] == "failed"
+    assert report["summary"]["judge"]["calls"] == 2
+    # Under --no-judge both cases have only judged checks: skipped, and all skipped is exit 2.
+    result = cli("score", traces, "--cases", path, "--output-dir", tmp_path / "out2", "--no-judge", cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert {c["skip_reason"] for c in only_report(tmp_path / "out2")["cases"]} == {"judge disabled"}
