@@ -78,7 +78,6 @@ class Recorded:
     start_ns: int
     end_ns: int
     agent_error: str | None = None
-    has_usage: bool = False
 
     @property
     def input_tokens(self) -> int:
@@ -345,12 +344,9 @@ def read_trace(trace_id: str, spans: list[Span]) -> Recorded | str:
                                    "gen_ai.usage.prompt_tokens"),
                                    _tokens(s, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"))
                          for s, _, _ in inferences]
-    has_usage = any(k in s.attributes for s, _, _ in inferences for k in (
-        "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "gen_ai.usage.prompt_tokens",
-        "gen_ai.usage.completion_tokens"))
     return Recorded(trace_id=trace_id, user_messages=users, replies=_replies(users, convo, answer), answer=answer,
                     steps=steps, inferences=inference_records, start_ns=min(s.start_ns for s in spans),
-                    end_ns=max(s.end_ns for s in spans), agent_error=_agent_error(spans), has_usage=has_usage)
+                    end_ns=max(s.end_ns for s in spans), agent_error=_agent_error(spans))
 
 
 def _model(span: Span) -> str | None:

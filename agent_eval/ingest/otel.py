@@ -52,8 +52,6 @@ def recorded_case(rec: Recorded) -> tuple[dict[str, Any], list[str]]:
     metadata: dict[str, Any] = {"trace_id": rec.trace_id}
     if rec.answer is not None:
         metadata["recorded_answer"] = rec.answer
-    if rec.has_usage:
-        metadata["recorded_usage"] = {"input_tokens": rec.input_tokens, "output_tokens": rec.output_tokens}
     case["metadata"] = metadata
     return case, notes
 

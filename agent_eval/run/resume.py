@@ -146,6 +146,9 @@ def open_resume(flags: dict[str, Any]) -> Resume:
     """Check the command line against the stored run and build the resumed run's flags."""
     output_dir = Path(flags.get("output_dir") or DEFAULTS["output_dir"])
     stored = read_stored(flags["resume"], output_dir)
+    if stored.settings.get("scored_from"):
+        raise ConfigError(f"run {stored.run_id} scored recorded traces (agent-eval score); it has nothing to "
+                          "resume. Score the traces again instead.")
     for flag in sorted(flags.get("explicit") or ()):
         if flag in FROM_COMMAND_LINE or flags.get(flag) is None:
             continue

@@ -275,3 +275,12 @@ def test_score_asks_the_judge_like_run(loopback, tmp_path):
     result = cli("score", traces, "--cases", path, "--output-dir", tmp_path / "out2", "--no-judge", cwd=tmp_path)
     assert result.returncode == 2, result.stdout + result.stderr
     assert {c["skip_reason"] for c in only_report(tmp_path / "out2")["cases"]} == {"judge disabled"}
+
+
+def test_a_score_run_cannot_be_resumed(tmp_path):
+    out = tmp_path / "out"
+    cli("score", traces_file(tmp_path), "--cases", case_file(tmp_path), "--output-dir", out, "--quiet",
+        cwd=tmp_path)
+    run_id = only_report(out)["run_id"]
+    result = cli("run", "--resume", run_id, "--output-dir", out, cwd=tmp_path)
+    assert result.returncode == 2 and "nothing to resume" in flat(result.stderr)
