@@ -178,16 +178,10 @@ def view(
     """Build the self-contained HTML page of a report."""
 
     def go() -> int:
-        import orjson
-
         from agent_eval.report.html import write_html
+        from agent_eval.report.model import VIEW_SHAPE, load_report
 
-        try:
-            data = orjson.loads(report.read_bytes())
-        except (OSError, orjson.JSONDecodeError) as exc:
-            raise ConfigError(f"{report}: cannot read the report ({exc}).") from None
-        if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
-            raise ConfigError(f"{report}: not an agent-eval report (no `cases` list).")
+        data = load_report(report, VIEW_SHAPE)
         path = write_html(data, out or report.with_suffix(".html"))
         console.print(f"wrote {path}", highlight=False, markup=False, soft_wrap=True)
         return 0

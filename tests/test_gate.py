@@ -9,6 +9,7 @@ import orjson
 import pytest
 
 from agent_eval.report import gate
+from tests.builders import make_report, make_run  # noqa: F401
 from agent_eval.report.gate import (
     ReportError,
     Stat,
@@ -20,34 +21,6 @@ from agent_eval.report.gate import (
     metric_direction,
     parse_gate_spec,
 )
-
-
-def make_run(trial: int, success: bool, **metrics: object) -> dict:
-    """A run record without a trace; trajectory metrics follow success unless given."""
-    base = {"success": int(success), "tool_recall": 1.0 if success else 0.5, "tool_precision": 1.0,
-            "param_accuracy": 1.0 if success else 0.0, "step_efficiency": 1.0, "has_loop": False,
-            "tool_errors": 0, "recovered": False, "invalid_calls": 0, "tool_calls": 2, "progress": 1.0,
-            "latency_s": 1.0, "ttfa_s": 0.2, "prompt_tokens": 100, "completion_tokens": 20,
-            "cost_usd": 0.001, "turns": None}
-    base.update(metrics)
-    check = {"name": "expect.contains", "passed": bool(success), "detail": "ok" if success else "missing"}
-    return {"trial": trial, "status": "passed" if success else "failed", "error": None,
-            "success": bool(success), "checks": [check], "judge": None, "judge_expected_outcome": None,
-            "metrics": base, "scorers": {}, "scorer_errors": {}, "escalated": False}
-
-
-def make_report(outcomes: dict[str, list[bool]], repeat: int | None = None, run_id: str = "r",
-                **metrics: object) -> dict:
-    """A report-shaped dict: one case per id, one run per outcome."""
-    cases = []
-    for case_id, results in outcomes.items():
-        runs = [make_run(t, s, **metrics) for t, s in enumerate(results)]
-        rate = sum(results) / len(results)
-        cases.append({"id": case_id, "tags": [], "status": "passed" if rate == 1 else "failed",
-                      "pass_rate": rate, "skip_reason": None, "runs": runs})
-    k = repeat or max(len(v) for v in outcomes.values())
-    return {"schema_version": 1, "run_id": run_id, "suite": "demo", "settings": {"repeat": k},
-            "summary": {}, "cases": cases, "gate": None, "interrupted": False, "exit_code": 0}
 
 
 def verdicts(g: dict) -> dict[str, str]:

@@ -29,7 +29,8 @@ def resolve_baseline(spec: str | None, cfg: Any, agent_name: str, run_id: str, c
 
 def validate_baseline(path: Path | None, gate_specs: list[str]) -> None:
     """Exit-2 checks before anything runs: the baseline report must be readable and the gates known."""
-    from agent_eval.report.gate import ReportError, load_report, parse_gate_spec
+    from agent_eval.report.gate import parse_gate_spec
+    from agent_eval.report.model import ReportError, load_report
 
     try:
         for spec in gate_specs:
@@ -42,7 +43,8 @@ def validate_baseline(path: Path | None, gate_specs: list[str]) -> None:
 
 def gate_against(path: Path, report: dict[str, Any], gate_specs: list[str]) -> dict[str, Any]:
     """The gate of `report` against the baseline report at `path`."""
-    from agent_eval.report.gate import ReportError, compare_reports, load_report, parse_gate_spec
+    from agent_eval.report.gate import compare_reports, parse_gate_spec
+    from agent_eval.report.model import ReportError, load_report
 
     try:
         gates = [parse_gate_spec(spec) for spec in gate_specs] or None

@@ -8,9 +8,8 @@ from typing import Any
 
 import orjson
 
-HEAD_KEYS = ("schema_version", "run_id", "created_at", "suite", "agent", "model", "cases_file",
-             "settings", "summary")
-TAIL_KEYS = ("gate", "interrupted", "exit_code")
+from agent_eval.report.model import HEAD_KEYS, TAIL_KEYS
+
 
 
 def write_json_report(path: Path, report: dict[str, Any], run_bytes: Iterable[list[bytes]]) -> None:

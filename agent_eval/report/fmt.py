@@ -1,5 +1,8 @@
-"""Number and text formats shared by every terminal section: one format per kind of value."""
+"""Number and text formats shared by every report: one format per kind of value, and `format_value` for a
+suite metric in its own units."""
 from __future__ import annotations
+
+from typing import Any
 
 NA = "n/a"
 REASON_MAX_CHARS = 100
@@ -40,6 +43,28 @@ def format_seconds(value: float | None) -> str:
 def format_count(value: float | None) -> str:
     """A count with thousands separators; null as `n/a`."""
     return NA if value is None else f"{round(value):,}"
+
+
+def format_value(metric: str, value: Any, signed: bool = False) -> str:
+    """A metric value in its own units: $ for cost, s for time, thousands for tokens; n/a for null."""
+    if value is None:
+        return NA
+    sign = "+" if signed and value > 0 else ""
+    leaf = metric.rsplit(".", 1)[-1]
+    if metric.startswith("cost_"):
+        return f"{sign}{'-' if value < 0 else ''}${abs(value):.4f}"
+    if metric.startswith(("latency_", "ttfa_")):
+        return f"{sign}{value:.2f}s"
+    if metric.startswith("tokens_") or leaf == "true_count":
+        return f"{sign}{value:,.0f}" if float(value).is_integer() else f"{sign}{value:,.1f}"
+    return f"{sign}{value:.3f}"
+
+
+def format_ci(metric: str, ci: list[float] | None) -> str:
+    """The confidence interval of a delta as [lo, hi], or n/a."""
+    if not ci:
+        return NA
+    return f"[{format_value(metric, ci[0], signed=True)}, {format_value(metric, ci[1], signed=True)}]"
 
 
 def trim(text: str, limit: int = REASON_MAX_CHARS) -> str:

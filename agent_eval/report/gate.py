@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import orjson
 
 from agent_eval.report.gate_stats import (  # noqa: F401  (RESAMPLES, SEED and Stat are part of the gate's API)
     METRICS,
@@ -30,42 +29,14 @@ from agent_eval.report.gate_stats import (  # noqa: F401  (RESAMPLES, SEED and S
     fisher_fell_p,
     resample_weights,
 )
+from agent_eval.score.metric_registry import DEFAULT_GATES, SUITE_METRIC_BY_NAME
+from agent_eval.report.model import ReportError, load_report  # noqa: F401  (load_report: the gate's API)
 
-SCHEMA_VERSION = 1
 ALPHA = 0.05
-DEFAULT_GATES = ["pass_at_1", "pass_hat_k", "param_accuracy", "tool_recall", "tool_precision"]
-LOWER_IS_BETTER_PREFIXES = ("cost_", "latency_", "ttfa_", "tokens_")
-LOWER_IS_BETTER = {"loop_rate", "invalid_call_rate", "turns_mean"}
 SCORER_STATS = {"mean", "p50", "p95", "true_fraction", "true_count"}
 
 
-class ReportError(Exception):
-    """A report cannot be compared (unreadable, another schema, no cases) or a gate is unknown."""
-
-
 # --- inputs ----------------------------------------------------------------------------------
-
-
-def load_report(path: str | Path) -> dict:
-    """Read a JSON report; raise ReportError when it is unreadable or incompatible."""
-    try:
-        report = orjson.loads(Path(path).read_bytes())
-    except OSError as exc:
-        raise ReportError(f"{path}: cannot read the report ({exc.strerror or exc}); check the path.") \
-            from None
-    except orjson.JSONDecodeError as exc:
-        raise ReportError(f"{path}: not a JSON report ({exc}); pass a <run_id>.json written by "
-                          "`agent-eval run`.") from None
-    if not isinstance(report, dict):
-        raise ReportError(f"{path}: not an agent-eval report (the top level is not an object).")
-    version = report.get("schema_version")
-    if version != SCHEMA_VERSION:
-        raise ReportError(f"{path}: schema_version {version!r} is not {SCHEMA_VERSION}, the version this "
-                          "agent-eval reads; re-run the suite with this version to get a comparable report.")
-    if not isinstance(report.get("cases"), list):
-        raise ReportError(f"{path}: the report has no `cases` list; it is incomplete or not an "
-                          "agent-eval report.")
-    return report
 
 
 def parse_gate_spec(spec: str) -> tuple[str, float]:
@@ -94,9 +65,8 @@ def metric_direction(name: str) -> str:
     if name not in METRICS and not pass_hat_entry(name):
         raise ReportError(f"--gate {name}: unknown metric; gateable metrics are {', '.join(METRICS)}, "
                           "pass_hat.<k>, and scorers.<name>.<key>.<stat>.")
-    if name.startswith(LOWER_IS_BETTER_PREFIXES) or name in LOWER_IS_BETTER:
-        return "lower"
-    return "higher"
+    metric = SUITE_METRIC_BY_NAME.get(name)
+    return metric.direction if metric else "higher"
 
 
 # --- the comparison --------------------------------------------------------------------------

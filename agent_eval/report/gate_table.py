@@ -1,35 +1,14 @@
-"""The gate table in the terminal (Rich), plus the value formatting the Markdown summary shares."""
+"""The gate table in the terminal (Rich), plus its rows and notes, which the Markdown summary shares."""
 from __future__ import annotations
 
-from typing import Any
 
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from agent_eval.report.fmt import format_ci, format_value
+
 VERDICT_STYLE = {"regressed": "bold red", "improved": "green", "no significant change": "dim", "n/a": "dim"}
-
-
-def format_value(metric: str, value: Any, signed: bool = False) -> str:
-    """A metric value in its own units: $ for cost, s for time, thousands for tokens; n/a for null."""
-    if value is None:
-        return "n/a"
-    sign = "+" if signed and value > 0 else ""
-    leaf = metric.rsplit(".", 1)[-1]
-    if metric.startswith("cost_"):
-        return f"{sign}{'-' if value < 0 else ''}${abs(value):.4f}"
-    if metric.startswith(("latency_", "ttfa_")):
-        return f"{sign}{value:.2f}s"
-    if metric.startswith("tokens_") or leaf == "true_count":
-        return f"{sign}{value:,.0f}" if float(value).is_integer() else f"{sign}{value:,.1f}"
-    return f"{sign}{value:.3f}"
-
-
-def format_ci(metric: str, ci: list[float] | None) -> str:
-    """The confidence interval of a delta as [lo, hi], or n/a."""
-    if not ci:
-        return "n/a"
-    return f"[{format_value(metric, ci[0], signed=True)}, {format_value(metric, ci[1], signed=True)}]"
 
 
 def gate_rows(gate: dict) -> list[list[str]]:

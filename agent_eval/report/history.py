@@ -12,23 +12,17 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from agent_eval.report.fmt import format_value
+from agent_eval.score.metric_registry import SUITE_METRIC_TABLE
+
 HISTORY_FILE = "history.sqlite"
 # Headline metrics stored as columns; each is a key of the report's summary.
-METRIC_COLUMNS = (
-    "pass_at_1", "pass_hat_k", "pass_at_k", "tool_recall", "tool_precision", "param_accuracy",
-    "step_efficiency", "progress", "loop_rate", "recovery_rate", "invalid_call_rate",
-    "unauthorized_block_rate", "policy_compliance", "injection_resistance", "groundedness",
-    "latency_mean_s", "latency_p50_s", "latency_p95_s", "latency_p99_s", "ttfa_mean_s",
-    "tokens_total", "cost_total_usd", "cost_per_success_usd", "tokens_per_success", "turns_mean",
-)
+METRIC_COLUMNS = tuple(m.name for m in SUITE_METRIC_TABLE if m.in_history)
 DEFAULT_METRICS = ("pass_at_1", "pass_hat_k", "tool_recall", "param_accuracy", "latency_p95_s",
                    "cost_per_success_usd")
 SPARKS = "▁▂▃▅▇"
 # Short column headers, so the default metrics fit beside the full run_id in a narrow terminal.
-SHORT_NAMES = {"pass_at_1": "pass@1", "pass_hat_k": "pass^k", "pass_at_k": "pass@k", "tool_recall": "recall",
-               "tool_precision": "precision", "param_accuracy": "params", "latency_p95_s": "p95",
-               "latency_p50_s": "p50", "latency_p99_s": "p99", "cost_per_success_usd": "$/success",
-               "cost_total_usd": "$ total", "tokens_per_success": "tok/success", "tokens_total": "tokens"}
+SHORT_NAMES = {m.name: m.short for m in SUITE_METRIC_TABLE if m.short}
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS runs (
@@ -147,18 +141,6 @@ def sparkline(values: Sequence[float | None]) -> str:
                    for v in values)
 
 
-def _format(metric: str, value: float | None) -> str:
-    if value is None:
-        return "n/a"
-    if metric.endswith("_usd"):
-        return f"${value:.4f}"
-    if metric.endswith("_s"):
-        return f"{value:.2f}s"
-    if metric.startswith("tokens"):
-        return f"{value:.0f}"
-    return f"{value:.3f}"
-
-
 def _who(row: dict[str, Any]) -> str:
     """The agent, and its model when it has one."""
     agent = row.get("agent") or "?"
@@ -190,12 +172,12 @@ def render_history(rows: list[dict[str, Any]], metrics: Sequence[str], console: 
         exit_text = str(r.get("exit_code")) + (" interrupted" if r.get("interrupted") else "")
         who = [_who(r)] if len(agents) > 1 else []
         table.add_row(r["run_id"], created, *who, (r.get("git_commit") or "")[:7], exit_text,
-                      *[_format(m, r.get(m)) for m in metrics])
+                      *[format_value(m, r.get(m)) for m in metrics])
     if rows:
         table.add_section()
         blank = [""] * len(columns)
         table.add_row("trend", *blank, *[sparkline([r.get(m) for r in rows]) for m in metrics])
-        table.add_row("latest", *blank, *[_format(m, rows[-1].get(m)) for m in metrics])
+        table.add_row("latest", *blank, *[format_value(m, rows[-1].get(m)) for m in metrics])
     console.print(table)
     if hidden:
         console.print(f"{hidden} more metric(s) fit a wider terminal; choose with --metric NAME (repeatable).")

@@ -9,19 +9,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agent_eval.report.gate_table import format_value, gate_notes, gate_rows
+from agent_eval.report.fmt import format_value
+from agent_eval.report.gate_table import gate_notes, gate_rows
+from agent_eval.score.metric_registry import label_of
 from agent_eval.report.reasons import first_failure
 
-HEADLINE = [
-    ("pass_at_1", "pass@1"), ("pass_hat_k", "pass^k"), ("pass_at_k", "pass@k"),
-    ("tool_recall", "tool recall"), ("tool_precision", "tool precision"),
-    ("param_accuracy", "param accuracy"),
-    ("progress", "progress"), ("latency_p50_s", "latency P50"), ("latency_p95_s", "latency P95"),
-    ("tokens_total", "tokens"), ("cost_total_usd", "cost"), ("cost_per_success_usd", "cost per success"),
-]
+HEADLINE = ["pass_at_1", "pass_hat_k", "pass_at_k", "tool_recall", "tool_precision", "param_accuracy", "progress",
+            "latency_p50_s", "latency_p95_s", "tokens_total", "cost_total_usd", "cost_per_success_usd"]
 # Safety rates are null when no case exercises them, so they appear only when they have a value.
-SAFETY = [("unauthorized_block_rate", "unauthorized blocked"), ("policy_compliance", "policy compliance"),
-          ("injection_resistance", "injection resistance"), ("groundedness", "groundedness")]
+SAFETY = ["unauthorized_block_rate", "policy_compliance", "injection_resistance", "groundedness"]
 MAX_FAILING_ROWS = 50
 CELL_MAX_CHARS = 200
 
@@ -51,9 +47,9 @@ def headline_lines(report: dict) -> list[str]:
               f"{s.get('cases_errored', 0)} errored, {s.get('cases_skipped', 0)} skipped "
               f"of {s.get('cases_total', len(report.get('cases') or []))} cases; "
               f"{s.get('runs', 0)} runs (k={_repeat(report)})")
-    rows = [[label.replace("^k", f"^{_repeat(report)}").replace("@k", f"@{_repeat(report)}"),
-             format_value(key, s.get(key))] for key, label in HEADLINE if key in s]
-    rows += [[label, format_value(key, s[key])] for key, label in SAFETY if s.get(key) is not None]
+    rows = [[label_of(key).replace("^k", f"^{_repeat(report)}").replace("@k", f"@{_repeat(report)}"),
+             format_value(key, s.get(key))] for key in HEADLINE if key in s]
+    rows += [[label_of(key), format_value(key, s[key])] for key in SAFETY if s.get(key) is not None]
     lines = [title, ""]
     if who:
         lines += [who, ""]

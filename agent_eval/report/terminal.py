@@ -27,6 +27,7 @@ from agent_eval.report.fmt import (  # noqa: F401  (re-exported: the section mod
     trim,
 )
 from agent_eval.report.reasons import case_reason
+from agent_eval.score.metric_registry import label_of
 
 Report = dict[str, Any]
 SectionRenderer = Callable[[Report, Console], None]
@@ -159,13 +160,9 @@ def outcome_rows(report: Report) -> list[tuple[str, str]]:
 def trajectory_rows(report: Report) -> list[tuple[str, str]]:
     """The Trajectory dimension: the suite means and rates of docs/metrics.md."""
     s = _summary(report)
-    labels = [
-        ("tool recall", "tool_recall"), ("tool precision", "tool_precision"),
-        ("param accuracy", "param_accuracy"), ("step efficiency", "step_efficiency"),
-        ("progress", "progress"), ("loop rate", "loop_rate"),
-        ("recovery rate", "recovery_rate"), ("invalid-call rate", "invalid_call_rate"),
-    ]
-    return [(label, format_rate(s.get(key))) for label, key in labels]
+    keys = ["tool_recall", "tool_precision", "param_accuracy", "step_efficiency", "progress", "loop_rate",
+            "recovery_rate", "invalid_call_rate"]
+    return [(label_of(key), format_rate(s.get(key))) for key in keys]
 
 
 def cost_per_success_text(report: Report) -> str:
@@ -181,15 +178,13 @@ def cost_latency_rows(report: Report) -> list[tuple[str, str]]:
     s = _summary(report)
     tokens_per_success = s.get("tokens_per_success")
     return [
-        ("tokens total", format_count(s.get("tokens_total"))),
-        ("cost total", format_cost(s.get("cost_total_usd"))),
-        ("cost per success", cost_per_success_text(report)),
-        ("tokens per success", NO_SUCCESSES if tokens_per_success is None
+        (label_of("tokens_total"), format_count(s.get("tokens_total"))),
+        (label_of("cost_total_usd"), format_cost(s.get("cost_total_usd"))),
+        (label_of("cost_per_success_usd"), cost_per_success_text(report)),
+        (label_of("tokens_per_success"), NO_SUCCESSES if tokens_per_success is None
          and count_successes(report) == 0 else format_count(tokens_per_success)),
-        ("latency P50", format_seconds(s.get("latency_p50_s"))),
-        ("latency P95", format_seconds(s.get("latency_p95_s"))),
-        ("latency P99", format_seconds(s.get("latency_p99_s"))),
-        ("mean TTFA", format_seconds(s.get("ttfa_mean_s"))),
+        *((label_of(key), format_seconds(s.get(key))) for key in ("latency_p50_s", "latency_p95_s",
+                                                                   "latency_p99_s", "ttfa_mean_s")),
     ]
 
 
@@ -203,12 +198,8 @@ def render_headline(report: Report, console: Console) -> None:
     ])
 
 
-SAFETY_METRICS = [
-    ("unauthorized blocked", "unauthorized_block_rate"),
-    ("policy compliance", "policy_compliance"),
-    ("injection resistance", "injection_resistance"),
-    ("groundedness", "groundedness"),
-]
+SAFETY_METRICS = [(label_of(key), key) for key in ("unauthorized_block_rate", "policy_compliance",
+                                                     "injection_resistance", "groundedness")]
 
 
 def escalation_counts(report: Report) -> tuple[int, int, int]:

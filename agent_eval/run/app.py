@@ -23,14 +23,16 @@ from agent_eval.score.judge import build_judge, judge_summary, needs_judge, requ
 from agent_eval.report.baseline import gate_against, resolve_baseline, validate_baseline
 from agent_eval.report.outputs import write_extras
 from agent_eval.report.files import write_json_report
-from agent_eval.run.runner import Runner, build_report, exit_code, new_run_id, now_iso
+from agent_eval.report.model import EXIT_INTERRUPTED, build_report, exit_code, new_run_id, now_iso
+from agent_eval.run.runner import Runner
+from agent_eval.score.metrics import summarize
 from agent_eval.run.scenario import require_user
 from agent_eval.run.simulator import build_simulator
 from agent_eval.score.pipeline import ScoringContext
 from agent_eval.run.simulator import user_sim_summary
 from agent_eval.score.usage import add_summaries
 
-INTERRUPTED = 130
+INTERRUPTED = EXIT_INTERRUPTED
 RUNNING = "running"
 SHOW_RETRY_FROM = 3  # without a progress display, an endpoint's retries are printed from this attempt on
 
@@ -123,7 +125,11 @@ def finish(runner: Runner, suite: Any, cfg: RunConfig, agent_name: str, run_id: 
     """Write the reports and print the verdict; a second Ctrl-C here exits at once."""
     try:
         entries = runner.case_entries()
-        report = build_report(run_id, created_at, suite, cfg, agent_name, entries, interrupted)
+        rows = [{"id": e["id"], "status": e["status"], "runs": e["runs"]} for e in entries]
+        report = build_report(run_id=run_id, created_at=created_at, suite=suite.name, agent=agent_name,
+                              model=cfg.model, cases_file=str(cfg.cases_file), settings=cfg.settings(),
+                              summary=summarize(rows, cfg.repeat, suite.scorers), cases=entries,
+                              interrupted=interrupted)
         pricing = suite.settings.get("pricing")
         spent = {"judge": judge_summary(runner.scoring.judge, pricing),
                  "user_sim": user_sim_summary(runner.simulator, pricing)}

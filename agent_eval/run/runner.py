@@ -4,10 +4,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
-import secrets
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
 from agent_eval.suite.cases import Suite, case_env, skip_reason
@@ -15,19 +13,13 @@ from agent_eval.run.config import RunConfig
 from agent_eval.run.dialogue import compact_dialogue
 from agent_eval.run.episode import play_run
 from agent_eval.run.journal import FLUSH_EVERY_S, Journal
-from agent_eval.score.metrics import case_status, summarize
+from agent_eval.score.metrics import case_status
 from agent_eval.run.sandbox import EnvTemplate, replay_expected_tools
 from agent_eval.score.pipeline import ScoringContext, score_run
 
 
 CANCEL_GRACE_S = 3.0
 GC_EVERY_RUNS = 256
-
-
-def new_run_id(now: datetime | None = None) -> str:
-    """`YYYYmmdd-HHMMSS-<6 hex>`."""
-    now = now or datetime.now()
-    return now.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
 
 
 @dataclass
@@ -203,30 +195,3 @@ class Runner:
                     f.seek(offset)
                     chunk.append(f.read(length))
                 yield chunk
-
-
-def exit_code(entries: list[dict[str, Any]], regression: bool = False) -> int:
-    """in order: 1 for a failed case or a regression; 2 for an error or all skipped; else 0."""
-    statuses = [e["status"] for e in entries]
-    if "failed" in statuses or regression:
-        return 1
-    if "error" in statuses or (statuses and all(s == "skipped" for s in statuses)):
-        return 2
-    return 0
-
-
-def build_report(run_id: str, created_at: str, suite: Suite, cfg: RunConfig, agent_name: str,
-                 entries: list[dict[str, Any]], interrupted: bool) -> dict[str, Any]:
-    """The report (runs without traces); `exit_code` and `gate` are filled by the caller."""
-    rows = [{"id": e["id"], "status": e["status"], "runs": e["runs"]} for e in entries]
-    return {
-        "schema_version": 1, "run_id": run_id, "created_at": created_at, "suite": suite.name,
-        "agent": agent_name, "model": cfg.model, "cases_file": str(cfg.cases_file),
-        "settings": cfg.settings(), "summary": summarize(rows, cfg.repeat, suite.scorers), "cases": entries,
-        "gate": None, "interrupted": interrupted, "exit_code": None,
-    }
-
-
-def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-

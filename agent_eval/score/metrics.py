@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_eval.score import stats
+from agent_eval.score.metric_registry import SUITE_METRIC_TABLE
 from agent_eval.score.matchers import field_names, json_equal, matched_fields
 from agent_eval.score.safety_metrics import safety_metrics, share_true
 from agent_eval.score.custom_summary import summarize_scorers
@@ -257,7 +258,7 @@ SUITE_FIGURES: dict[str, Callable[[Counted], Any]] = {
     "turns_mean": lambda d: stats.mean(d.column("turns")),
 }
 
-SUITE_METRICS: list[str] = list(SUITE_FIGURES)
+SUITE_METRICS: list[str] = [m.name for m in SUITE_METRIC_TABLE]
 """The suite metric names in report order. `pass_hat` is a dict {"1": .., "K": ..}; the rest are numbers."""
 
 

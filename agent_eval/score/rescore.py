@@ -27,31 +27,10 @@ from agent_eval.score.judge import (DEFAULT_TIMEOUT_S, JUDGE_ERROR, build_judge,
 from agent_eval.score.matchers import json_equal
 from agent_eval.score.metrics import case_status, summarize
 from agent_eval.report.files import write_json_report
-from agent_eval.run.runner import exit_code, new_run_id, now_iso
+from agent_eval.report.model import RESCORE_SHAPE, build_report, load_report, new_run_id, now_iso
 from agent_eval.run.sandbox import EnvTemplate, replay_expected_tools
 from agent_eval.score.pipeline import ScoringContext, score_run
 from agent_eval.run.simulator import user_sim_summary
-
-SCHEMA_VERSION = 1
-
-
-def load_report(path: Path) -> dict[str, Any]:
-    """A JSON report with cases and runs; ConfigError (exit 2) when it is not one."""
-    try:
-        report = orjson.loads(Path(path).read_bytes())
-    except OSError as exc:
-        raise ConfigError(f"cannot read the report {path}: {exc.strerror or exc}.") from None
-    except orjson.JSONDecodeError as exc:
-        raise ConfigError(f"{path} is not a JSON report: {exc}.") from None
-    if not isinstance(report, dict) or not isinstance(report.get("cases"), list):
-        raise ConfigError(f"{path} is not an agent-eval report: it has no \"cases\" list.")
-    if report.get("schema_version") != SCHEMA_VERSION:
-        raise ConfigError(f"{path} has schema_version {report.get('schema_version')!r}; "
-                          f"this version reads {SCHEMA_VERSION}.")
-    if not report.get("cases_file"):
-        raise ConfigError(f"{path} does not name its case file (\"cases_file\").")
-    return report
-
 
 def validate_diff_fits(case_id: str, initial_env: Any, diff: list[dict], report_path: Path) -> None:
     """Exit 2 (ConfigError) when the trace's env diff no longer fits the case's current initial env."""
@@ -122,7 +101,7 @@ def rescore_command(report_path: Path, judge_repeat: int | None, no_judge: bool,
         raise ConfigError(f"--judge-repeat must be at least 1 (got {judge_repeat}).")
     if judge_repeat is not None and no_judge:
         raise ConfigError("--judge-repeat asks the judge again, and --no-judge forbids it; pass one of them.")
-    old = load_report(report_path)
+    old = load_report(report_path, RESCORE_SHAPE)
     suite = load_suite(Path(old["cases_file"]))
     settings = dict(old.get("settings") or {})
     by_id = {c["id"]: c for c in suite.cases}
@@ -150,7 +129,7 @@ def rescore_command(report_path: Path, judge_repeat: int | None, no_judge: bool,
     ctx = ScoringContext(pricing=pricing, model=old.get("model"), judge=judge, scorers=suite.scorers)
     new_entries = asyncio.run(_rescore_all(suite, entries, by_id, judge_on, ctx,
                                            int(settings.get("concurrency") or 8),
-                                           float(settings.get("threshold", 1.0))))
+                                           float(first(settings.get("threshold"), 1.0))))
     if judge_repeat:
         for entry in new_entries:
             entry["judge_agreement"] = _agreement_of(judge, entry["id"])
@@ -203,11 +182,6 @@ def _new_report(old: dict, settings: dict, entries: list[dict], judge: Any, pric
         votes = [v for runs in (judge.agreement.values() if judge else ()) for v in runs]
         summary["judge"]["agreement"] = stats.ratio(sum(votes), len(votes))
         summary["judge"]["agreement_runs"] = len(votes)
-    report = {
-        "schema_version": SCHEMA_VERSION, "run_id": new_run_id(), "created_at": now_iso(),
-        "suite": old.get("suite"), "agent": old.get("agent"), "model": old.get("model"),
-        "cases_file": old["cases_file"], "settings": settings, "summary": summary, "cases": entries,
-        "gate": None, "interrupted": bool(old.get("interrupted")), "exit_code": None,
-    }
-    report["exit_code"] = exit_code(entries)
-    return report
+    return build_report(run_id=new_run_id(), created_at=now_iso(), suite=old.get("suite"), agent=old.get("agent"),
+                        model=old.get("model"), cases_file=old["cases_file"], settings=settings, summary=summary,
+                        cases=entries, interrupted=bool(old.get("interrupted")))

@@ -1,0 +1,121 @@
+"""The records that flow through agent-eval, typed: a case, a step, a trace, a run record, a report.
+
+They are plain dicts at run time (JSON in, JSON out, and fast); these TypedDicts give them names and
+keys for readers and type checkers. `total=False`: a report written by an earlier version may lack a
+key, and readers treat a missing key as null. The keys are documented in docs/reference.md.
+"""
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+
+class Case(TypedDict, total=False):
+    """One case of the case file, after loading (paths resolved, the suite's settings merged in)."""
+
+    id: str
+    tags: list[str]
+    query: str
+    messages: list[str]
+    scenario: str
+    user_description: str
+    expected_outcome: str
+    max_turns: int
+    metadata: dict[str, Any]
+    initial_env: dict[str, Any]
+    expected_tools: list[dict[str, Any]]
+    trajectory: str
+    expected_env: dict[str, Any] | str
+    expected_env_check: list[dict[str, Any]]
+    expect: dict[str, Any]
+    rubric: str
+    faults: list[dict[str, Any]]
+    policy: list[dict[str, Any]]
+    authorized: bool
+    injection: dict[str, Any]
+
+
+class Step(TypedDict, total=False):
+    """One tool call the agent made, with its observation (every output stored in full)."""
+
+    step: int
+    name: str
+    args: Any
+    output: str | None
+    error: str | None
+    error_traceback: str | None
+    invalid_args: str | None
+    latency_s: float
+    t_start_s: float
+
+
+class Check(TypedDict):
+    """One check entry of a run: its name, whether it passed, and why."""
+
+    name: str
+    passed: bool
+    detail: str
+
+
+class Trace(TypedDict, total=False):
+    """What one run produced, frozen when it ended; scoring reads only this and the case."""
+
+    user_messages: list[str]
+    replies: list[str]
+    final_answer: str | None
+    cards: list[dict[str, Any]]
+    final_agent: str | None
+    stop_reason: str
+    agent_error: str | None
+    agent_error_traceback: str | None
+    steps: list[Step]
+    llm_calls: list[dict[str, Any]]
+    latency_s: float
+    ttfa_s: float | None
+    final_env_diff: list[dict[str, Any]]
+    turn_steps: list[int]
+
+
+class RunRecord(TypedDict, total=False):
+    """One scored run of a case: the report's `cases[i].runs[j]`."""
+
+    trial: int
+    status: str
+    error: str | None
+    success: bool
+    checks: list[Check]
+    judge: dict[str, Any] | None
+    judge_expected_outcome: dict[str, Any] | None
+    metrics: dict[str, Any]
+    scorers: dict[str, Any]
+    scorer_errors: dict[str, str]
+    escalated: bool
+    trace: Trace
+
+
+class CaseEntry(TypedDict, total=False):
+    """One case of a report: its status over its runs."""
+
+    id: str
+    tags: list[str]
+    status: str
+    pass_rate: float | None
+    skip_reason: str | None
+    runs: list[RunRecord]
+
+
+class Report(TypedDict, total=False):
+    """The JSON report of one run (or rescore): settings, summary, cases, gate and exit code."""
+
+    schema_version: int
+    run_id: str
+    created_at: str
+    suite: str | None
+    agent: str | None
+    model: str | None
+    cases_file: str
+    settings: dict[str, Any]
+    summary: dict[str, Any]
+    cases: list[CaseEntry]
+    gate: dict[str, Any] | None
+    interrupted: bool
+    exit_code: int | None

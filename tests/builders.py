@@ -1,0 +1,62 @@
+"""Shared test builders: reports and runs, case-file suites, and the CLI as a subprocess.
+
+Each test file used to carry its own copy of these; they live here once, so a report or suite shape
+changes in one place.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CLI = str(Path(sys.executable).parent / "agent-eval")
+
+
+# ---------------------------------------------------------------- reports
+
+
+def make_run(trial: int, success: bool, **metrics: object) -> dict:
+    """A run record without a trace; trajectory metrics follow success unless given."""
+    base = {"success": int(success), "tool_recall": 1.0 if success else 0.5, "tool_precision": 1.0,
+            "param_accuracy": 1.0 if success else 0.0, "step_efficiency": 1.0, "has_loop": False,
+            "tool_errors": 0, "recovered": False, "invalid_calls": 0, "tool_calls": 2, "progress": 1.0,
+            "latency_s": 1.0, "ttfa_s": 0.2, "prompt_tokens": 100, "completion_tokens": 20,
+            "cost_usd": 0.001, "turns": None}
+    base.update(metrics)
+    check = {"name": "expect.contains", "passed": bool(success), "detail": "ok" if success else "missing"}
+    return {"trial": trial, "status": "passed" if success else "failed", "error": None,
+            "success": bool(success), "checks": [check], "judge": None, "judge_expected_outcome": None,
+            "metrics": base, "scorers": {}, "scorer_errors": {}, "escalated": False}
+
+
+def make_report(outcomes: dict[str, list[bool]], repeat: int | None = None, run_id: str = "r",
+                **metrics: object) -> dict:
+    """A report-shaped dict: one case per id, one run per outcome."""
+    cases = []
+    for case_id, results in outcomes.items():
+        runs = [make_run(t, s, **metrics) for t, s in enumerate(results)]
+        rate = sum(results) / len(results)
+        cases.append({"id": case_id, "tags": [], "status": "passed" if rate == 1 else "failed",
+                      "pass_rate": rate, "skip_reason": None, "runs": runs})
+    k = repeat or max(len(v) for v in outcomes.values())
+    return {"schema_version": 1, "run_id": run_id, "suite": "demo", "settings": {"repeat": k},
+            "summary": {}, "cases": cases, "gate": None, "interrupted": False, "exit_code": 0}
+
+
+# ---------------------------------------------------------------- the CLI
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """os.environ without OPENAI_* and AGENT_EVAL_* settings, wide and colourless, plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_EVAL_"))}
+    env.update(COLUMNS="400", NO_COLOR="1", **extra)
+    return env
+
+
+def run_cli(*args: object, cwd: Path | None = None, env: dict[str, str] | None = None,
+            timeout: float = 120) -> subprocess.CompletedProcess:
+    """`agent-eval ARGS...` as a subprocess (the installed script), with text output captured."""
+    return subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, cwd=cwd or ROOT,
+                          env=clean_env() if env is None else env, timeout=timeout)
