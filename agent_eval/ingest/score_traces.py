@@ -18,7 +18,8 @@ from agent_eval.ingest.recordings import FORMATS, Recording, agent_eval_recordin
     otel_recordings
 from agent_eval.run.config import resolve
 from agent_eval.run.journal import Journal
-from agent_eval.run.runner import lite_run, new_run_id, now_iso
+from agent_eval.report.model import new_run_id, now_iso
+from agent_eval.run.runner import lite_run
 from agent_eval.score.metrics import case_status
 from agent_eval.score.pipeline import ScoringContext, score_run
 from agent_eval.suite.cases import Suite, case_env, load_suite, select_cases, skip_reason
