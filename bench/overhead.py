@@ -1,16 +1,20 @@
-"""How much slower is `agent-eval run` than the minimal loop anyone would write by hand?
+"""How much slower (or faster) is `agent-eval run` than the minimal loops anyone would write by hand?
 
-Usage: .venv/bin/python bench/overhead.py [--cases 1000] [--concurrency 50] [--latency-ms 50]
+Usage: .venv/bin/python bench/overhead.py [--cases 1000] [--concurrency 50] [--latency-ms 50] [--repeats 5]
 
 One loopback server (in this process) answers every case with one tool call, then with a text
-answer: two completions per case. Both contenders run as child processes, so each pays its own
-start-up imports and neither shares a GIL with the server:
-  (a) bare loop: asyncio, one AsyncOpenAI client, a semaphore; per case a completion, the tool run
-      in-process on a copy of the env, a second completion, the `expect` check;
+answer: two completions per case. Three contenders run as child processes, so each pays its own
+start-up imports and none shares a GIL with the server:
+  (a) bare create() loop: asyncio, one AsyncOpenAI client, a semaphore; per case a
+      `chat.completions.create`, the tool run in-process on a copy of the env, a second completion,
+      the `expect` check. The loop users write, and the number they compare with.
   (b) runner: `agent-eval run ... --quiet [--no-html]` on the same suite.
-Each is run 3 times, interleaved; the medians of wall time and of the child's CPU time (less
-sensitive to other load on the machine) are reported, with the child's peak RSS.
-See bench/README.md.
+  (c) bare lean loop: (a) with the SDK's escape hatch, `client.post("/chat/completions",
+      content=orjson.dumps(body), cast_to=httpx.Response)` and orjson parsing: what agent-eval's own
+      request path does, with nothing else around it. The floor.
+Each is run `--repeats` times, interleaved (a, b, c, a, b, c, ...); the medians of wall time and of
+the child's CPU time (less sensitive to other load on the machine) are reported, with the child's
+peak RSS, and the ratios runner/(a) and runner/(c). See bench/README.md.
 """
 from __future__ import annotations
 
@@ -73,12 +77,16 @@ def answer(request: dict, index: int):
     return tool_calls([("lookup", {"key": match.group(0) if match else "k0"})])
 
 
-# --- (a) the bare loop, run as a child process ----------------------------------------------------
-def bare_child(base_url: str, cases_path: str, concurrency: int) -> None:
-    """The minimal hand-written loop; prints a JSON line with the pass count."""
+# --- (a) and (c), the bare loops, run as child processes -------------------------------------------
+def bare_child(base_url: str, cases_path: str, concurrency: int, lean: bool = False) -> None:
+    """The minimal hand-written loop (`lean`: over the SDK's `post`); prints a JSON line with the pass count."""
     import asyncio
 
     import openai
+
+    if lean:
+        lean_child(base_url, cases_path, concurrency)
+        return
 
     document = orjson.loads(Path(cases_path).read_bytes())
     namespace = runpy.run_path(str(Path(cases_path).parent / "tools.py"))
@@ -100,6 +108,47 @@ def bare_child(base_url: str, cases_path: str, concurrency: int) -> None:
                     args = orjson.loads(call.function.arguments)
                     output = registry[call.function.name](env=env, **args)
                     messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
+            return False
+
+    async def main() -> int:
+        gate = asyncio.Semaphore(concurrency)
+        async with openai.AsyncOpenAI(base_url=base_url, api_key="bench", max_retries=8) as client:
+            results = await asyncio.gather(*[run_case(client, gate, case) for case in document["cases"]])
+        return sum(results)
+
+    print(orjson.dumps({"passed": asyncio.run(main()), "cases": len(document["cases"])}).decode())
+
+
+def lean_child(base_url: str, cases_path: str, concurrency: int) -> None:
+    """(c): the loop of (a) over `client.post` with orjson in and out; prints a JSON line."""
+    import asyncio
+
+    import openai
+    from openai._httpx2 import http_response_types
+
+    response_type = http_response_types()[0]
+    document = orjson.loads(Path(cases_path).read_bytes())
+    namespace = runpy.run_path(str(Path(cases_path).parent / "tools.py"))
+    tools, registry = namespace["TOOLS_SCHEMA"], namespace["TOOL_REGISTRY"]
+    base_env = orjson.dumps(document["suite"]["initial_env"])
+
+    async def run_case(client: openai.AsyncOpenAI, gate: asyncio.Semaphore, case: dict) -> bool:
+        async with gate:
+            env = orjson.loads(base_env)
+            messages: list = [{"role": "user", "content": case["query"]}]
+            body = {"model": "bench", "messages": messages, "tools": tools, "temperature": 0}
+            for _ in range(4):
+                response = await client.post("/chat/completions", content=orjson.dumps(body),
+                                             cast_to=response_type)
+                message = orjson.loads(response.content)["choices"][0]["message"]
+                calls = message.get("tool_calls")
+                if not calls:
+                    return case["expect"]["contains"] in (message.get("content") or "")
+                messages.append({"role": "assistant", "content": message.get("content"), "tool_calls": calls})
+                for call in calls:
+                    args = orjson.loads(call["function"]["arguments"])
+                    output = registry[call["function"]["name"]](env=env, **args)
+                    messages.append({"role": "tool", "tool_call_id": call["id"], "content": output})
             return False
 
     async def main() -> int:
@@ -201,12 +250,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", type=int, default=1000)
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--latency-ms", type=float, default=50.0)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--bare-child", nargs=3, metavar=("BASE_URL", "CASES", "CONCURRENCY"),
                         help=argparse.SUPPRESS)
+    parser.add_argument("--lean", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.bare_child:
-        bare_child(args.bare_child[0], args.bare_child[1], int(args.bare_child[2]))
+        bare_child(args.bare_child[0], args.bare_child[1], int(args.bare_child[2]), lean=args.lean)
         return 0
 
     floor = args.cases * 2 * args.latency_ms / 1000 / args.concurrency
@@ -221,26 +271,36 @@ def main(argv: list[str] | None = None) -> int:
         bare_command = [sys.executable, str(Path(__file__).resolve()), "--bare-child", srv.base_url,
                         str(cases_path), str(args.concurrency)]
         make_runner = runner_factory(args, srv, cases_path, Path(tmp))
+        lean_command = [*bare_command, "--lean"]
         bare_runs: list[dict] = []
+        lean_runs: list[dict] = []
         runner_runs: list[dict] = []
-        # interleaved, so that a change of machine load hits both contenders alike
+        # interleaved, so that a change of machine load hits every contender alike
         for attempt in range(args.repeats):
             bare_runs.append(run_once("bare loop", bare_command, srv, expected, limit))
             if make_runner is not None:
                 runner_runs.append(run_once("runner", make_runner(attempt), srv, expected, limit))
+            lean_runs.append(run_once("lean loop", lean_command, srv, expected, limit))
         print(f"(load average now {os.getloadavg()[0]:.2f})")
-        if any(r["code"] != 0 for r in bare_runs + runner_runs):
+        if any(r["code"] != 0 for r in bare_runs + lean_runs + runner_runs):
             return 1
-        bare = median_of(bare_runs)
-        print(f"bare loop: median {bare['wall_s']:.2f} s wall, {bare['cpu_s']:.2f} s CPU, "
+        bare, lean = median_of(bare_runs), median_of(lean_runs)
+        print(f"bare create() loop: median {bare['wall_s']:.2f} s wall, {bare['cpu_s']:.2f} s CPU, "
               f"peak RSS {bare['rss_mib']:.1f} MiB")
+        print(f"bare lean loop:     median {lean['wall_s']:.2f} s wall, {lean['cpu_s']:.2f} s CPU, "
+              f"peak RSS {lean['rss_mib']:.1f} MiB")
         if not runner_runs:
             return 0
         runner = median_of(runner_runs)
-        print(f"runner:    median {runner['wall_s']:.2f} s wall, {runner['cpu_s']:.2f} s CPU, "
+        print(f"runner:             median {runner['wall_s']:.2f} s wall, {runner['cpu_s']:.2f} s CPU, "
               f"peak RSS {runner['rss_mib']:.1f} MiB")
-        print(f"ratio runner/bare: {runner['wall_s'] / bare['wall_s']:.2f} wall, "
+        print(f"ratio runner/bare create() loop: {runner['wall_s'] / bare['wall_s']:.2f} wall, "
               f"{runner['cpu_s'] / bare['cpu_s']:.2f} CPU")
+        pairs = sorted(r["wall_s"] / b["wall_s"] for r, b in zip(runner_runs, bare_runs, strict=True))
+        print(f"median of the {len(pairs)} side-by-side pairs, runner/bare create() wall: "
+              f"{statistics.median(pairs):.2f} (each: {', '.join(f'{p:.2f}' for p in pairs)})")
+        print(f"ratio runner/bare lean loop (the floor): {runner['wall_s'] / lean['wall_s']:.2f} wall, "
+              f"{runner['cpu_s'] / lean['cpu_s']:.2f} CPU")
     return 0
 
 
