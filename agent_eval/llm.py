@@ -9,8 +9,9 @@ Every failure is a `ProviderError` that names the endpoint (secrets removed) and
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -106,13 +107,38 @@ def _client_class() -> type:
 
 
 _CLIENT_CLASS: type | None = None
-_CLIENTS: dict[tuple[str | None, str | None], tuple[Any, Any]] = {}  # (url, key) -> (event loop, client)
-# A client replaced because its event loop ended is kept, not dropped: collecting it would schedule its
-# close on the new loop, where closing the old loop's sockets fails noisily. One per asyncio.run.
+_CLIENTS: dict[tuple[str | None, str | None], tuple[Any, Any, Any]] = {}  # (url, key) -> (loop, client, closer)
+# A client replaced because its event loop ended is kept, not dropped: collecting one that was never
+# closed would schedule its close on the new loop, where the old loop's sockets cannot be closed.
 _RETIRED: list[Any] = []
+CLOSE_GRACE_S = 2.0
 
 
-def shared_client(base_url: str | None, api_key: str | None) -> Any:
+async def _close_when_the_loop_ends(client: Any) -> AsyncIterator[None]:
+    """Parked at its yield; the event loop closes every such generator as it shuts down (asyncio.run,
+    and the runner's own loop, call shutdown_asyncgens), which closes the client's pool with it."""
+    try:
+        yield
+    finally:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(client.close(), CLOSE_GRACE_S)
+
+
+def _http_client(base_url: str | None) -> Any:
+    """The SDK's aiohttp transport where it is available (its documented choice for concurrency: about
+    half the client CPU of the default per request), else the SDK's default. A URL with credentials in
+    it keeps the default, which sends them as Basic auth (aiohttp refuses them beside the API key)."""
+    if base_url and "@" in urlsplit(base_url).netloc:
+        return None
+    try:
+        from openai import DefaultAioHttpClient
+
+        return DefaultAioHttpClient()
+    except (ImportError, RuntimeError):  # the SDK without its aiohttp extra
+        return None
+
+
+async def shared_client(base_url: str | None, api_key: str | None) -> Any:
     """One SDK client per endpoint and event loop for the whole process (its pool is the loop's)."""
     global _CLIENT_CLASS
     loop = asyncio.get_running_loop()
@@ -120,12 +146,16 @@ def shared_client(base_url: str | None, api_key: str | None) -> Any:
     entry = _CLIENTS.get(key)
     if entry is None or entry[0] is not loop:
         if entry is not None:
-            _RETIRED.append(entry[1])
+            _RETIRED.append(entry[1:])
         if _CLIENT_CLASS is None:
             _CLIENT_CLASS = _client_class()
-        client = _CLIENT_CLASS(base_url=base_url, api_key=api_key, max_retries=MAX_RETRIES)
+        http_client = _http_client(base_url)
+        client = _CLIENT_CLASS(base_url=base_url, api_key=api_key, max_retries=MAX_RETRIES,
+                               **({"http_client": http_client} if http_client is not None else {}))
         client.endpoint = redact_url((base_url or str(client.base_url)).rstrip("/")) or ""
-        entry = _CLIENTS[key] = (loop, client)
+        closer = _close_when_the_loop_ends(client)
+        await closer.__anext__()
+        entry = _CLIENTS[key] = (loop, client, closer)
     return entry[1]
 
 
@@ -136,7 +166,7 @@ async def complete(base_url: str | None, api_key: str | None, body: dict[str, An
 
     `timeout_s` bounds the request as a whole, the SDK's retries included.
     """
-    client = shared_client(base_url, api_key)
+    client = await shared_client(base_url, api_key)
     count = [0]
     token = _retries.set(count)
     try:
@@ -154,14 +184,31 @@ async def complete(base_url: str | None, api_key: str | None, body: dict[str, An
     except Exception as exc:
         import openai
 
-        if not isinstance(exc, openai.OpenAIError):
-            raise
-        message = str(exc).rstrip(".") if isinstance(exc, openai.APIConnectionError) else str(exc)
-        raise ProviderError(f"{type(exc).__name__}: {_shorten(message)}{_where(client, body, count[0])}",
+        if not isinstance(exc, openai.OpenAIError):  # the transport's own (an odd URL, say): still the provider's
+            raise ProviderError(f"{type(exc).__name__}: {_shorten(str(exc))}{_where(client, body, count[0])}") from exc
+        name, message = type(exc).__name__, str(exc)
+        if isinstance(exc, openai.APITimeoutError) and _was_refused(exc):
+            name, message = "APIConnectionError", "Connection error"  # see _was_refused
+        if isinstance(exc, openai.APIConnectionError):
+            message = message.rstrip(".")
+        raise ProviderError(f"{name}: {_shorten(message)}{_where(client, body, count[0])}",
                             status_code=getattr(exc, "status_code", None)) from exc
     finally:
         _retries.reset(token)
     return parse_completion(raw, lambda: _where(client, body, count[0]))
+
+
+def _was_refused(exc: BaseException) -> bool:
+    """True when a "timeout" was a refused or dropped connection: the SDK's aiohttp transport maps every
+    aiohttp connection error, a refused connection included, to a connect timeout."""
+    link: BaseException | None = exc
+    while link is not None:
+        if type(link).__module__.startswith("aiohttp") and isinstance(link, OSError | ConnectionError):
+            return not isinstance(link, TimeoutError)
+        if type(link).__name__ == "ServerDisconnectedError":
+            return True
+        link = link.__cause__ or link.__context__
+    return False
 
 
 async def _post(client: Any, body: dict[str, Any]) -> bytes:

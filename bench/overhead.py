@@ -9,9 +9,10 @@ start-up imports and none shares a GIL with the server:
       `chat.completions.create`, the tool run in-process on a copy of the env, a second completion,
       the `expect` check. The loop users write, and the number they compare with.
   (b) runner: `agent-eval run ... --quiet [--no-html]` on the same suite.
-  (c) bare lean loop: (a) with the SDK's escape hatch, `client.post("/chat/completions",
-      content=orjson.dumps(body), cast_to=httpx.Response)` and orjson parsing: what agent-eval's own
-      request path does, with nothing else around it. The floor.
+  (c) bare lean loop: (a) with agent-eval's own request path and nothing around it: the SDK's
+      escape hatch `client.post("/chat/completions", content=orjson.dumps(body),
+      cast_to=httpx.Response)`, orjson parsing, and the SDK's aiohttp transport
+      (`http_client=DefaultAioHttpClient()`). The floor.
 Each is run `--repeats` times, interleaved (a, b, c, a, b, c, ...); the medians of wall time and of
 the child's CPU time (less sensitive to other load on the machine) are reported, with the child's
 peak RSS, and the ratios runner/(a) and runner/(c). See bench/README.md.
@@ -153,7 +154,8 @@ def lean_child(base_url: str, cases_path: str, concurrency: int) -> None:
 
     async def main() -> int:
         gate = asyncio.Semaphore(concurrency)
-        async with openai.AsyncOpenAI(base_url=base_url, api_key="bench", max_retries=8) as client:
+        async with openai.AsyncOpenAI(base_url=base_url, api_key="bench", max_retries=8,
+                                      http_client=openai.DefaultAioHttpClient()) as client:
             results = await asyncio.gather(*[run_case(client, gate, case) for case in document["cases"]])
         return sum(results)
 
