@@ -11,7 +11,7 @@ import orjson
 from agent_eval.run.agents import AgentStop, InfrastructureError, Reply, RunContext
 from agent_eval.suite.cases import user_messages
 from agent_eval.run.scenario import max_turns
-from agent_eval.run.sandbox import EnvTemplate, Sandbox
+from agent_eval.run.sandbox import EnvTemplate, Sandbox, ServerFault
 
 
 @dataclass
@@ -67,7 +67,8 @@ class ScriptedUser:
 
 
 async def play_run(case: dict, trial: int, agent: Any, tools: Any, template: EnvTemplate,
-                   system_prompt: str | None, timeout: float | None, simulator: Any = None) -> Played:
+                   system_prompt: str | None, timeout: float | None, simulator: Any = None,
+                   servers: Any = None, env_blob: bytes | None = None) -> Played:
     """Play one run: the user (scripted, or `simulator` for a scenario case) and the agent take turns.
 
     Never raises for the agent's faults. With a simulator, after the agent has answered
@@ -76,9 +77,20 @@ async def play_run(case: dict, trial: int, agent: Any, tools: Any, template: Env
     the agent's turns only. The trace's `turn_steps` holds, for each reply, how many steps had been
     recorded when it came, so the calls of turn i are `steps[turn_steps[i-1]:turn_steps[i]]`.
     """
+    if servers is not None:  # MCP servers: agent_eval.run.mcp_sessions.ServerPool
+        from agent_eval.run.mcp_sessions import play_with_servers
+
+        return await play_with_servers(servers, env_blob, template, lambda env, base, remote: _play(
+            case, trial, agent, tools, base, env, system_prompt, timeout, simulator, remote))
+    return await _play(case, trial, agent, tools, template, template.fresh(), system_prompt, timeout, simulator)
+
+
+async def _play(case: dict, trial: int, agent: Any, tools: Any, template: EnvTemplate, env: dict,
+                system_prompt: str | None, timeout: float | None, simulator: Any,
+                remote: Any = None) -> Played:
     user = simulator or ScriptedUser(case)
     limit = max_turns(case) if simulator is not None else None
-    sandbox = Sandbox(tools, template.fresh(), case.get("faults"), None, case.get("injection"))
+    sandbox = Sandbox(tools, env, case.get("faults"), None, case.get("injection"), remote)
     ctx = RunContext(case=case, trial=trial, sandbox=sandbox, tool_schemas=tools.schemas,
                      system_prompt=system_prompt)
     clock = Clock(timeout)
@@ -109,7 +121,7 @@ async def play_run(case: dict, trial: int, agent: Any, tools: Any, template: Env
         stop_reason, agent_error = stop.stop_reason, str(stop)
     except asyncio.TimeoutError:
         stop_reason, agent_error = "timeout", f"the agent outran --timeout {timeout:g}s"
-    except InfrastructureError as exc:
+    except (InfrastructureError, ServerFault) as exc:
         error = str(exc)
     finally:
         sandbox.closed = True
@@ -120,10 +132,23 @@ async def play_run(case: dict, trial: int, agent: Any, tools: Any, template: Env
         # A sync agent's thread may still be inside a tool: freeze what it has done so far. orjson holds
         # the GIL while it copies, so the snapshot cannot tear even if that tool is writing.
         steps, env = list(steps), _snapshot(env)
+    if remote is not None:  # the server's faults make the run `error`; its state is the final env
+        from agent_eval.run.mcp_sessions import finish_with_servers
+
+        env, error, agent_error = await finish_with_servers(remote, env, error, stop_reason, agent_error, timeout)
     trace = build_trace(sent, replies, steps, ctx.llm_calls, stop_reason, agent_error,
                         elapsed, first_reply_at, template.diff(env))
     trace["turn_steps"] = turn_steps
+    if remote is not None and remote.pool.state is not None:
+        trace["state_resource"] = remote.pool.state.state_resource  # rescore keeps its env checks
     return Played(trace, env, error)
+
+
+def errored_run(error: str) -> Played:
+    """A run that could not start (an MCP server did not): no turn was played."""
+    trace = build_trace([], [], [], [], "completed", None, 0.0, None, [])
+    trace["turn_steps"] = []
+    return Played(trace, {}, error)
 
 
 def _snapshot(env: dict[str, Any]) -> dict[str, Any]:

@@ -74,6 +74,12 @@ class Runner:
         self.simulator: Any = None  # agent_eval.run.simulator: plays the user of scenario cases
         self._shared_template: EnvTemplate | None = None
         self._by_id: dict[str, CaseSlot] | None = None
+        self.servers: Any = None  # agent_eval.run.mcp_sessions.ServerPool when the suite has MCP servers
+        if suite.servers:
+            from agent_eval.run.mcp_sessions import ServerPool
+
+            self.servers = ServerPool(suite.servers, cfg.timeout)
+        self._cursor = 0
         self._stopping = False
         self._finished = 0
 
@@ -107,10 +113,31 @@ class Runner:
         return sum(len(s.trials) for s in self.slots if s.skip is None)
 
     def _work(self) -> Iterator[tuple[CaseSlot, int]]:
-        for slot in self.slots:
+        for index, slot in enumerate(self.slots):
+            self._cursor = index
             if slot.skip is None:
                 while slot.trials and not self._stopping:
                     yield slot, slot.trials.pop(0)
+
+    def _next_slot(self) -> CaseSlot | None:
+        """The slot of the run that will start next, if any (the work is taken in slot order)."""
+        for slot in self.slots[self._cursor:]:
+            if slot.skip is None and slot.trials:
+                return slot
+        return None
+
+    def _env_blob(self, slot: CaseSlot) -> bytes | None:
+        """The initial env a per-run MCP server gets, where the case or the suite gives one."""
+        given = slot.case.get("initial_env") is not None or self.suite.settings.get("initial_env") is not None
+        return slot.template.blob if given and slot.template is not None else None
+
+    def _prestart_next(self) -> None:
+        """Start the next run's per-run MCP servers now, so their start is off the critical path."""
+        upcoming = None if self._stopping else self._next_slot()
+        if upcoming is not None:
+            upcoming.prepare(self.suite, self._suite_template)
+            # One set per run taken, for the run after it: each run then finds the set started for it.
+            self.servers.prestart(self._env_blob(upcoming))
 
     async def run(self) -> None:
         """Run every pending (case, trial); cancellation (Ctrl-C) leaves finished runs journaled."""
@@ -137,6 +164,8 @@ class Runner:
                 task.cancel()
             # An agent that swallows cancellation must not hold Ctrl-C hostage: wait a moment, then go on.
             await asyncio.wait((*workers, flusher), timeout=CANCEL_GRACE_S)
+            if self.servers is not None:
+                await self.servers.aclose()  # no MCP server outlives the run, Ctrl-C included
             self.journal.flush()
             gc.unfreeze()
             if gc_was_enabled:
@@ -154,8 +183,12 @@ class Runner:
             slot.in_flight += 1
             try:
                 simulator = self.simulator if slot.case.get("scenario") is not None else None
+                blob = None
+                if self.servers is not None:
+                    blob = self._env_blob(slot)
+                    self._prestart_next()
                 played = await play_run(slot.case, trial, self.agent, self.suite.tools, slot.template,
-                                        self.system_prompt, self.cfg.timeout, simulator)
+                                        self.system_prompt, self.cfg.timeout, simulator, self.servers, blob)
                 run = await score_run(slot.case, trial, played.trace, played.final_env, slot.expected_env,
                                       played.error, self.scoring)
             finally:

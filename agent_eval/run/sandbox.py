@@ -13,6 +13,10 @@ from agent_eval.errors import ToolError
 DEFAULT_FAULT_ERROR = "ServiceUnavailable: 503 Service Unavailable"
 
 
+class ServerFault(Exception):
+    """An MCP server failed during a call (it exited, broke the protocol or did not answer): the run is `error`."""
+
+
 class EnvTemplate:
     """A pristine initial env, serialised once so each run's private copy is one orjson parse.
 
@@ -26,6 +30,11 @@ class EnvTemplate:
         self.env = env
         self._blob = orjson.dumps(env)
 
+    @property
+    def blob(self) -> bytes:
+        """The env as JSON bytes (what a per-run MCP server gets in its AGENT_EVAL_ENV_FILE)."""
+        return self._blob
+
     def fresh(self) -> dict[str, Any]:
         return orjson.loads(self._blob)
 
@@ -38,8 +47,9 @@ class Sandbox:
     """Dispatches tool calls for one run against its private env and records every step."""
 
     def __init__(self, tools: Any, env: dict[str, Any], faults: list[dict] | None = None,
-                 t0: float | None = None, injection: dict | None = None) -> None:
+                 t0: float | None = None, injection: dict | None = None, servers: Any = None) -> None:
         self.tools = tools
+        self.servers = servers  # agent_eval.run.mcp_sessions.RunServers when the suite has MCP servers
         self.env = env
         self.steps: list[dict[str, Any]] = []
         self.t0 = time.perf_counter() if t0 is None else t0
@@ -61,6 +71,9 @@ class Sandbox:
 
     def call(self, name: str, args: Any) -> tuple[str | None, str | None]:
         """Run one call synchronously; returns (observation, error), exactly one of them non-None."""
+        if self.servers is not None and name in self.tools.remote:
+            # A sync agent calls from its own thread; the MCP session lives on the run's event loop.
+            return asyncio.run_coroutine_threadsafe(self.acall(name, args), self.servers.loop).result()
         start = time.perf_counter()
         delay = self._delay_s.get(name)
         if delay:
@@ -73,7 +86,33 @@ class Sandbox:
         delay = self._delay_s.get(name)
         if delay:
             await asyncio.sleep(delay)
+        if self.servers is not None and not isinstance(args, str):
+            remote = self.tools.remote.get(name)
+            if remote is not None:
+                return await self._dispatch_remote(name, remote, args, start)
         return self._dispatch(name, args, start)
+
+    async def _dispatch_remote(self, name: str, remote: Any, args: Any, start: float,
+                               ) -> tuple[str | None, str | None]:
+        """One call of an MCP tool: validated and faulted as a Python tool is, sent as tools/call."""
+        if self.closed:
+            raise ToolError("the run has ended (timeout); this call was not recorded")
+        invalid = self.tools.validate(name, args)
+        output = error = fault = None
+        if self._fail_left.get(name):
+            self._fail_left[name] -= 1
+            error = self._fault_error[name]
+        else:
+            output, error, fault = await self.servers.call(remote, args)
+            if output is not None and name == self._inject_tool:
+                output = self._inject(output)
+        end = time.perf_counter()
+        if self.closed:
+            raise ToolError("the run has ended (timeout); this call was not recorded")
+        self._record(name, args, output, error, invalid, start, end)
+        if fault is not None:
+            raise ServerFault(fault)
+        return output, error
 
     def _dispatch(self, name: str, args: Any, start: float) -> tuple[str | None, str | None]:
         if self.closed:
@@ -100,11 +139,15 @@ class Sandbox:
         end = time.perf_counter()
         if self.closed:  # the run timed out while a sync agent's thread was inside this tool
             raise ToolError("the run has ended (timeout); this call was not recorded")
+        self._record(name, args, output, error, invalid, start, end)
+        return output, error
+
+    def _record(self, name: str, args: Any, output: str | None, error: str | None, invalid: str | None,
+                start: float, end: float) -> None:
         self.steps.append({
             "step": len(self.steps), "name": name, "args": args, "output": output, "error": error,
             "invalid_args": invalid, "latency_s": end - start, "t_start_s": start - self.t0,
         })
-        return output, error
 
     def _inject(self, output: str) -> str:
         """Append the injection payload to the chosen observation; the step stores what the agent gets."""

@@ -8,7 +8,7 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from agent_eval.errors import CaseFileError, ConfigError, Problem
+from agent_eval.errors import CaseFileError, Problem
 
 JUDGED_CHECKS = ("rubric", "expected_outcome")
 DEFAULT_TOOLS = "tools.py"
@@ -33,7 +33,7 @@ class Fault(_Strict):
 class SuiteBlock(_Strict):
     model_config = ConfigDict(extra="allow")
     name: str | None = None
-    tools: str | None = None
+    tools: str | list[str | dict[str, Any]] | None = None
     agent: str | None = None
     system_prompt: str | None = None
     model: str | None = None
@@ -75,6 +75,7 @@ class Suite:
     cases: list[dict[str, Any]]
     tools: Any = None  # agent_eval.suite.tools.ToolSet
     scorers: Any = None  # agent_eval.score.custom.ScorerSet
+    servers: list[Any] = field(default_factory=list)  # agent_eval.suite.mcp_spec.ServerSpec, one per MCP server
     problems: list[Problem] = field(default_factory=list)
 
     @property
@@ -196,13 +197,13 @@ def _load_suite_block(path: Path, block: Any, col: _Collector) -> Suite:
     tools_spec = block.get("tools")
     if tools_spec is None and (base_dir / DEFAULT_TOOLS).is_file():
         tools_spec = DEFAULT_TOOLS  # the seed layout: a bare list of cases with tools.py beside it
-    if isinstance(tools_spec, str):
-        from agent_eval.suite.tool_loading import load_tools
+    if isinstance(tools_spec, (str, list)):
+        from agent_eval.suite.mcp_tools import load_suite_tools
 
-        try:
-            suite.tools = load_tools(tools_spec, base_dir)
-        except ConfigError as exc:
-            col.add(None, "suite.tools", str(exc))
+        given_env = env if block.get("initial_env") is not None else None
+        suite.tools, suite.servers, found = load_suite_tools(tools_spec, base_dir, given_env)
+        for field_name, message in found:
+            col.add(None, field_name, message)
     if suite.tools is None:
         from agent_eval.suite.tools import ToolSet
 

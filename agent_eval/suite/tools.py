@@ -151,6 +151,14 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
 
 
 @dataclass(frozen=True)
+class RemoteTool:
+    """A tool that an MCP server serves: the server (its place in the suite's `tools`) and its own name."""
+
+    server: int
+    remote: str
+
+
+@dataclass(frozen=True)
 class _Tool:
     name: str
     fn: Callable
@@ -181,13 +189,23 @@ class ToolSet:
                 raise ConfigError(f"tool {name!r}: its parameters are not a valid JSON schema: "
                                   f"{e.message}. Fix the schema.") from None
             try:
-                declared = inspect.signature(fn).parameters
+                declared = {} if isinstance(fn, RemoteTool) else inspect.signature(fn).parameters
             except (TypeError, ValueError):
                 declared = {}
             inject = tuple(p for p in _INJECTED if p in declared)
             self._tools[name] = _Tool(name, fn, schema, inject, cls(params))
         self.schemas: list[dict] = [t.schema for t in self._tools.values()]
         self.names: frozenset[str] = frozenset(self._tools)
+        self.remote: dict[str, RemoteTool] = {t.name: t.fn for t in self._tools.values()
+                                              if isinstance(t.fn, RemoteTool)}
+
+    def entries(self) -> list[tuple[str, Any, dict]]:
+        """The `(name, function, schema)` triples this set was built from, in order."""
+        return [(t.name, t.fn, t.schema) for t in self._tools.values()]
+
+    def env_tools(self) -> list[str]:
+        """The Python tools that take the run's env (an `env` or `context` parameter)."""
+        return [t.name for t in self._tools.values() if t.inject]
 
     @classmethod
     def from_functions(cls, functions: Mapping[str, Callable] | Iterable[Callable]) -> ToolSet:
@@ -225,6 +243,8 @@ class ToolSet:
         entry = self._tools.get(name)
         if entry is None:
             raise ToolError(f"unknown tool {name!r}")
+        if isinstance(entry.fn, RemoteTool):
+            raise ToolError(f"tool {name!r} is served by an MCP server; only a run can call it")
         if not entry.inject:
             return entry.fn(**args)
         return entry.fn(**args, **{key: env for key in entry.inject})

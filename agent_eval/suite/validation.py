@@ -78,6 +78,10 @@ def validate_case(case: dict, suite: Any) -> list[tuple[str, str]]:
         if fault.get("delay_ms") is not None and fault["delay_ms"] < 0:
             add(f"faults[{i}].delay_ms", "must be >= 0")
     problems.extend(validate_case_safety(case, suite))
+    if getattr(suite, "servers", None):
+        from agent_eval.suite.mcp_tools import check_case_env
+
+        problems.extend(check_case_env(case, suite))
     return problems
 
 
