@@ -77,6 +77,12 @@ def run_command(flags: dict[str, Any], console: Console, err: Console) -> int:
         err.print(f"warning: {suite.path} has changed since run {resumed.run_id} started; its finished runs "
                   "were scored against the old file (agent-eval rescore re-scores them all).",
                   highlight=False, markup=False)
+    if suite.servers:
+        from agent_eval.run.mcp_sessions import shared_state_warning
+
+        warning = shared_state_warning(suite.servers, cfg.concurrency)
+        if warning:
+            err.print(warning, highlight=False, markup=False, soft_wrap=True)
     agent_dir = Path(flags["agent_dir"]) if flags.get("agent_dir") else (
         suite.base_dir if flags.get("agent") is None else Path.cwd())
     agent = load_agent(cfg.agent, agent_dir,
@@ -160,6 +166,9 @@ def finish(runner: Runner, suite: Any, cfg: RunConfig, agent_name: str, run_id: 
         return report["exit_code"]
     except KeyboardInterrupt:
         sys.stderr.write("interrupted again: exiting now\n")
+        from agent_eval.run.interrupt import kill_servers
+
+        kill_servers()
         os._exit(INTERRUPTED)
 
 

@@ -42,6 +42,7 @@ class Interrupts:
         self.count += 1
         if self.count > 1:
             os.write(2, b"\ninterrupted again: exiting now\n")
+            kill_servers()
             os._exit(INTERRUPTED)
         loop, task = self._loop, self._task
         if loop is not None and task is not None and not task.done():
@@ -71,6 +72,15 @@ class Interrupts:
             self._loop = None
             asyncio.set_event_loop(None)
             loop.close()
+
+
+def kill_servers() -> None:
+    """Kill every MCP server process still alive: an exit that skips the run's own cleanup must not leak one."""
+    import sys
+
+    client = sys.modules.get("agent_eval.suite.mcp_client")
+    if client is not None:
+        client.kill_live_servers()
 
 
 def _wind_down(loop: asyncio.AbstractEventLoop) -> None:

@@ -18,6 +18,16 @@ from agent_eval.suite.tools import RemoteTool
 _CLOSE_ALL_S = 8.0
 
 
+def shared_state_warning(servers: list[ServerSpec], concurrency: int) -> str | None:
+    """The warning for a shared server whose state is the env while runs overlap, or None."""
+    shared = [s for s in servers if not s.is_per_run and s.state_resource]
+    if not shared or concurrency <= 1:
+        return None
+    return (f"warning: MCP server {shared[0].label} is shared and its state resource is the env, and "
+            f"--concurrency is {concurrency}: runs that overlap can see each other's writes, so their env "
+            "checks may fail. Use --concurrency 1, or a per_run stdio server.")
+
+
 class ServerPool:
     """Hands each run its MCP sessions; `aclose` ends every one of them."""
 
@@ -107,13 +117,12 @@ class RunServers:
         self.connections = connections
         self.loop = asyncio.get_running_loop()
         self.fault: str | None = None
-        self.waiting: dict[str, int] = {}  # server label -> requests in flight
+        self.waiting: dict[Connection, int] = {}  # requests in flight per server
 
     async def call(self, tool: RemoteTool, args: dict) -> tuple[str | None, str | None, str | None]:
         """(observation, tool error, server fault): a fault is set when the server itself failed."""
         connection = self.connections[tool.server]
-        label = connection.spec.label
-        self.waiting[label] = self.waiting.get(label, 0) + 1
+        self.waiting[connection] = self.waiting.get(connection, 0) + 1
         try:
             output, error = await connection.call_tool(tool.remote, args)
             return output, error, None
@@ -121,11 +130,16 @@ class RunServers:
             self.fault = self.fault or str(exc)
             return None, str(exc), str(exc)
         finally:
-            self.waiting[label] -= 1
+            self.waiting[connection] -= 1
 
-    def waiting_on(self) -> str | None:
-        """The label of a server a request is waiting on, if any."""
-        return next((label for label, n in self.waiting.items() if n > 0), None)
+    def fail_waiting(self, timeout: float | None) -> str | None:
+        """At a --timeout: the fault of a server that a request still waits on (it is stopped), or None."""
+        late = [c for c, n in self.waiting.items() if n > 0]
+        if not late:
+            return None
+        for connection in late:
+            connection.fault = connection.fault or f"MCP server {connection.spec.label} did not answer in time"
+        return f"MCP server {late[0].spec.label} did not answer within --timeout {timeout:g}s"
 
     async def read_state(self) -> Any:
         """The suite's env as its state resource holds it now; ServerError when it cannot be read."""
@@ -173,10 +187,9 @@ async def finish_with_servers(run: RunServers, env: Any, error: str | None, stop
                               agent_error: str | None, timeout: float | None) -> tuple[Any, str | None, str | None]:
     """(final env, error, agent_error) once the agent is done: a server's fault wins over the agent's outcome."""
     fault = run.fault
-    label = run.waiting_on()
-    if fault is None and stop_reason == "timeout" and label is not None:
+    if fault is None and stop_reason == "timeout":
         # Time that ran out while the agent waited on a server is the server's, not the agent's.
-        fault = f"MCP server {label} did not answer within --timeout {timeout:g}s"
+        fault = run.fail_waiting(timeout)
     if fault is None and run.pool.state is not None:
         try:
             env = await run.read_state()

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from agent_eval.suite.mcp_spec import ENV_FILE_VAR, ServerSpec
+from agent_eval.suite.mcp_spec import DEFAULT_TIMEOUT_S, ENV_FILE_VAR, ServerSpec
 
 # The process groups of every stdio server alive in this process, so a hard exit can kill them all.
 LIVE_GROUPS: set[int] = set()
@@ -72,6 +72,9 @@ def _track_spawns() -> None:
 
     tracked._agent_eval = True  # type: ignore[attr-defined]
     stdio._create_platform_compatible_process = tracked
+    import atexit
+
+    atexit.register(kill_live_servers)
 
 
 class Connection:
@@ -103,10 +106,13 @@ class Connection:
         """Start the server and complete the MCP handshake; ServerError when it cannot."""
         self.begin()
         waiter = asyncio.ensure_future(self._ready.wait())
+        # A process start is not a request: a loaded machine may take seconds, so a short --timeout
+        # does not bound it (the default does, so a server that never starts cannot hang the run).
+        limit = max(self.timeout, DEFAULT_TIMEOUT_S)
         try:
-            await asyncio.wait_for(asyncio.shield(waiter), self.timeout)
+            await asyncio.wait_for(asyncio.shield(waiter), limit)
         except asyncio.TimeoutError:
-            raise self._fail(f"did not start within {self.timeout:g}s") from None
+            raise self._fail(f"did not start within {limit:g}s") from None
         finally:
             waiter.cancel()
         if self._session is None:
@@ -165,6 +171,8 @@ class Connection:
     async def close(self) -> None:
         """End the session and stop the server; bounded, and a server that lingers is killed."""
         self._stop.set()
+        if self.fault is not None:
+            self.kill()  # a server that failed may not stop when asked; nothing of it is needed anymore
         if self._owner is not None and not self._ended.is_set():
             try:
                 await asyncio.wait_for(asyncio.shield(self._ended.wait()), _CLOSE_GRACE_S)
@@ -216,6 +224,8 @@ class Connection:
                 return task.result()
             if _is_protocol_error(exc):  # the server answered with a JSON-RPC error: it is alive
                 raise ProtocolError(f"MCP server {self.spec.label}: {what} failed: {_describe(exc)}")
+            if _is_closed(exc) or self._ended.is_set():
+                raise self._fail(f"exited during {what}{self._exit_detail()}")
             raise self._fail(f"failed during {what}: {_describe(exc)}{self._exit_detail()}")
         if self._ended.is_set():
             raise self._fail(f"exited during {what}{self._exit_detail()}")
@@ -322,10 +332,14 @@ def _size(data: str, is_base64: bool) -> int:
     return max(0, len(data) * 3 // 4 - padding)
 
 
+def _is_closed(exc: BaseException) -> bool:
+    return "connection closed" in str(exc).lower() or isinstance(exc, (EOFError, ConnectionError))
+
+
 def _is_protocol_error(exc: BaseException) -> bool:
     from mcp import MCPError
 
-    return isinstance(exc, MCPError) and "closed" not in str(exc).lower()
+    return isinstance(exc, MCPError) and not _is_closed(exc)
 
 
 def _describe(exc: BaseException | None) -> str:
