@@ -158,3 +158,16 @@ def env_checks(case: dict, trace: dict, final_env: Any, expected_env: Any) -> li
 def expected_env_checks(case: dict, trace: dict, final_env: Any, expected_env: Any) -> list[dict]:
     """The `expected_env` entry, when the case has an expected env."""
     return [] if expected_env is None else [check_expected_env(expected_env, final_env)]
+
+
+def is_env_check(check: dict) -> bool:
+    """True for the entries the two functions above make (`env:<path>:<op>` and `expected_env`)."""
+    name = check.get("name") or ""
+    return name == "expected_env" or name.startswith("env:")
+
+
+def with_env_checks(checks: list[dict], kept: list[dict]) -> list[dict]:
+    """`checks` with its env entries replaced by the env entries of `kept`, in their place (after the trajectory)."""
+    rest = [c for c in checks if not is_env_check(c)]
+    at = sum(1 for c in rest if c.get("name") == "trajectory")
+    return rest[:at] + [c for c in kept if is_env_check(c)] + rest[at:]

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_eval.score.checks import check_run
+from agent_eval.score.env_checks import with_env_checks
 from agent_eval.score.metrics import price_usage, run_metrics
 from agent_eval.score.safety import is_escalated
 
@@ -20,9 +21,16 @@ class ScoringContext:
 
 
 async def score_run(case: dict, trial: int, trace: dict, final_env: dict, expected_env: dict | None,
-                    error: str | None, ctx: ScoringContext) -> dict[str, Any]:
-    """The run record: checks, judge verdict, metrics and status for one run."""
+                    error: str | None, ctx: ScoringContext, kept_env_checks: list[dict] | None = None,
+                    ) -> dict[str, Any]:
+    """The run record: checks, judge verdict, metrics and status for one run.
+
+    `kept_env_checks` (rescore of a run whose env came from an MCP state resource) stand in for the
+    env checks, which cannot be redone without the server's initial state.
+    """
     checks = check_run(case, trace, final_env, expected_env)
+    if kept_env_checks is not None:
+        checks = with_env_checks(checks, kept_env_checks)
     scores: dict[str, Any] = {}
     scorer_errors: dict[str, str] = {}
     if ctx.scorers:

@@ -19,6 +19,7 @@ from rich.console import Console
 from agent_eval.score import stats
 from agent_eval.suite.cases import Suite, case_env, has_only_judged_checks, load_suite
 from agent_eval.run.config import check_judge_timeout, first
+from agent_eval.score.env_checks import is_env_check
 from agent_eval.score.envdiff import apply_diff, get_path, show_json
 from agent_eval.errors import ConfigError
 from agent_eval.llm import redact_url
@@ -76,12 +77,18 @@ async def _rescore_case(suite: Suite, case: dict, runs: list[dict], ctx: Scoring
 
     async def one(run: dict) -> dict:
         trace = run["trace"]
-        final_env = apply_diff(initial, trace.get("final_env_diff") or [])
+        kept = None
+        if trace.get("state_resource"):
+            # The env came from an MCP server's state resource: its initial state is the server's, not
+            # the case file's, so the env checks of the run stand as they were.
+            kept, final_env = [c for c in run.get("checks") or [] if is_env_check(c)], {}
+        else:
+            final_env = apply_diff(initial, trace.get("final_env_diff") or [])
         # An agent-side infrastructure error cannot be undone by rescoring; a judge error can.
         error = run.get("error")
         error = error if error and not str(error).startswith(JUDGE_ERROR) else None
         async with limit:
-            return await score_run(case, run["trial"], trace, final_env, expected, error, ctx)
+            return await score_run(case, run["trial"], trace, final_env, expected, error, ctx, kept)
 
     return list(await asyncio.gather(*(one(run) for run in runs)))
 
@@ -116,6 +123,8 @@ def rescore_command(report_path: Path, judge_repeat: int | None, no_judge: bool,
         if entry.get("status") == "skipped" or (not judge_on and has_only_judged_checks(case)):
             continue
         for run in entry.get("runs") or []:
+            if run["trace"].get("state_resource"):
+                continue  # its env started from the server's state, not from the case file
             validate_diff_fits(case["id"], case_env(suite, case), run["trace"].get("final_env_diff") or [],
                             report_path)
         work.append(case)

@@ -291,3 +291,24 @@ def test_ctrl_c_leaves_no_server_behind(tmp_path: Path) -> None:
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=HANG_GUARD_S) == 130
     assert server_processes(tag) == []
+
+
+def test_rescore_keeps_env_checks_from_a_state_resource(tmp_path: Path) -> None:
+    cases = [{"id": "pay", "query": "x", "metadata": {"calls": [call("deposit", account="alice", amount=5)]},
+              "expected_env_check": {"path": ["accounts", "alice"], "equals": 105}, "expect": {"contains": "alice"}}]
+    path, tag = write_suite(tmp_path / "suite", cases)
+    out = tmp_path / "out"
+    assert run_cli(path, out).returncode == 0
+    first = max(out.glob("*.json"), key=lambda p: p.stat().st_mtime)
+    # The case file changes: a new initial env (which the old diff no longer fits) and a stricter expect.
+    data = orjson.loads(path.read_bytes())
+    data["suite"]["initial_env"] = {"accounts": {"alice": 1}, "log": []}
+    data["cases"][0]["expect"] = {"contains": "nobody"}
+    path.write_bytes(orjson.dumps(data))
+    done = subprocess.run([CLI, "rescore", str(first), "--no-judge"], capture_output=True, text=True,
+                          timeout=HANG_GUARD_S)
+    assert done.returncode == 1, done.stdout + done.stderr
+    rescored = orjson.loads(max(out.glob("*.json"), key=lambda p: p.stat().st_mtime).read_bytes())
+    checks = {c["name"]: c["passed"] for c in rescored["cases"][0]["runs"][0]["checks"]}
+    assert checks == {"env:accounts.alice:equals": True, "expect:contains": False}
+    assert server_processes(tag) == []
