@@ -7,7 +7,8 @@ import pytest
 
 mcp_types = pytest.importorskip("mcp.types")
 
-from agent_eval.suite.mcp_client import observation, redact_url  # noqa: E402
+from agent_eval.suite.mcp_client import observation  # noqa: E402
+from agent_eval.suite.mcp_spec import redact_url  # noqa: E402
 
 
 def result(*content: object, structured: dict | None = None, is_error: bool = False) -> object:

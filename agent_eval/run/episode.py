@@ -81,7 +81,7 @@ async def play_run(case: dict, trial: int, agent: Any, tools: Any, template: Env
         from agent_eval.run.mcp_sessions import play_with_servers
 
         return await play_with_servers(servers, env_blob, template, lambda env, base, remote: _play(
-            case, trial, agent, tools, base, env, system_prompt, timeout, simulator, remote))
+            case, trial, agent, tools, base, env, system_prompt, timeout, simulator, remote), errored_run)
     return await _play(case, trial, agent, tools, template, template.fresh(), system_prompt, timeout, simulator)
 
 

@@ -157,13 +157,13 @@ class RunServers:
         self.pool.close_later([c for c in self.connections.values() if c.spec.is_per_run])
 
 
-async def play_with_servers(pool: ServerPool, env_blob: bytes | None, template: EnvTemplate, play: Any) -> Any:
+async def play_with_servers(pool: ServerPool, env_blob: bytes | None, template: EnvTemplate, play: Any,
+                            errored_run: Any) -> Any:
     """Open the run's sessions, read the initial env from the state resource, play, and release them.
 
-    `play(env, diff_base, run_servers)` plays the run; a server that cannot start makes the run `error`.
+    `play(env, diff_base, run_servers)` plays the run; a server that cannot start makes the run
+    `errored_run(message)`.
     """
-    from agent_eval.run.episode import errored_run
-
     try:
         run = await pool.open_run(env_blob)
     except ServerError as exc:

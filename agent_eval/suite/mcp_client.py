@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import os
-import re
 import signal
 import tempfile
 from typing import Any
@@ -22,8 +21,6 @@ from agent_eval.suite.mcp_spec import DEFAULT_TIMEOUT_S, ENV_FILE_VAR, ServerSpe
 # The process groups of every stdio server alive in this process, so a hard exit can kill them all.
 LIVE_GROUPS: set[int] = set()
 _SPAWNED: contextvars.ContextVar[list | None] = contextvars.ContextVar("agent_eval_mcp_spawned", default=None)
-_SECRET_QUERY = re.compile(r"([?&][^=&#]*(?:key|token|secret|password|sig|auth)[^=&#]*=)[^&#]*", re.IGNORECASE)
-_USERINFO = re.compile(r"^([a-z][a-z0-9+.-]*://)[^/@]*@", re.IGNORECASE)
 _CLOSE_GRACE_S = 5.0
 
 
@@ -33,11 +30,6 @@ class ServerError(Exception):
 
 class ProtocolError(ServerError):
     """The server answered a request with a JSON-RPC error: it is alive, the request failed."""
-
-
-def redact_url(url: str) -> str:
-    """The URL without userinfo and without the values of secret-looking query parameters."""
-    return _SECRET_QUERY.sub(r"\1***", _USERINFO.sub(r"\1***@", url))
 
 
 def kill_live_servers() -> None:
