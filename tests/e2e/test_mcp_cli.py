@@ -312,3 +312,17 @@ def test_rescore_keeps_env_checks_from_a_state_resource(tmp_path: Path) -> None:
     checks = {c["name"]: c["passed"] for c in rescored["cases"][0]["runs"][0]["checks"]}
     assert checks == {"env:accounts.alice:equals": True, "expect:contains": False}
     assert server_processes(tag) == []
+
+
+def test_example_suite_numbers(tmp_path: Path) -> None:
+    cases = Path(__file__).resolve().parents[2] / "cases" / "mcp_cases.json"
+    done = run_cli(cases, tmp_path, "--no-judge")
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = report_of(tmp_path)
+    assert {c["id"]: c["status"] for c in report["cases"]} == {
+        "mcp-refund-delivered": "passed",  # the injected 503 on get_order is retried once
+        "mcp-cancel-shipped": "passed",
+        "mcp-refund-two-orders": "failed",  # the demo agent refunds the first order only
+    }
+    failed = {c["name"]: c["passed"] for c in report["cases"][2]["runs"][0]["checks"]}
+    assert failed == {"env:orders.ORD_1005.status:equals": True, "env:orders.ORD_1006.status:equals": False}
