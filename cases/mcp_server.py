@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 from typing import Any
 
 import tools  # tools.py beside this file: the shop's rules, as plain functions of (env, ...)
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-with open(os.environ["AGENT_EVAL_ENV_FILE"], encoding="utf-8") as f:
+# Run by hand (or shared, with no env file), the server starts from the suite's env.json.
+with open(os.environ.get("AGENT_EVAL_ENV_FILE") or Path(__file__).with_name("env.json"), encoding="utf-8") as f:
     STATE: dict = json.load(f)
 
 server = MCPServer("support-shop")
