@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import difflib
-import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,8 +15,6 @@ ISOLATIONS = ("per_run", "shared")
 # A bare interpreter name means the interpreter agent-eval runs in, so `["python", "server.py"]` finds the
 # packages agent-eval was installed with (a shell's `python` may be another one, without `mcp`).
 _PYTHONS = ("python", "python3")
-_SECRET_QUERY = re.compile(r"([?&][^=&#]*(?:key|token|secret|password|sig|auth)[^=&#]*=)[^&#]*", re.IGNORECASE)
-_USERINFO = re.compile(r"^([a-z][a-z0-9+.-]*://)[^/@]*@", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -40,7 +37,9 @@ class ServerSpec:
         if self.name:
             return self.name
         if self.url:
-            return redact_url(self.url)
+            from agent_eval.llm import redact_url
+
+            return str(redact_url(self.url))
         scripts = [a for a in self.command[1:] if a.endswith((".py", ".js", ".ts", ".mjs"))]
         return scripts[0] if scripts else " ".join(self.command)[:80]
 
@@ -56,11 +55,6 @@ class ServerSpec:
     def tool_name(self, remote: str) -> str:
         """The suite's name of the server's tool `remote`: `<name>__<tool>` when the server has a name."""
         return f"{self.name}__{remote}" if self.name else remote
-
-
-def redact_url(url: str) -> str:
-    """The URL without userinfo and without the values of secret-looking query parameters."""
-    return _SECRET_QUERY.sub(r"\1***", _USERINFO.sub(r"\1***@", url))
 
 
 def parse_server(raw: Any, index: int, base_dir: Path) -> tuple[ServerSpec | None, list[tuple[str, str]]]:
