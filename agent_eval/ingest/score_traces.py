@@ -159,6 +159,7 @@ def score_command(flags: dict[str, Any], console: Console, err: Console) -> int:
     cfg.agent = str(head.get("agent") or fmt)
     cfg.model = head.get("model") or cfg.model
     cfg.repeat = max(len(recs) for _, recs in work)
+    cfg.sources.update(agent="traces", repeat="traces", **({"model": "traces"} if head.get("model") else {}))
     cfg.source = {"traces": str(path), "format": fmt}
     validate_baseline(Path(cfg.baseline) if cfg.baseline and cfg.baseline != "last" else None, cfg.gates)
     plans = []

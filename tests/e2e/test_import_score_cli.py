@@ -168,7 +168,9 @@ def test_score_gives_the_metrics_a_run_would_give(tmp_path):
     assert s["ttfa_mean_s"] == pytest.approx((0.11 + 0.05 + 0.05) / 3)
     assert (s["cases_passed"], s["cases_failed"], s["cases_skipped"]) == (2, 1, 1)
     assert report["settings"]["scored_from"] == {"traces": str(tmp_path / "traces.jsonl"), "format": "otel"}
-    assert report["agent"] == "otel" and report["exit_code"] == 1
+    assert report["agent"] == "otel" and report["model"] == "gpt-test" and report["exit_code"] == 1
+    assert {k: report["settings"]["sources"][k] for k in ("agent", "model", "repeat")} == dict.fromkeys(
+        ("agent", "model", "repeat"), "traces")
     assert (out / f"{report['run_id']}.html").exists() and (out / "history.sqlite").exists()
     assert "<testsuite" in (tmp_path / "junit.xml").read_text()
     assert (tmp_path / "summary.md").read_text()
@@ -264,9 +266,11 @@ def test_score_asks_the_judge_like_run(loopback, tmp_path):
     traces = traces_file(tmp_path)
     env = {"AGENT_EVAL_JUDGE_BASE_URL": judge.base_url, "AGENT_EVAL_JUDGE_API_KEY": "k",
            "AGENT_EVAL_JUDGE_MODEL": "judge-m"}
-    result = cli("score", traces, "--cases", path, "--output-dir", tmp_path / "out", cwd=tmp_path, env=env)
+    result = cli("score", traces, "--cases", path, "--output-dir", tmp_path / "out", "--judge-timeout", "30",
+                 cwd=tmp_path, env=env)
     assert result.returncode == 1, result.stdout + result.stderr
     report = only_report(tmp_path / "out")
+    assert report["settings"]["judge_timeout"] == 30
     runs = {c["id"]: c["runs"][0] for c in report["cases"]}
     assert runs["good"]["judge"] == {"verdict": "PASS", "reason": "the refund is stated", "model": "judge-m"}
     assert runs["bad"]["judge"]["verdict"] == "FAIL" and runs["bad"]["status"] == "failed"
