@@ -332,8 +332,8 @@ def read_trace(trace_id: str, spans: list[Span]) -> Recorded | str:
     convo: list[Message] = []
     if with_output:
         inputs, outputs = with_output[-1]
-        texts = [m.text for m in outputs if m.role in ("assistant", "") and m.text]
-        answer = "\n".join(texts) if texts else None
+        # Several output messages are alternative choices (n > 1): the first one is the answer.
+        answer = next((m.text for m in outputs if m.role in ("assistant", "") and m.text), None)
         convo = [*(inputs or ()), *outputs]
     tool_spans = [s for s in spans if operation(s) == TOOL_OP]
     if tool_spans:
