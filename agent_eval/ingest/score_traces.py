@@ -34,11 +34,15 @@ class ScoredRuns:
     def __init__(self, journal: Journal, scoring: ScoringContext, threshold: float) -> None:
         self.journal, self.scoring, self.threshold = journal, scoring, threshold
         self.simulator = None  # scoring never plays a user
+        self.stopped_early = False  # every recorded run is scored
+        self.models_used: set[str] = set()  # every model whose tokens a recorded run holds (settings.prices)
         self._entries: list[dict[str, Any]] = []
         self._offsets: list[list[tuple[int, int]]] = []
 
     def add(self, case: dict, runs: list[dict], skip: str | None = None) -> None:
         offsets = [self.journal.append(case["id"], run["trial"], run) for run in runs]
+        self.models_used.update(c.get("model") or self.scoring.model for run in runs
+                                for c in run["trace"].get("llm_calls") or () if c.get("model") or self.scoring.model)
         lite = [lite_run(run, case) for run in runs]
         if skip is not None:
             status, pass_rate = "skipped", None
