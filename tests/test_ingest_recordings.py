@@ -30,14 +30,14 @@ def test_a_journal_keeps_each_trials_latest_line(tmp_path):
     path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
     recs, bad, head = agent_eval_recordings(path)
     assert [(r.case_id, r.trial, r.error) for r in recs] == [("a", 0, None)]
-    assert [str(b) for b in bad] == ["case b trial 0: the run has no trace (a report written with traces left out?)"]
+    assert [str(b) for b in bad] == ["case b trial 0: run.trace is missing"]
     assert head == {"agent": "a.py:f", "model": "m"}
 
 
 def test_a_report_key_of_the_wrong_type_is_exit_2_naming_it(tmp_path):
     path = tmp_path / "r.json"
-    path.write_bytes(orjson.dumps({"cases": [{"id": "a", "runs": {"not": "a list"}}]}))
-    with pytest.raises(ConfigError, match=r"cases\[0\]\.runs must be list"):
+    path.write_bytes(orjson.dumps({"schema_version": 1, "cases": [{"id": "a", "runs": {"not": "a list"}}]}))
+    with pytest.raises(ConfigError, match=r"cases\[0\]\.runs must be a list, found an object"):
         agent_eval_recordings(path)
 
 

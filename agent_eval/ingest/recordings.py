@@ -53,39 +53,36 @@ def otel_recordings(path: Path, tools: Any) -> tuple[list[Recording], list[Unmap
     return out, bad, models.most_common(1)[0][0] if models else None
 
 
-def _typed(value: Any, kind: type | tuple, path: Path, where: str) -> Any:
-    if value is not None and not isinstance(value, kind):
-        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-        raise ConfigError(f"{path}: the report's {where} must be {names}, not {type(value).__name__}; "
-                          "is it an agent-eval report?")
-    return value
+def _journal_runs(path: Path, bad: list[Unmappable]) -> list[tuple[Any, Any, dict]]:
+    """A journal's runs (a trial's latest line wins); a run of the wrong shape is reported and left out."""
+    from agent_eval.report.model import SCORE_RUN_SHAPE, shape_problem
+    from agent_eval.run.journal import scan_runs
 
-
-def _report_runs(path: Path, doc: dict) -> list[tuple[str, int, dict]]:
-    out = []
-    for i, entry in enumerate(_typed(doc.get("cases"), list, path, "cases") or []):
-        _typed(entry, dict, path, f"cases[{i}]")
-        case_id = _typed(entry.get("id"), str, path, f"cases[{i}].id")
-        for j, run in enumerate(_typed(entry.get("runs"), list, path, f"cases[{i}].runs") or []):
-            _typed(run, dict, path, f"cases[{i}].runs[{j}]")
-            trial = _typed(run.get("trial"), int, path, f"cases[{i}].runs[{j}].trial")
-            out.append((case_id, j if trial is None else trial, run))
-    return out
+    latest: dict[tuple[Any, Any], dict] = {}
+    for case_id, trial, run, _ in scan_runs(path):
+        problem = shape_problem(run, SCORE_RUN_SHAPE, "run")
+        if problem is not None or not isinstance(case_id, (str, int)) or not isinstance(trial, int):
+            bad.append(Unmappable(f"case {case_id} trial {trial}", problem or "not a journaled run"))
+        else:
+            latest[(case_id, trial)] = run
+    return [(case_id, trial, run) for (case_id, trial), run in latest.items()]
 
 
 def agent_eval_recordings(path: Path) -> tuple[list[Recording], list[Unmappable], dict[str, Any]]:
-    """The runs of one of our JSON reports or journals (a trial's latest journal line wins), and its head."""
+    """The runs of one of our JSON reports or journals, the runs left out, and the run's agent and model."""
+    from agent_eval.report.model import SCORE_SHAPE, load_report
+
     data = read_bytes(path)
+    bad: list[Unmappable] = []
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError:
         doc = None
     if isinstance(doc, dict):
-        head = doc
-        runs = _report_runs(path, doc)
+        head = load_report(path, SCORE_SHAPE)
+        runs = [(entry["id"], run.get("trial", j), run) for entry in head["cases"]
+                for j, run in enumerate(entry.get("runs") or [])]
     else:
-        from agent_eval.run.journal import scan_runs
-
         try:
             head = orjson.loads(data.split(b"\n", 1)[0])
         except orjson.JSONDecodeError:
@@ -93,19 +90,14 @@ def agent_eval_recordings(path: Path) -> tuple[list[Recording], list[Unmappable]
         if not isinstance(head, dict) or "run_id" not in head:
             raise ConfigError(f"{path} is neither an agent-eval JSON report nor a journal (<run_id>.jsonl); "
                               "pass --format otel for OpenTelemetry traces.")
-        latest = {(case_id, trial): run for case_id, trial, run, _ in scan_runs(path)}
-        runs = [(case_id, trial, run) for (case_id, trial), run in latest.items()]
-    out, bad = [], []
+        runs = _journal_runs(path, bad)
+    out = []
     for case_id, trial, run in runs:
-        label = f"case {case_id} trial {trial}"
-        trace = run.get("trace")
-        if case_id is None or not isinstance(trace, dict):
-            bad.append(Unmappable(label, "the run has no trace (a report written with traces left out?)"))
-            continue
-        error = run.get("error") if isinstance(run.get("error"), str) else None
-        out.append(Recording(label, trace, case_id=case_id, trial=trial,
-                             trace_id=trace.get("trace_id") if isinstance(trace.get("trace_id"), str) else None,
-                             error=error, has_env=trace.get("has_env") is not False))
+        trace = run["trace"]
+        trace_id = trace.get("trace_id")
+        out.append(Recording(f"case {case_id} trial {trial}", trace, case_id=str(case_id), trial=trial,
+                             trace_id=trace_id if isinstance(trace_id, str) else None, error=run.get("error"),
+                             has_env=trace.get("has_env") is not False))
     settings = head.get("settings") if isinstance(head.get("settings"), dict) else {}
     return out, bad, {"agent": head.get("agent") or settings.get("agent"),
                       "model": head.get("model") or settings.get("model")}

@@ -92,6 +92,12 @@ RESCORE_SHAPE: dict[str, Any] = {
 }
 """What `rescore` reads: the runs' traces, which it scores again."""
 
+SCORE_RUN_SHAPE: dict[str, Any] = {"trial": int, "error": str, "trace!": _TRACE}
+SCORE_SHAPE: dict[str, Any] = {"agent": str, "model": str, "settings": {"agent": str, "model": str},
+                               "cases!": [{"id!": (str, int), "runs": [SCORE_RUN_SHAPE]}]}
+"""What `score --format agent-eval` reads: the runs' traces, scored against a case file (a journal's runs
+are checked against SCORE_RUN_SHAPE)."""
+
 VIEW_SHAPE: dict[str, Any] = {"suite": str, "run_id": str,
                               "cases!": [{"status": str, "runs": [{"status": str, "trace": dict}]}]}
 """What `view` reads before it embeds the report in the page."""
