@@ -211,3 +211,21 @@ def test_a_case_file_changed_since_the_run_started_is_warned_about(tmp_path):
     assert "changed since run" not in resume_stderr()
     cases.write_text(cases.read_text().replace('"go"', '"go!"'))
     assert f"changed since run {run_id} started" in resume_stderr()
+
+
+def test_a_base_url_with_a_secret_is_stored_redacted_and_resumes_only_when_given_again(tmp_path, monkeypatch):
+    cases = make_suite(tmp_path, cases=2)
+    out = tmp_path / "out"
+    secret = "https://user:sk-SECRET@gateway.example/v1?api_key=sk-OTHER"
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    run(out, cases=cases, base_url=secret)  # a Python agent: the URL is stored, never called
+    run_id = only_run_id(out)
+    cut_journal(out, run_id, keep_runs=1)
+    header = (out / f"{run_id}.jsonl").read_bytes().splitlines()[0]
+    assert b"SECRET" not in header and b"OTHER" not in header
+    with pytest.raises(ConfigError, match="--base-url"):
+        run(out, resume=run_id)  # the stored URL lacks its secret: say how to give it back
+    run(out, resume=run_id, explicit={"base_url"}, base_url=secret)
+    report = report_of(out, run_id)
+    assert report["settings"]["base_url"] == "https://***@gateway.example/v1?api_key=***"
+    assert report["summary"]["runs"] == 2
