@@ -331,3 +331,15 @@ def test_a_failed_scenario_run_keeps_its_dialogue_for_the_terminal() -> None:
     positions = [shown.find(line) for line in order]
     assert -1 not in positions and positions == sorted(positions), shown
     assert "max_turns" in shown
+
+
+def test_a_simulator_endpoint_that_never_answers_is_an_error_after_the_judge_timeout(loopback) -> None:
+    from tests.loopback import stall
+
+    srv = loopback(lambda request, index: stall(None))
+    agent = OpenAIAgent({"model": "agent-m", "base_url": srv.base_url, "api_key": "k", "max_steps": 4})
+    sim = LLMSimulator("user-m", srv.base_url, "k", timeout_s=0.3)
+    played = play(scenario_case(), agent, sim)
+    assert played.error == (f"user simulator error: no answer within --judge-timeout 0.3s "
+                            f"({srv.base_url}, model user-m)")
+    assert played.trace["user_messages"] == [] and sim.usage.errors == 1
