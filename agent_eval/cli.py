@@ -1,6 +1,7 @@
 """The `agent-eval` command line: parse flags, call the app, map the outcome to an exit code."""
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -13,8 +14,19 @@ from agent_eval.errors import CaseFileError, ConfigError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="A benchmark runner for tool-calling AI agents.")
-console = Console()
-err_console = Console(stderr=True)
+
+
+def make_console(stderr: bool = False) -> Console:
+    """A Rich console; when the output is not a terminal (a CI log, a pipe) it is COLUMNS or 160 wide."""
+    console = Console(stderr=stderr)
+    if not console.is_terminal and not os.environ.get("COLUMNS"):
+        console = Console(stderr=stderr, width=PIPED_WIDTH)
+    return console
+
+
+PIPED_WIDTH = 160
+console = make_console()
+err_console = make_console(stderr=True)
 
 CASES_HELP = "The case file (a JSON list of cases, or {\"suite\": ..., \"cases\": [...]})."
 FILTER_HELP = "Keep cases whose id or a tag contains TEXT (repeatable)."
@@ -79,9 +91,15 @@ def run(
     user: str | None = typer.Option(None, "--user", help="Python user simulator (file.py:function)."),
     user_model: str | None = typer.Option(None, "--user-model", help="LLM user simulator (AGENT_EVAL_USER_MODEL)."),
     judge_timeout: float | None = judge_timeout_option(),
+    gate: list[str] | None = typer.Option(None, "--gate", help="METRIC[=MAX_DROP] to gate on (needs --baseline)."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Every failed check of every failed run, all cases."),
+    last_failed: bool = typer.Option(False, "--last-failed", "--lf",
+                                     help="Run only the cases that failed or errored in the last run."),
+    exitfirst: bool = typer.Option(False, "--exitfirst", "-x", help="Stop taking new runs after the first failure."),
 ) -> None:
     """Run the suite: every selected case k times, scored, reported, with a CI exit code."""
     flags = dict(cases=cases, filter=filter, repeat=repeat, threshold=threshold, no_judge=no_judge,
+                 gate=gate, verbose=verbose, last_failed=last_failed, exitfirst=exitfirst,
                  baseline=baseline, junit=junit, markdown=markdown, no_html=no_html,
                  agent=agent, model=model, base_url=base_url, concurrency=concurrency, max_steps=max_steps,
                  timeout=timeout, output_dir=output_dir, quiet=quiet, judge_model=judge_model,
@@ -102,7 +120,7 @@ def list_cases(
     cases: Path = typer.Option(Path("cases/test_cases.json"), "--cases", help=CASES_HELP),
     filter: list[str] | None = typer.Option(None, "--filter", help=FILTER_HELP),
 ) -> None:
-    """Print the selected cases, one line each."""
+    """Print the selected cases: a table on a terminal, TSV (id, input kind, tags) when piped."""
 
     def go() -> int:
         from agent_eval.suite.cases import load_suite, select_cases
@@ -111,10 +129,18 @@ def list_cases(
         selected = select_cases(suite.cases, filter or [])
         if not selected:
             raise ConfigError(f"no case of {cases} matches --filter {' '.join(filter or [])!r}.")
-        for case in selected:
-            kind = next(k for k in ("query", "messages", "scenario") if case.get(k) is not None)
-            tags = ",".join(case.get("tags", []))
-            console.print(f"{case['id']}\t{kind}\t{tags}", highlight=False, markup=False, soft_wrap=True)
+        rows = [(case["id"], next(k for k in ("query", "messages", "scenario") if case.get(k) is not None),
+                 ",".join(case.get("tags", []))) for case in selected]
+        if not console.is_terminal:  # piped: TSV, one case a line, for cut and awk
+            sys.stdout.write("".join("\t".join(row) + "\n" for row in rows))
+            return 0
+        from rich.table import Table
+        from rich.text import Text
+
+        table = Table("id", "input", "tags", title=f"{len(rows)} case(s) of {cases}", title_justify="left")
+        for row in rows:
+            table.add_row(*(Text(cell) for cell in row))
+        console.print(table)
         return 0
 
     guarded(go)
@@ -157,15 +183,17 @@ def rescore(
 @app.command()
 def compare(
     base_report: Path = typer.Argument(..., help="The baseline JSON report."),
-    new_report: Path = typer.Argument(..., help="The new JSON report."),
+    new_reports: list[Path] = typer.Argument(..., help="One or more new JSON reports (one column each)."),
     gate: list[str] | None = typer.Option(None, "--gate", help="METRIC[=MAX_DROP] to gate on (repeatable)."),
+    markdown: Path | None = typer.Option(None, "--markdown", help="Also append the comparison as Markdown here."),
+    html_out: Path | None = typer.Option(None, "--html", help="Also write the comparison as an HTML page here."),
 ) -> None:
-    """Regression table of NEW against BASE: exit 1 on a gated regression, 2 on a bad report."""
+    """Gate each NEW report against BASE; several NEW reports make one matrix. Exit 1 on a regression."""
 
     def go() -> int:
-        from agent_eval.report.gate import compare_main
+        from agent_eval.report.compare import compare_command
 
-        return compare_main(base_report, new_report, gate or [], console)
+        return compare_command(base_report, list(new_reports), gate or [], console, markdown, html_out)
 
     guarded(go)
 

@@ -118,4 +118,5 @@ class Report(TypedDict, total=False):
     cases: list[CaseEntry]
     gate: dict[str, Any] | None
     interrupted: bool
+    stopped_early: bool
     exit_code: int | None

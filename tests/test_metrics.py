@@ -454,6 +454,7 @@ def test_empty_inputs_and_key_names():
         "cases_failed",
         "cases_skipped",
         "cases_errored",
+        "cases_not_run",
         "runs",
         "runs_errored",
         "scorers",

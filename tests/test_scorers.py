@@ -104,6 +104,15 @@ def test_unfillable_parameter_is_a_case_file_error_naming_case_and_field(tmp_pat
     assert str(path) in str(problem)
 
 
+def test_a_scorer_problem_shared_by_many_cases_is_reported_once_with_their_count(tmp_path: Path) -> None:
+    cases = [case("ok", expected_output="x")] + [case(f"bad{i}") for i in range(7)]
+    with pytest.raises(CaseFileError) as err:
+        load_suite(write_suite(tmp_path, [f"{FIXTURES / HIDDEN}:exact"], cases))
+    [problem] = err.value.problems  # one line for the scorer, not seven
+    assert (problem.case_id, problem.field) == (None, "expected_output")
+    assert problem.message.endswith("(affects 7 cases: bad0, bad1, bad2, bad3, bad4 and 2 more)")
+
+
 @pytest.mark.parametrize("module, spec, message", [
     ("class NotScorer:\n    def score(self, output): return 1\n", "sc.py:NotScorer", "not a subclass"),
     ("from agent_eval import Scorer\nclass NoScore(Scorer):\n    pass\n", "sc.py:NoScore",
@@ -150,7 +159,7 @@ def test_async_raising_and_passed_scorers_on_one_run(tmp_path: Path) -> None:
     values, errors, checks = run_score(suite, suite.cases[0], trace_of("please crash"))
     assert values == {"words": {"words": 2}, "flaky": None,
                       "polite": {"passed": True, "reason": "says please"}}
-    assert errors == {"flaky": "ValueError: cannot parse the reply"}
+    assert errors == {"flaky": "ValueError: cannot parse the reply (hidden_scorers.py:38 in flaky)"}
     assert checks == [{"name": "scorer:polite", "passed": True, "detail": "says please"}]
 
 
@@ -186,7 +195,8 @@ def test_false_scorer_fails_the_run_and_spares_the_judge(tmp_path: Path) -> None
     # A scorer that raises adds no check and leaves the verdict alone.
     crashed = asyncio.run(score_run(c, 2, trace_of("please crash"), {}, None, None, ctx))
     assert crashed["status"] == "passed" and crashed["scorers"]["flaky"] is None
-    assert crashed["scorer_errors"] == {"flaky": "ValueError: cannot parse the reply"}
+    assert crashed["scorer_errors"] == {"flaky": "ValueError: cannot parse the reply (hidden_scorers.py:38 in "
+                                        "flaky)"}
     assert [ch["name"] for ch in crashed["checks"]][:2] == ["expect:not_contains", "scorer:polite"]
     assert judge.calls == 2
 

@@ -67,6 +67,11 @@ def format_ci(metric: str, ci: list[float] | None) -> str:
     return f"[{format_value(metric, ci[0], signed=True)}, {format_value(metric, ci[1], signed=True)}]"
 
 
+def one_line(text: str) -> str:
+    """The text on one line (runs of whitespace, newlines included, become one space); never cut."""
+    return " ".join(str(text).split())
+
+
 def trim(text: str, limit: int = REASON_MAX_CHARS) -> str:
     """One line of at most `limit` characters, ending in `…` when cut."""
     line = " ".join(str(text).split())

@@ -9,7 +9,6 @@ counted once.
 from __future__ import annotations
 
 import math
-import sys
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -99,10 +98,36 @@ def _number(x: float) -> float | None:
 
 def compare_reports(base: dict, new: dict, gates: list[tuple[str, float]] | None = None) -> dict:
     """The `gate` object: common cases, per-metric bootstrap verdicts, regressed cases, exit flag."""
+    gate, pending = paired_gate(base, new, gates)
+    decide_gate(gate, pending, len(pending))
+    return gate
+
+
+def compare_many(base: dict, news: list[dict], gates: list[tuple[str, float]] | None = None) -> list[dict]:
+    """One gate per new report against base, with m = the gated metrics of every pair (Bonferroni), so the
+    whole matrix keeps the 5% false-alarm bound."""
+    pairs = [paired_gate(base, new, gates) for new in news]
+    m = sum(len(pending) for _, pending in pairs)
+    for gate, pending in pairs:
+        decide_gate(gate, pending, m)
+    return [gate for gate, _ in pairs]
+
+
+def decide_gate(gate: dict, pending: list[tuple[dict, np.ndarray]], m: int) -> None:
+    """Fill each bootstrapped row's interval and verdict at level alpha/m, then the gate's verdict."""
+    gate["m"] = m
+    for row, deltas in pending:
+        _decide(row, deltas, ALPHA / m)
+    gate["regression"] = any(r["verdict"] == "regressed" for r in gate["metrics"])
+
+
+def paired_gate(base: dict, new: dict, gates: list[tuple[str, float]] | None = None,
+                ) -> tuple[dict, list[tuple[dict, np.ndarray]]]:
+    """The gate object before its verdicts, and (row, bootstrap deltas) of each metric not null in either."""
     gates = gates or [(name, 0.0) for name in DEFAULT_GATES]
     b_cases, n_cases = _cases_by_id(base, "base"), _cases_by_id(new, "new")
     both = [i for i in b_cases if i in n_cases]
-    is_counted = lambda c: c.get("status") not in ("skipped", "error")  # noqa: E731
+    is_counted = lambda c: c.get("status") not in ("skipped", "error", "not_run")  # noqa: E731
     common = [i for i in both if is_counted(b_cases[i]) and is_counted(n_cases[i])]
     b_runs = [_counted_runs(b_cases[i]) for i in common]
     n_runs = [_counted_runs(n_cases[i]) for i in common]
@@ -129,12 +154,12 @@ def compare_reports(base: dict, new: dict, gates: list[tuple[str, float]] | None
             pending.append((row, stats))
         rows.append(row)
 
-    m = len(pending)
-    if m:
+    bootstrapped = []
+    if pending:
         values = evaluate([s for _, pair in pending for s in pair], resample_weights(len(common)))
         for j, (row, _) in enumerate(pending):
             deltas = values[2 * j + 1] - values[2 * j]
-            _decide(row, deltas[~np.isnan(deltas)], ALPHA / m)
+            bootstrapped.append((row, deltas[~np.isnan(deltas)]))
 
     regressed_cases, can_qualify = [], False
     for i, bs, ns in zip(common, b_runs, n_runs, strict=True):
@@ -152,14 +177,13 @@ def compare_reports(base: dict, new: dict, gates: list[tuple[str, float]] | None
                 "use --repeat 3 or more to list regressed cases")
     return {
         "base_run_id": base.get("run_id"), "new_run_id": new.get("run_id"),
-        "metrics": rows, "m": m, "alpha": ALPHA, "resamples": RESAMPLES, "seed": SEED, "k": k,
+        "metrics": rows, "m": len(bootstrapped), "alpha": ALPHA, "resamples": RESAMPLES, "seed": SEED, "k": k,
         "cases_common": len(common),
         "only_in_base": [i for i in b_cases if i not in n_cases],
         "only_in_new": [i for i in n_cases if i not in b_cases],
         "excluded_cases": [i for i in both if i not in set(common)],
-        "regressed_cases": regressed_cases, "note": note,
-        "regression": any(r["verdict"] == "regressed" for r in rows),
-    }
+        "regressed_cases": regressed_cases, "note": note, "regression": False,
+    }, bootstrapped
 
 
 def _decide(row: dict, deltas: np.ndarray, level: float) -> None:
@@ -169,6 +193,9 @@ def _decide(row: dict, deltas: np.ndarray, level: float) -> None:
         return
     lo, hi = (float(x) for x in np.quantile(deltas, [level, 1.0 - level]))
     row["ci"] = [lo, hi]
+    # How far the metric would have had to move the bad way to be flagged: the distance from the
+    # observed delta to its favourable bound (with MAX_DROP 0).
+    row["min_detectable_drop"] = (hi - row["delta"]) if row["direction"] == "higher" else (row["delta"] - lo)
     # Regressed only when even the optimistic bound is worse than the tolerance, so that with no real
     # change the gate fires with probability <= level per metric.
     if row["direction"] == "higher":
@@ -179,14 +206,7 @@ def _decide(row: dict, deltas: np.ndarray, level: float) -> None:
 
 
 def compare_main(base_path: str | Path, new_path: str | Path, gate_specs: list[str], console: Any) -> int:
-    """`agent-eval compare`: print the gate table; 1 on a regression, 2 on a bad report or gate, else 0."""
-    try:
-        gates = [parse_gate_spec(spec) for spec in gate_specs] or None
-        gate = compare_reports(load_report(base_path), load_report(new_path), gates)
-    except ReportError as exc:
-        print(f"agent-eval compare: {exc}", file=sys.stderr)
-        return 2
-    from agent_eval.report.gate_table import render_gate
+    """`agent-eval compare BASE NEW`: print the gate table; 1 on a regression, 2 on a bad report, else 0."""
+    from agent_eval.report.compare import compare_command
 
-    render_gate(gate, console)
-    return 1 if gate["regression"] else 0
+    return compare_command(base_path, [new_path], gate_specs, console)

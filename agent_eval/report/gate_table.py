@@ -42,7 +42,25 @@ def gate_notes(gate: dict) -> list[str]:
                      f"{case['new_successes']}/{case['new_runs']} (Fisher p = {case['p_value']:.4g})")
     if gate.get("note"):
         lines.append(f"note: {gate['note']}")
+    explained = cases_without_metric_line(gate)
+    if explained:
+        lines.append(explained)
     return lines
+
+
+def cases_without_metric_line(gate: dict) -> str | None:
+    """One line for listed cases under a gate that did not fire: why, and what this pair could detect."""
+    listed = gate.get("regressed_cases") or []
+    if not listed or gate.get("regression"):
+        return None
+    line = (f"{len(listed)} case(s) listed as regressed, but no metric regressed: no suite-level bound passed "
+            "its allowed drop, so the gate passes")
+    row = next((r for r in gate.get("metrics") or [] if r.get("metric") == "pass_at_1"), None)
+    if row is not None and row.get("min_detectable_drop") is not None:
+        line += (f"; pass_at_1 would have had to fall about {row['min_detectable_drop']:.3f} further than it did "
+                 f"(delta {format_value('pass_at_1', row['delta'], signed=True)}) to be flagged "
+                 "(more cases or --repeat detect smaller drops)")
+    return line + "."
 
 
 def render_gate(gate: dict, console: Console) -> None:

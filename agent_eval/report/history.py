@@ -27,7 +27,7 @@ SHORT_NAMES = {m.name: m.short for m in SUITE_METRIC_TABLE if m.short}
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS runs (
   run_id TEXT PRIMARY KEY, created_at TEXT, suite TEXT, cases_file TEXT, agent TEXT, model TEXT,
-  git_commit TEXT, exit_code INTEGER, interrupted INTEGER,
+  git_commit TEXT, exit_code INTEGER, interrupted INTEGER, stopped_early INTEGER DEFAULT 0,
   {", ".join(f"{m} REAL" for m in METRIC_COLUMNS)},
   summary_json TEXT
 );
@@ -43,6 +43,8 @@ def _connect(db_path: str | Path) -> sqlite3.Connection:
     conn = sqlite3.connect(str(db_path))
     conn.row_factory = sqlite3.Row
     conn.executescript(_SCHEMA)
+    if "stopped_early" not in {r["name"] for r in conn.execute("PRAGMA table_info(runs)")}:
+        conn.execute("ALTER TABLE runs ADD COLUMN stopped_early INTEGER DEFAULT 0")  # a file from before -x
     return conn
 
 
@@ -72,6 +74,7 @@ def record_run(db_path: str | Path, report: dict[str, Any], cases_file_git_commi
         "cases_file": normalize_cases_file(report.get("cases_file")), "agent": report.get("agent"),
         "model": report.get("model"), "git_commit": cases_file_git_commit,
         "exit_code": report.get("exit_code"), "interrupted": int(bool(report.get("interrupted"))),
+        "stopped_early": int(bool(report.get("stopped_early"))),
         **{m: _number(summary.get(m)) for m in METRIC_COLUMNS},
         "summary_json": orjson.dumps(summary).decode("utf-8"),
     }
@@ -114,7 +117,7 @@ def baseline_last(db_path: str | Path, cases_file: str | Path, agent: str | None
                   before: str, exclude_run_id: str | None = None) -> str | None:
     """The run_id of `--baseline last`: the newest run created no later than `before` (a run_id in the
     history, or a created_at), other than `exclude_run_id`, with the same cases_file and agent that was
-    not interrupted; None if there is none."""
+    neither interrupted nor stopped early by -x; None if there is none."""
     if not Path(db_path).exists():
         return None
     conn = _connect(db_path)
@@ -123,9 +126,30 @@ def baseline_last(db_path: str | Path, cases_file: str | Path, agent: str | None
         created_at = hit["created_at"] if hit else before
         row = conn.execute(
             "SELECT run_id FROM runs WHERE cases_file = ? AND agent IS ? AND interrupted = 0 "
+            "AND COALESCE(stopped_early, 0) = 0 "
             "AND created_at <= ? AND run_id != ? AND run_id != ? ORDER BY created_at DESC, run_id DESC LIMIT 1",
             (normalize_cases_file(cases_file), agent, created_at, before, exclude_run_id or "")).fetchone()
         return row["run_id"] if row else None
+    finally:
+        conn.close()
+
+
+def last_failed(db_path: str | Path, cases_file: str | Path) -> tuple[str | None, list[str]]:
+    """`--lf`: (run_id, ids of its failed or errored cases) of the newest run of cases_file that was not
+    interrupted; (None, []) when the history holds no such run."""
+    if not Path(db_path).exists():
+        return None, []
+    conn = _connect(db_path)
+    try:
+        row = conn.execute("SELECT run_id FROM runs WHERE cases_file = ? AND interrupted = 0 "
+                           "ORDER BY created_at DESC, run_id DESC LIMIT 1",
+                           (normalize_cases_file(cases_file),)).fetchone()
+        if row is None:
+            return None, []
+        ids = [r["case_id"] for r in conn.execute(
+            "SELECT case_id FROM case_results WHERE run_id = ? AND status IN ('failed', 'error')",
+            (row["run_id"],))]
+        return row["run_id"], ids
     finally:
         conn.close()
 
@@ -169,7 +193,8 @@ def render_history(rows: list[dict[str, Any]], metrics: Sequence[str], console: 
         table.add_column(SHORT_NAMES.get(m, m), justify="right", min_width=6, overflow="fold")
     for r in rows:
         created = str(r.get("created_at") or "")[5:16].replace("T", " ")  # MM-DD HH:MM
-        exit_text = str(r.get("exit_code")) + (" interrupted" if r.get("interrupted") else "")
+        exit_text = str(r.get("exit_code")) + (" interrupted" if r.get("interrupted") else
+                                               " stopped early" if r.get("stopped_early") else "")
         who = [_who(r)] if len(agents) > 1 else []
         table.add_row(r["run_id"], created, *who, (r.get("git_commit") or "")[:7], exit_text,
                       *[format_value(m, r.get(m)) for m in metrics])
@@ -194,7 +219,9 @@ def history_main(cases: str | Path, output_dir: str | Path, last: int, metrics: 
     db = Path(output_dir) / HISTORY_FILE
     rows = recent_runs(db, cases, last)
     if not rows:
-        console.print(f"no runs of {cases} recorded in {db} yet: `agent-eval run` records each run there")
+        console.print(f"no runs of {cases} recorded in {db} yet: `agent-eval run` records each run there. "
+                      "History is kept per case file: pass the --cases that your runs used (and their "
+                      "--output-dir).", highlight=False, markup=False)
         return 0
     render_history(rows, metrics, console)
     return 0

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_eval.report.fmt import trim
+from agent_eval.report.fmt import one_line
+from agent_eval.tracebacks import innermost_frame
 
 
 def run_failure_reason(run: dict[str, Any]) -> str | None:
@@ -16,7 +17,7 @@ def run_failure_reason(run: dict[str, Any]) -> str | None:
     stop_reason = trace.get("stop_reason")
     # A run that did not complete failed whatever its checks say, so the stop reason comes first.
     if stop_reason and stop_reason != "completed":
-        agent_error = trace.get("agent_error")
+        agent_error = agent_error_text(trace)
         return f"{stop_reason}: {agent_error}" if agent_error else str(stop_reason)
     for check in run.get("checks") or []:
         if not check.get("passed"):
@@ -39,8 +40,16 @@ def case_reason(case: dict[str, Any]) -> str:
     for run in ordered:
         reason = run_failure_reason(run)
         if reason:
-            return trim(reason)
+            return one_line(reason)  # never cut: the terminal wraps it, a CI log keeps all of it
     return ""
+
+
+def agent_error_text(trace: dict[str, Any]) -> str | None:
+    """The agent's error with the innermost frame of the user's code beside it:
+    `KeyError: 'missing' (demo_agent.py:57 in agent)`."""
+    agent_error = trace.get("agent_error")
+    where = innermost_frame(trace.get("agent_error_traceback"))
+    return f"{agent_error} ({where})" if agent_error and where else agent_error
 
 
 def _judge_failures(run: dict) -> list[str]:
@@ -61,7 +70,7 @@ def failure_lines(run: dict) -> list[str]:
     lines += [line for line in _judge_failures(run) if line.split(": FAIL", 1)[0] not in names]
     stop = (run.get("trace") or {}).get("stop_reason")
     if stop and stop != "completed":
-        agent_error = (run.get("trace") or {}).get("agent_error")
+        agent_error = agent_error_text(run.get("trace") or {})
         lines.append(f"stop_reason: {stop}" + (f" ({agent_error})" if agent_error else ""))
     return lines or ["run did not succeed"]
 

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from agent_eval.score.prices import price_hint
 from agent_eval.report.fmt import (  # noqa: F401  (re-exported: the section modules format with these)
     NA,
     REASON_MAX_CHARS,
@@ -24,9 +25,10 @@ from agent_eval.report.fmt import (  # noqa: F401  (re-exported: the section mod
     format_count,
     format_rate,
     format_seconds,
+    one_line,
     trim,
 )
-from agent_eval.report.reasons import case_reason
+from agent_eval.report.reasons import case_reason, failure_lines, run_failure_reason
 from agent_eval.score.metric_registry import label_of
 
 Report = dict[str, Any]
@@ -34,7 +36,8 @@ SectionRenderer = Callable[[Report, Console], None]
 
 NO_SUCCESSES = "no successes"
 
-STATUS_STYLES = {"passed": "green", "failed": "red", "error": "magenta", "skipped": "yellow"}
+STATUS_STYLES = {"passed": "green", "failed": "red", "error": "magenta", "skipped": "yellow", "not_run": "dim"}
+SHORT_CASE_LIST = 50  # above this many cases, the table lists only those that did not pass (-v lists all)
 
 EXIT_MEANINGS = {
     0: ("PASS", "green", "every selected case passed"),
@@ -109,6 +112,8 @@ def render_header(report: Report, console: Console) -> None:
     title.append(f" · run {report.get('run_id') or NA}")
     if report.get("interrupted"):
         title.append(" (interrupted: partial report)", style="bold yellow")
+    elif report.get("stopped_early"):
+        title.append(" (stopped early by -x: partial report)", style="bold yellow")
     console.print(title)
     console.print(Text(" · ".join([
         f"agent {report.get('agent') or NA}",
@@ -120,6 +125,8 @@ def render_header(report: Report, console: Console) -> None:
     line = judge_line(report)
     if line:
         console.print(Text(line, style="dim"))
+    for model in unpriced_models(report):
+        console.print(Text(f"cost n/a: {price_hint(model)}", style="yellow"))
 
 
 def judge_line(report: Report) -> str | None:
@@ -134,15 +141,26 @@ def judge_line(report: Report) -> str | None:
     return f"judge: {model}"
 
 
+def unpriced_models(report: Report) -> list[str]:
+    """The models of settings.prices that neither the suite nor genai-prices prices."""
+    prices = (report.get("settings") or {}).get("prices")
+    return [m for m, source in prices.items() if source is None] if isinstance(prices, dict) else []
+
+
+def cost_text(report: Report, value: float | None) -> str:
+    """A cost, or why it is n/a: a model without a price."""
+    if value is None and unpriced_models(report):
+        return f"{NA} (no price for {', '.join(unpriced_models(report))})"
+    return format_cost(value)
+
+
 def outcome_rows(report: Report) -> list[tuple[str, str]]:
     """The Outcome dimension: pass@1, pass^k, pass@k, case and run counts."""
     s = _summary(report)
     k = _repeat(report)
-    rows = [
-        ("pass@1", format_rate(s.get("pass_at_1"))),
-        (f"pass^{k}", format_rate(s.get("pass_hat_k"))),
-        (f"pass@{k}", format_rate(s.get("pass_at_k"))),
-    ]
+    rows = [("pass@1", format_rate(s.get("pass_at_1")))]
+    if k > 1:  # with k = 1, pass^1 and pass@1 are pass@1 again
+        rows += [(f"pass^{k}", format_rate(s.get("pass_hat_k"))), (f"pass@{k}", format_rate(s.get("pass_at_k")))]
     pass_hat = s.get("pass_hat") or {}
     if len(pass_hat) > 1:
         curve = " ".join(format_rate(pass_hat[key]) for key in sorted(pass_hat, key=int))
@@ -150,6 +168,8 @@ def outcome_rows(report: Report) -> list[tuple[str, str]]:
     count = {key: format_count(s.get(f"cases_{key}")) for key in ("passed", "failed", "skipped", "errored")}
     rows.append(("cases", f"{count['passed']} passed, {count['failed']} failed"))
     rows.append(("", f"{count['skipped']} skipped, {count['errored']} errored"))
+    if s.get("cases_not_run"):
+        rows.append(("", f"{format_count(s['cases_not_run'])} not run"))
     runs = f"{format_count(s.get('runs'))}"
     if s.get("runs_errored"):
         runs += f" (+{format_count(s['runs_errored'])} errored)"
@@ -170,7 +190,7 @@ def cost_per_success_text(report: Report) -> str:
     value = _summary(report).get("cost_per_success_usd")
     if value is None and count_successes(report) == 0:
         return NO_SUCCESSES
-    return format_cost(value)
+    return cost_text(report, value)
 
 
 def cost_latency_rows(report: Report) -> list[tuple[str, str]]:
@@ -179,7 +199,7 @@ def cost_latency_rows(report: Report) -> list[tuple[str, str]]:
     tokens_per_success = s.get("tokens_per_success")
     return [
         (label_of("tokens_total"), format_count(s.get("tokens_total"))),
-        (label_of("cost_total_usd"), format_cost(s.get("cost_total_usd"))),
+        (label_of("cost_total_usd"), cost_text(report, s.get("cost_total_usd"))),
         (label_of("cost_per_success_usd"), cost_per_success_text(report)),
         (label_of("tokens_per_success"), NO_SUCCESSES if tokens_per_success is None
          and count_successes(report) == 0 else format_count(tokens_per_success)),
@@ -231,10 +251,20 @@ def render_safety(report: Report, console: Console) -> None:
     _print_dimensions(console, [_dimension_table("Safety", rows)])
 
 
-def render_cases(report: Report, console: Console) -> None:
-    """One row per case: id, status, pass rate, and why it failed, errored or was skipped."""
-    cases = report.get("cases") or []
+def render_cases(report: Report, console: Console, verbose: bool = False) -> None:
+    """One row per case: id, status, pass rate, and why it failed, errored or was skipped.
+
+    Above SHORT_CASE_LIST cases only those that did not pass are listed, with a count of the others,
+    unless `verbose`. Reasons wrap, never cut: a CI log must hold the whole reason.
+    """
+    all_cases = report.get("cases") or []
+    cases = all_cases
+    if not verbose and len(all_cases) > SHORT_CASE_LIST:
+        cases = [c for c in all_cases if c.get("status") != "passed"]
+    hidden = len(all_cases) - len(cases)
     if not cases:
+        console.print()
+        console.print(f"Cases: all {hidden:,} passed (-v lists them).", highlight=False)
         return
     table = Table(title="Cases", title_justify="left", title_style="bold", expand=False)
     # Ids are what users grep and --filter on, so one is never cut: an id has no spaces, so it stays
@@ -255,6 +285,38 @@ def render_cases(report: Report, console: Console) -> None:
         )
     console.print()
     console.print(table)
+    if hidden:
+        console.print(f"{hidden:,} passed case(s) not listed (-v lists every case).", highlight=False)
+
+
+def render_failed_checks(report: Report, console: Console, verbose: bool = False) -> None:
+    """-v: every failed check of every failed or errored run, each on its own wrapped line."""
+    if not verbose:
+        return
+    lines: list[Text] = []
+    for case in report.get("cases") or []:
+        for run in case.get("runs") or []:
+            if run_failure_reason(run) is None:
+                continue
+            head = Text(f"{case.get('id')} #{run.get('trial')} ", style="bold")
+            head.append(str(run.get("status")), style=STATUS_STYLES.get(str(run.get("status")), ""))
+            lines.append(head)
+            for reason in run_failure_reasons(run):
+                lines.append(Text(f"  - {reason}"))
+    if lines:
+        console.print()
+        console.print(Text("Failed checks", style="bold"))
+        for line in lines:
+            console.print(line)
+
+
+def run_failure_reasons(run: dict[str, Any]) -> list[str]:
+    """Every reason one run did not succeed: its error, each failed check and judge verdict, its stop
+    reason, and the errors of its scorers."""
+    reasons = [f"error: {run['error']}"] if run.get("error") else []
+    reasons += failure_lines(run)
+    reasons += [f"scorer {name} raised: {message}" for name, message in (run.get("scorer_errors") or {}).items()]
+    return [one_line(r) for r in reasons]
 
 
 def verdict_text(report: Report) -> Text:
@@ -262,7 +324,10 @@ def verdict_text(report: Report) -> Text:
     s = _summary(report)
     code = report.get("exit_code")
     word, style, meaning = EXIT_MEANINGS.get(code, ("EXIT", "bold", "unexpected exit code"))
-    if code == 1 and s.get("cases_failed"):
+    if code == 1 and report.get("stopped_early"):
+        meaning = (f"{s.get('cases_failed') or 0} case(s) failed; -x stopped the run after the first failed run "
+                   f"({s.get('cases_not_run') or 0} case(s) not run)")
+    elif code == 1 and s.get("cases_failed"):
         meaning = f"{s['cases_failed']} case(s) failed"
     elif code == 1:
         meaning = "the baseline gate found a regression"
@@ -320,6 +385,7 @@ SECTIONS: list[SectionRenderer] = [
     render_headline,
     render_safety,
     render_cases,
+    render_failed_checks,
     render_dialogue,
     render_judge,
     render_scorers,
@@ -328,7 +394,13 @@ SECTIONS: list[SectionRenderer] = [
 ]
 
 
-def render_report(report: Report, console: Console) -> None:
-    """Print the whole terminal report of a JSON report dict."""
+VERBOSE_SECTIONS = (render_cases, render_failed_checks)  # the sections -v changes
+
+
+def render_report(report: Report, console: Console, verbose: bool = False) -> None:
+    """Print the whole terminal report of a JSON report dict; `verbose` is -v."""
     for section in SECTIONS:
-        section(report, console)
+        if section in VERBOSE_SECTIONS:
+            section(report, console, verbose=verbose)  # type: ignore[call-arg]
+        else:
+            section(report, console)

@@ -30,6 +30,7 @@ from agent_eval.run.scenario import require_user
 from agent_eval.run.simulator import build_simulator
 from agent_eval.score.pipeline import ScoringContext
 from agent_eval.run.simulator import user_sim_summary
+from agent_eval.score.prices import price_sources
 from agent_eval.score.usage import add_summaries
 
 INTERRUPTED = EXIT_INTERRUPTED
@@ -38,7 +39,7 @@ SHOW_RETRY_FROM = 3  # without a progress display, an endpoint's retries are pri
 
 
 def prepare(flags: dict[str, Any], adjust: Callable[[RunConfig], None] | None = None,
-            ) -> tuple[Any, list[dict], RunConfig]:
+            warn: Callable[[str], None] | None = None) -> tuple[Any, list[dict], RunConfig]:
     """Everything checked before a run starts; raises CaseFileError / ConfigError (exit 2).
 
     `adjust` amends the resolved settings before they are checked (--resume restores stored ones).
@@ -51,6 +52,7 @@ def prepare(flags: dict[str, Any], adjust: Callable[[RunConfig], None] | None = 
     if not cases:
         raise ConfigError(f"no case of {suite.path} matches --filter {' '.join(cfg.filters)!r}; "
                           "`agent-eval list` shows the ids and tags.")
+    cases = _select_last_failed(flags, cfg, cases, warn or (lambda message: None))
     runnable = [c for c in cases if skip_reason(c, os.environ, cfg.judge) is None]
     if cfg.agent == "openai" and runnable:
         require_llm(cfg, "openai")
@@ -63,6 +65,32 @@ def prepare(flags: dict[str, Any], adjust: Callable[[RunConfig], None] | None = 
     return suite, cases, cfg
 
 
+def _select_last_failed(flags: dict[str, Any], cfg: RunConfig, cases: list[dict],
+                        warn: Callable[[str], None]) -> list[dict]:
+    """--lf: keep the cases that failed or errored in the newest earlier run of this case file."""
+    ids = flags.get("last_failed_ids")  # a resumed run's stored selection
+    if ids is None and flags.get("last_failed"):
+        from agent_eval.report.history import HISTORY_FILE, last_failed
+
+        db = cfg.output_dir / HISTORY_FILE
+        run_id, found = last_failed(db, cfg.cases_file)
+        if run_id is None:
+            warn(f"--lf: {db} holds no earlier finished run of {cfg.cases_file}; running every selected case.")
+        elif not found:
+            warn(f"--lf: no case failed or errored in the last run ({run_id}); running every selected case.")
+        else:
+            ids = found
+    if ids is None:
+        return cases
+    cfg.last_failed = list(ids)
+    wanted = set(ids)
+    kept = [c for c in cases if c["id"] in wanted]
+    if not kept:
+        raise ConfigError(f"--lf: none of the cases that failed last time ({', '.join(sorted(wanted))}) is "
+                          "kept by --filter; drop --filter or --lf.")
+    return kept
+
+
 def run_command(flags: dict[str, Any], console: Console, err: Console) -> int:
     """Run a suite and return the exit code."""
     resumed = None
@@ -71,7 +99,9 @@ def run_command(flags: dict[str, Any], console: Console, err: Console) -> int:
 
         resumed = open_resume(flags)
         flags = resumed.flags
-    suite, cases, cfg = prepare(flags, resumed.apply if resumed else None)
+    suite, cases, cfg = prepare(flags, resumed.apply if resumed else None,
+                                lambda message: err.print(f"warning: {message}", highlight=False, markup=False,
+                                                          soft_wrap=True))
     digest = hashlib.sha256(suite.path.read_bytes()).hexdigest()
     if resumed and resumed.stored.cases_sha256 not in (None, digest):
         err.print(f"warning: {suite.path} has changed since run {resumed.run_id} started; its finished runs "
@@ -135,7 +165,8 @@ def finish(runner: Runner, suite: Any, cfg: RunConfig, agent_name: str, run_id: 
         report = build_report(run_id=run_id, created_at=created_at, suite=suite.name, agent=agent_name,
                               model=cfg.model, cases_file=str(cfg.cases_file), settings=cfg.settings(),
                               summary=summarize(rows, cfg.repeat, suite.scorers), cases=entries,
-                              interrupted=interrupted)
+                              interrupted=interrupted,
+                              stopped_early=runner.stopped_early and not interrupted)
         pricing = suite.settings.get("pricing")
         spent = {"judge": judge_summary(runner.scoring.judge, pricing),
                  "user_sim": user_sim_summary(runner.simulator, pricing)}
@@ -143,18 +174,21 @@ def finish(runner: Runner, suite: Any, cfg: RunConfig, agent_name: str, run_id: 
         append_usage(runner.journal.path, spent)
         for key in spent:
             report["summary"][key] = add_summaries([u[key] for u in earlier if key in u] + [spent[key]])
+        helpers = [(cfg.judge_model, "judge"), (cfg.user_sim.model if cfg.user_sim else None, "user_sim")]
+        models = runner.models_used | {m for m, key in helpers if m and report["summary"][key].get("calls")}
+        report["settings"]["prices"] = price_sources(models, pricing)
         baseline = resolve_baseline(cfg.baseline, cfg, agent_name, run_id, created_at, err)
         if baseline is not None and not interrupted:
             report["gate"] = gate_against(baseline, report, cfg.gates)
         regression = bool(report["gate"] and report["gate"].get("regression"))
-        report["exit_code"] = INTERRUPTED if interrupted else exit_code(entries, regression)
+        report["exit_code"] = INTERRUPTED if interrupted else exit_code(entries, regression, report["stopped_early"])
         path = cfg.output_dir / f"{run_id}.json"
         write_json_report(path, report, runner.run_bytes())
         written = write_extras(report, path, runner.run_bytes(), cfg)
         from agent_eval.report.terminal import render_report, verdict_text
 
         if not cfg.quiet or interrupted:
-            render_report(report, console)
+            render_report(report, console, verbose=cfg.verbose)
         else:
             console.print(verdict_text(report))  # --quiet still says how the run ended
         for line in [f"JSON report: {path}", *written]:

@@ -49,6 +49,9 @@ class RunConfig:
     source: dict[str, str] | None = None  # `score`: the recorded traces scored, {"traces", "format"}
     judge_timeout: float = DEFAULTS["judge_timeout"]
     sources: dict[str, str] = field(default_factory=dict)  # setting -> flag | env | suite | default | agent
+    verbose: bool = False
+    exitfirst: bool = False  # -x: stop taking new runs after the first failed run
+    last_failed: list[str] | None = None  # the ids --lf selected
 
     def settings(self) -> dict[str, Any]:
         """The report's `settings` block: no keys, no secrets (URLs are shown with theirs replaced by ***)."""
@@ -59,6 +62,7 @@ class RunConfig:
             "concurrency": self.concurrency, "max_steps": self.max_steps, "timeout": self.timeout,
             "judge_timeout": self.judge_timeout, "base_url": redact_url(self.base_url), "user": self.user,
             "agent": self.agent, "model": self.model, "sources": dict(self.sources),
+            "last_failed": self.last_failed,
             **({"scored_from": self.source} if self.source else {}),
         }
 
@@ -127,6 +131,10 @@ def resolve(flags: Mapping[str, Any], suite: Suite, environ: Mapping[str, str] |
     src["user"] = cfg.user_sim.source
     cfg.baseline, cfg.junit, cfg.markdown = flags.get("baseline"), flags.get("junit"), flags.get("markdown")
     cfg.gates = list(flags.get("gate") or [])
+    if cfg.gates and not cfg.baseline:
+        raise ConfigError("--gate needs --baseline REPORT (or --baseline last): a gate compares this run "
+                          "with a baseline run.")
+    cfg.verbose, cfg.exitfirst = bool(flags.get("verbose")), bool(flags.get("exitfirst"))
     _check_ranges(cfg)
     return cfg
 

@@ -99,7 +99,7 @@ async def _play(case: dict, trial: int, agent: Any, tools: Any, template: EnvTem
     turn_steps: list[int] = []
     t0: float | None = None
     first_reply_at: float | None = None
-    stop_reason, agent_error, error = "completed", None, None
+    stop_reason, agent_error, agent_tb, error = "completed", None, None, None
     try:
         while (text := await user.next_message(case, trial, ctx.messages)) is not None:
             if len(sent) == limit:
@@ -118,7 +118,7 @@ async def _play(case: dict, trial: int, agent: Any, tools: Any, template: EnvTem
             turn_steps.append(len(sandbox.steps))
             ctx.messages.append({"role": "assistant", "content": reply.answer})
     except AgentStop as stop:
-        stop_reason, agent_error = stop.stop_reason, str(stop)
+        stop_reason, agent_error, agent_tb = stop.stop_reason, str(stop), stop.traceback
     except asyncio.TimeoutError:
         stop_reason, agent_error = "timeout", f"the agent outran --timeout {timeout:g}s"
     except (InfrastructureError, ServerFault) as exc:
@@ -137,7 +137,7 @@ async def _play(case: dict, trial: int, agent: Any, tools: Any, template: EnvTem
 
         env, error, agent_error = await finish_with_servers(remote, env, error, stop_reason, agent_error, timeout)
     trace = build_trace(sent, replies, steps, ctx.llm_calls, stop_reason, agent_error,
-                        elapsed, first_reply_at, template.diff(env))
+                        elapsed, first_reply_at, template.diff(env), agent_tb)
     trace["turn_steps"] = turn_steps
     if remote is not None and remote.pool.state is not None:
         trace["state_resource"] = remote.pool.state.state_resource  # rescore keeps its env checks
@@ -160,7 +160,8 @@ def _snapshot(env: dict[str, Any]) -> dict[str, Any]:
 
 def build_trace(user_msgs: list[str], replies: list[Reply], steps: list[dict], llm_calls: list[dict],
                 stop_reason: str, agent_error: str | None, latency_s: float,
-                first_reply_at: float | None, env_diff: list[dict]) -> dict[str, Any]:
+                first_reply_at: float | None, env_diff: list[dict],
+                agent_error_traceback: str | None = None) -> dict[str, Any]:
     """The frozen trace (docs/reference.md#the-json-report) from what one run produced."""
     last = replies[-1] if replies and len(replies) == len(user_msgs) else None
     firsts = [t for t in (steps[0]["t_start_s"] if steps else None, first_reply_at) if t is not None]
@@ -172,6 +173,7 @@ def build_trace(user_msgs: list[str], replies: list[Reply], steps: list[dict], l
         "final_agent": last.final_agent if last else None,
         "stop_reason": stop_reason,
         "agent_error": agent_error,
+        "agent_error_traceback": agent_error_traceback,
         "steps": steps,
         "llm_calls": llm_calls,
         "latency_s": latency_s,

@@ -170,7 +170,8 @@ def open_resume(flags: dict[str, Any]) -> Resume:
                    timeout=s.get("timeout"), no_cache=bool(s.get("no_cache")),
                    judge_model=s.get("judge_model"),
                    # a timeout makes errors, which a resume runs again: a new one may be given
-                   judge_timeout=flags.get("judge_timeout") or s.get("judge_timeout"))
+                   judge_timeout=flags.get("judge_timeout") or s.get("judge_timeout"),
+                   last_failed=False, last_failed_ids=s.get("last_failed"))
     if s.get("user"):  # the simulator: a SPEC (file.py:fn) or a model name
         resumed["user" if ":" in s["user"] else "user_model"] = s["user"]
     if stored.agent_dir is not None:

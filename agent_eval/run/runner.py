@@ -54,7 +54,8 @@ def lite_run(run: dict[str, Any], case: dict[str, Any]) -> dict[str, Any]:
     """A run record of `case` without its trace, kept in memory for the summary and the terminal report."""
     trace = run["trace"]
     lite = {k: v for k, v in run.items() if k != "trace"}
-    lite["trace"] = {"stop_reason": trace["stop_reason"], "agent_error": trace["agent_error"]}
+    lite["trace"] = {"stop_reason": trace["stop_reason"], "agent_error": trace["agent_error"],
+                     "agent_error_traceback": trace.get("agent_error_traceback")}
     if run["status"] != "passed" and case.get("scenario") is not None:
         lite["trace"].update(compact_dialogue(trace))  # the terminal shows a failed scenario's dialogue
     return lite
@@ -81,6 +82,8 @@ class Runner:
             self.servers = ServerPool(suite.servers, cfg.timeout)
         self._cursor = 0
         self._stopping = False
+        self.stopped_early = False  # -x saw a failed run and took no new runs after it
+        self.models_used: set[str] = set()  # every model whose tokens a run recorded (settings.prices)
         self._finished = 0
 
     def _suite_template(self) -> EnvTemplate:
@@ -105,8 +108,15 @@ class Runner:
             return
         if trial in slot.trials:
             slot.trials.remove(trial)
+        self._note_models(run["trace"])
         slot.runs[trial] = lite_run(run, slot.case)
         slot.offsets[trial] = position
+
+    def _note_models(self, trace: dict[str, Any]) -> None:
+        for call in trace.get("llm_calls") or ():
+            model = call.get("model") or self.cfg.model
+            if model:
+                self.models_used.add(model)
 
     @property
     def pending(self) -> int:
@@ -194,8 +204,11 @@ class Runner:
             finally:
                 slot.in_flight -= 1
             slot.offsets[trial] = self.journal.append(slot.case["id"], trial, run)
+            self._note_models(played.trace)
             slot.runs[trial] = lite_run(run, slot.case)
             slot.release_if_idle(len(slot.trials))
+            if run["status"] == "failed" and self.cfg.exitfirst and not self._stopping:
+                self._stopping = self.stopped_early = True  # -x: runs in flight finish, no new one starts
             self._finished += 1
             if self._finished % GC_EVERY_RUNS == 0:
                 # Generation 0 holds only what was allocated since the last collection and is alive; every
@@ -213,7 +226,8 @@ class Runner:
                                 "pass_rate": None, "skip_reason": slot.skip, "runs": []})
                 continue
             runs = [slot.runs[t] for t in sorted(slot.runs)]
-            status, pass_rate = case_status(runs, self.cfg.threshold) if runs else ("error", None)
+            # No finished run: Ctrl-C or -x came first (an errored run is a finished run).
+            status, pass_rate = case_status(runs, self.cfg.threshold) if runs else ("not_run", None)
             entries.append({"id": case["id"], "tags": case.get("tags", []), "status": status,
                             "pass_rate": pass_rate, "skip_reason": None, "runs": runs})
         return entries

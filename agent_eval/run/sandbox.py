@@ -9,6 +9,7 @@ import orjson
 
 from agent_eval.score.envdiff import diff_env_fast
 from agent_eval.errors import ToolError
+from agent_eval.tracebacks import user_traceback
 
 DEFAULT_FAULT_ERROR = "ServiceUnavailable: 503 Service Unavailable"
 
@@ -117,7 +118,7 @@ class Sandbox:
     def _dispatch(self, name: str, args: Any, start: float) -> tuple[str | None, str | None]:
         if self.closed:
             raise ToolError("the run has ended (timeout); this call was not recorded")
-        output = error = invalid = None
+        output = error = invalid = error_tb = None
         if isinstance(args, str):
             invalid = "malformed JSON"
             error = f"JSONDecodeError: the arguments are not valid JSON: {args[:200]!r}"
@@ -134,6 +135,7 @@ class Sandbox:
                     output = self.tools.observation(self.tools.invoke(name, args, self.env))
                 except Exception as exc:  # the tool's exception is the observation, by contract
                     error = f"{type(exc).__name__}: {exc}"
+                    error_tb = user_traceback(exc)
                 if output is not None and name == self._inject_tool:
                     output = self._inject(output)
         end = time.perf_counter()
@@ -146,7 +148,8 @@ class Sandbox:
                 start: float, end: float) -> None:
         self.steps.append({
             "step": len(self.steps), "name": name, "args": args, "output": output, "error": error,
-            "invalid_args": invalid, "latency_s": end - start, "t_start_s": start - self.t0,
+            "error_traceback": error_tb, "invalid_args": invalid, "latency_s": end - start,
+            "t_start_s": start - self.t0,
         })
 
     def _inject(self, output: str) -> str:

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import orjson
 
 from agent_eval.errors import ConfigError
+from agent_eval.tracebacks import with_location
 from agent_eval.score.custom_summary import summarize_rows
 
 RESERVED_KEY = "errors"  # a returned `errors` is a scorer error, never a value
@@ -168,7 +169,7 @@ class ScorerSet:
                 row = as_row(s.name, result)
             except Exception as exc:  # the scorer's bug, not the agent's: recorded on the run
                 values[s.name] = None
-                errors[s.name] = f"{type(exc).__name__}: {exc}"
+                errors[s.name] = with_location(f"{type(exc).__name__}: {exc}", exc)
                 continue
             values[s.name] = row
             if "passed" in row:

@@ -18,6 +18,7 @@ from agent_eval.score.metric_registry import SUITE_METRIC_TABLE
 from agent_eval.score.matchers import field_names, json_equal, matched_fields
 from agent_eval.score.safety_metrics import safety_metrics, share_true
 from agent_eval.score.custom_summary import summarize_scorers
+from agent_eval.score.prices import token_cost
 
 RunMetricGroup = Callable[[dict, dict, list, bool, "float | None"], dict]
 
@@ -152,15 +153,15 @@ def run_metrics(case: dict, trace: dict, checks: list[dict], success: bool, cost
 
 
 def price_usage(llm_calls: list[dict], pricing: dict | None, run_model: str | None) -> float | None:
-    """The run's cost in USD from its usage records; None if a record's model has no price."""
+    """The run's cost in USD from its usage records (suite pricing, then genai-prices); None if a record's
+    model has no price."""
     cost = 0.0
-    pricing = pricing or {}
     for call in llm_calls:
-        price = pricing.get(call.get("model") or run_model)
-        if price is None:
+        part = token_cost(call.get("model") or run_model, call.get("prompt_tokens") or 0,
+                          call.get("completion_tokens") or 0, pricing)
+        if part is None:
             return None
-        cost += (call.get("prompt_tokens") or 0) * price["input_per_mtok"] / 1e6
-        cost += (call.get("completion_tokens") or 0) * price["output_per_mtok"] / 1e6
+        cost += part
     return cost
 
 
@@ -292,6 +293,7 @@ def summarize(case_rows: list[dict], repeat: int, scorers: Any = None) -> dict:
         cases_failed=statuses["failed"],
         cases_skipped=statuses["skipped"],
         cases_errored=statuses["error"],
+        cases_not_run=statuses["not_run"],
         runs=len(runs),
         runs_errored=runs_errored,
         scorers=summarize_scorers(counted_runs, scorers),

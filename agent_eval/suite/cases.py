@@ -162,8 +162,9 @@ def load_suite(path: Path | str) -> Suite:
 
     suite = _load_suite_block(path, block, col)
     seen: set[str] = set()
+    scorer_problems: dict[tuple[str, str], list[str]] = {}  # one scorer's problem, once with its cases
     for index, raw in enumerate(raw_cases):
-        case = _load_case(suite, raw, index, col)
+        case = _load_case(suite, raw, index, col, scorer_problems)
         case_id = raw.get("id") if isinstance(raw, dict) else None
         if isinstance(case_id, str):  # checked even when the case has other problems
             if case_id in seen:
@@ -171,6 +172,12 @@ def load_suite(path: Path | str) -> Suite:
             seen.add(case_id)
         if case is not None:
             suite.cases.append(case)
+    for (field_name, message), ids in scorer_problems.items():
+        if len(ids) == 1:
+            col.add(ids[0], field_name, message)
+        else:
+            shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+            col.add(None, field_name, f"{message} (affects {len(ids)} cases: {shown})")
     if not raw_cases:
         col.add(None, "cases", "the file holds no case")
     if col.problems:
@@ -224,7 +231,8 @@ def _load_suite_block(path: Path, block: Any, col: _Collector) -> Suite:
     return suite
 
 
-def _load_case(suite: Suite, raw: Any, index: int, col: _Collector) -> dict[str, Any] | None:
+def _load_case(suite: Suite, raw: Any, index: int, col: _Collector,
+               scorer_problems: dict[tuple[str, str], list[str]]) -> dict[str, Any] | None:
     if not isinstance(raw, dict):
         col.add(f"#{index}", None, "a case must be an object")
         return None
@@ -258,7 +266,7 @@ def _load_case(suite: Suite, raw: Any, index: int, col: _Collector) -> dict[str,
     case[SAFETY_KEY] = safety_view(suite.settings, case)  # what scoring needs of the suite
     # Scorer parameters are resolved here, once per case, so a run never looks them up.
     for field_name, message in suite.scorers.bind(case) if suite.scorers else ():
-        col.add(case_id, field_name, message)
+        scorer_problems.setdefault((field_name, message), []).append(case_id)
     return case
 
 

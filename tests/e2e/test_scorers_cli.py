@@ -49,7 +49,8 @@ def test_run_gives_the_hand_computed_summaries_and_statuses(tmp_path: Path) -> N
     assert [c["status"] for c in (c1, c2, c3)] == ["passed", "failed", "skipped"]
     crashed = c1["runs"][1]
     assert crashed["status"] == "passed" and crashed["scorers"]["flaky"] is None
-    assert crashed["scorer_errors"] == {"flaky": "ValueError: cannot parse the reply"}
+    assert crashed["scorer_errors"] == {"flaky": "ValueError: cannot parse the reply (hidden_scorers.py:38 in "
+                                        "flaky)"}
     assert "scorer:flaky" not in [ch["name"] for ch in crashed["checks"]]
     assert c2["runs"][0]["checks"][-1] == {"name": "scorer:polite", "passed": False, "detail": "no please"}
     assert c2["runs"][0]["scorers"]["Budget"] == {"spent": 2, "within": True}

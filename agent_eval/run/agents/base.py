@@ -22,9 +22,10 @@ class Reply:
 class AgentStop(Exception):
     """Ends the run early with a stop_reason other than `completed` (the agent's fault)."""
 
-    def __init__(self, stop_reason: str, message: str) -> None:
+    def __init__(self, stop_reason: str, message: str, traceback: str | None = None) -> None:
         super().__init__(message)
         self.stop_reason = stop_reason
+        self.traceback = traceback  # the user's frames, when user code raised (trace.agent_error_traceback)
 
 
 @dataclass

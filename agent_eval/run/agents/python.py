@@ -9,6 +9,7 @@ from typing import Any
 
 from agent_eval.run.agents.base import AgentStop, ProviderError, Reply, RunContext
 from agent_eval.errors import ToolError
+from agent_eval.tracebacks import user_traceback
 
 
 class Task:
@@ -93,7 +94,7 @@ class PythonAgent:
         except Exception as exc:
             if _is_provider_error(exc):
                 raise ProviderError(f"{type(exc).__name__}: {exc}{_endpoint_of(exc)}") from None
-            raise AgentStop("agent_error", f"{type(exc).__name__}: {exc}") from None
+            raise AgentStop("agent_error", f"{type(exc).__name__}: {exc}", user_traceback(exc)) from None
         return to_reply(value)
 
 

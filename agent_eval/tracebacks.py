@@ -1,0 +1,57 @@
+"""The user's part of a traceback: what an agent, tool or scorer raised, without agent-eval's own frames.
+
+Computed only when user code raised (the slow path). The text keeps the user's frames in the usual
+"Traceback (most recent call last)" form; frames of agent-eval itself, asyncio, threading and
+concurrent.futures are left out, because they say nothing about the user's bug.
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+import re
+import threading
+import traceback
+from pathlib import Path
+
+_HIDDEN_DIRS = tuple(
+    os.path.dirname(os.path.abspath(path)) + os.sep
+    for path in (__file__, asyncio.__file__, concurrent.futures.__file__)
+)
+_HIDDEN_FILES = {os.path.abspath(threading.__file__)}
+_FRAME_LINE = re.compile(r'^  File "(?P<file>.*)", line (?P<line>\d+), in (?P<name>.*)$', re.MULTILINE)
+
+
+def _is_hidden(filename: str) -> bool:
+    path = os.path.abspath(filename)
+    return path.startswith(_HIDDEN_DIRS) or path in _HIDDEN_FILES
+
+
+def user_traceback(exc: BaseException) -> str | None:
+    """The traceback of exc as text, user frames only; None when no frame of it is the user's."""
+    try:
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if not _is_hidden(f.filename)]
+        if not frames:
+            return None
+        lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames),
+                 *traceback.format_exception_only(type(exc), exc)]
+        return "".join(lines).rstrip("\n")
+    except Exception:  # an exception whose str() raises, a frame without source: never stop a run
+        return None
+
+
+def innermost_frame(text: str | None) -> str | None:
+    """`demo_agent.py:57 in agent`: the last frame of a user traceback's text; None without one."""
+    if not text or not isinstance(text, str):
+        return None
+    frames = _FRAME_LINE.findall(text)
+    if not frames:
+        return None
+    filename, line, name = frames[-1]
+    return f"{Path(filename).name}:{line} in {name}"
+
+
+def with_location(message: str, exc: BaseException) -> str:
+    """`KeyError: 'x' (scorers.py:12 in score)`: a message with the innermost user frame beside it."""
+    where = innermost_frame(user_traceback(exc))
+    return f"{message} ({where})" if where else message
