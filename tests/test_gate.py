@@ -9,11 +9,11 @@ import orjson
 import pytest
 
 from agent_eval.report import gate
+from agent_eval.report.compare import compare_command
 from tests.builders import make_report, make_run  # noqa: F401
 from agent_eval.report.gate import (
     ReportError,
     Stat,
-    compare_main,
     compare_reports,
     evaluate,
     fisher_fell_p,
@@ -193,7 +193,7 @@ def test_load_report_errors(tmp_path, content: bytes, message: str) -> None:
     assert str(path) in str(info.value)
 
 
-def test_compare_main_exit_codes(tmp_path, capsys) -> None:
+def test_compare_command_exit_codes(tmp_path, capsys) -> None:
     from rich.console import Console
 
     base_path, new_path, bad = tmp_path / "b.json", tmp_path / "n.json", tmp_path / "x.json"
@@ -201,12 +201,12 @@ def test_compare_main_exit_codes(tmp_path, capsys) -> None:
     new_path.write_bytes(orjson.dumps(make_report({f"c{i}": [False] * 3 for i in range(5)})))
     bad.write_bytes(b"[]")
     console = Console(record=True, width=120)
-    assert compare_main(base_path, base_path, [], console) == 0
-    assert compare_main(base_path, new_path, [], console) == 1
+    assert compare_command(base_path, [base_path], [], console) == 0
+    assert compare_command(base_path, [new_path], [], console) == 1
     text = console.export_text()
     assert "regressed" in text and "REGRESSION" in text and "c0: 3/3 -> 0/3" in text
-    assert compare_main(base_path, bad, [], console) == 2
-    assert compare_main(base_path, new_path, ["bogus"], console) == 2
+    assert compare_command(base_path, [bad], [], console) == 2
+    assert compare_command(base_path, [new_path], ["bogus"], console) == 2
     assert "unknown metric" in capsys.readouterr().err
 
 
@@ -245,3 +245,22 @@ def test_resample_weights_are_paired_counts() -> None:
     assert w.shape == (gate.RESAMPLES, 7) and (w.sum(axis=1) == 7).all()
     assert math.isclose(w.mean(), 1.0, rel_tol=0.01)
     np.testing.assert_array_equal(w, gate.resample_weights.__wrapped__(7))  # seed 0 repeats exactly
+
+
+def test_listed_cases_under_a_passing_gate_are_explained_in_one_line() -> None:
+    base = make_report({f"c{i}": [True] * 3 for i in range(10)})
+    new = make_report({"c0": [False] * 3, **{f"c{i}": [True] * 3 for i in range(1, 10)}})
+    gate = compare_reports(base, new)
+    assert [c["id"] for c in gate["regressed_cases"]] == ["c0"] and not gate["regression"]
+    row = next(r for r in gate["metrics"] if r["metric"] == "pass_at_1")
+    # delta = 0.9 - 1.0 = -0.1. A resample leaves c0 out with probability 0.9**10 = 0.35, far above the
+    # 1% of the bound's tail (alpha 0.05 / m 5), so the upper bound is 0.0; the distance is 0.0 - (-0.1).
+    assert row["delta"] == pytest.approx(-0.1) and row["ci"][1] == 0.0
+    assert row["min_detectable_drop"] == pytest.approx(0.1)
+    from agent_eval.report.gate_table import gate_notes
+
+    (line,) = [n for n in gate_notes(gate) if "no metric regressed" in n]
+    assert line.startswith("1 case(s) listed as regressed, but no metric regressed")
+    assert "pass_at_1 would have had to fall about 0.100 further than it did (delta -0.100)" in line
+    regressed = compare_reports(base, make_report({f"c{i}": [False] * 3 for i in range(10)}))
+    assert not [n for n in gate_notes(regressed) if "no metric regressed" in n]

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -203,10 +201,3 @@ def _decide(row: dict, deltas: np.ndarray, level: float) -> None:
     else:
         regressed, improved = lo > row["max_drop"], hi < 0
     row["verdict"] = "regressed" if regressed else "improved" if improved else "no significant change"
-
-
-def compare_main(base_path: str | Path, new_path: str | Path, gate_specs: list[str], console: Any) -> int:
-    """`agent-eval compare BASE NEW`: print the gate table; 1 on a regression, 2 on a bad report, else 0."""
-    from agent_eval.report.compare import compare_command
-
-    return compare_command(base_path, [new_path], gate_specs, console)
