@@ -28,7 +28,13 @@ from agent_eval.report.fmt import (  # noqa: F401  (re-exported: the section mod
     one_line,
     trim,
 )
-from agent_eval.report.reasons import case_reason, failure_lines, run_failure_reason
+from agent_eval.report.cases_section import (  # noqa: F401  (re-exported)
+    STATUS_STYLES,
+    case_pass_counts,
+    format_pass_rate,
+    render_cases,
+    render_failed_checks,
+)
 from agent_eval.score.metric_registry import label_of
 
 Report = dict[str, Any]
@@ -36,8 +42,6 @@ SectionRenderer = Callable[[Report, Console], None]
 
 NO_SUCCESSES = "no successes"
 
-STATUS_STYLES = {"passed": "green", "failed": "red", "error": "magenta", "skipped": "yellow", "not_run": "dim"}
-SHORT_CASE_LIST = 50  # above this many cases, the table lists only those that did not pass (-v lists all)
 
 EXIT_MEANINGS = {
     0: ("PASS", "green", "every selected case passed"),
@@ -68,20 +72,6 @@ def count_successes(report: Report) -> int:
         for run in case.get("runs") or []
         if run.get("status") != "error" and run.get("success")
     )
-
-
-def case_pass_counts(case: dict[str, Any]) -> tuple[int, int]:
-    """(c, n) of a case: n runs that did not end in error, c of them successful."""
-    counted = [run for run in case.get("runs") or [] if run.get("status") != "error"]
-    return sum(1 for run in counted if run.get("success")), len(counted)
-
-
-def format_pass_rate(case: dict[str, Any]) -> str:
-    """`2/3 (67%)`; `n/a` for a case with no counted run (skipped, or every run errored)."""
-    c, n = case_pass_counts(case)
-    if n == 0:
-        return NA
-    return f"{c}/{n} ({100 * c / n:.0f}%)"
 
 
 # ---------------------------------------------------------------- sections
@@ -249,74 +239,6 @@ def render_safety(report: Report, console: Console) -> None:
     rows.append(("escalated", text))
     console.print()
     _print_dimensions(console, [_dimension_table("Safety", rows)])
-
-
-def render_cases(report: Report, console: Console, verbose: bool = False) -> None:
-    """One row per case: id, status, pass rate, and why it failed, errored or was skipped.
-
-    Above SHORT_CASE_LIST cases only those that did not pass are listed, with a count of the others,
-    unless `verbose`. Reasons wrap, never cut: a CI log must hold the whole reason.
-    """
-    all_cases = report.get("cases") or []
-    cases = all_cases
-    if not verbose and len(all_cases) > SHORT_CASE_LIST:
-        cases = [c for c in all_cases if c.get("status") != "passed"]
-    hidden = len(all_cases) - len(cases)
-    if not cases:
-        console.print()
-        console.print(f"Cases: all {hidden:,} passed (-v lists them).", highlight=False)
-        return
-    table = Table(title="Cases", title_justify="left", title_style="bold", expand=False)
-    # Ids are what users grep and --filter on, so one is never cut: an id has no spaces, so it stays
-    # on one line unless it is wider than its column, and then it folds onto more lines. (no_wrap
-    # would forbid the fold, and an id wider than the terminal would push the other columns out.)
-    longest = max(len(str(c.get("id", ""))) for c in cases)
-    table.add_column("case", overflow="fold", min_width=min(longest, 40))
-    table.add_column("status", no_wrap=True, min_width=7)
-    table.add_column("pass rate", no_wrap=True, justify="right", min_width=10)
-    table.add_column("reason", overflow="fold", min_width=30)
-    for case in cases:
-        status = str(case.get("status") or "")
-        table.add_row(
-            Text(str(case.get("id"))),
-            Text(status, style=STATUS_STYLES.get(status, "")),
-            format_pass_rate(case),
-            Text(case_reason(case)),
-        )
-    console.print()
-    console.print(table)
-    if hidden:
-        console.print(f"{hidden:,} passed case(s) not listed (-v lists every case).", highlight=False)
-
-
-def render_failed_checks(report: Report, console: Console, verbose: bool = False) -> None:
-    """-v: every failed check of every failed or errored run, each on its own wrapped line."""
-    if not verbose:
-        return
-    lines: list[Text] = []
-    for case in report.get("cases") or []:
-        for run in case.get("runs") or []:
-            if run_failure_reason(run) is None:
-                continue
-            head = Text(f"{case.get('id')} #{run.get('trial')} ", style="bold")
-            head.append(str(run.get("status")), style=STATUS_STYLES.get(str(run.get("status")), ""))
-            lines.append(head)
-            for reason in run_failure_reasons(run):
-                lines.append(Text(f"  - {reason}"))
-    if lines:
-        console.print()
-        console.print(Text("Failed checks", style="bold"))
-        for line in lines:
-            console.print(line)
-
-
-def run_failure_reasons(run: dict[str, Any]) -> list[str]:
-    """Every reason one run did not succeed: its error, each failed check and judge verdict, its stop
-    reason, and the errors of its scorers."""
-    reasons = [f"error: {run['error']}"] if run.get("error") else []
-    reasons += failure_lines(run)
-    reasons += [f"scorer {name} raised: {message}" for name, message in (run.get("scorer_errors") or {}).items()]
-    return [one_line(r) for r in reasons]
 
 
 def verdict_text(report: Report) -> Text:
