@@ -64,7 +64,8 @@ def test_build_report_has_every_key_in_file_order_and_the_cases_exit_code() -> N
     report = build_report(run_id="r", created_at="t", suite="s", agent="x", model=None, cases_file="c.json",
                           settings={}, summary={}, cases=cases, interrupted=False)
     assert list(report) == ["schema_version", "run_id", "created_at", "suite", "agent", "model", "cases_file",
-                            "settings", "summary", "cases", "gate", "interrupted", "exit_code"]
+                            "settings", "summary", "cases", "gate", "interrupted", "stopped_early",
+                            "exit_code"]
     assert report["schema_version"] == 1 and report["exit_code"] == 1
     assert exit_code([{"status": "skipped"}]) == 2 and exit_code([]) == 0
     assert exit_code([{"status": "passed"}], regression=True) == 1
