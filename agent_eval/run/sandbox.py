@@ -141,11 +141,11 @@ class Sandbox:
         end = time.perf_counter()
         if self.closed:  # the run timed out while a sync agent's thread was inside this tool
             raise ToolError("the run has ended (timeout); this call was not recorded")
-        self._record(name, args, output, error, invalid, start, end)
+        self._record(name, args, output, error, invalid, start, end, error_tb)
         return output, error
 
     def _record(self, name: str, args: Any, output: str | None, error: str | None, invalid: str | None,
-                start: float, end: float) -> None:
+                start: float, end: float, error_tb: str | None = None) -> None:
         self.steps.append({
             "step": len(self.steps), "name": name, "args": args, "output": output, "error": error,
             "error_traceback": error_tb, "invalid_args": invalid, "latency_s": end - start,
