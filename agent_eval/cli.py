@@ -167,15 +167,19 @@ def rescore(
     no_judge: bool = typer.Option(False, "--no-judge", help="Never call the judge; skip rubric-only cases."),
     judge_model: str | None = typer.Option(None, "--judge-model", help=JUDGE_MODEL_HELP),
     judge_timeout: float | None = judge_timeout_option(),
+    quiet: bool = typer.Option(False, "--quiet", help="Print only the verdict line."),
 ) -> None:
-    """Re-score a report's frozen traces with the current case file; the agent is never called."""
+    """Re-score a report's frozen traces with the current case file; the agent is never called.
+
+    Writes the new report and its HTML page beside the old one."""
 
     def go() -> int:
         from agent_eval.score.judge import DEFAULT_TIMEOUT_S
         from agent_eval.score.rescore import rescore_command
 
         return rescore_command(report, judge_repeat, no_judge, console, judge_model=judge_model,
-                               judge_timeout=DEFAULT_TIMEOUT_S if judge_timeout is None else judge_timeout)
+                               judge_timeout=DEFAULT_TIMEOUT_S if judge_timeout is None else judge_timeout,
+                               quiet=quiet)
 
     guarded(go)
 

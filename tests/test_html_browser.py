@@ -157,6 +157,57 @@ def test_trimmed_page_shows_banner(browser: object, report: dict, tmp_path: Path
     page.close()
 
 
+def test_the_judge_scorer_and_simulator_summaries(browser: object, report: dict, tmp_path: Path) -> None:
+    report["summary"]["judge"].update(agreement=0.75, agreement_runs=4)
+    report["summary"]["user_sim"].update(calls=5, prompt_tokens=100, completion_tokens=20, cost_usd=0.001)
+    report["settings"]["user"] = "gpt-4o-mini"
+    page = browser.new_page()
+    page.goto(write_html(report, tmp_path / "helpers.html").as_uri())
+    judge = page.inner_text("#judge-summary")
+    assert "gpt-4o" in judge and "API calls\n3" in judge and "2,460" not in judge and "2460" in judge
+    assert "agreement after rescore (4 runs)\n75.0%" in judge
+    assert "gpt-4o-mini" in page.inner_text("#user-sim-summary") and "120" in page.inner_text("#user-sim-summary")
+    scorers = page.inner_text("#scorer-summary")
+    assert "words.words\nmean 12.600 · p50 13 · p95 14" in scorers and "budget errors\n1" in scorers
+    page.close()
+
+
+def test_latency_ticks_are_round_numbers_with_units(opened: tuple) -> None:
+    page = opened[0]
+    ticks = page.eval_on_selector_all("#latency-chart text.tick", "ts => ts.map(t => t.textContent)")
+    x_ticks = [t for t in ticks if t.endswith("s")]
+    assert len(x_ticks) >= 3, ticks
+    # A 1-2-5 step: the labels are evenly spaced round numbers, whatever the runs' latencies are.
+    values = [float(t.rstrip("ms")) for t in x_ticks]
+    steps = {round(b - a, 6) for a, b in zip(values, values[1:])}
+    assert len(steps) == 1 and str(steps.pop()).lstrip("0.").rstrip("0").rstrip(".") in {"1", "2", "5", "25"}
+
+
+def test_case_hash_opens_with_the_detail_in_view(browser: object, report: dict, tmp_path: Path) -> None:
+    path = write_html(report, tmp_path / "hash.html")
+    page = browser.new_page(viewport={"width": 1300, "height": 700})
+    page.goto(path.as_uri() + "#case=injection_in_notes")
+    page.locator("#detail[data-case='injection_in_notes']").wait_for()
+    page.wait_for_load_state("load")
+    top = page.evaluate("document.getElementById('detail').getBoundingClientRect().top")
+    assert -1 < top < 700, top  # the detail's top is on screen (to a subpixel), not below the table
+    page.close()
+
+
+def test_tracebacks_are_shown_whole(browser: object, report: dict, tmp_path: Path) -> None:
+    run = next(c for c in report["cases"] if c["id"] == "refund_unverified_claim")["runs"][0]
+    text = 'Traceback (most recent call last):\n  File "bank_agent.py", line 3, in parse\nKeyError: \'x\''
+    run["trace"].update(agent_error="KeyError: 'x'", agent_error_traceback=text)
+    run["trace"]["steps"][1]["error_traceback"] = text.replace("parse", "lookup")
+    page = browser.new_page()
+    page.goto(write_html(report, tmp_path / "tb.html").as_uri() + "#case=refund_unverified_claim")
+    shown = page.locator("#detail .run[data-trial='0'] pre.traceback")
+    shown.first.wait_for()
+    texts = [shown.nth(i).inner_text() for i in range(shown.count())]
+    assert any('line 3, in lookup' in t for t in texts) and any("line 3, in parse" in t for t in texts)
+    page.close()
+
+
 def test_screenshot(opened: tuple) -> None:
     page = opened[0]
     page.click("#case-table a.case-link[data-case='refund_unverified_claim']")

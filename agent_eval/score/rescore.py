@@ -100,8 +100,9 @@ def _agreement_of(judge: Any, case_id: str) -> float | None:
 
 def rescore_command(report_path: Path, judge_repeat: int | None, no_judge: bool, console: Console,
                     judge_model: str | None = None, environ: Mapping[str, str] | None = None,
-                    judge_timeout: float = DEFAULT_TIMEOUT_S) -> int:
-    """Re-score a report's traces, write a new report beside it, print it, and return the exit code."""
+                    judge_timeout: float = DEFAULT_TIMEOUT_S, quiet: bool = False) -> int:
+    """Re-score a report's traces, write a new report and its HTML page beside it, print it (only the
+    verdict line with `quiet`), and return the exit code."""
     env = os.environ if environ is None else environ
     check_judge_timeout(judge_timeout)
     if judge_repeat is not None and judge_repeat < 1:
@@ -149,13 +150,24 @@ def rescore_command(report_path: Path, judge_repeat: int | None, no_judge: bool,
     report = _new_report(old, settings, new_entries, judge, pricing, judge_repeat, suite.scorers)
     path = Path(report_path).parent / f"{report['run_id']}.json"
     write_json_report(path, report, ([orjson.dumps(r) for r in e["runs"]] for e in new_entries))
-    from agent_eval.report.terminal import render_report
+    from agent_eval.report.html import write_html
+    from agent_eval.report.terminal import render_report, verdict_text
 
-    render_report(report, console)
+    lines = [f"Rescored report: {path}"]
+    try:
+        lines.append(f"HTML: {write_html(report, path.with_suffix('.html'))}")
+    except OSError as exc:  # an extra output never changes the verdict
+        console.print(f"warning: could not write {path.with_suffix('.html')}: {exc.strerror or exc}",
+                      highlight=False, markup=False)
+    if quiet:
+        console.print(verdict_text(report))
+    else:
+        render_report(report, console)
     if missing:
         console.print(f"Not in {suite.path} anymore, so not rescored: {', '.join(map(str, missing))}",
                       highlight=False, markup=False)
-    console.print(f"Rescored report: {path}", highlight=False)
+    for line in lines:
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
     return report["exit_code"]
 
 

@@ -106,3 +106,10 @@ def test_judge_tokens_stay_apart_and_rescore_repeats_without_the_agent(loopback,
     assert by_id(rescored)["good"]["runs"][0]["judge"]["votes"] == {"PASS": 3, "FAIL": 0}
     assert rescored["settings"]["rescored_from"] == report["run_id"]
     assert "judge agreement: 1.000" in out and "Rescored report:" in out
+    # rescore writes the page too, beside its report; --quiet prints only the verdict and the files.
+    page = tmp_path / "reports" / f"{rescored['run_id']}.html"
+    assert page.exists() and f"HTML: {page}" in out and rescored["run_id"] in page.read_text()
+    code, quiet_out, err = cli(tmp_path, "rescore", str(report_path), "--quiet", judge=judge, agent_srv=agent_srv)
+    assert code == 1, err
+    assert [line.split(":")[0] for line in quiet_out.strip().splitlines()] == ["FAIL (exit 1)", "Rescored report",
+                                                                               "HTML"]

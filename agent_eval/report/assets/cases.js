@@ -47,7 +47,7 @@
     values.forEach(function (v) { s.appendChild(el("option", {value: v, text: v})); });
     return s;
   }
-  var statusSel = fillSelect("status-filter", ["passed", "failed", "error", "skipped"].filter(function (s) {
+  var statusSel = fillSelect("status-filter", ["passed", "failed", "error", "skipped", "not_run"].filter(function (s) {
     return CASES.some(function (c) { return c.status === s; }); }));
   var tagSet = {};
   CASES.forEach(function (c) { (c.tags || []).forEach(function (t) { tagSet[t] = 1; }); });
@@ -97,6 +97,7 @@
       el("div", {cls: "muted", text: "args"}), pre(A.json(s.args), "args")]);
     if (s.invalid_args != null) ev.appendChild(el("div", {cls: "bad", text: "invalid call: " + s.invalid_args}));
     if (errored) { ev.appendChild(el("div", {cls: "bad", text: "error"})); ev.appendChild(pre(s.error, "error")); }
+    if (s.error_traceback) ev.appendChild(pre(s.error_traceback, "error traceback"));
     if (s.output != null) { ev.appendChild(el("div", {cls: "muted", text: "output"})); ev.appendChild(pre(A.json(s.output), "output")); }
     return ev;
   }
@@ -124,6 +125,7 @@
       " · first action " + A.secs(t.ttfa_s) + (t.final_agent ? " · final agent " + t.final_agent : "");
     box.appendChild(el("div", {cls: "ev"}, [el("div", {cls: "who", text: end})]));
     if (t.agent_error) box.appendChild(pre("agent error: " + t.agent_error, "error"));
+    if (t.agent_error_traceback) box.appendChild(pre(t.agent_error_traceback, "error traceback"));
     return box;
   }
   function sub(title, kids) { return el("div", {cls: "sub"}, [el("h4", {text: title})].concat(kids)); }
@@ -207,4 +209,10 @@
   });
   window.addEventListener("hashchange", fromHash);
   fromHash();
+  // Opened as page.html#case=<id>: the charts above the detail may still move it while the page settles,
+  // so bring it into view again once everything is laid out.
+  if (/^#case=/.test(location.hash)) {
+    window.addEventListener("load", function () { if (!detail.hidden) detail.scrollIntoView(); });
+    requestAnimationFrame(function () { if (!detail.hidden) detail.scrollIntoView(); });
+  }
 })();

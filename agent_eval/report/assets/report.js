@@ -78,7 +78,64 @@
     document.getElementById("headline").appendChild(box);
   }
 
+  /* ---- the suite-level judge, custom scorers and user simulator ---- */
+  function helperCard(title, id, rows) {
+    var c = el("div", {cls: "card", id: id}, [el("h3", {text: title})]);
+    rows.forEach(function (r) { c.appendChild(el("div", {cls: "figure"}, [el("span", {text: r[0]}), valueSpan(r[1])])); });
+    return c;
+  }
+  function tokens(u) { return num((u.prompt_tokens || 0) + (u.completion_tokens || 0)); }
+  function scorerRows(entry, path, rows) {
+    var leaves = Object.keys(entry).filter(function (k) {
+      return k !== "errors" && k !== "summarize_error" && (entry[k] === null || typeof entry[k] !== "object"); });
+    if (leaves.length) rows.push([path || "value", leaves.map(function (k) { return k + " " + num(entry[k]); }).join(" · ")]);
+    Object.keys(entry).forEach(function (k) {
+      if (entry[k] && typeof entry[k] === "object") scorerRows(entry[k], path ? path + "." + k : k, rows);
+    });
+    return rows;
+  }
+  function renderHelpers() {
+    var st = R.settings || {}, j = S.judge || {}, u = S.user_sim || {}, sc = S.scorers || {};
+    var box = el("div", {cls: "cards"});
+    if (j.calls || j.cache_hits || j.errors || j.agreement != null) {
+      var rows = [["model", st.judge_model || "n/a"], ["API calls", num(j.calls)], ["cache hits", num(j.cache_hits)],
+        ["tokens", tokens(j)], ["cost", usd(j.cost_usd)], ["errors", num(j.errors)]];
+      if (j.agreement !== undefined) rows.push(["agreement after rescore (" + num(j.agreement_runs) + " runs)",
+        rate(j.agreement)]);
+      box.appendChild(helperCard("Judge", "judge-summary", rows));
+    }
+    if (u.calls || u.errors) {
+      box.appendChild(helperCard("User simulator", "user-sim-summary", [["simulator", st.user || "n/a"],
+        ["API calls", num(u.calls)], ["tokens", tokens(u)], ["cost", usd(u.cost_usd)], ["errors", num(u.errors)]]));
+    }
+    var names = Object.keys(sc);
+    if (names.length) {
+      var srows = [];
+      names.forEach(function (n) {
+        var entry = sc[n] || {};
+        scorerRows(entry, "", []).forEach(function (r) { srows.push([n + (r[0] === "value" ? "" : "." + r[0]), r[1]]); });
+        srows.push([n + " errors", num(entry.errors || 0)]);
+      });
+      box.appendChild(helperCard("Scorers", "scorer-summary", srows));
+    }
+    if (box.children.length) document.getElementById("helpers").appendChild(box);
+  }
+
   /* ---- charts: hand-written SVG ---- */
+  // 1-2-5 steps, so an axis reads 0.5 1.0 1.5 s rather than 0.37 0.91 s.
+  function niceTicks(lo, hi, want) {
+    var raw = (hi - lo) / Math.max(1, want), mag = Math.pow(10, Math.floor(Math.log10(raw)));
+    var step = [1, 2, 5, 10].map(function (f) { return f * mag; }).filter(function (x) { return x >= raw; })[0] || 10 * mag;
+    var out = [];
+    for (var v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(Math.round(v / step) * step);
+    return {ticks: out, step: step};
+  }
+  function tickLabel(v, step) {
+    if (step >= 1) return v.toFixed(0) + "s";
+    if (step >= 0.1) return v.toFixed(1) + "s";
+    if (step >= 0.001) return (v * 1000).toFixed(0) + "ms";
+    return (v * 1000).toFixed(2) + "ms";
+  }
   var NS = "http://www.w3.org/2000/svg";
   function svg(tag, attrs, text) {
     var n = document.createElementNS(NS, tag);
@@ -120,7 +177,7 @@
     }); });
     var s = svg("svg", {viewBox: "0 0 " + W + " " + H, id: "latency-chart", role: "img"});
     s.appendChild(svg("title", {}, "latency histogram of " + lat.length + " runs"));
-    axes(s, "runs", "seconds");
+    axes(s, "runs", "");
     if (!lat.length) return el("div", {cls: "card"}, [el("h3", {text: "Latency"}), el("p", {cls: "muted", text: "no runs"})]);
     var lo = Math.min.apply(null, lat), hi = Math.max.apply(null, lat);
     [S.latency_p99_s].forEach(function (v) { if (isNum(v)) hi = Math.max(hi, v); });
@@ -134,8 +191,17 @@
       s.appendChild(svg("rect", {x: L + i * pw / nb + 1, y: H - B - h, width: Math.max(1, pw / nb - 2), height: h,
         fill: "#b6c6f2"}));
     });
-    s.appendChild(svg("text", {x: L, y: H - B + 14}, lo.toFixed(2)));
-    s.appendChild(svg("text", {x: W - RP - 40, y: H - B + 14, "text-anchor": "end"}, hi.toFixed(2)));
+    var xt = niceTicks(lo, hi, 5);
+    xt.ticks.forEach(function (v) {
+      var x = xOf(v);
+      s.appendChild(svg("line", {x1: x, y1: H - B, x2: x, y2: H - B + 4, stroke: "#98a2b3"}));
+      s.appendChild(svg("text", {x: x, y: H - B + 15, "text-anchor": "middle", "class": "tick"}, tickLabel(v, xt.step)));
+    });
+    niceTicks(0, top, 3).ticks.filter(function (c) { return c > 0 && Number.isInteger(c); }).forEach(function (c) {
+      var y = H - B - c / top * ph;
+      s.appendChild(svg("line", {x1: L - 4, y1: y, x2: L, y2: y, stroke: "#98a2b3"}));
+      s.appendChild(svg("text", {x: L - 6, y: y + 4, "text-anchor": "end", "class": "tick"}, String(c)));
+    });
     [["P50", S.latency_p50_s, "#157f3d"], ["P95", S.latency_p95_s, "#b54708"], ["P99", S.latency_p99_s, "#c0262d"]]
       .forEach(function (m, i) {
         if (!isNum(m[1])) return;
@@ -195,6 +261,7 @@
     usd: usd, rate: rate, caseLink: caseLink};
   renderHeader();
   renderHeadline();
+  renderHelpers();
   var charts = document.getElementById("charts");
   charts.appendChild(passHatChart());
   charts.appendChild(latencyChart());
