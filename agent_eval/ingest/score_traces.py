@@ -36,6 +36,7 @@ class ScoredRuns:
         self.simulator = None  # scoring never plays a user
         self.stopped_early = False  # every recorded run is scored
         self.models_used: set[str] = set()  # every model whose tokens a recorded run holds (settings.prices)
+        self.skipped_names: dict[str, int] = {}  # a skipped check's name -> the runs it was skipped in
         self._entries: list[dict[str, Any]] = []
         self._offsets: list[list[tuple[int, int]]] = []
 
@@ -44,6 +45,9 @@ class ScoredRuns:
         self.models_used.update(c.get("model") or self.scoring.model for run in runs
                                 for c in run["trace"].get("llm_calls") or () if c.get("model") or self.scoring.model)
         lite = [lite_run(run, case) for run in runs]
+        for run in runs:
+            for check in run.get("skipped_checks") or ():
+                self.skipped_names[check["name"]] = self.skipped_names.get(check["name"], 0) + 1
         if skip is not None:
             status, pass_rate = "skipped", None
         else:
@@ -193,6 +197,10 @@ def score_command(flags: dict[str, Any], console: Console, err: Console) -> int:
     finally:
         journal.close()
     code = finish(scored_runs, suite, cfg, cfg.agent, run_id, created_at, False, console, err)
+    if scored_runs.skipped_names:
+        shown = ", ".join(f"{name} ({n} run{'s' if n != 1 else ''})" for name, n in scored_runs.skipped_names.items())
+        console.print(f"Skipped for want of a recorded environment: {shown}", highlight=False, markup=False,
+                      soft_wrap=True)
     if without:
         console.print(f"{without} case{'s' if without != 1 else ''} had no trace", highlight=False)
     return code

@@ -119,6 +119,7 @@ def test_score_gives_the_metrics_a_run_would_give(tmp_path):
                  "--junit", tmp_path / "junit.xml", "--markdown", tmp_path / "summary.md", cwd=tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr  # case "refund" failed its trajectory
     assert "1 case had no trace" in flat(result.stdout)
+    assert "Skipped for want of a recorded environment: env:orders.1.status:equals (1 run)" in flat(result.stdout)
     assert f"trace {TID_E}" in flat(result.stderr) and "match no case" in flat(result.stderr)
     report = only_report(out)
     by_id = {c["id"]: c for c in report["cases"]}
