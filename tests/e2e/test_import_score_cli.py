@@ -116,8 +116,9 @@ def case_file(tmp_path: Path, **suite) -> Path:
 def test_score_gives_the_metrics_a_run_would_give(tmp_path):
     out = tmp_path / "out"
     result = cli("score", traces_file(tmp_path), "--cases", case_file(tmp_path), "--output-dir", out,
-                 "--junit", tmp_path / "junit.xml", "--markdown", tmp_path / "summary.md", cwd=tmp_path)
+                 "--junit", tmp_path / "junit.xml", "--markdown", tmp_path / "summary.md", "-v", cwd=tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr  # case "refund" failed its trajectory
+    assert "Failed checks refund #0 failed - trajectory:" in flat(result.stdout)  # -v, as for run
     assert "1 case had no trace" in flat(result.stdout)
     assert "Skipped for want of a recorded environment: env:orders.1.status:equals (1 run)" in flat(result.stdout)
     assert f"trace {TID_E}" in flat(result.stderr) and "match no case" in flat(result.stderr)
