@@ -173,10 +173,9 @@ async def complete(base_url: str | None, api_key: str | None, body: dict[str, An
         if timeout_s is None:
             raw = await _post(client, body)
         else:
-            try:
-                async with asyncio.timeout(timeout_s):
-                    raw = await _post(client, body)
-            except TimeoutError:
+            try:  # wait_for, not asyncio.timeout: Python 3.10 is supported
+                raw = await asyncio.wait_for(_post(client, body), timeout_s)
+            except asyncio.TimeoutError:
                 raise ProviderError(f"no answer within {timeout_flag} {timeout_s:g}s"
                                     f"{_where(client, body, count[0])}") from None
     except ProviderError:
@@ -184,8 +183,9 @@ async def complete(base_url: str | None, api_key: str | None, body: dict[str, An
     except Exception as exc:
         import openai
 
-        if not isinstance(exc, openai.OpenAIError):  # the transport's own (an odd URL, say): still the provider's
-            raise ProviderError(f"{type(exc).__name__}: {_shorten(str(exc))}{_where(client, body, count[0])}") from exc
+        if not isinstance(exc, openai.OpenAIError):  # the transport's own (an odd URL, say): the provider's
+            where = _where(client, body, count[0])
+            raise ProviderError(f"{type(exc).__name__}: {_shorten(str(exc))}{where}") from exc
         name, message = type(exc).__name__, str(exc)
         if isinstance(exc, openai.APITimeoutError) and _was_refused(exc):
             name, message = "APIConnectionError", "Connection error"  # see _was_refused
@@ -203,7 +203,7 @@ def _was_refused(exc: BaseException) -> bool:
     aiohttp connection error, a refused connection included, to a connect timeout."""
     link: BaseException | None = exc
     while link is not None:
-        if type(link).__module__.startswith("aiohttp") and isinstance(link, OSError | ConnectionError):
+        if type(link).__module__.startswith("aiohttp") and isinstance(link, OSError):
             return not isinstance(link, TimeoutError)
         if type(link).__name__ == "ServerDisconnectedError":
             return True
