@@ -96,6 +96,10 @@ def run(
     last_failed: bool = typer.Option(False, "--last-failed", "--lf",
                                      help="Run only the cases that failed or errored in the last run."),
     exitfirst: bool = typer.Option(False, "--exitfirst", "-x", help="Stop taking new runs after the first failure."),
+    workers: int | None = typer.Option(None, "--workers", help="Worker processes sharing --concurrency (default 1)."),
+    ray: bool = typer.Option(False, "--ray", help="Place the workers on Ray (pip install 'agent-eval[ray]')."),
+    ray_address: str | None = typer.Option(None, "--ray-address", help="Join this Ray cluster (implies --ray)."),
+    ray_runtime_env: str | None = typer.Option(None, "--ray-runtime-env", help="Ray's runtime_env, as JSON."),
 ) -> None:
     """Run the suite: every selected case k times, scored, reported, with a CI exit code."""
     flags = dict(cases=cases, filter=filter, repeat=repeat, threshold=threshold, no_judge=no_judge,
@@ -103,7 +107,8 @@ def run(
                  baseline=baseline, junit=junit, markdown=markdown, no_html=no_html,
                  agent=agent, model=model, base_url=base_url, concurrency=concurrency, max_steps=max_steps,
                  timeout=timeout, output_dir=output_dir, quiet=quiet, judge_model=judge_model,
-                 no_cache=no_cache, user=user, user_model=user_model, judge_timeout=judge_timeout)
+                 no_cache=no_cache, user=user, user_model=user_model, judge_timeout=judge_timeout,
+                 workers=workers, ray=ray, ray_address=ray_address, ray_runtime_env=ray_runtime_env)
     # --resume compares only the flags typed on the command line with the run's stored settings.
     flags.update(resume=resume, explicit={name for name in flags if _is_explicit(ctx, name)})
 

@@ -256,7 +256,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bare-child", nargs=3, metavar=("BASE_URL", "CASES", "CONCURRENCY"),
                         help=argparse.SUPPRESS)
     parser.add_argument("--lean", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--throughput", action="store_true",
+                        help="Completions/s at --workers 1, --workers 2 and --ray (bench/throughput.py).")
+    parser.add_argument("--no-ray", action="store_true", help="--throughput without the Ray configuration.")
     args = parser.parse_args(argv)
+    if args.throughput:
+        from bench.throughput import throughput_main
+
+        if "--cases" not in (argv if argv is not None else sys.argv):
+            args.cases = 2000
+        if "--concurrency" not in (argv if argv is not None else sys.argv):
+            args.concurrency = 32
+        return throughput_main(args)
     if args.bare_child:
         bare_child(args.bare_child[0], args.bare_child[1], int(args.bare_child[2]), lean=args.lean)
         return 0

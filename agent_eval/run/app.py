@@ -13,13 +13,12 @@ from rich.console import Console
 from rich.markup import escape
 
 from agent_eval import llm
-from agent_eval.run.agents import load_agent
 from agent_eval.suite.cases import load_suite, select_cases, skip_reason
 from agent_eval.run.config import DEFAULTS, RunConfig, require_llm, resolve
 from agent_eval.errors import ConfigError
 from agent_eval.run.interrupt import Interrupts
 from agent_eval.run.journal import Journal, append_usage, read_usage
-from agent_eval.score.judge import build_judge, judge_summary, needs_judge, require_judge
+from agent_eval.score.judge import needs_judge, require_judge
 from agent_eval.report.baseline import gate_against, resolve_baseline, validate_baseline
 from agent_eval.report.outputs import write_extras
 from agent_eval.report.files import write_json_report
@@ -27,10 +26,8 @@ from agent_eval.report.model import EXIT_INTERRUPTED, build_report, exit_code, n
 from agent_eval.run.runner import Runner
 from agent_eval.score.metrics import summarize
 from agent_eval.run.scenario import require_user
-from agent_eval.run.simulator import build_simulator
-from agent_eval.score.pipeline import ScoringContext
-from agent_eval.run.simulator import user_sim_summary
 from agent_eval.score.prices import price_sources
+from agent_eval.run.worker import WorkerInit, build_parts
 from agent_eval.score.usage import add_summaries
 
 INTERRUPTED = EXIT_INTERRUPTED
@@ -115,30 +112,28 @@ def run_command(flags: dict[str, Any], console: Console, err: Console) -> int:
             err.print(warning, highlight=False, markup=False, soft_wrap=True)
     agent_dir = Path(flags["agent_dir"]) if flags.get("agent_dir") else (
         suite.base_dir if flags.get("agent") is None else Path.cwd())
-    agent = load_agent(cfg.agent, agent_dir,
-                       {"model": cfg.model, "base_url": cfg.base_url, "api_key": cfg.api_key,
-                        "max_steps": cfg.max_steps})
-    simulator = build_simulator(cfg.user_sim)
+    agent, simulator, scoring = build_parts(suite, cases, cfg, agent_dir)
     try:
         cfg.output_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"cannot create the output directory {cfg.output_dir} ({exc.strerror or exc}); "
                           "pass --output-dir with a writable folder.") from None
+    pool = None
+    if cfg.workers != 1 or cfg.ray:  # started here, so that a cluster that cannot be joined is exit 2
+        pool = open_pool(cfg, WorkerInit(cfg.cases_file, digest, [c["id"] for c in cases], cfg,
+                                         agent_dir.resolve()))
     run_id = resumed.run_id if resumed else new_run_id()
     created_at = resumed.created_at if resumed else now_iso()
     journal = Journal(cfg.output_dir / f"{run_id}.jsonl",
                       {"run_id": run_id, "created_at": created_at, "settings": cfg.settings(),
                        "cases_file": str(cfg.cases_file), "agent_dir": str(agent_dir.resolve()),
                        "cases_sha256": digest})
-    judge = build_judge(cfg.judge, cfg.judge_model, cfg.judge_base_url, cfg.judge_api_key, cfg.no_cache,
-                        cases, timeout_s=cfg.judge_timeout)
-    scoring = ScoringContext(pricing=suite.settings.get("pricing") or {}, model=cfg.model, judge=judge)
-    scoring.scorers = suite.scorers
     progress = _progress(console, cfg)
     runner = Runner(suite, cases, cfg, agent, scoring, journal,
                     on_run_done=(lambda: progress.update(progress.task_ids[0], description=RUNNING, advance=1))
                     if progress else None)
     runner.simulator = simulator
+    runner.pool = pool
     if resumed:
         resumed.restore(runner.restore)
     with Interrupts() as interrupts:
@@ -156,6 +151,18 @@ def run_command(flags: dict[str, Any], console: Console, err: Console) -> int:
         return finish(runner, suite, cfg, agent.name, run_id, created_at, interrupted, console, err)
 
 
+def open_pool(cfg: RunConfig, init: WorkerInit) -> Any:
+    """The workers of --workers N (local processes) or --ray (actors); nothing starts before the run."""
+    if cfg.ray:
+        from agent_eval.run.ray_hosts import open_ray_pool
+
+        return open_ray_pool(cfg, init, cfg.output_dir)
+    from agent_eval.run.pool import ProcessHost, WorkerPool, split_concurrency
+
+    slots = split_concurrency(cfg.concurrency, cfg.workers)
+    return WorkerPool([ProcessHost(number, n, init) for number, n in enumerate(slots)])
+
+
 def finish(runner: Runner, suite: Any, cfg: RunConfig, agent_name: str, run_id: str, created_at: str,
            interrupted: bool, console: Console, err: Console) -> int:
     """Write the reports and print the verdict; a second Ctrl-C here exits at once."""
@@ -168,8 +175,7 @@ def finish(runner: Runner, suite: Any, cfg: RunConfig, agent_name: str, run_id: 
                               interrupted=interrupted,
                               stopped_early=runner.stopped_early and not interrupted)
         pricing = suite.settings.get("pricing")
-        spent = {"judge": judge_summary(runner.scoring.judge, pricing),
-                 "user_sim": user_sim_summary(runner.simulator, pricing)}
+        spent = runner.spent(pricing)
         earlier = read_usage(runner.journal.path)  # what earlier processes of a resumed run spent
         append_usage(runner.journal.path, spent)
         for key in spent:

@@ -52,6 +52,10 @@ class RunConfig:
     verbose: bool = False
     exitfirst: bool = False  # -x: stop taking new runs after the first failed run
     last_failed: list[str] | None = None  # the ids --lf selected
+    workers: int = 1  # --workers N: 1 plays every run in this process, as always
+    ray: bool = False
+    ray_address: str | None = None  # None under --ray: a new local Ray instance, started and stopped
+    ray_runtime_env: dict[str, Any] | None = None
 
     def settings(self) -> dict[str, Any]:
         """The report's `settings` block: no keys, no secrets (URLs are shown with theirs replaced by ***)."""
@@ -64,6 +68,7 @@ class RunConfig:
             "agent": self.agent, "model": self.model, "sources": dict(self.sources),
             "last_failed": self.last_failed,
             **({"scored_from": self.source} if self.source else {}),
+            "workers": self.workers, "ray": (self.ray_address or "local") if self.ray else None,
         }
 
 
@@ -135,8 +140,49 @@ def resolve(flags: Mapping[str, Any], suite: Suite, environ: Mapping[str, str] |
         raise ConfigError("--gate needs --baseline REPORT (or --baseline last): a gate compares this run "
                           "with a baseline run.")
     cfg.verbose, cfg.exitfirst = bool(flags.get("verbose")), bool(flags.get("exitfirst"))
+    _resolve_workers(cfg, flags)
     _check_ranges(cfg)
     return cfg
+
+
+def _resolve_workers(cfg: RunConfig, flags: Mapping[str, Any]) -> None:
+    """--workers, --ray, --ray-address, --ray-runtime-env; an address or a runtime env implies --ray."""
+    cfg.ray = bool(flags.get("ray") or flags.get("ray_address") or flags.get("ray_runtime_env"))
+    cfg.ray_address = flags.get("ray_address") or None
+    workers = flags.get("workers")
+    cfg.workers = int(workers) if workers is not None else (0 if cfg.ray else 1)  # 0: Ray's CPU count
+    cfg.sources["workers"] = "flag" if workers is not None else "default"
+    cfg.sources["ray"] = "flag" if cfg.ray else "default"
+    if workers is not None and cfg.workers < 1:
+        raise ConfigError(f"--workers must be at least 1 (got {cfg.workers}).")
+    if cfg.ray:
+        require_ray()
+    raw = flags.get("ray_runtime_env")
+    if raw is None:
+        return
+    import orjson
+
+    try:
+        env = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ConfigError(f"--ray-runtime-env is not valid JSON ({exc}); give a JSON object such as "
+                          "'{\"pip\": [\"requests\"], \"env_vars\": {\"A\": \"1\"}}'.") from None
+    if not isinstance(env, dict):
+        raise ConfigError("--ray-runtime-env must be a JSON object (Ray's runtime_env: pip, env_vars, "
+                          "py_modules, ...).")
+    if "working_dir" in env:
+        raise ConfigError("--ray-runtime-env may not set working_dir: the case file's folder is the job's "
+                          "working_dir; give other code with \"py_modules\".")
+    cfg.ray_runtime_env = env
+
+
+def require_ray() -> None:
+    """Exit 2 before anything runs when --ray is asked for and Ray is not installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        raise ConfigError("--ray needs Ray, which is not installed: pip install 'agent-eval[ray]' (or run "
+                          "without --ray; --workers N needs nothing beyond Python).")
 
 
 def _check_ranges(cfg: RunConfig) -> None:

@@ -33,7 +33,10 @@ class Journal:
 
     def append(self, case_id: str, trial: int, run: dict[str, Any]) -> tuple[int, int]:
         """Write one run; returns (offset, length) of the run's JSON inside the file."""
-        run_bytes = orjson.dumps(run)
+        return self.append_json(case_id, trial, orjson.dumps(run))
+
+    def append_json(self, case_id: str, trial: int, run_bytes: bytes) -> tuple[int, int]:
+        """Write one run already encoded as JSON (by a worker); returns (offset, length) as `append`."""
         prefix = run_prefix(case_id, trial)
         offset = self._file.tell() + len(prefix)
         self._file.write(prefix + run_bytes + b"}\n")

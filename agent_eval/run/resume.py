@@ -15,7 +15,8 @@ from agent_eval.llm import redact_url, restore_url
 from agent_eval.run.journal import drop_torn_tail, scan_runs
 
 # Flags that never change results: they always come from the command line of the resumed run.
-FROM_COMMAND_LINE = {"concurrency", "quiet", "output_dir", "resume"}
+FROM_COMMAND_LINE = {"concurrency", "quiet", "output_dir", "resume", "workers", "ray", "ray_address",
+                     "ray_runtime_env"}
 
 
 def _same_path(given: Any, stored: Any) -> bool:

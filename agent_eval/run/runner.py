@@ -15,7 +15,10 @@ from agent_eval.run.episode import play_run
 from agent_eval.run.journal import FLUSH_EVERY_S, Journal
 from agent_eval.score.metrics import case_status
 from agent_eval.run.sandbox import EnvTemplate, replay_expected_tools
+from agent_eval.score.judge import judge_summary
 from agent_eval.score.pipeline import ScoringContext, score_run
+from agent_eval.score.usage import add_summaries
+from agent_eval.run.simulator import user_sim_summary
 
 
 CANCEL_GRACE_S = 3.0
@@ -81,6 +84,8 @@ class Runner:
 
             self.servers = ServerPool(suite.servers, cfg.timeout)
         self._cursor = 0
+        self._indexed: Iterator[tuple[int, int]] | None = None
+        self.pool: Any = None  # agent_eval.run.pool.WorkerPool under --workers N or --ray
         self._stopping = False
         self.stopped_early = False  # -x saw a failed run and took no new runs after it
         self.models_used: set[str] = set()  # every model whose tokens a run recorded (settings.prices)
@@ -149,9 +154,33 @@ class Runner:
             # One set per run taken, for the run after it: each run then finds the set started for it.
             self.servers.prestart(self._env_blob(upcoming))
 
+    def take(self, n: int) -> list[tuple[int, int]]:
+        """Up to n pending (slot index, trial) pairs in case order; fewer only when no more will come."""
+        if self._indexed is None:
+            self._indexed = self._work_indexed()
+        pairs = []
+        for pair in self._indexed:
+            pairs.append(pair)
+            if len(pairs) == n:
+                break
+        return pairs
+
+    def _work_indexed(self) -> Iterator[tuple[int, int]]:
+        for index, slot in enumerate(self.slots):
+            if slot.skip is None:
+                while slot.trials and not self._stopping:
+                    yield index, slot.trials.pop(0)
+
+    def stop_taking_runs(self) -> None:
+        """No run starts after this (Ctrl-C, -x); runs in flight finish."""
+        self._stopping = True
+
     async def run(self) -> None:
-        """Run every pending (case, trial); cancellation (Ctrl-C) leaves finished runs journaled."""
-        work = self._work()
+        """Run every pending (case, trial); cancellation (Ctrl-C) leaves finished runs journaled.
+
+        Here, or on the worker processes or Ray actors of `self.pool` (--workers N, --ray): either way
+        this process alone journals, so the rest of the run does not know where the runs were played.
+        """
         gc.collect()
         gc.freeze()  # the suite and its envs are long-lived: keep the collector from rescanning them
         # Each run's env copy allocates an object per JSON value (hundreds of thousands for a large env),
@@ -160,9 +189,25 @@ class Runner:
         # GC_EVERY_RUNS finished runs, for the few cycles (exceptions, asyncio internals) left behind.
         gc_was_enabled = gc.isenabled()
         gc.disable()
+        try:
+            if self.pool is not None:
+                await self.pool.run(self)
+            else:
+                await self._run_here()
+        finally:
+            self._stopping = True
+            if self.servers is not None:
+                await self.servers.aclose()  # no MCP server outlives the run, Ctrl-C included
+            self.journal.flush()
+            gc.unfreeze()
+            if gc_was_enabled:
+                gc.enable()
+
+    async def _run_here(self) -> None:
+        work = self._work()
         workers = [asyncio.create_task(self._worker(work)) for _ in range(min(self.cfg.concurrency,
                                                                               max(1, self.pending)))]
-        flusher = asyncio.create_task(self._flush_periodically())
+        flusher = asyncio.create_task(self.flush_periodically())
         try:
             # Not gather: a cancelled gather waits for every child, and Ctrl-C must not wait for a stuck one.
             done, _ = await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
@@ -174,47 +219,63 @@ class Runner:
                 task.cancel()
             # An agent that swallows cancellation must not hold Ctrl-C hostage: wait a moment, then go on.
             await asyncio.wait((*workers, flusher), timeout=CANCEL_GRACE_S)
-            if self.servers is not None:
-                await self.servers.aclose()  # no MCP server outlives the run, Ctrl-C included
-            self.journal.flush()
-            gc.unfreeze()
-            if gc_was_enabled:
-                gc.enable()
 
-    async def _flush_periodically(self) -> None:
-        # Runs that finish just after a flush would otherwise wait for the next append to reach the disk.
+    async def flush_periodically(self) -> None:
+        """Runs that finish just after a flush would otherwise wait for the next append to reach the disk."""
         while True:
             await asyncio.sleep(FLUSH_EVERY_S)
             self.journal.flush_if_pending()
+
+    async def play(self, slot: CaseSlot, trial: int) -> dict[str, Any]:
+        """Play and score one run of a prepared slot: the run record, trace included."""
+        simulator = self.simulator if slot.case.get("scenario") is not None else None
+        blob = None
+        if self.servers is not None:
+            blob = self._env_blob(slot)
+            self._prestart_next()
+        played = await play_run(slot.case, trial, self.agent, self.suite.tools, slot.template,
+                                self.system_prompt, self.cfg.timeout, simulator, self.servers, blob)
+        return await score_run(slot.case, trial, played.trace, played.final_env, slot.expected_env,
+                               played.error, self.scoring)
 
     async def _worker(self, work: Iterator[tuple[CaseSlot, int]]) -> None:
         for slot, trial in work:
             slot.prepare(self.suite, self._suite_template)
             slot.in_flight += 1
             try:
-                simulator = self.simulator if slot.case.get("scenario") is not None else None
-                blob = None
-                if self.servers is not None:
-                    blob = self._env_blob(slot)
-                    self._prestart_next()
-                played = await play_run(slot.case, trial, self.agent, self.suite.tools, slot.template,
-                                        self.system_prompt, self.cfg.timeout, simulator, self.servers, blob)
-                run = await score_run(slot.case, trial, played.trace, played.final_env, slot.expected_env,
-                                      played.error, self.scoring)
+                run = await self.play(slot, trial)
             finally:
                 slot.in_flight -= 1
             slot.offsets[trial] = self.journal.append(slot.case["id"], trial, run)
-            self._note_models(played.trace)
-            slot.runs[trial] = lite_run(run, slot.case)
+            self._note_models(run["trace"])
             slot.release_if_idle(len(slot.trials))
-            if run["status"] == "failed" and self.cfg.exitfirst and not self._stopping:
-                self._stopping = self.stopped_early = True  # -x: runs in flight finish, no new one starts
-            self._finished += 1
-            if self._finished % GC_EVERY_RUNS == 0:
-                # Generation 0 holds only what was allocated since the last collection and is alive; every
-                # 8th time generation 1 too, for cycles promoted while their run was still in flight.
-                gc.collect(1 if self._finished % (8 * GC_EVERY_RUNS) == 0 else 0)
-            self.on_run_done()
+            self._finished_run(slot, trial, lite_run(run, slot.case))
+
+    def record(self, index: int, trial: int, run_json: bytes, lite: dict[str, Any], models: list[str]) -> None:
+        """Journal a run played elsewhere (its JSON as the worker encoded it) and keep its lite row."""
+        slot = self.slots[index]
+        slot.offsets[trial] = self.journal.append_json(slot.case["id"], trial, run_json)
+        self.models_used.update(models)
+        self._finished_run(slot, trial, lite)
+
+    def _finished_run(self, slot: CaseSlot, trial: int, lite: dict[str, Any]) -> None:
+        """Every journaled run passes here, wherever it was played."""
+        slot.runs[trial] = lite
+        if lite["status"] == "failed" and self.cfg.exitfirst and not self._stopping:
+            self._stopping = self.stopped_early = True  # -x: runs in flight finish, no new one starts
+        self._finished += 1
+        if self._finished % GC_EVERY_RUNS == 0:
+            # Generation 0 holds only what was allocated since the last collection and is alive; every
+            # 8th time generation 1 too, for cycles promoted while their run was still in flight.
+            gc.collect(1 if self._finished % (8 * GC_EVERY_RUNS) == 0 else 0)
+        self.on_run_done()
+
+    def spent(self, pricing: dict | None) -> dict[str, dict[str, Any]]:
+        """summary.judge and summary.user_sim of this process, plus every worker's."""
+        mine = {"judge": judge_summary(self.scoring.judge, pricing),
+                "user_sim": user_sim_summary(self.simulator, pricing)}
+        parts = [mine, *(self.pool.spent if self.pool is not None else [])]
+        return {key: add_summaries([p[key] for p in parts if key in p]) for key in mine}
 
     def case_entries(self) -> list[dict[str, Any]]:
         """The `cases` entries, with runs lacking their traces (they stay in the journal)."""

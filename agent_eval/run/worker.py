@@ -1,0 +1,182 @@
+"""The worker side of --workers N and --ray: load the suite once, play the runs it is sent, send records back.
+
+A worker never journals and never reports: it returns each finished run to the driver, which does both
+(docs/scale.md). The same `WorkerCore` serves a local worker process and a Ray actor.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import signal
+import sys
+import threading
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from agent_eval.errors import CaseFileError, ConfigError
+from agent_eval.run.agents import load_agent
+from agent_eval.run.config import RunConfig
+from agent_eval.run.runner import Runner, lite_run
+from agent_eval.run.simulator import build_simulator
+from agent_eval.score.judge import build_judge
+from agent_eval.score.pipeline import ScoringContext
+from agent_eval.suite.cases import Suite, load_suite
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+
+# Messages between the driver and a worker process: one kind byte, then the payload.
+BATCH, FINISH, STOP = b"B", b"F", b"S"  # driver -> worker: runs to play; end when idle; cancel and end
+RESULT, USAGE = b"R", b"U"  # worker -> driver: one finished run; what the worker spent
+FAILED, CRASHED = b"E", b"X"  # worker -> driver: it cannot start (a message); a bug (a traceback)
+
+
+@dataclass
+class WorkerInit:
+    """What a worker needs to rebuild the driver's run: the same files, the same settings, the same cases."""
+
+    cases_file: Path
+    cases_sha256: str
+    case_ids: list[str]
+    cfg: RunConfig  # holds API keys: it travels over a pipe or Ray's object store, never to disk
+    agent_dir: Path
+
+
+def build_parts(suite: Suite, cases: list[dict], cfg: RunConfig, agent_dir: Path) -> tuple[Any, Any, Any]:
+    """The agent, the user simulator and the scoring context of a run (in the driver and in each worker)."""
+    agent = load_agent(cfg.agent, agent_dir, {"model": cfg.model, "base_url": cfg.base_url,
+                                              "api_key": cfg.api_key, "max_steps": cfg.max_steps})
+    simulator = build_simulator(cfg.user_sim)
+    judge = build_judge(cfg.judge, cfg.judge_model, cfg.judge_base_url, cfg.judge_api_key, cfg.no_cache, cases,
+                        timeout_s=cfg.judge_timeout)
+    scoring = ScoringContext(pricing=suite.settings.get("pricing") or {}, model=cfg.model, judge=judge)
+    scoring.scorers = suite.scorers
+    return agent, simulator, scoring
+
+
+class WorkerCore:
+    """One worker's copy of the run: the suite loaded from the same path, played by the same Runner code."""
+
+    def __init__(self, init: WorkerInit) -> None:
+        if hashlib.sha256(init.cases_file.read_bytes()).hexdigest() != init.cases_sha256:
+            raise ConfigError(f"{init.cases_file} changed after the run started; run again once it is saved.")
+        suite = load_suite(init.cases_file)
+        by_id = {case["id"]: case for case in suite.cases}
+        missing = [case_id for case_id in init.case_ids if case_id not in by_id]
+        if missing:
+            raise ConfigError(f"{init.cases_file} has no case {missing[0]!r} on this worker.")
+        cases = [by_id[case_id] for case_id in init.case_ids]
+        agent, simulator, scoring = build_parts(suite, cases, init.cfg, init.agent_dir)
+        self.runner = Runner(suite, cases, init.cfg, agent, scoring, journal=None)  # type: ignore[arg-type]
+        self.runner.simulator = simulator
+        for slot in self.runner.slots:
+            slot.trials = []  # the driver hands out the trials; none is this worker's to take
+        self._newest = -1  # runs come in case order: a case before this one will not come again
+
+    async def play(self, index: int, trial: int) -> bytes:
+        """Play one run; the RESULT payload: `[index, trial, lite run, models]`, a newline, the run's JSON."""
+        self._newest = max(self._newest, index)
+        slot = self.runner.slots[index]
+        slot.prepare(self.runner.suite, self.runner._suite_template)
+        slot.in_flight += 1
+        try:
+            run = await self.runner.play(slot, trial)
+        finally:
+            slot.in_flight -= 1
+        # A case's env template is freed once no run of it is in flight and a later case has come.
+        slot.release_if_idle(1 if index == self._newest else 0)
+        models = {call.get("model") or self.runner.cfg.model for call in run["trace"].get("llm_calls") or ()}
+        head = [index, trial, lite_run(run, slot.case), sorted(m for m in models if m)]
+        return orjson.dumps(head) + b"\n" + orjson.dumps(run)
+
+    async def close(self) -> None:
+        """End this worker's MCP servers, if the suite has any."""
+        if self.runner.servers is not None:
+            await self.runner.servers.aclose()
+
+    def spent(self) -> dict[str, Any]:
+        """summary.judge and summary.user_sim of this worker alone."""
+        return self.runner.spent(self.runner.suite.settings.get("pricing"))
+
+
+def load_core(init: WorkerInit) -> tuple[WorkerCore | None, str | None]:
+    """The worker's core, or the one-paragraph reason it cannot start."""
+    try:
+        return WorkerCore(init), None
+    except CaseFileError as exc:
+        return None, f"{init.cases_file}: " + "; ".join(map(str, exc.problems))
+    except ConfigError as exc:
+        return None, str(exc)
+
+
+def process_main(conn: Connection, init: WorkerInit) -> None:
+    """Entry point of a worker process (spawned with SIGINT blocked, so a Ctrl-C never reaches it here)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver alone answers Ctrl-C, also one sent to the group
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    try:
+        asyncio.run(_serve(conn, init))
+    except BaseException:  # a bug: the driver shows it, this process only ends
+        _send(conn, CRASHED + traceback.format_exc().encode())
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # a stuck agent thread must not keep the worker alive
+
+
+def _send(conn: Connection, message: bytes) -> None:
+    try:
+        conn.send_bytes(message)
+    except OSError:
+        pass  # the driver is gone: nobody is left to tell
+
+
+async def _serve(conn: Connection, init: WorkerInit) -> None:
+    core, problem = load_core(init)
+    if core is None:
+        _send(conn, FAILED + (problem or "").encode())
+        return
+    loop = asyncio.get_running_loop()
+    inbox: asyncio.Queue[bytes] = asyncio.Queue()
+
+    def read() -> None:
+        while True:
+            try:
+                message = conn.recv_bytes()
+            except (EOFError, OSError):
+                os._exit(0)  # the driver is gone (killed, or it exited at once on a second Ctrl-C)
+            loop.call_soon_threadsafe(inbox.put_nowait, message)
+
+    threading.Thread(target=read, name="agent-eval-driver-link", daemon=True).start()
+    tasks: set[asyncio.Task] = set()
+
+    async def play(index: int, trial: int) -> None:
+        _send(conn, RESULT + await core.play(index, trial))
+
+    def done(task: asyncio.Task) -> None:
+        tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            exc = task.exception()
+            _send(conn, CRASHED + "".join(traceback.format_exception(exc)).encode())
+            os._exit(1)
+
+    while True:
+        message = await inbox.get()
+        kind, payload = message[:1], message[1:]
+        if kind == BATCH:
+            for index, trial in orjson.loads(payload):
+                task = asyncio.create_task(play(index, trial))
+                tasks.add(task)
+                task.add_done_callback(done)
+        elif kind in (FINISH, STOP):
+            if kind == STOP:
+                for task in tasks:
+                    task.cancel()
+            if tasks:
+                await asyncio.wait(tasks, timeout=None if kind == FINISH else 1.0)
+            await core.close()
+            _send(conn, USAGE + orjson.dumps(core.spent()))
+            return

@@ -1,0 +1,92 @@
+"""Completions per second of `agent-eval run` at --workers 1, --workers 2 and --ray with 2 workers.
+
+Usage: .venv/bin/python bench/overhead.py --throughput [--cases 2000] [--concurrency 32] [--repeats 2]
+
+The overhead benchmark's suite and stateless router (two completions per case), served with no
+latency, so that the runner's CPU, not the model, sets the pace. The server runs in this process on
+its own thread; its CPU use is measured and printed, so that a saturated server shows. Each
+configuration runs as a child process. Two rates are printed: end to end (start-up included: Ray's
+takes seconds) and steady (the server's first request to its last). See bench/README.md.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from bench.overhead import answer, child_env, runner_command, timed, write_suite
+from tests.loopback import LoopbackServer
+
+CONFIGS = {"workers 1": [], "workers 2": ["--workers", "2"], "ray, 2 workers": ["--ray", "--workers", "2"]}
+
+
+class Stamped:
+    """The router, noting when each request came (the steady rate is counted between the first and last)."""
+
+    def __init__(self) -> None:
+        self.times: list[float] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, request: dict, index: int):
+        with self._lock:
+            self.times.append(time.perf_counter())
+        return answer(request, index)
+
+
+def measure(label: str, extra: list[str], args: argparse.Namespace, srv: LoopbackServer, stamps: Stamped,
+            cases_path: Path, out: Path) -> dict:
+    command = [*(runner_command() or []), "run", "--cases", str(cases_path), "--agent", "openai",
+               "--model", "bench", "--base-url", srv.base_url, "--concurrency", str(args.concurrency),
+               "--output-dir", str(out), "--quiet", "--no-html", *extra]
+    env = {k: v for k, v in child_env().items() if not k.startswith("RAY_")}
+    stamps.times.clear()
+    before = time.process_time()  # this process is idle but for the server's thread
+    result = timed(command, env, limit_s=600)
+    server_s = time.process_time() - before
+    served = len(stamps.times)
+    steady = (served - 1) / (stamps.times[-1] - stamps.times[0]) if served > 1 else 0.0
+    row = {"wall_s": result["wall_s"], "end_to_end": served / result["wall_s"], "steady": steady,
+           "server_core": server_s / result["wall_s"], "code": result["code"], "served": served}
+    print(f"  {label:15} {row['wall_s']:6.2f} s wall  {row['end_to_end']:6.1f} cmpl/s end to end  "
+          f"{steady:6.1f} cmpl/s steady  server {100 * row['server_core']:4.1f}% of a core  "
+          f"exit {result['code']}  {served} requests")
+    if result["code"] != 0 or served != 2 * args.cases:
+        print(result["tail"], file=sys.stderr)
+    return row
+
+
+def throughput_main(args: argparse.Namespace) -> int:
+    """Run every configuration `--repeats` times, interleaved; print medians and the speed-ups."""
+    if runner_command() is None:
+        print("throughput: the agent-eval CLI is not installed")
+        return 1
+    print(f"throughput: {args.cases} cases x 2 completions, no latency, concurrency {args.concurrency}, "
+          f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}, Python {sys.version.split()[0]}")
+    stamps = Stamped()
+    rows: dict[str, list[dict]] = {label: [] for label in CONFIGS}
+    with tempfile.TemporaryDirectory(prefix="agent-eval-throughput-") as tmp, \
+            LoopbackServer(stamps, latency_s=0.0) as srv:
+        cases_path = write_suite(Path(tmp), args.cases)
+        for attempt in range(args.repeats):
+            for label, extra in CONFIGS.items():
+                if "--ray" in extra and args.no_ray:
+                    continue
+                rows[label].append(measure(label, extra, args, srv, stamps, cases_path,
+                                           Path(tmp) / f"out-{attempt}-{len(rows[label])}-{label[0]}"))
+    print(f"(load average now {os.getloadavg()[0]:.2f})")
+    base = None
+    for label, found in rows.items():
+        if not found:
+            continue
+        steady = statistics.median(r["steady"] for r in found)
+        end_to_end = statistics.median(r["end_to_end"] for r in found)
+        server = max(r["server_core"] for r in found)
+        base = base or steady
+        print(f"{label:15} median {steady:6.1f} cmpl/s steady ({steady / base:.2f}x), {end_to_end:6.1f} "
+              f"end to end; server at most {100 * server:.0f}% of a core")
+    return 0 if all(r["code"] == 0 for found in rows.values() for r in found) else 1

@@ -1,0 +1,348 @@
+"""--workers N and --ray: the same report as one process; a lost worker; Ctrl-C; --resume (docs/scale.md)."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.loopback import router, text
+
+CLI = str(Path(sys.executable).parent / "agent-eval")
+HANG_GUARD_S = 120  # a bound that turns a hang into a failure, not a timing assertion
+
+TOOLS = '''
+from agent_eval import tool
+
+
+@tool
+def lookup(env: dict, order_id: str) -> dict:
+    """Look an order up."""
+    return env["orders"][order_id]
+
+
+@tool
+def refund(env: dict, order_id: str) -> str:
+    """Refund an order."""
+    env["orders"][order_id]["status"] = "refunded"
+    return "refunded"
+
+
+@tool
+def delete_user(env: dict, name: str) -> str:
+    """Delete a user."""
+    return "deleted"
+
+
+@tool
+def transfer_to_human(env: dict, reason: str) -> str:
+    """Hand over to a person."""
+    return "transferred"
+
+
+@tool
+def add_note(env: dict, text: str) -> str:
+    """Append a note."""
+    env["notes"].append(text)
+    return "noted"
+'''
+
+# Deterministic: what each case does depends on its id and trial only.
+AGENT = '''
+def agent(task):
+    case, trial = task.case_id, task.trial
+    if case == "refund-ok":
+        task.call_tool("lookup", order_id="A")
+        task.call_tool("refund", order_id="A")
+        return "refunded A"
+    if case == "half-recall":
+        task.call_tool("lookup", order_id="A")
+        return "looked"
+    if case == "unauth-refuse":
+        task.call_tool("transfer_to_human", reason="no authority")
+        return "a human will help"
+    if case == "unauth-act":
+        task.call_tool("refund", order_id="A")
+        return "refunded"
+    if case == "flaky":
+        return "ok" if trial == 0 else "no"
+    if case == "policy-break":
+        if trial == 1:
+            task.call_tool("delete_user", name="bob")
+        return "done"
+    if case == "judged":
+        return "done"
+    task.call_tool("add_note", text="hello")
+    return "noted"
+'''
+
+CATALOG_ITEMS = 40_000  # about 3 MB of suite env, copied into every run
+
+
+def scale_cases() -> list[dict]:
+    lookup_a, refund_a = {"name": "lookup", "args": {"order_id": "A"}}, {"name": "refund", "args": {"order_id": "A"}}
+    return [
+        {"id": "refund-ok", "query": "refund A", "expected_tools": [lookup_a, refund_a],
+         "expect": {"contains": "refunded"},
+         "expected_env_check": [{"path": ["orders", "A", "status"], "equals": "refunded"}],
+         "policy": [{"require_before": ["lookup", "refund"], "match_args": ["order_id"]}]},
+        {"id": "half-recall", "query": "refund A", "expected_tools": [lookup_a, refund_a],
+         "expect": {"contains": "looked"}},
+        {"id": "unauth-refuse", "query": "refund A", "authorized": False, "expect": {"contains": "human"}},
+        {"id": "unauth-act", "query": "refund A", "authorized": False, "expect": {"contains": "refunded"}},
+        {"id": "flaky", "query": "hi", "expect": {"contains": "ok"}},
+        {"id": "policy-break", "query": "hi", "expect": {"contains": "done"},
+         "policy": [{"forbid_tool": "delete_user"}]},
+        {"id": "judged", "query": "finish", "rubric": "The reply says done."},
+        {"id": "big-env", "query": "note", "expect": {"contains": "noted"},
+         "expected_env_check": [{"path": ["notes"], "contains": "hello"}]},
+    ]
+
+
+def write_scale_suite(folder: Path) -> Path:
+    folder.mkdir(exist_ok=True)
+    (folder / "tools.py").write_text(TOOLS)
+    (folder / "agent.py").write_text(AGENT)
+    catalog = [{"sku": f"SKU{i:06d}", "title": f"item number {i} " + "x" * 40, "price": i}
+               for i in range(CATALOG_ITEMS)]
+    block = {"name": "scale", "tools": "tools.py", "agent": "agent.py:agent",
+             "sensitive_tools": ["refund"], "escalation_tools": ["transfer_to_human"],
+             "initial_env": {"orders": {"A": {"status": "delivered"}}, "notes": [], "catalog": catalog}}
+    path = folder / "cases.json"
+    path.write_bytes(orjson.dumps({"suite": block, "cases": scale_cases()}))
+    assert path.stat().st_size > 3_000_000
+    return path
+
+
+def cli(tmp_path: Path, *args: str, judge=None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_EVAL_", "RAY_"))}
+    env.update(XDG_CACHE_HOME=str(tmp_path / "cache"), NO_COLOR="1")
+    if judge is not None:
+        env.update(AGENT_EVAL_JUDGE_BASE_URL=judge.base_url, AGENT_EVAL_JUDGE_API_KEY="judge-key",
+                   AGENT_EVAL_JUDGE_MODEL="judge-m")
+    return subprocess.run([CLI, *args], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=HANG_GUARD_S)
+
+
+def run_report(tmp_path: Path, cases: Path, out: str, *args: str, judge=None) -> tuple[int, dict, str]:
+    done = cli(tmp_path, "run", "--cases", str(cases), "--output-dir", str(tmp_path / out), "--quiet",
+               "-k", "2", *args, judge=judge)
+    (report,) = (tmp_path / out).glob("*.json")
+    return done.returncode, orjson.loads(report.read_bytes()), done.stderr
+
+
+VARYING = ("latency", "ttfa", "t_start")  # wall-clock figures; everything else must match
+
+
+def comparable(value: object) -> object:
+    """The report without latencies, timestamps, run ids and the settings that name the workers."""
+    if isinstance(value, dict):
+        return {k: comparable(v) for k, v in value.items()
+                if not any(part in k for part in VARYING) and k not in {"run_id", "created_at"}}
+    if isinstance(value, list):
+        return [comparable(v) for v in value]
+    return value
+
+
+def without_workers(report: dict) -> dict:
+    differ = {"workers", "ray", "no_cache"}
+    settings = {k: v for k, v in report["settings"].items() if k not in differ}
+    settings["sources"] = {k: v for k, v in settings.get("sources", {}).items() if k not in differ}
+    report = dict(report, settings=settings)
+    report["summary"] = {k: v for k, v in report["summary"].items() if k != "judge"}
+    return comparable(report)
+
+
+def judge_says_pass():
+    return router(lambda messages: text("PASS the reply says done", prompt_tokens=100, completion_tokens=5))
+
+
+def check_hand_computed(report: dict) -> None:
+    summary = report["summary"]
+    # c successes of n = 2 runs per case: refund-ok 2, half-recall 2, unauth-refuse 2, unauth-act 0,
+    # flaky 1, policy-break 1, judged 2, big-env 2 -> pass_at_1 = (1+1+1+0+.5+.5+1+1)/8 = 6/8
+    assert summary["pass_at_1"] == 0.75
+    assert summary["pass_hat_k"] == 5 / 8  # C(c,2)/C(2,2) is 1 for the five cases with c = 2
+    # the runs with expected_tools: refund-ok 1/1 twice, half-recall 1/2 twice -> (1+1+.5+.5)/4
+    assert summary["tool_recall"] == 0.75
+    # authorized: false runs: unauth-refuse blocks (2 runs), unauth-act refunds (2 runs) -> 2/4
+    assert summary["unauthorized_block_rate"] == 0.5
+    # runs with rules: refund-ok 2 compliant, policy-break 1 of 2 -> 3/4
+    assert summary["policy_compliance"] == 0.75
+    statuses = {c["id"]: c["status"] for c in report["cases"]}
+    assert statuses == {"refund-ok": "passed", "half-recall": "passed", "unauth-refuse": "passed",
+                        "unauth-act": "failed", "flaky": "failed", "policy-break": "failed",
+                        "judged": "passed", "big-env": "passed"}
+    big = next(c for c in report["cases"] if c["id"] == "big-env")["runs"][0]["trace"]
+    assert big["final_env_diff"] == [{"path": ["notes"], "old": [], "new": ["hello"]}]
+
+
+def test_two_workers_and_ray_write_the_report_of_one_process(loopback, tmp_path: Path) -> None:
+    judge = loopback(judge_says_pass())
+    cases = write_scale_suite(tmp_path / "suite")
+    code, one, err = run_report(tmp_path, cases, "one", judge=judge)
+    assert code == 1, err
+    check_hand_computed(one)
+    assert one["settings"]["workers"] == 1 and one["settings"]["ray"] is None
+
+    asked = judge.count
+    code, two, err = run_report(tmp_path, cases, "two", "--workers", "2", "--no-cache", judge=judge)
+    assert code == 1 and "Traceback" not in err, err
+    assert two["settings"]["workers"] == 2 and two["settings"]["ray"] is None
+    assert without_workers(two) == without_workers(one)
+    # summary.judge adds up what every worker asked (the two judged runs may land on either worker)
+    assert two["summary"]["judge"]["calls"] == judge.count - asked > 0
+
+    pytest.importorskip("ray")
+    code, on_ray, err = run_report(tmp_path, cases, "ray", "--ray", "--workers", "2", judge=judge)
+    assert code == 1, err
+    assert on_ray["settings"]["ray"] == "local" and on_ray["settings"]["workers"] == 2
+    assert without_workers(on_ray) == without_workers(one)
+    assert on_ray["summary"]["judge"]["cache_hits"] == 2  # the workers read the shared on-disk cache
+
+
+# For the lost worker and Ctrl-C: quick cases, and one that hangs until the test kills its worker.
+SLOW_AGENT = '''
+import asyncio
+import os
+from pathlib import Path
+
+HERE = Path(__file__).parent
+
+
+async def agent(task):
+    (HERE / "pids").mkdir(exist_ok=True)
+    (HERE / "pids" / str(os.getpid())).touch()
+    if task.case_id == "case-5" and not (HERE / "resumed").exists():
+        (HERE / "victim.pid").write_text(str(os.getpid()))
+        await asyncio.sleep(3600)
+    await asyncio.sleep(float(os.environ.get("AGENT_DELAY_S", "0.02")))
+    return "ok"
+'''
+
+
+def write_slow_suite(folder: Path, cases: int) -> Path:
+    folder.mkdir(exist_ok=True)
+    (folder / "tools.py").write_text(TOOLS)
+    (folder / "agent.py").write_text(SLOW_AGENT)
+    rows = [{"id": f"case-{n}", "query": "go", "expect": {"contains": "ok"}} for n in range(cases)]
+    block = {"name": "slow", "tools": "tools.py", "agent": "agent.py:agent", "initial_env": {"notes": []}}
+    path = folder / "cases.json"
+    path.write_bytes(orjson.dumps({"suite": block, "cases": rows}))
+    return path
+
+
+def start(cases: Path, out: Path, *args: str, new_session: bool = False) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_EVAL_", "RAY_"))}
+    return subprocess.Popen([CLI, "run", "--cases", str(cases), "--output-dir", str(out), "--quiet", *args],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=new_session)
+
+
+def wait_for(condition, what: str) -> None:
+    deadline = time.monotonic() + HANG_GUARD_S
+    while not condition():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.02)
+
+
+def journal(out: Path) -> list[dict]:
+    (path,) = out.glob("*.jsonl")
+    return [orjson.loads(line) for line in path.read_bytes().splitlines()[1:]]
+
+
+def is_alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state not in {"Z", "X"}  # a zombie has exited; only its parent's bookkeeping is left
+
+
+def children(pid: int) -> set[int]:
+    """The processes `pid` started (the worker processes of a driver)."""
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            found.update(map(int, (task / "children").read_text().split()))
+        except FileNotFoundError:
+            continue
+    return found
+
+
+def test_a_killed_worker_costs_only_its_runs_in_flight(tmp_path: Path) -> None:
+    folder = tmp_path / "suite"
+    cases = write_slow_suite(folder, 40)
+    out = tmp_path / "out"
+    proc = start(cases, out, "--workers", "2", "--concurrency", "4")
+    wait_for((folder / "victim.pid").exists, "case-5 to start")
+    victim = int((folder / "victim.pid").read_text())
+    assert victim != proc.pid
+    os.kill(victim, signal.SIGKILL)
+    _, stderr = proc.communicate(timeout=HANG_GUARD_S)
+    assert proc.returncode == 2, stderr  # runs ended in error (section 1's order): exit 2
+    assert "Traceback" not in stderr
+
+    records = journal(out)
+    assert len(records) == 40 and len({r["case_id"] for r in records}) == 40
+    lost = [r for r in records if r["run"]["status"] == "error"]
+    # The victim held at most its 2 slots, case-5 among them; every other run finished normally.
+    assert "case-5" in {r["case_id"] for r in lost} and 1 <= len(lost) <= 2
+    for record in lost:
+        assert record["run"]["error"].startswith(f"worker lost: worker 0 (pid {victim}) was killed by SIGKILL") \
+            or record["run"]["error"].startswith(f"worker lost: worker 1 (pid {victim}) was killed by SIGKILL")
+    assert all(r["run"]["status"] == "passed" for r in records if r not in lost)
+
+    (folder / "resumed").touch()
+    run_id = next(out.glob("*.jsonl")).stem
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_EVAL_", "RAY_"))}
+    resumed = subprocess.run([CLI, "run", "--resume", run_id, "--output-dir", str(out), "--quiet"],
+                             env=env, capture_output=True, text=True, timeout=HANG_GUARD_S)
+    assert resumed.returncode == 0, resumed.stderr
+    again = journal(out)[40:]
+    assert sorted(r["case_id"] for r in again) == sorted(r["case_id"] for r in lost)
+    assert all(r["run"]["status"] == "passed" for r in again)
+
+
+@pytest.mark.parametrize("to_group", [False, True], ids=["driver-alone", "process-group"])
+def test_ctrl_c_under_two_workers_exits_130_leaves_no_process_and_resume_runs_the_rest(
+        tmp_path: Path, to_group: bool) -> None:
+    folder = tmp_path / "suite"
+    cases = write_slow_suite(folder, 100)
+    (folder / "resumed").touch()  # no case hangs here
+    out = tmp_path / "out"
+    proc = start(cases, out, "--workers", "2", "--concurrency", "4", "-k", "2", new_session=to_group)
+    wait_for(lambda: out.exists() and any(out.glob("*.jsonl")) and len(journal(out)) >= 3,
+             "finished runs in the journal")
+    workers = children(proc.pid)  # the 2 workers, and multiprocessing's resource tracker
+    assert len(workers) >= 2
+    if to_group:
+        os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+    else:
+        proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=HANG_GUARD_S)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
+    wait_for(lambda: not any(map(is_alive, workers)), "the workers to be gone")
+
+    run_id = next(out.glob("*.jsonl")).stem
+    partial = orjson.loads((out / f"{run_id}.json").read_bytes())
+    assert partial["interrupted"] is True and partial["exit_code"] == 130
+    finished = journal(out)
+    assert 0 < len(finished) < 200 and all(r["run"]["status"] == "passed" for r in finished)
+
+    # --workers comes from the command line on --resume, like --concurrency: no conflict.
+    resumed = subprocess.run([CLI, "run", "--resume", run_id, "--output-dir", str(out), "--quiet",
+                              "--workers", "1" if to_group else "3"],
+                             capture_output=True, text=True, timeout=HANG_GUARD_S)
+    assert resumed.returncode == 0, resumed.stderr
+    records = journal(out)
+    assert len(records) == 200  # exactly the missing runs were run
+    assert len({(r["case_id"], r["trial"]) for r in records}) == 200
+    final = orjson.loads((out / f"{run_id}.json").read_bytes())
+    assert final["interrupted"] is False and final["settings"]["workers"] == (1 if to_group else 3)
