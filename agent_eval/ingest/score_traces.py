@@ -19,7 +19,7 @@ from agent_eval.ingest.recordings import FORMATS, Recording, agent_eval_recordin
 from agent_eval.run.config import resolve
 from agent_eval.run.journal import Journal
 from agent_eval.report.model import new_run_id, now_iso
-from agent_eval.run.runner import lite_run
+from agent_eval.run.runner import helper_spend, lite_run
 from agent_eval.score.metrics import case_status
 from agent_eval.score.pipeline import ScoringContext, score_run
 from agent_eval.suite.cases import Suite, case_env, load_suite, select_cases, skip_reason
@@ -58,6 +58,9 @@ class ScoredRuns:
 
     def case_entries(self) -> list[dict[str, Any]]:
         return self._entries
+
+    def spent(self, pricing: dict | None) -> dict[str, dict[str, Any]]:
+        return helper_spend(self.scoring, self.simulator, pricing)
 
     def run_bytes(self) -> Iterator[list[bytes]]:
         with open(self.journal.path, "rb") as f:

@@ -272,10 +272,7 @@ class Runner:
 
     def spent(self, pricing: dict | None) -> dict[str, dict[str, Any]]:
         """summary.judge and summary.user_sim of this process, plus every worker's."""
-        mine = {"judge": judge_summary(self.scoring.judge, pricing),
-                "user_sim": user_sim_summary(self.simulator, pricing)}
-        parts = [mine, *(self.pool.spent if self.pool is not None else [])]
-        return {key: add_summaries([p[key] for p in parts if key in p]) for key in mine}
+        return helper_spend(self.scoring, self.simulator, pricing, self.pool.spent if self.pool else [])
 
     def case_entries(self) -> list[dict[str, Any]]:
         """The `cases` entries, with runs lacking their traces (they stay in the journal)."""
@@ -303,3 +300,11 @@ class Runner:
                     f.seek(offset)
                     chunk.append(f.read(length))
                 yield chunk
+
+
+def helper_spend(scoring: ScoringContext, simulator: Any, pricing: dict | None,
+                 workers: list[dict[str, Any]] | tuple = ()) -> dict[str, dict[str, Any]]:
+    """summary.judge and summary.user_sim: this process's judge and simulator, plus what workers reported."""
+    mine = {"judge": judge_summary(scoring.judge, pricing), "user_sim": user_sim_summary(simulator, pricing)}
+    parts = [mine, *workers]
+    return {key: add_summaries([p[key] for p in parts if key in p]) for key in mine}
