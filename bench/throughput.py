@@ -46,18 +46,54 @@ def measure(label: str, extra: list[str], args: argparse.Namespace, srv: Loopbac
     env = {k: v for k, v in child_env().items() if not k.startswith("RAY_")}
     stamps.times.clear()
     before = time.process_time()  # this process is idle but for the server's thread
-    result = timed(command, env, limit_s=600)
+    result = timed_driver(command, env, limit_s=600)
     server_s = time.process_time() - before
     served = len(stamps.times)
     steady = (served - 1) / (stamps.times[-1] - stamps.times[0]) if served > 1 else 0.0
     row = {"wall_s": result["wall_s"], "end_to_end": served / result["wall_s"], "steady": steady,
-           "server_core": server_s / result["wall_s"], "code": result["code"], "served": served}
+           "server_core": server_s / result["wall_s"], "code": result["code"], "served": served,
+           "driver_ms_per_run": 1000 * result["driver_cpu_s"] / args.cases}
     print(f"  {label:15} {row['wall_s']:6.2f} s wall  {row['end_to_end']:6.1f} cmpl/s end to end  "
           f"{steady:6.1f} cmpl/s steady  server {100 * row['server_core']:4.1f}% of a core  "
-          f"exit {result['code']}  {served} requests")
+          f"driver {row['driver_ms_per_run']:.2f} ms CPU/run  exit {result['code']}  {served} requests")
     if result["code"] != 0 or served != 2 * args.cases:
         print(result["tail"], file=sys.stderr)
     return row
+
+
+def timed_driver(command: list[str], env: dict[str, str], limit_s: float) -> dict:
+    """`timed`, plus the CPU of the driver process alone (its workers excluded), read from /proc."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    driver_cpu = 0.0
+    result: dict = {}
+
+    def watch() -> None:
+        nonlocal driver_cpu
+        while "code" not in result:
+            for pid in list(_children()):
+                try:
+                    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                except (FileNotFoundError, IndexError):
+                    continue
+                if "agent-eval" in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace"):
+                    driver_cpu = max(driver_cpu, (int(fields[11]) + int(fields[12])) / ticks)
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    result.update(timed(command, env, limit_s))
+    watcher.join()
+    return {**result, "driver_cpu_s": driver_cpu}
+
+
+def _children() -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        try:
+            found += [int(pid) for pid in (task / "children").read_text().split()]
+        except FileNotFoundError:
+            continue
+    return found
 
 
 def throughput_main(args: argparse.Namespace) -> int:
@@ -86,7 +122,8 @@ def throughput_main(args: argparse.Namespace) -> int:
         steady = statistics.median(r["steady"] for r in found)
         end_to_end = statistics.median(r["end_to_end"] for r in found)
         server = max(r["server_core"] for r in found)
+        driver = statistics.median(r["driver_ms_per_run"] for r in found)
         base = base or steady
         print(f"{label:15} median {steady:6.1f} cmpl/s steady ({steady / base:.2f}x), {end_to_end:6.1f} "
-              f"end to end; server at most {100 * server:.0f}% of a core")
+              f"end to end; driver {driver:.2f} ms CPU per run; server at most {100 * server:.0f}% of a core")
     return 0 if all(r["code"] == 0 for found in rows.values() for r in found) else 1
