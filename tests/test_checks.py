@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent_eval.score.checks import EXPECT_CHECKS, EXPECT_KEYS, check_run, check_trajectory
+from agent_eval.score.checks import check_run, check_trajectory
+from agent_eval.score.expect import EXPECT_CHECKS, EXPECT_KEYS
 from agent_eval.score.env_checks import ENV_OPS, check_env_item, check_expected_env
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_eval.score.checks import EXPECT_KEYS
+from agent_eval.score.expect import validate_expect
 from agent_eval.score.env_checks import ENV_OPS
 from agent_eval.score.matchers import is_literal, validate_matcher
 from agent_eval.score.safety import safety_of
@@ -60,16 +60,7 @@ def validate_case(case: dict, suite: Any) -> list[tuple[str, str]]:
         add("expected_env", "must be an object, the path of a JSON file, or \"replay\"")
     for i, item in enumerate(case.get("expected_env_check") or []):
         problems.extend(_validate_env_item(item, i))
-    for key, value in (case.get("expect") or {}).items():
-        if key not in EXPECT_KEYS:
-            add(f"expect.{key}", f"unknown expect key; use one of {', '.join(sorted(EXPECT_KEYS))}")
-        elif key == "max_tool_calls" and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-            add("expect.max_tool_calls", "must be a whole number >= 0")
-        elif key == "grounded" and value is not True:
-            add("expect.grounded", "must be true (every stated fact must be supported); "
-                "remove the key to not check")
-        elif key in ("regex",):
-            problems.extend(_validate_regexes(value))
+    problems.extend(validate_expect(case.get("expect") or {}))
     for i, fault in enumerate(case.get("faults") or []):
         if tools is not None and not tools.has(fault["tool"]):
             add(f"faults[{i}].tool", f"no tool named {fault['tool']!r} in the suite's tools")
@@ -103,16 +94,4 @@ def _validate_env_item(item: Any, index: int) -> list[tuple[str, str]]:
         out.append((f"{name}.in", "must be a list of allowed values"))
     elif ops[0] == "exists" and not isinstance(item["exists"], bool):
         out.append((f"{name}.exists", "must be true or false"))
-    return out
-
-
-def _validate_regexes(value: Any) -> list[tuple[str, str]]:
-    import re
-
-    out = []
-    for pattern in value if isinstance(value, list) else [value]:
-        try:
-            re.compile(pattern)
-        except (re.error, TypeError) as exc:
-            out.append(("expect.regex", f"invalid regular expression {pattern!r}: {exc}"))
     return out

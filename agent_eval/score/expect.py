@@ -1,0 +1,204 @@
+"""The output checks of a case's `expect` block: one row per key, holding its check and its validation.
+
+Adding an `expect` key is one function and one row of EXPECT_CHECKS here: the check runs on every
+case that has the key, and case validation (suite/validation.py) reads the row's `validate` to reject
+a bad value with exit 2; nothing else changes (docs/architecture.md).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from agent_eval.score.envdiff import show_json as _show
+from agent_eval.score.grounding import assess
+from agent_eval.score.matchers import compile_regex
+from agent_eval.score.safety import safety_of
+
+Verdict = tuple[bool, str]
+ExpectCheck = Callable[[Any, dict, dict], Verdict]
+
+
+@dataclass(frozen=True)
+class ExpectKey:
+    """One `expect` key: `check(value, trace, case)` gives its verdict; `validate(value)` lists what is
+    wrong with a value in the case file (messages with the fix), empty when it is fine."""
+
+    check: ExpectCheck
+    validate: Callable[[Any], list[str]] = lambda value: []
+
+    def __call__(self, value: Any, trace: dict, case: dict) -> Verdict:
+        return self.check(value, trace, case)
+
+
+def _check(name: str, verdict: Verdict) -> dict:
+    return {"name": name, "passed": verdict[0], "detail": verdict[1]}
+
+
+def _items(value: Any) -> list:
+    return value if isinstance(value, list) else [value]
+
+
+def _answer(trace: dict) -> str:
+    return trace.get("final_answer") or ""
+
+
+def _quote(answer: str) -> str:
+    return _show(answer, 160)
+
+
+def _text_check(fold: bool, forbid: bool) -> Callable[[Any, dict, dict], Verdict]:
+    """The contains family: every item must be in the reply (or, with forbid, none may be)."""
+    how = " (ignoring case)" if fold else ""
+
+    def check(value: Any, trace: dict, case: dict) -> Verdict:
+        answer = _answer(trace)
+        haystack = answer.casefold() if fold else answer
+        found = [s for s in _items(value) if (str(s).casefold() if fold else str(s)) in haystack]
+        if forbid and found:
+            return False, f"reply contains forbidden{how} {_show(found)}; reply: {_quote(answer)}"
+        missing = [s for s in _items(value) if s not in found]
+        if not forbid and missing:
+            return False, f"reply lacks{how} {_show(missing)}; reply: {_quote(answer)}"
+        return True, f"reply contains{how} {'none of ' if forbid else ''}{_show(value)}"
+
+    return check
+
+
+def _expect_regex(value: Any, trace: dict, case: dict) -> Verdict:
+    answer = _answer(trace)
+    for pattern in _items(value):
+        compiled = compile_regex(pattern) if isinstance(pattern, str) else None
+        if compiled is None:
+            return False, f"{_show(pattern)} is not a valid regular expression"
+        if compiled.search(answer) is None:
+            return False, f"no match for regex {_show(pattern)} in reply: {_quote(answer)}"
+    return True, f"reply matches {_show(value)}"
+
+
+def _card_types(trace: dict) -> list:
+    return [card.get("type") for card in trace.get("cards") or () if isinstance(card, dict)]
+
+
+def _card_check(forbid: bool) -> Callable[[Any, dict, dict], Verdict]:
+    """has_card (every type returned) or, with forbid, no_card (none of them returned)."""
+
+    def check(value: Any, trace: dict, case: dict) -> Verdict:
+        types = _card_types(trace)
+        bad = [t for t in _items(value) if (t in types) == forbid]
+        if bad:
+            problem = "forbidden card type(s) returned" if forbid else "missing card type(s)"
+            return False, f"{problem} {_show(bad)}; returned card types: {_show(types)}"
+        return True, f"{'no card of' if forbid else 'cards include'} {_show(value)}"
+
+    return check
+
+
+def _expect_any_card(value: Any, trace: dict, case: dict) -> Verdict:
+    types = _card_types(trace)
+    hits = [t for t in _items(value) if t in types]
+    if hits:
+        return True, f"card {_show(hits[0])} returned"
+    return False, f"expected one of card types {_show(value)}; returned card types: {_show(types)}"
+
+
+def _expect_final_agent(value: Any, trace: dict, case: dict) -> Verdict:
+    agent = trace.get("final_agent")
+    if agent in _items(value):
+        return True, f"final agent {_show(agent)}"
+    return False, f"expected final agent {_show(value)}, found {_show(agent)}"
+
+
+def _expect_forbidden_tools(value: Any, trace: dict, case: dict) -> Verdict:
+    forbidden = _items(value)
+    hits = [f"step {s.get('step', i)} {s.get('name')}"
+            for i, s in enumerate(trace.get("steps") or ()) if s.get("name") in forbidden]
+    if hits:
+        return False, f"forbidden tool called: {', '.join(hits)}"
+    return True, f"none of {_show(value)} called"
+
+
+def _expect_max_tool_calls(value: Any, trace: dict, case: dict) -> Verdict:
+    count = len(trace.get("steps") or ())
+    limits = _items(value)
+    if not all(isinstance(n, (int, float)) and not isinstance(n, bool) for n in limits):
+        return False, f"max_tool_calls needs a number, got {_show(value)}"
+    limit = min(limits) if limits else 0
+    if count <= limit:
+        return True, f"{count} call(s) <= {limit}"
+    return False, f"{count} tool calls, more than the maximum of {limit}"
+
+
+
+def _expect_grounded(value: Any, trace: dict, case: dict) -> Verdict:
+    """`expect: {"grounded": true}`: every fact stated in the replies is supported by a source."""
+    score, unsupported = assess(trace, safety_of(case)["system_prompt"])
+    if score is None:
+        return True, "the replies state no fact"
+    if unsupported:
+        return False, f"unsupported fact(s): {', '.join(unsupported[:10])} (groundedness {score:.3f})"
+    return True, "every stated fact is supported by a tool output, a user message or the system prompt"
+
+
+def _whole_number(value: Any) -> list[str]:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return ["must be a whole number >= 0"]
+    return []
+
+
+def _only_true(value: Any) -> list[str]:
+    if value is not True:
+        return ["must be true (every stated fact must be supported); remove the key to not check"]
+    return []
+
+
+def _regexes(value: Any) -> list[str]:
+    out = []
+    for pattern in value if isinstance(value, list) else [value]:
+        try:
+            re.compile(pattern)
+        except (re.error, TypeError) as exc:
+            out.append(f"invalid regular expression {pattern!r}: {exc}")
+    return out
+
+
+EXPECT_CHECKS: dict[str, ExpectKey] = {
+    "contains": ExpectKey(_text_check(fold=False, forbid=False)),
+    "not_contains": ExpectKey(_text_check(fold=False, forbid=True)),
+    "icontains": ExpectKey(_text_check(fold=True, forbid=False)),
+    "not_icontains": ExpectKey(_text_check(fold=True, forbid=True)),
+    "regex": ExpectKey(_expect_regex, _regexes),
+    "has_card": ExpectKey(_card_check(forbid=False)),
+    "any_card": ExpectKey(_expect_any_card),
+    "no_card": ExpectKey(_card_check(forbid=True)),
+    "final_agent": ExpectKey(_expect_final_agent),
+    "forbidden_tools": ExpectKey(_expect_forbidden_tools),
+    "max_tool_calls": ExpectKey(_expect_max_tool_calls, _whole_number),
+    "grounded": ExpectKey(_expect_grounded, _only_true),
+}
+EXPECT_KEYS = EXPECT_CHECKS.keys()
+"""The `expect` keys this version checks: a live view, so a row added to EXPECT_CHECKS shows here."""
+
+
+def validate_expect(expect: dict[str, Any]) -> list[tuple[str, str]]:
+    """Every problem of a case's `expect` block, as (field, message with the fix)."""
+    problems = []
+    for key, value in expect.items():
+        row = EXPECT_CHECKS.get(key)
+        if row is None:
+            problems.append((f"expect.{key}", f"unknown expect key; use one of {', '.join(sorted(EXPECT_KEYS))}"))
+            continue
+        problems.extend((f"expect.{key}", message) for message in row.validate(value))
+    return problems
+
+
+def expect_checks(case: dict, trace: dict, final_env: Any, expected_env: Any) -> list[dict]:
+    """One entry per `expect` key of the case that this version checks (validation rejects the others)."""
+    expect = case.get("expect")
+    out: list[dict] = []
+    for key, value in (expect.items() if isinstance(expect, dict) else ()):
+        row = EXPECT_CHECKS.get(key)
+        if row is not None:
+            out.append(_check(f"expect:{key}", row.check(value, trace, case)))
+    return out
