@@ -11,13 +11,13 @@ import orjson
 import pytest
 
 from agent_eval.report.html import write_html
+from tests.builders import ROOT
 
 try:
     from playwright import sync_api as playwright_sync
 except ImportError:  # reported as a failure by the fixture below: CI must run these tests
     playwright_sync = None
 
-ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "sample_report.json"
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -16,6 +16,7 @@ from agent_eval.errors import CaseFileError
 from agent_eval.score.metrics import summarize
 from agent_eval.run.sandbox import EnvTemplate
 from agent_eval.score.pipeline import ScoringContext, score_run
+from tests.builders import ROOT
 
 TOOLS = textwrap.dedent('''
     from agent_eval import tool
@@ -409,7 +410,7 @@ def test_authorized_false_needs_sensitive_tools(tmp_path):
 
 # ---------------------------------------------------------------- the example suite
 
-DEMO = Path(__file__).resolve().parent.parent / "cases" / "test_cases.json"
+DEMO = ROOT / "cases" / "test_cases.json"
 
 
 @pytest.fixture(scope="module")

@@ -20,8 +20,9 @@ from agent_eval.report.history import (
     render_history,
     sparkline,
 )
+from tests.builders import FIXTURES
 
-FIXTURE = Path(__file__).parent / "fixtures" / "sample_report.json"
+FIXTURE = FIXTURES / "sample_report.json"
 
 
 def make_report(run_id: str, created_at: str, pass_at_1: float | None = 0.5, agent: str = "openai",

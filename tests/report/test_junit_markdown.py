@@ -3,15 +3,15 @@ from __future__ import annotations
 
 import copy
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import orjson
 import pytest
 
 from agent_eval.report.junit import write_junit
 from agent_eval.report.markdown import render_markdown, write_markdown
+from tests.builders import FIXTURES
 
-FIXTURE = Path(__file__).parent / "fixtures" / "sample_report.json"
+FIXTURE = FIXTURES / "sample_report.json"
 
 # The subset of Jenkins' junit-10.xsd (the schema CI reporters share) that a writer can get wrong:
 # element -> (required attributes, allowed attributes, allowed children).

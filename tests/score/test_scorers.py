@@ -17,8 +17,9 @@ from agent_eval.report.scorer_table import render_scorers
 from agent_eval.score.custom_summary import summarize_rows, summarize_scorers
 from agent_eval.score.custom import ScorerError, as_row, conversation, load_scorers
 from agent_eval.score.pipeline import ScoringContext, score_run
+from tests.builders import FIXTURES as TEST_FIXTURES
 
-FIXTURES = Path(__file__).parent / "fixtures" / "scorer_suite"
+FIXTURES = TEST_FIXTURES / "scorer_suite"
 HIDDEN = "hidden_scorers.py"
 
 

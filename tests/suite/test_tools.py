@@ -11,8 +11,8 @@ from agent_eval import tool
 from agent_eval.errors import ConfigError, ToolError
 from agent_eval.suite.tool_loading import load_tools
 from agent_eval.suite.tools import ToolSet, build_schema, normalize_schema
+from tests.builders import FIXTURES
 
-FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def _params(toolset: ToolSet, name: str) -> dict:

@@ -9,8 +9,9 @@ import orjson
 import pytest
 
 from agent_eval.report.html import build_html, embed_json, trim_traces, write_html
+from tests.builders import FIXTURES
 
-FIXTURE = Path(__file__).parent / "fixtures" / "sample_report.json"
+FIXTURE = FIXTURES / "sample_report.json"
 DATA_BLOCK = re.compile(r'<script type="application/json" id="report-data">(.*?)</script>', re.S)
 
 
