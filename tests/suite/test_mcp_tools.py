@@ -11,10 +11,11 @@ import pytest
 
 from agent_eval.errors import CaseFileError
 from agent_eval.suite.cases import load_suite
+from tests.builders import FIXTURES
 
 pytest.importorskip("mcp")
 
-SERVER = Path(__file__).resolve().parent / "fixtures" / "mcp" / "bank_server.py"
+SERVER = FIXTURES / "mcp" / "bank_server.py"
 STDIO = {"command": ["python", str(SERVER)], "state_resource": "state://env"}
 CHECK = {"path": ["accounts", "alice"], "equals": 100}
 ENV_TOOL = '''
