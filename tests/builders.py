@@ -9,6 +9,9 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import orjson
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -44,6 +47,21 @@ def make_report(outcomes: dict[str, list[bool]], repeat: int | None = None, run_
     k = repeat or max(len(v) for v in outcomes.values())
     return {"schema_version": 1, "run_id": run_id, "suite": "demo", "settings": {"repeat": k},
             "summary": {}, "cases": cases, "gate": None, "interrupted": False, "exit_code": 0}
+
+
+# ---------------------------------------------------------------- suites
+
+
+def write_suite(folder: Path, cases: list[dict[str, Any]], block: dict[str, Any] | None = None,
+                files: dict[str, str] | None = None, name: str = "cases.json") -> Path:
+    """Write `files` ({file name: source}) and the case file {"suite": block, "cases": cases} into
+    `folder` (created when missing); returns the case file's path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for file_name, source in (files or {}).items():
+        (folder / file_name).write_text(source)
+    path = folder / name
+    path.write_bytes(orjson.dumps({"suite": block or {}, "cases": cases}))
+    return path
 
 
 # ---------------------------------------------------------------- the CLI

@@ -10,6 +10,7 @@ from rich.console import Console
 
 from agent_eval.run.app import run_command
 from tests.loopback import router, text
+from tests.builders import write_suite
 
 TOOLS = '''
 from agent_eval import tool
@@ -44,15 +45,11 @@ def judge_script():
     return router(lambda messages: text(answer(messages), prompt_tokens=1000, completion_tokens=20))
 
 
-def write_suite(folder: Path, cases: list[dict], agent: str = "agent.py:agent", **suite: object) -> Path:
+def judged_suite(folder: Path, cases: list[dict], agent: str = "agent.py:agent", **suite: object) -> Path:
     """Write tools.py, agent.py and cases.json into folder; returns the case file."""
-    (folder / "tools.py").write_text(TOOLS)
-    (folder / "agent.py").write_text(AGENT)
     block = {"name": "judged", "tools": "tools.py", "agent": agent,
              "initial_env": {"orders": {"A": {"status": "delivered"}}}, **suite}
-    path = folder / "cases.json"
-    path.write_bytes(orjson.dumps({"suite": block, "cases": cases}))
-    return path
+    return write_suite(folder, cases, block, {"tools.py": TOOLS, "agent.py": AGENT})
 
 
 def case(case_id: str, rubric: str | None, **fields: object) -> dict:

@@ -14,6 +14,7 @@ import orjson
 import pytest
 
 from agent_eval.score.envdiff import apply_diff
+from tests.builders import write_suite
 
 CLI = str(Path(sys.executable).parent / "agent-eval")
 # A hang guard only. The hung agents below sleep 600 s, so a run that waited for one would trip it.
@@ -71,15 +72,11 @@ async def agent(task):
 '''
 
 
-def write_suite(folder: Path, agent_source: str, case_ids: list[str]) -> Path:
-    (folder / "tools.py").write_text(TOOLS)
-    (folder / "agent.py").write_text(agent_source)
+def faults_suite(folder: Path, agent_source: str, case_ids: list[str]) -> Path:
     cases = [{"id": cid, "query": "go", "expect": {"contains": "done"}} for cid in case_ids]
     block = {"name": "faults", "tools": "tools.py", "agent": "agent.py:agent",
              "initial_env": {"counter": 0, "log": []}}
-    path = folder / "cases.json"
-    path.write_bytes(orjson.dumps({"suite": block, "cases": cases}))
-    return path
+    return write_suite(folder, cases, block, {"tools.py": TOOLS, "agent.py": agent_source})
 
 
 def run_cli(tmp_path: Path, cases: Path, *args: str) -> tuple[int, dict, str]:
@@ -92,7 +89,7 @@ def run_cli(tmp_path: Path, cases: Path, *args: str) -> tuple[int, dict, str]:
 
 @pytest.mark.parametrize("agent_source", [SYNC_AGENT, ASYNC_AGENT], ids=["sync", "async"])
 def test_a_raising_and_a_hung_agent_fail_only_their_own_runs(tmp_path, agent_source):
-    cases = write_suite(tmp_path, agent_source, ["first", "hang", "boom", "last"])
+    cases = faults_suite(tmp_path, agent_source, ["first", "hang", "boom", "last"])
     code, report, err = run_cli(tmp_path, cases, "--timeout", "0.5", "--concurrency", "1")
     assert code == 1 and "Traceback" not in err
     runs = {c["id"]: c["runs"][0] for c in report["cases"]}
@@ -109,7 +106,7 @@ def test_a_raising_and_a_hung_agent_fail_only_their_own_runs(tmp_path, agent_sou
 
 def test_every_run_sees_only_its_own_writes_at_concurrency_50(tmp_path):
     case_ids = [f"c-{n}" for n in range(200)]
-    cases = write_suite(tmp_path, BUSY_AGENT, case_ids)
+    cases = faults_suite(tmp_path, BUSY_AGENT, case_ids)
     rows = orjson.loads(cases.read_bytes())
     for case in rows["cases"]:
         case["expect"] = {"contains": "bumped"}

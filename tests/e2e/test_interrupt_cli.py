@@ -10,6 +10,8 @@ from pathlib import Path
 
 import orjson
 
+from tests.builders import write_suite
+
 CLI = str(Path(sys.executable).parent / "agent-eval")
 HANG_GUARD_S = 60  # generous bounds, so that a hang fails the test instead of stalling the suite
 CASES = 300
@@ -53,16 +55,11 @@ async def agent(task):
 '''
 
 
-def write_suite(folder: Path, agent_source: str, cases: int = CASES) -> Path:
-    folder.mkdir(exist_ok=True)
-    (folder / "tools.py").write_text(TOOLS)
-    (folder / "agent.py").write_text(agent_source)
+def interruptible_suite(folder: Path, agent_source: str, cases: int = CASES) -> Path:
     rows = [{"id": f"case-{n}", "query": "go", "expect": {"contains": "ok"}} for n in range(cases)]
     block = {"name": "interruptible", "tools": "tools.py", "agent": "agent.py:agent",
              "initial_env": {"notes": []}}
-    path = folder / "cases.json"
-    path.write_bytes(orjson.dumps({"suite": block, "cases": rows}))
-    return path
+    return write_suite(folder, rows, block, {"tools.py": TOOLS, "agent.py": agent_source})
 
 
 def start(cases: Path, out: Path, *args: str, delay_s: float = 0.0) -> subprocess.Popen:
@@ -91,7 +88,7 @@ def comparable(report: dict) -> dict:
 
 
 def test_ctrl_c_saves_finished_runs_and_resume_completes_the_same_report(tmp_path):
-    cases = write_suite(tmp_path / "suite", AGENT)
+    cases = interruptible_suite(tmp_path / "suite", AGENT)
     out = tmp_path / "interrupted"
     proc = start(cases, out, "--repeat", "2", "--concurrency", "4", delay_s=0.05)
     wait_for(lambda: len(journal_lines(out)) >= 3, "finished runs in the journal")
@@ -129,7 +126,7 @@ def test_ctrl_c_saves_finished_runs_and_resume_completes_the_same_report(tmp_pat
 
 
 def test_one_ctrl_c_gets_past_an_agent_that_ignores_cancellation(tmp_path):
-    cases = write_suite(tmp_path / "suite", STUBBORN_AGENT, cases=2)
+    cases = interruptible_suite(tmp_path / "suite", STUBBORN_AGENT, cases=2)
     out = tmp_path / "out"
     proc = start(cases, out)
     wait_for((tmp_path / "suite" / "started").exists, "the agent to start")
@@ -143,7 +140,7 @@ def test_one_ctrl_c_gets_past_an_agent_that_ignores_cancellation(tmp_path):
 
 
 def test_a_second_ctrl_c_exits_at_once(tmp_path):
-    cases = write_suite(tmp_path / "suite", STUBBORN_AGENT, cases=2)
+    cases = interruptible_suite(tmp_path / "suite", STUBBORN_AGENT, cases=2)
     out = tmp_path / "out"
     proc = start(cases, out)
     wait_for((tmp_path / "suite" / "started").exists, "the agent to start")

@@ -12,7 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.judged_suite import by_id, case, judge_script, write_suite
+from tests.judged_suite import by_id, case, judge_script, judged_suite
 from tests.loopback import tool_then_text
 
 CLI = str(Path(sys.executable).parent / "agent-eval")
@@ -43,7 +43,7 @@ def run_suite(tmp_path: Path, cases_file: Path, *extra: str, **kw) -> tuple[int,
 
 def test_verdicts_reasons_and_the_cache(loopback, tmp_path: Path) -> None:
     judge = loopback(judge_script())
-    cases_file = write_suite(tmp_path, [case("good", "RUBRIC_PASS"),
+    cases_file = judged_suite(tmp_path, [case("good", "RUBRIC_PASS"),
                                         case("bad", "RUBRIC_FAIL", expect={"contains": "refunded"}),
                                         case("plain", None, expect={"contains": "Order A"})])
     code, report, out, err = run_suite(tmp_path, cases_file, judge=judge)
@@ -71,7 +71,7 @@ def test_verdicts_reasons_and_the_cache(loopback, tmp_path: Path) -> None:
 
 
 def test_a_rubric_without_a_judge_model_is_a_configuration_error(tmp_path: Path) -> None:
-    cases_file = write_suite(tmp_path, [case("needs-judge", "RUBRIC_PASS")])
+    cases_file = judged_suite(tmp_path, [case("needs-judge", "RUBRIC_PASS")])
     code, _, out, err = run_suite(tmp_path, cases_file, OPENAI_API_KEY="k")
     assert code == 2 and "Traceback" not in err
     assert "case 'needs-judge'" in err and "AGENT_EVAL_JUDGE_MODEL" in err and "--no-judge" in err
@@ -81,7 +81,7 @@ def test_judge_tokens_stay_apart_and_rescore_repeats_without_the_agent(loopback,
     agent_srv = loopback(tool_then_text("refund", {"order_id": "A"}, "Order A refunded."))
     judge = loopback(judge_script())
     pricing = {"agent-m": {"input_per_mtok": 1.0, "output_per_mtok": 1.0}}
-    cases_file = write_suite(tmp_path, [case("good", "RUBRIC_PASS"), case("bad", "RUBRIC_FAIL"),
+    cases_file = judged_suite(tmp_path, [case("good", "RUBRIC_PASS"), case("bad", "RUBRIC_FAIL"),
                                         case("plain", None, expect={"contains": "refunded"})],
                              agent="openai", pricing=pricing)
     code, report, _, _ = run_suite(tmp_path, cases_file, "-k", "2", judge=judge, agent_srv=agent_srv)

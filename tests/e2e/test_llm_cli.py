@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.e2e.test_judge_cli import run_suite
-from tests.judged_suite import by_id, case, write_suite
+from tests.judged_suite import by_id, case, judged_suite
 from tests.loopback import router, stall, status, text, tool_calls
 
 
 def openai_suite(tmp_path: Path, cases: list[dict], **suite: object) -> Path:
     """The judged suite, played by the built-in openai agent instead of its Python agent."""
-    return write_suite(tmp_path, cases, agent="openai", **suite)
+    return judged_suite(tmp_path, cases, agent="openai", **suite)
 
 
 def refund_then_answer(messages: list[dict]):
@@ -70,7 +70,7 @@ def test_without_a_base_url_a_missing_key_is_still_exit_2(tmp_path: Path) -> Non
 
 def test_a_judge_that_never_answers_is_a_judge_error_after_judge_timeout(loopback, tmp_path: Path) -> None:
     judge = loopback(lambda request, index: stall(None))
-    cases_file = write_suite(tmp_path, [case("judged", "RUBRIC_PASS"), case("plain", None,
+    cases_file = judged_suite(tmp_path, [case("judged", "RUBRIC_PASS"), case("plain", None,
                                                                            expect={"contains": "refunded"})])
     code, report, _, err = run_suite(tmp_path, cases_file, "--judge-timeout", "0.5", judge=judge)
     assert code == 2 and "Traceback" not in err
@@ -82,7 +82,7 @@ def test_a_judge_that_never_answers_is_a_judge_error_after_judge_timeout(loopbac
 
 
 def test_bad_judge_timeouts_are_exit_2(tmp_path: Path) -> None:
-    cases_file = write_suite(tmp_path, [case("plain", None, expect={"contains": "refunded"})])
+    cases_file = judged_suite(tmp_path, [case("plain", None, expect={"contains": "refunded"})])
     for value in ("0", "-3", "nan", "inf"):
         code, _, _, err = run_suite(tmp_path, cases_file, "--judge-timeout", value)
         assert code == 2 and "--judge-timeout must be a positive number" in err and "Traceback" not in err

@@ -17,6 +17,8 @@ from pathlib import Path
 import orjson
 import pytest
 
+from tests.builders import write_suite
+
 pytest.importorskip("mcp")
 
 CLI = str(Path(sys.executable).parent / "agent-eval")
@@ -71,18 +73,14 @@ def server_processes(tag: str) -> list[int]:
     return found
 
 
-def write_suite(folder: Path, cases: list[dict], name: str | None = None, url: str | None = None,
+def bank_suite(folder: Path, cases: list[dict], name: str | None = None, url: str | None = None,
                 **suite: object) -> tuple[Path, str]:
     """A suite of `cases` using one bank server with a state resource: per_run stdio, or shared at `url`."""
     tag = f"tag-{uuid.uuid4().hex}"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "agent.py").write_text(AGENT)
     entry: dict = {"url": url} if url else {"command": ["python", str(SERVER), tag]}
     entry.update({"state_resource": "state://env"}, **({"name": name} if name else {}))
     block = {"name": "bank", "tools": [{"mcp": entry}], "agent": "agent.py:agent", "initial_env": ENV, **suite}
-    path = folder / "cases.json"
-    path.write_bytes(orjson.dumps({"suite": block, "cases": cases}))
-    return path, tag
+    return write_suite(folder, cases, block, {"agent.py": AGENT}), tag
 
 
 def run_cli(cases: Path, out: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -124,7 +122,7 @@ def test_state_checks_tool_errors_faults_and_isolation(tmp_path: Path) -> None:
         {"id": "wrong", "query": "nothing", "metadata": {"calls": [call("balance", account="bob")]},
          "expected_env_check": {"path": ["accounts", "bob"], "equals": 99}},
     ]
-    path, tag = write_suite(tmp_path / "suite", cases)
+    path, tag = bank_suite(tmp_path / "suite", cases)
     out = tmp_path / "out"
     done = run_cli(path, out, "-k", "3", "--concurrency", "6")
     assert done.returncode == 1, done.stderr  # `wrong` failed, nothing errored
@@ -152,7 +150,7 @@ def test_state_checks_tool_errors_faults_and_isolation(tmp_path: Path) -> None:
 def test_observations_and_argument_validation(tmp_path: Path) -> None:
     cases = [{"id": "obs", "query": "show", "expect": {"contains": "total"}, "metadata": {"calls": [
         call("report"), call("logo"), call("deposit", account="bob", amount="ten")]}}]
-    path, tag = write_suite(tmp_path / "suite", cases)
+    path, tag = bank_suite(tmp_path / "suite", cases)
     out = tmp_path / "out"
     done = run_cli(path, out)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -170,7 +168,7 @@ def test_crashing_server_is_an_error_naming_it(tmp_path: Path) -> None:
               "metadata": {"calls": [call("bank__deposit", account="bob", amount=1), call("bank__crash")]}},
              {"id": "fine", "query": "x", "expect": {"contains": "bob"},
               "metadata": {"calls": [call("bank__balance", account="bob")]}}]
-    path, tag = write_suite(tmp_path / "suite", cases, name="bank")
+    path, tag = bank_suite(tmp_path / "suite", cases, name="bank")
     out = tmp_path / "out"
     done = run_cli(path, out)
     assert done.returncode == 2, done.stdout + done.stderr
@@ -183,7 +181,7 @@ def test_crashing_server_is_an_error_naming_it(tmp_path: Path) -> None:
 
 def test_hanging_server_is_an_error_within_the_timeout(tmp_path: Path) -> None:
     cases = [{"id": "hang", "query": "x", "expect": {"contains": "late"}, "metadata": {"calls": [call("hang")]}}]
-    path, tag = write_suite(tmp_path / "suite", cases)
+    path, tag = bank_suite(tmp_path / "suite", cases)
     out = tmp_path / "out"
     done = run_cli(path, out, "--timeout", "2")
     assert done.returncode == 2, done.stdout + done.stderr
@@ -198,7 +196,7 @@ def test_server_that_fails_to_start_for_a_run(tmp_path: Path) -> None:
     cases = [{"id": "bad-env", "query": "x", "initial_env": {"fail_start": True}, "expect": {"contains": "x"}},
              {"id": "ok", "query": "x", "expect": {"contains": "alice"},
               "metadata": {"calls": [call("balance", account="alice")]}}]
-    path, tag = write_suite(tmp_path / "suite", cases)
+    path, tag = bank_suite(tmp_path / "suite", cases)
     out = tmp_path / "out"
     done = run_cli(path, out)
     assert done.returncode == 2
@@ -214,7 +212,7 @@ def test_sync_python_agent_and_tool_schemas(tmp_path: Path) -> None:
     cases = [{"id": "sync", "query": "x", "metadata": {"calls": [call("bank__deposit", account="bob", amount=2)]},
               "expected_env_check": {"path": ["accounts", "bob"], "equals": 22}},
              {"id": "schemas", "query": "x", "expect": {"contains": "bank__balance,bank__crash,bank__deposit"}}]
-    path, tag = write_suite(tmp_path / "suite", cases, name="bank")
+    path, tag = bank_suite(tmp_path / "suite", cases, name="bank")
     out = tmp_path / "out"
     assert run_cli(path, out, "--filter", "sync", "--agent", f"{path.parent / 'agent.py'}:sync_agent").returncode == 0
     assert run_cli(path, out, "--filter", "schemas", "--agent", f"{path.parent / 'agent.py'}:schemas").returncode == 0
@@ -227,7 +225,7 @@ def test_openai_agent_sees_mcp_tools_as_functions(tmp_path: Path, loopback) -> N
     srv = loopback(tool_then_text("bank__deposit", {"account": "alice", "amount": 7}, "Deposited."))
     cases = [{"id": "llm", "query": "put 7 into alice", "expected_tools": [{"name": "bank__deposit"}],
               "trajectory": "strict", "expected_env_check": {"path": ["accounts", "alice"], "equals": 107}}]
-    path, tag = write_suite(tmp_path / "suite", cases, name="bank")
+    path, tag = bank_suite(tmp_path / "suite", cases, name="bank")
     out = tmp_path / "out"
     done = run_cli(path, out, "--agent", "openai", "--model", "m", "--base-url", srv.base_url,
                    env={"OPENAI_API_KEY": "test"})
@@ -264,7 +262,7 @@ def http_server():
 def test_shared_http_server_keeps_its_state_across_runs(tmp_path: Path, http_server: str) -> None:
     cases = [{"id": "pay", "query": "x", "metadata": {"calls": [call("bank__deposit", account="alice", amount=5)]},
               "expected_env_check": {"path": ["accounts", "alice"], "gte": 105}}]
-    path, _ = write_suite(tmp_path / "suite", cases, name="bank", url=http_server)
+    path, _ = bank_suite(tmp_path / "suite", cases, name="bank", url=http_server)
     out = tmp_path / "out"
     done = run_cli(path, out, "-k", "2", "--concurrency", "1")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -279,7 +277,7 @@ def test_shared_http_server_keeps_its_state_across_runs(tmp_path: Path, http_ser
 def test_ctrl_c_leaves_no_server_behind(tmp_path: Path) -> None:
     cases = [{"id": f"slow-{n}", "query": "x", "expect": {"contains": "bob"},
               "metadata": {"calls": [call("balance", account="bob")], "sleep": 30}} for n in range(8)]
-    path, tag = write_suite(tmp_path / "suite", cases)
+    path, tag = bank_suite(tmp_path / "suite", cases)
     out = tmp_path / "out"
     proc = subprocess.Popen([CLI, "run", "--cases", str(path), "--output-dir", str(out), "--no-html", "--quiet",
                              "--concurrency", "4", "--agent", f"{path.parent / 'agent.py'}:sync_agent"],
@@ -296,7 +294,7 @@ def test_ctrl_c_leaves_no_server_behind(tmp_path: Path) -> None:
 def test_rescore_keeps_env_checks_from_a_state_resource(tmp_path: Path) -> None:
     cases = [{"id": "pay", "query": "x", "metadata": {"calls": [call("deposit", account="alice", amount=5)]},
               "expected_env_check": {"path": ["accounts", "alice"], "equals": 105}, "expect": {"contains": "alice"}}]
-    path, tag = write_suite(tmp_path / "suite", cases)
+    path, tag = bank_suite(tmp_path / "suite", cases)
     out = tmp_path / "out"
     assert run_cli(path, out).returncode == 0
     first = max(out.glob("*.json"), key=lambda p: p.stat().st_mtime)

@@ -15,6 +15,7 @@ from pathlib import Path
 import orjson
 
 from tests.loopback import router, status, text, tool_calls
+from tests.builders import write_suite
 
 CLI = str(Path(sys.executable).parent / "agent-eval")
 HANG_GUARD_S = 120  # a generous bound so that a hang fails the test instead of stalling the suite
@@ -30,16 +31,13 @@ def lookup(key: str, env: dict) -> str:
 '''
 
 
-def write_suite(folder: Path, case_ids: list[str]) -> Path:
-    (folder / "tools.py").write_text(TOOLS)
+def provider_suite(folder: Path, case_ids: list[str]) -> Path:
     records = {cid: f"value-of-{cid}" for cid in case_ids}
     cases = [{"id": cid, "query": f"What is {cid}?", "expect": {"contains": f"value-of-{cid}"}}
              for cid in case_ids]
     block = {"name": "provider", "tools": "tools.py", "agent": "openai", "model": "loopback",
              "initial_env": {"records": records}}
-    path = folder / "cases.json"
-    path.write_bytes(orjson.dumps({"suite": block, "cases": cases}))
-    return path
+    return write_suite(folder, cases, block, {"tools.py": TOOLS})
 
 
 def answer(messages: list[dict]):
@@ -66,7 +64,7 @@ def by_id(report: dict) -> dict[str, dict]:
 
 def test_a_flaky_provider_429_every_7th_and_500_every_11th_passes_all_200_cases(loopback, tmp_path):
     srv = loopback(router(answer), fail_every={7: 429, 11: 500})  # each with retry-after-ms: 5
-    cases = write_suite(tmp_path, [f"c{n:03d}" for n in range(200)])
+    cases = provider_suite(tmp_path, [f"c{n:03d}" for n in range(200)])
     code, report, err = run_cli(tmp_path, cases, srv.base_url)
     assert code == 0, err
     assert report["summary"]["cases_passed"] == 200 and report["summary"]["runs_errored"] == 0
@@ -83,7 +81,7 @@ def test_a_provider_still_failing_after_the_retries_is_an_error_left_out_of_the_
         return answer(messages)
 
     srv = loopback(router(pick))
-    cases = write_suite(tmp_path, ["ok-1", "down", "ok-2"])
+    cases = provider_suite(tmp_path, ["ok-1", "down", "ok-2"])
     code, report, err = run_cli(tmp_path, cases, srv.base_url)
     assert code == 2 and "Traceback" not in err
     down = by_id(report)["down"]
@@ -107,7 +105,7 @@ def test_a_failed_case_beats_an_errored_one_for_the_exit_code(loopback, tmp_path
         return answer(messages)
 
     srv = loopback(router(pick))
-    cases = write_suite(tmp_path, ["ok", "down", "wrong"])
+    cases = provider_suite(tmp_path, ["ok", "down", "wrong"])
     code, report, _ = run_cli(tmp_path, cases, srv.base_url)
     assert code == 1
     assert {k: v["status"] for k, v in by_id(report).items()} == {"ok": "passed", "down": "error",
@@ -116,7 +114,7 @@ def test_a_failed_case_beats_an_errored_one_for_the_exit_code(loopback, tmp_path
 
 def test_a_400_is_not_retried_and_ends_the_run_in_error(loopback, tmp_path):
     srv = loopback([status(400)])
-    cases = write_suite(tmp_path, ["bad-request"])
+    cases = provider_suite(tmp_path, ["bad-request"])
     code, report, _ = run_cli(tmp_path, cases, srv.base_url)
     assert code == 2
     (run,) = by_id(report)["bad-request"]["runs"]

@@ -12,6 +12,7 @@ from pathlib import Path
 import orjson
 
 from tests.loopback import text, tool_calls
+from tests.builders import write_suite
 
 CLI = str(Path(sys.executable).parent / "agent-eval")
 
@@ -59,15 +60,11 @@ def user_turn(messages: list[dict]):
     return text(answer, prompt_tokens=1000, completion_tokens=10)
 
 
-def write_suite(folder: Path, **suite: object) -> Path:
-    (folder / "tools.py").write_text(TOOLS)
-    (folder / "sim.py").write_text(SIM)
+def accounts_suite(folder: Path, **suite: object) -> Path:
     block = {"name": "accounts", "tools": "tools.py", "initial_env": {"accounts": {"dana": {}}},
              "pricing": {"agent-m": {"input_per_mtok": 1.0, "output_per_mtok": 1.0},
                          "user-m": {"input_per_mtok": 2.0, "output_per_mtok": 2.0}}, **suite}
-    path = folder / "cases.json"
-    path.write_bytes(orjson.dumps({"suite": block, "cases": CASES}))
-    return path
+    return write_suite(folder, CASES, block, {"tools.py": TOOLS, "sim.py": SIM})
 
 
 def cli(tmp_path: Path, *args: str, srv=None, **env_over: str) -> tuple[int, str, str]:
@@ -87,7 +84,7 @@ def newest_report(tmp_path: Path) -> dict:
 def test_llm_user_and_openai_agent_then_rescore_without_the_simulator(loopback, tmp_path: Path) -> None:
     srv = loopback(lambda request, index: (user_turn if request["model"] == "user-m" else agent_turn)(
         request["messages"]))
-    cases_file = write_suite(tmp_path)
+    cases_file = accounts_suite(tmp_path)
     code, out, err = cli(tmp_path, "run", "--cases", str(cases_file), "--user-model", "user-m",
                          srv=srv)
     assert code == 0, out + err
@@ -122,7 +119,7 @@ def test_python_simulator_from_the_suite_block_with_a_python_agent(tmp_path: Pat
         "    if 'dana' in task.input:\n"
         "        return task.call_tool('reset_password', username='dana') + ': a reset link is on its way'\n"
         "    return 'What is your username?'\n")
-    cases_file = write_suite(tmp_path, agent="agent.py:agent", user={"agent": "sim.py:simulate"})
+    cases_file = accounts_suite(tmp_path, agent="agent.py:agent", user={"agent": "sim.py:simulate"})
     code, out, err = cli(tmp_path, "run", "--cases", str(cases_file))
     assert code == 0, out + err
     report = newest_report(tmp_path)
@@ -132,7 +129,7 @@ def test_python_simulator_from_the_suite_block_with_a_python_agent(tmp_path: Pat
 
 
 def test_a_scenario_case_without_a_simulator_exits_2(tmp_path: Path) -> None:
-    cases_file = write_suite(tmp_path, agent="agent.py:agent")
+    cases_file = accounts_suite(tmp_path, agent="agent.py:agent")
     (tmp_path / "agent.py").write_text("def agent(task):\n    return 'hi'\n")
     code, out, err = cli(tmp_path, "run", "--cases", str(cases_file))
     assert code == 2 and "Traceback" not in err

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from agent_eval.errors import ConfigError
-from tests.judged_suite import by_id, case, isolate_judge_env, judge_script, run_in_process, write_suite
+from tests.judged_suite import by_id, case, isolate_judge_env, judge_script, run_in_process, judged_suite
 
 
 @pytest.fixture
@@ -17,7 +17,7 @@ def judge_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
 def test_garbage_from_the_judge_is_an_error_never_a_pass(loopback, judge_env, tmp_path: Path) -> None:
     judge = loopback(judge_script())
     judge_env(judge)
-    cases_file = write_suite(tmp_path, [case("good", "RUBRIC_PASS"), case("garbled", "RUBRIC_GARBAGE")])
+    cases_file = judged_suite(tmp_path, [case("good", "RUBRIC_PASS"), case("garbled", "RUBRIC_GARBAGE")])
     code, report, out = run_in_process(tmp_path, cases_file)
     assert code == 2  # nothing failed, one case errored
     run = by_id(report)["garbled"]["runs"][0]
@@ -31,7 +31,7 @@ def test_garbage_from_the_judge_is_an_error_never_a_pass(loopback, judge_env, tm
 def test_a_judge_fail_beats_an_error_for_the_exit_code(loopback, judge_env, tmp_path: Path) -> None:
     judge = loopback(judge_script())
     judge_env(judge)
-    cases_file = write_suite(tmp_path, [case("bad", "RUBRIC_FAIL"), case("garbled", "RUBRIC_GARBAGE")])
+    cases_file = judged_suite(tmp_path, [case("bad", "RUBRIC_FAIL"), case("garbled", "RUBRIC_GARBAGE")])
     code, report, out = run_in_process(tmp_path, cases_file)
     assert code == 1 and by_id(report)["bad"]["status"] == "failed"
     assert "judge: the amount is missing" in out
@@ -40,7 +40,7 @@ def test_a_judge_fail_beats_an_error_for_the_exit_code(loopback, judge_env, tmp_
 def test_no_judge_makes_no_call_and_skips_rubric_only_cases(loopback, judge_env, tmp_path: Path) -> None:
     judge = loopback(judge_script())
     judge_env(judge)
-    cases_file = write_suite(tmp_path, [case("only-rubric", "RUBRIC_FAIL"),
+    cases_file = judged_suite(tmp_path, [case("only-rubric", "RUBRIC_FAIL"),
                                         case("both", "RUBRIC_FAIL", expect={"contains": "refunded"})])
     code, report, _ = run_in_process(tmp_path, cases_file, no_judge=True)
     assert code == 0 and judge.count == 0
@@ -54,7 +54,7 @@ def test_no_judge_makes_no_call_and_skips_rubric_only_cases(loopback, judge_env,
 def test_identical_runs_ask_the_judge_once(loopback, judge_env, tmp_path: Path) -> None:
     judge = loopback(judge_script(), latency_s=0.05)
     judge_env(judge)
-    cases_file = write_suite(tmp_path, [case("good", "RUBRIC_PASS")])
+    cases_file = judged_suite(tmp_path, [case("good", "RUBRIC_PASS")])
     code, report, out = run_in_process(tmp_path, cases_file, repeat=3, no_cache=True)
     assert code == 0 and judge.count == 1
     assert report["summary"]["judge"]["calls"] == 1 and report["summary"]["judge"]["cache_hits"] == 2
@@ -66,7 +66,7 @@ def test_the_judge_model_flag_and_the_suite_block(loopback, judge_env, monkeypat
     judge = loopback(judge_script())
     judge_env(judge)
     monkeypatch.delenv("AGENT_EVAL_JUDGE_MODEL")
-    cases_file = write_suite(tmp_path, [case("good", "RUBRIC_PASS")], judge={"model": "from-suite"})
+    cases_file = judged_suite(tmp_path, [case("good", "RUBRIC_PASS")], judge={"model": "from-suite"})
     run_in_process(tmp_path, cases_file)
     run_in_process(tmp_path, cases_file, judge_model="from-flag")
     assert [r["model"] for r in judge.requests] == ["from-suite", "from-flag"]
@@ -77,7 +77,7 @@ def test_the_judge_falls_back_to_the_agents_endpoint_and_key(loopback, judge_env
     judge = loopback(judge_script())
     monkeypatch.setenv("OPENAI_BASE_URL", judge.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "shared-key")
-    cases_file = write_suite(tmp_path, [case("good", "RUBRIC_PASS")])
+    cases_file = judged_suite(tmp_path, [case("good", "RUBRIC_PASS")])
     code, report, _ = run_in_process(tmp_path, cases_file, judge_model="m")
     assert code == 0 and judge.count == 1
     assert judge.request_headers[0]["authorization"] == "Bearer shared-key"
@@ -85,7 +85,7 @@ def test_the_judge_falls_back_to_the_agents_endpoint_and_key(loopback, judge_env
 
 
 def test_missing_judge_settings_are_configuration_errors(judge_env, tmp_path: Path) -> None:
-    cases_file = write_suite(tmp_path, [case("needs-judge", "RUBRIC_PASS"), case("plain", None,
+    cases_file = judged_suite(tmp_path, [case("needs-judge", "RUBRIC_PASS"), case("plain", None,
                                                                                 expect={"contains": "A"})])
     with pytest.raises(ConfigError, match=r"case 'needs-judge' .*AGENT_EVAL_JUDGE_MODEL.*--no-judge"):
         run_in_process(tmp_path, cases_file)
@@ -99,7 +99,7 @@ def test_missing_judge_settings_are_configuration_errors(judge_env, tmp_path: Pa
 def test_no_cache_bypasses_the_disk_cache(loopback, judge_env, tmp_path: Path) -> None:
     judge = loopback(judge_script())
     judge_env(judge)
-    cases_file = write_suite(tmp_path, [case("good", "RUBRIC_PASS")])
+    cases_file = judged_suite(tmp_path, [case("good", "RUBRIC_PASS")])
     run_in_process(tmp_path, cases_file)
     assert any((tmp_path / "cache" / "agent-eval" / "judge").rglob("*.json"))
     run_in_process(tmp_path, cases_file)
@@ -112,7 +112,7 @@ def test_no_cache_bypasses_the_disk_cache(loopback, judge_env, tmp_path: Path) -
 def test_a_resumed_run_reports_the_judge_calls_of_every_process(loopback, judge_env, tmp_path: Path) -> None:
     judge = loopback(judge_script())
     judge_env(judge)
-    cases_file = write_suite(tmp_path, [case("one", "RUBRIC_PASS"), case("two", "RUBRIC_PASS")])
+    cases_file = judged_suite(tmp_path, [case("one", "RUBRIC_PASS"), case("two", "RUBRIC_PASS")])
     code, report, _ = run_in_process(tmp_path, cases_file, no_cache=True)
     assert code == 0 and report["summary"]["judge"]["calls"] == 2
     # Pretend the first process stopped after its first run: keep the header and one run line.

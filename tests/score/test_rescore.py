@@ -10,7 +10,7 @@ from rich.console import Console
 
 from agent_eval.errors import ConfigError
 from agent_eval.score.rescore import rescore_command, validate_diff_fits
-from tests.judged_suite import by_id, case, isolate_judge_env, judge_script, run_in_process, write_suite
+from tests.judged_suite import by_id, case, isolate_judge_env, judge_script, run_in_process, judged_suite
 
 
 @pytest.fixture
@@ -28,7 +28,7 @@ def rescore(report_path: Path, **kw: object) -> tuple[int, dict, str]:
 
 
 def first_run(tmp_path: Path, cases: list[dict], **suite: object) -> tuple[Path, dict]:
-    cases_file = write_suite(tmp_path, cases, **suite)
+    cases_file = judged_suite(tmp_path, cases, **suite)
     _, report, _ = run_in_process(tmp_path, cases_file)
     return tmp_path / "reports" / f"{report['run_id']}.json", report
 
@@ -40,7 +40,7 @@ def test_a_corrected_check_flips_the_verdict(loopback, judge_env, tmp_path: Path
     path, report = first_run(tmp_path, [wrong])
     assert report["exit_code"] == 1 and judge.count == 0  # the failed check spared the judge
 
-    write_suite(tmp_path, [{**wrong, "expect": {"contains": "refunded"}}])
+    judged_suite(tmp_path, [{**wrong, "expect": {"contains": "refunded"}}])
     code, rescored, out = rescore(path)
     assert code == 0 and judge.count == 1
     run = by_id(rescored)["fixed"]["runs"][0]
@@ -57,7 +57,7 @@ def test_a_trace_that_no_longer_fits_the_env_exits_2_naming_the_case(loopback, j
                                                                       tmp_path: Path) -> None:
     judge_env(loopback(judge_script()))
     path, _ = first_run(tmp_path, [case("stale", None, expect={"contains": "refunded"})])
-    write_suite(tmp_path, [case("stale", None, expect={"contains": "refunded"})],
+    judged_suite(tmp_path, [case("stale", None, expect={"contains": "refunded"})],
                 initial_env={"orders": {"A": {"status": "shipped"}}})
     with pytest.raises(ConfigError, match=r"case 'stale'.*no longer fits.*orders\.A\.status.*\"delivered\""):
         rescore(path)
@@ -69,7 +69,7 @@ def test_a_judge_error_is_asked_again_and_dropped_cases_are_listed(loopback, jud
     judge_env(judge)
     path, report = first_run(tmp_path, [case("flaky", "RUBRIC_GARBAGE"), case("gone", "RUBRIC_PASS")])
     assert by_id(report)["flaky"]["status"] == "error"
-    write_suite(tmp_path, [case("flaky", "RUBRIC_PASS")])  # a clearer rubric this time
+    judged_suite(tmp_path, [case("flaky", "RUBRIC_PASS")])  # a clearer rubric this time
     code, rescored, out = rescore(path)
     assert code == 0 and [c["id"] for c in rescored["cases"]] == ["flaky"]
     assert by_id(rescored)["flaky"]["runs"][0]["judge"]["verdict"] == "PASS"
@@ -126,7 +126,7 @@ def test_rescore_runs_the_suites_current_scorers(loopback, judge_env, tmp_path: 
     path, report = first_run(tmp_path, [plain])
     assert by_id(report)["plain"]["runs"][0]["scorers"] == {}
     (tmp_path / "scorers.py").write_text("def length(output):\n    return len(output)\n")
-    write_suite(tmp_path, [plain], scorers=["scorers.py:length"])
+    judged_suite(tmp_path, [plain], scorers=["scorers.py:length"])
     code, rescored, _ = rescore(path)
     assert code == 0
     assert by_id(rescored)["plain"]["runs"][0]["scorers"] == {"length": {"length": 17}}  # "Order A refunded."

@@ -5,7 +5,6 @@ import asyncio
 from pathlib import Path
 from types import SimpleNamespace
 
-import orjson
 import pytest
 from rich.console import Console
 
@@ -18,6 +17,7 @@ from agent_eval.score.custom_summary import summarize_rows, summarize_scorers
 from agent_eval.score.custom import ScorerError, as_row, conversation, load_scorers
 from agent_eval.score.pipeline import ScoringContext, score_run
 from tests.builders import FIXTURES as TEST_FIXTURES
+from tests.builders import write_suite
 
 FIXTURES = TEST_FIXTURES / "scorer_suite"
 HIDDEN = "hidden_scorers.py"
@@ -32,13 +32,9 @@ def trace_of(*replies: str, users: list[str] | None = None, stop_reason: str = "
             "llm_calls": [], "latency_s": 0.1, "ttfa_s": 0.05, "final_env_diff": []}
 
 
-def write_suite(tmp_path: Path, scorers: list[str], cases: list[dict], module: str = "") -> Path:
+def scorer_suite(tmp_path: Path, scorers: list[str], cases: list[dict], module: str = "") -> Path:
     """A case file in tmp_path with the given suite scorers; `module` becomes tmp_path/sc.py."""
-    if module:
-        (tmp_path / "sc.py").write_text(module)
-    path = tmp_path / "cases.json"
-    path.write_bytes(orjson.dumps({"suite": {"scorers": scorers}, "cases": cases}))
-    return path
+    return write_suite(tmp_path, cases, {"scorers": scorers}, {"sc.py": module} if module else None)
 
 
 def case(case_id: str = "a", **fields: object) -> dict:
@@ -58,7 +54,7 @@ def test_names_come_from_function_class_or_name_attribute(tmp_path: Path) -> Non
               "@scorer(name='renamed')\ndef f(output): return 1\n"
               "class Cls(Scorer):\n    def score(self, output): return 1\n"
               "class Named(Scorer):\n    name = 'nice'\n    def score(self, output): return 1\n")
-    path = write_suite(tmp_path, ["sc.py:plain", "sc.py:f", "sc.py:Cls", "sc.py:Named"], [case()], module)
+    path = scorer_suite(tmp_path, ["sc.py:plain", "sc.py:f", "sc.py:Cls", "sc.py:Named"], [case()], module)
     assert [s.name for s in load_suite(path).scorers.scorers] == ["plain", "renamed", "Cls", "nice"]
 
 
@@ -74,7 +70,7 @@ def test_parameters_fill_from_run_then_case_fields_then_metadata(tmp_path: Path)
     # run produced comes first.
     c = case(expected_output="gold", output="case field loses", tags=["t"],
              metadata={"limit": 3, "query": "meta loses"})
-    suite = load_suite(write_suite(tmp_path, ["sc.py:probe"], [c], module))
+    suite = load_suite(scorer_suite(tmp_path, ["sc.py:probe"], [c], module))
     trace = trace_of("r1", "r2", users=["q1", "q2"])
     run_score(suite, suite.cases[0], trace, {"k": 1})
     got = suite.scorers.scorers[0].call.__globals__["seen"][-1]
@@ -87,7 +83,7 @@ def test_parameters_fill_from_run_then_case_fields_then_metadata(tmp_path: Path)
 
 
 def test_column_map_renames_and_resolves_in_the_same_order(tmp_path: Path) -> None:
-    suite = load_suite(write_suite(tmp_path, [f"{FIXTURES / HIDDEN}:exact"],
+    suite = load_suite(scorer_suite(tmp_path, [f"{FIXTURES / HIDDEN}:exact"],
                                    [case("a", expected_output="yes"),
                                     case("b", metadata={"expected_output": "no"})]))
     assert run_score(suite, suite.cases[0], trace_of("yes"))[0] == {"exact": {"exact": True}}
@@ -96,7 +92,7 @@ def test_column_map_renames_and_resolves_in_the_same_order(tmp_path: Path) -> No
 
 def test_unfillable_parameter_is_a_case_file_error_naming_case_and_field(tmp_path: Path) -> None:
     cases = [case("ok", expected_output="x"), case("bad")]
-    path = write_suite(tmp_path, [f"{FIXTURES / HIDDEN}:exact"], cases)
+    path = scorer_suite(tmp_path, [f"{FIXTURES / HIDDEN}:exact"], cases)
     with pytest.raises(CaseFileError) as err:
         load_suite(path)
     [problem] = err.value.problems
@@ -108,7 +104,7 @@ def test_unfillable_parameter_is_a_case_file_error_naming_case_and_field(tmp_pat
 def test_a_scorer_problem_shared_by_many_cases_is_reported_once_with_their_count(tmp_path: Path) -> None:
     cases = [case("ok", expected_output="x")] + [case(f"bad{i}") for i in range(7)]
     with pytest.raises(CaseFileError) as err:
-        load_suite(write_suite(tmp_path, [f"{FIXTURES / HIDDEN}:exact"], cases))
+        load_suite(scorer_suite(tmp_path, [f"{FIXTURES / HIDDEN}:exact"], cases))
     [problem] = err.value.problems  # one line for the scorer, not seven
     assert (problem.case_id, problem.field) == (None, "expected_output")
     assert problem.message.endswith("(affects 7 cases: bad0, bad1, bad2, bad3, bad4 and 2 more)")
@@ -128,7 +124,7 @@ def test_a_scorer_problem_shared_by_many_cases_is_reported_once_with_their_count
 ])
 def test_bad_scorer_specs_are_suite_errors(tmp_path: Path, module: str, spec: str, message: str) -> None:
     with pytest.raises(CaseFileError) as err:
-        load_suite(write_suite(tmp_path, [spec], [case()], module))
+        load_suite(scorer_suite(tmp_path, [spec], [case()], module))
     assert [p.field for p in err.value.problems] == ["suite.scorers[0]"]
     assert message in err.value.problems[0].message
 
@@ -156,7 +152,7 @@ def test_return_values_are_wrapped_and_checked() -> None:
 
 def test_async_raising_and_passed_scorers_on_one_run(tmp_path: Path) -> None:
     specs = [f"{FIXTURES / HIDDEN}:{n}" for n in ("words", "flaky", "polite")]
-    suite = load_suite(write_suite(tmp_path, specs, [case()]))
+    suite = load_suite(scorer_suite(tmp_path, specs, [case()]))
     values, errors, checks = run_score(suite, suite.cases[0], trace_of("please crash"))
     assert values == {"words": {"words": 2}, "flaky": None,
                       "polite": {"passed": True, "reason": "says please"}}
@@ -183,7 +179,7 @@ class CountingJudge:
 
 def test_false_scorer_fails_the_run_and_spares_the_judge(tmp_path: Path) -> None:
     specs = [f"{FIXTURES / HIDDEN}:polite", f"{FIXTURES / HIDDEN}:flaky"]
-    suite = load_suite(write_suite(tmp_path, specs, [case(rubric="be nice")]))
+    suite = load_suite(scorer_suite(tmp_path, specs, [case(rubric="be nice")]))
     judge = CountingJudge()
     ctx = ScoringContext(judge=judge, scorers=suite.scorers)
     c = suite.cases[0]
@@ -231,7 +227,7 @@ def test_automatic_summary_by_type_with_a_raised_run() -> None:
 
 
 def test_summary_counts_the_suite_figures_runs_only(tmp_path: Path) -> None:
-    suite = load_suite(write_suite(tmp_path, [f"{FIXTURES / HIDDEN}:flaky", f"{FIXTURES / HIDDEN}:Budget"],
+    suite = load_suite(scorer_suite(tmp_path, [f"{FIXTURES / HIDDEN}:flaky", f"{FIXTURES / HIDDEN}:Budget"],
                                    [case(metadata={"limit": 5})]))
 
     def run(status: str, scorers: dict, errors: dict | None = None) -> dict:
@@ -312,7 +308,7 @@ def test_an_instance_spec_and_super_summarize(tmp_path: Path) -> None:
               "    def summarize(self, rows):\n"
               "        return {**super().summarize(rows), 'limit': self.limit}\n"
               "strict = Limit(1)\n")
-    suite = load_suite(write_suite(tmp_path, ["sc.py:strict"], [case()], module))
+    suite = load_suite(scorer_suite(tmp_path, ["sc.py:strict"], [case()], module))
     [loaded] = suite.scorers.scorers
     assert loaded.name == "Limit"
     rows = [run_score(suite, suite.cases[0], trace_of(text))[0]["Limit"] for text in ("a", "abc")]
