@@ -8,7 +8,8 @@ The server is cases/mcp_server.py (Python, the `mcp` package's server API, the s
   2. Per run, prestarted: the next run's server is started while the current run "plays" (a sleep of
      --play-s), as the runner does; the wall time left on the critical path is what open_run still waits.
   3. Per call: the same get_order call as a Python tool (Sandbox.acall on cases/tools.py), through the
-     SDK's ClientSession alone (the bare MCP round trip), and through Sandbox.acall on a shared session.
+     SDK's ClientSession alone (the bare MCP round trip), and through Sandbox.acall on a shared session
+     (the two interleaved); then agent-eval's own share, the same path with a session that answers at once.
 Medians are reported. See bench/README.md.
 """
 from __future__ import annotations
@@ -72,11 +73,23 @@ async def per_call(calls: int) -> dict[str, float]:
     run = await shared.open_run(None)
     connection = run.connections[spec.index]
     session = connection._session
-    out["bare MCP round trip (ClientSession.call_tool)"] = await timed(
-        lambda: session.call_tool("get_order", {"order_id": "ORD_1001"}), calls)
     sandbox = Sandbox(mcp_suite.tools, {}, servers=run)
-    out["MCP tool, shared session (Sandbox.acall)"] = await timed(
+    # Interleaved, so that the load of the moment weighs on both alike.
+    bare, ours = await timed_pair(lambda: session.call_tool("get_order", {"order_id": "ORD_1001"}),
+                                  lambda: sandbox.acall("get_order", {"order_id": "ORD_1001"}), calls)
+    out["bare MCP round trip (ClientSession.call_tool)"] = bare
+    out["MCP tool, shared session (Sandbox.acall)"] = ours
+    # agent-eval's own share, without the wire: the same path with a session that answers at once.
+    answer = await session.call_tool("get_order", {"order_id": "ORD_1001"})
+
+    class Instant:
+        async def call_tool(self, name: str, args: dict) -> object:
+            return answer
+
+    connection._session = Instant()
+    out["agent-eval's own share of an MCP call (no wire)"] = await timed(
         lambda: sandbox.acall("get_order", {"order_id": "ORD_1001"}), calls)
+    connection._session = session
     await shared.aclose()
     return out
 
@@ -90,6 +103,18 @@ async def timed(make, calls: int) -> float:
         await make()
         samples.append(time.perf_counter() - started)
     return statistics.median(samples)
+
+
+async def timed_pair(first, second, calls: int) -> tuple[float, float]:
+    samples: tuple[list, list] = ([], [])
+    for i in range(calls + 20):
+        pair = ((first, samples[0]), (second, samples[1]))
+        for make, out in (pair if i % 2 else pair[::-1]):
+            started = time.perf_counter()
+            await make()
+            if i >= 20:
+                out.append(time.perf_counter() - started)
+    return statistics.median(samples[0]), statistics.median(samples[1])
 
 
 def main() -> None:
