@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_eval.ingest.records import Unmappable
+from agent_eval.ingest.records import Unmappable, map_each
 
 RUBRIC = "The answer conveys the same facts as this reference: "
 _CONVERSATIONAL = ("scenario", "expected_outcome", "user_description", "persona")
@@ -102,10 +102,4 @@ def golden_case(where: str, golden: Any) -> dict[str, Any]:
 
 def deepeval_cases(records: list[tuple[str, Any]]) -> tuple[list[dict[str, Any]], list[Unmappable]]:
     """The cases of a goldens file's records, and the records that could not be mapped."""
-    cases, bad = [], []
-    for where, golden in records:
-        try:
-            cases.append(golden_case(where, golden))
-        except ValueError as exc:
-            bad.append(Unmappable(where, str(exc)))
-    return cases, bad
+    return map_each(records, golden_case)

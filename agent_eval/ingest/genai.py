@@ -188,24 +188,24 @@ def _indexed(span: Span, kind: str) -> list[Message] | None:
     return out
 
 
+def _span_messages(span: Span, side: str, older: str, role: str) -> list[Message] | None:
+    """The `side` ("input"/"output") messages: the newer attribute, the older event, or indexed attributes."""
+    if f"gen_ai.{side}.messages" in span.attributes:
+        return _messages(span.attributes[f"gen_ai.{side}.messages"], role)
+    for name, attrs in span.events:
+        if name == f"gen_ai.content.{older}" and f"gen_ai.{older}" in attrs:
+            return _messages(attrs[f"gen_ai.{older}"], role)
+    return _indexed(span, older)
+
+
 def input_messages(span: Span) -> list[Message] | None:
     """The span's input messages in either convention; None when none were recorded."""
-    if "gen_ai.input.messages" in span.attributes:
-        return _messages(span.attributes["gen_ai.input.messages"], "user")
-    for name, attrs in span.events:
-        if name == "gen_ai.content.prompt" and "gen_ai.prompt" in attrs:
-            return _messages(attrs["gen_ai.prompt"], "user")
-    return _indexed(span, "prompt")
+    return _span_messages(span, "input", "prompt", "user")
 
 
 def output_messages(span: Span) -> list[Message] | None:
     """The span's output messages in either convention; None when none were recorded."""
-    if "gen_ai.output.messages" in span.attributes:
-        return _messages(span.attributes["gen_ai.output.messages"], "assistant")
-    for name, attrs in span.events:
-        if name == "gen_ai.content.completion" and "gen_ai.completion" in attrs:
-            return _messages(attrs["gen_ai.completion"], "assistant")
-    return _indexed(span, "completion")
+    return _span_messages(span, "output", "completion", "assistant")
 
 
 def _tokens(span: Span, key: str, older: str) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from agent_eval.ingest.records import Unmappable
+from agent_eval.ingest.records import Unmappable, map_each
 
 
 def _text(content: Any) -> str | None:
@@ -69,10 +69,4 @@ def sample_case(where: str, sample: Any) -> dict[str, Any]:
 
 def inspect_cases(records: list[tuple[str, Any]]) -> tuple[list[dict[str, Any]], list[Unmappable]]:
     """The cases of a samples file's records, and the records that could not be mapped."""
-    cases, bad = [], []
-    for where, sample in records:
-        try:
-            cases.append(sample_case(where, sample))
-        except ValueError as exc:
-            bad.append(Unmappable(where, str(exc)))
-    return cases, bad
+    return map_each(records, sample_case)

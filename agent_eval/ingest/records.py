@@ -1,6 +1,7 @@
 """Reading other tools' record files (a JSON list or JSON Lines) and naming the records left out."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,3 +56,15 @@ def read_records(path: Path) -> tuple[list[tuple[str, Any]], list[Unmappable]]:
         except orjson.JSONDecodeError as exc:
             bad.append(Unmappable(f"line {number}", f"not JSON ({exc})"))
     return records, bad
+
+
+def map_each(records: list[tuple[str, Any]], to_case: Callable[[str, Any], dict[str, Any]],
+             ) -> tuple[list[dict[str, Any]], list[Unmappable]]:
+    """The case of each (where, record), and the records whose `to_case` raised ValueError."""
+    cases, bad = [], []
+    for where, record in records:
+        try:
+            cases.append(to_case(where, record))
+        except ValueError as exc:
+            bad.append(Unmappable(where, str(exc)))
+    return cases, bad
