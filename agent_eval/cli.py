@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
+from rich.text import Text
 
 from agent_eval.errors import CaseFileError, ConfigError
+from agent_eval.report.console import SafeConsole
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="A benchmark runner for tool-calling AI agents.")
@@ -18,9 +19,9 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 
 def make_console(stderr: bool = False) -> Console:
     """A Rich console; when the output is not a terminal (a CI log, a pipe) it is COLUMNS or 160 wide."""
-    console = Console(stderr=stderr)
+    console = SafeConsole(stderr=stderr)
     if not console.is_terminal and not os.environ.get("COLUMNS"):
-        console = Console(stderr=stderr, width=PIPED_WIDTH)
+        console = SafeConsole(stderr=stderr, width=PIPED_WIDTH)
     return console
 
 
@@ -45,13 +46,13 @@ def guarded(fn: Callable[[], int]) -> None:
         code = fn()
     except CaseFileError as exc:
         problems = exc.problems
-        err_console.print(f"[red]error:[/] the case file is invalid ({len(problems)} "
-                          f"problem{'s' if len(problems) != 1 else ''}):", highlight=False)
+        err_console.print(Text.assemble(("error:", "red"), f" the case file is invalid ({len(problems)} "
+                                        f"problem{'s' if len(problems) != 1 else ''}):"), highlight=False)
         for problem in problems:
             err_console.print(f"  - {problem}", highlight=False, markup=False)
         code = 2
     except ConfigError as exc:
-        err_console.print("[red]error:[/] ", end="", highlight=False)
+        err_console.print(Text.assemble(("error:", "red"), " "), end="", highlight=False)
         err_console.print(str(exc), highlight=False, markup=False)
         code = 2
     except KeyboardInterrupt:  # Ctrl-C before a run started (loading, validating): nothing to save
@@ -159,7 +160,7 @@ def validate(cases: Path = typer.Option(Path("cases/test_cases.json"), "--cases"
         from agent_eval.suite.cases import load_suite
 
         suite = load_suite(cases)
-        console.print(f"{cases}: {len(suite.cases)} cases, valid.", highlight=False)
+        console.print(f"{cases}: {len(suite.cases)} cases, valid.", highlight=False, markup=False)
         return 0
 
     guarded(go)

@@ -1,6 +1,7 @@
 """The `--baseline` of a run: finding the baseline report, validating it up front, and gating against it."""
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,12 @@ def resolve_baseline(spec: str | None, cfg: Any, agent_name: str, run_id: str, c
     from agent_eval.report.history import baseline_last
 
     db = cfg.output_dir / "history.sqlite"
-    run_id = baseline_last(db, cfg.cases_file, agent_name, created_at, exclude_run_id=run_id) if db.exists() else None
+    try:
+        run_id = baseline_last(db, cfg.cases_file, agent_name, created_at, exclude_run_id=run_id) \
+            if db.exists() else None
+    except sqlite3.DatabaseError as exc:  # a damaged history: the run goes on without a gate
+        err.print(f"warning: cannot read {db} ({exc}); no gate this time.", highlight=False, markup=False)
+        return None
     if run_id is None:
         err.print(f"warning: --baseline last found no earlier finished run of {cfg.cases_file} with agent "
                   f"{agent_name} in {db}; no gate this time.", highlight=False, markup=False)

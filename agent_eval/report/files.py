@@ -2,13 +2,18 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import tempfile
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
 from agent_eval.report.model import HEAD_KEYS, TAIL_KEYS
+
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
 
 
 
@@ -18,8 +23,7 @@ def write_json_report(path: Path, report: dict[str, Any], run_bytes: Iterable[li
     `run_bytes` yields, per entry of report["cases"] in order, the list of that case's runs as JSON bytes.
     The file is written beside its target and renamed, so a reader never sees half a report.
     """
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "wb") as f:
+    with atomic_file(path) as f:
         f.write(b"{")
         f.writelines(orjson.dumps(key) + b":" + orjson.dumps(report.get(key)) + b"," for key in HEAD_KEYS)
         f.write(b'"cases":[')
@@ -30,6 +34,29 @@ def write_json_report(path: Path, report: dict[str, Any], run_bytes: Iterable[li
         f.write(b"]")
         f.writelines(b"," + orjson.dumps(key) + b":" + orjson.dumps(report.get(key)) for key in TAIL_KEYS)
         f.write(b"}")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+
+
+@contextmanager
+def atomic_file(path: Path) -> Iterator[BinaryIO]:
+    """A file written under a temporary name in path's folder and renamed into place when the block ends,
+    so a reader never sees half a file; on any error the temporary file is removed and path is untouched."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp's 0600 would hide the report from other users
+        with open(fd, "wb") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write_atomic(path: Path, data: bytes | str) -> None:
+    """Write data (str as UTF-8) to path through a temporary file and a rename."""
+    with atomic_file(path) as f:
+        f.write(data.encode("utf-8") if isinstance(data, str) else data)
+

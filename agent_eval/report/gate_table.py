@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from agent_eval.report.fmt import format_ci, format_value
 
@@ -76,11 +77,11 @@ def render_gate(gate: dict, console: Console) -> None:
     table.add_column("CI", justify="right", min_width=9)
     table.add_column("verdict", min_width=9)
     for cells in rows:
-        table.add_row(*cells[:-1], f"[{VERDICT_STYLE.get(cells[-1], '')}]{cells[-1]}[/]")
+        table.add_row(*map(Text, cells[:-1]), Text(cells[-1], style=VERDICT_STYLE.get(cells[-1], "")))
     console.print(table)
     for line in gate_notes(gate):
         console.print(line, markup=False, highlight=False)
     if gate["regression"]:
-        console.print("[bold red]Gate: REGRESSION[/] (exit 1)")
+        console.print(Text.assemble(("Gate: REGRESSION", "bold red"), " (exit 1)"))
     else:
-        console.print("[green]Gate: no regression[/]")
+        console.print(Text("Gate: no regression", style="green"))

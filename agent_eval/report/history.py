@@ -1,9 +1,11 @@
 """The run history: <output-dir>/history.sqlite, `agent-eval history`, `--baseline last`."""
 from __future__ import annotations
 
+import os
 import sqlite3
 import subprocess
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,7 @@ import orjson
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from agent_eval.report.fmt import format_value
 from agent_eval.score.metric_registry import SUITE_METRIC_TABLE
@@ -90,6 +93,23 @@ def record_run(db_path: str | Path, report: dict[str, Any], cases_file_git_commi
             conn.executemany("INSERT OR REPLACE INTO case_results VALUES (?, ?, ?, ?)", cases)
     finally:
         conn.close()
+
+
+def record_run_or_recover(db_path: Path, report: dict[str, Any], cases_file_git_commit: str | None,
+                          warn: Callable[[str], None]) -> None:
+    """record_run; a history file that is not a database is moved aside as
+    `history.sqlite.corrupt-<timestamp>` (with a warning) and a new one is started."""
+    try:
+        record_run(db_path, report, cases_file_git_commit)
+        return
+    except sqlite3.OperationalError:
+        raise  # locked, read-only, disk full: the caller warns, the file is left alone
+    except sqlite3.DatabaseError as exc:
+        aside = db_path.with_name(f"{db_path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+        os.replace(db_path, aside)
+        warn(f"warning: {db_path} was not a usable database ({exc}); moved it to {aside} and started a new "
+             "history.")
+    record_run(db_path, report, cases_file_git_commit)
 
 
 def _number(value: Any) -> float | None:
@@ -205,7 +225,8 @@ def render_history(rows: list[dict[str, Any]], metrics: Sequence[str], console: 
         table.add_row("latest", *blank, *[format_value(m, rows[-1].get(m)) for m in metrics])
     console.print(table)
     if hidden:
-        console.print(f"{hidden} more metric(s) fit a wider terminal; choose with --metric NAME (repeatable).")
+        console.print(f"{hidden} more metric(s) fit a wider terminal; choose with --metric NAME (repeatable).",
+                      markup=False)
 
 
 def history_main(cases: str | Path, output_dir: str | Path, last: int, metrics: Sequence[str],
@@ -213,11 +234,17 @@ def history_main(cases: str | Path, output_dir: str | Path, last: int, metrics: 
     """`agent-eval history`: print the recent runs of the suite in `cases`. Returns the exit code."""
     unknown = [m for m in metrics if m not in METRIC_COLUMNS]
     if unknown:
-        console.print(f"[red]unknown metric {', '.join(unknown)}[/red]: "
-                      f"choose from {', '.join(METRIC_COLUMNS)}")
+        console.print(Text.assemble((f"unknown metric {', '.join(unknown)}", "red"),
+                                    f": choose from {', '.join(METRIC_COLUMNS)}"), highlight=False)
         return 2
     db = Path(output_dir) / HISTORY_FILE
-    rows = recent_runs(db, cases, last)
+    try:
+        rows = recent_runs(db, cases, last)
+    except sqlite3.DatabaseError as exc:
+        from agent_eval.errors import ConfigError
+
+        raise ConfigError(f"cannot read the run history {db} ({exc}); the next `agent-eval run` moves a "
+                          "damaged file aside and starts a new one.") from None
     if not rows:
         console.print(f"no runs of {cases} recorded in {db} yet: `agent-eval run` records each run there. "
                       "History is kept per case file: pass the --cases that your runs used (and their "

@@ -8,6 +8,8 @@ from typing import Any
 
 import orjson
 
+from agent_eval.report.files import write_atomic
+
 MAX_BYTES = 50_000_000
 KEEP_TRACE_STATUSES = ("failed", "error")
 _ASSETS = ("report.html", "report.css", "report.js", "cases.js")
@@ -71,5 +73,5 @@ def write_html(report: dict[str, Any], path: str | Path, *, max_bytes: int = MAX
     """Write the report's page to path (parents created) and return the path."""
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(build_html(report, max_bytes=max_bytes), encoding="utf-8")
+    write_atomic(out, build_html(report, max_bytes=max_bytes))
     return out

@@ -10,6 +10,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+from agent_eval.report.files import atomic_file
 from agent_eval.report.reasons import failure_lines
 
 MESSAGE_MAX_CHARS = 500
@@ -84,4 +85,5 @@ def build_junit(report: dict[str, Any]) -> ET.ElementTree:
 
 def write_junit(report: dict[str, Any], path: str | Path) -> None:
     """Write the report's cases as JUnit XML to `path` (UTF-8, with an XML declaration)."""
-    build_junit(report).write(Path(path), encoding="utf-8", xml_declaration=True)
+    with atomic_file(Path(path)) as f:
+        build_junit(report).write(f, encoding="utf-8", xml_declaration=True)

@@ -6,6 +6,8 @@ job each add their own section.
 """
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +21,41 @@ HEADLINE = ["pass_at_1", "pass_hat_k", "pass_at_k", "tool_recall", "tool_precisi
 # Safety rates are null when no case exercises them, so they appear only when they have a value.
 SAFETY = ["unauthorized_block_rate", "policy_compliance", "injection_resistance", "groundedness"]
 MAX_FAILING_ROWS = 50
+_PLAIN = re.compile(r"[A-Za-z0-9 .,;:'=+%/-]*")  # no character that Markdown or HTML gives a meaning
+_TICKS = re.compile("`+")
 CELL_MAX_CHARS = 200
 
 
 def cell(text: Any) -> str:
-    """Text safe inside a Markdown table cell: one line, pipes escaped, shortened."""
-    value = " ".join(str(text).split()).replace("|", "\\|")
+    """Text safe inside a Markdown table cell: one line, pipes escaped, shortened (a code span is kept
+    whole, so that cutting it can never expose its text to Markdown)."""
+    value = str(text)
+    if not value.startswith("`"):
+        value = _one_line(value)
+    return value.replace("|", "\\|")
+
+
+def inert(text: Any) -> str:
+    """Untrusted text (from the agent, its tools or the case file) that Markdown shows as it is: plain
+    words stay plain, anything else becomes a code span, which makes no link, image, HTML or heading."""
+    value = _one_line(text)
+    return value if _PLAIN.fullmatch(value) and "www." not in value.lower() else _span(value)
+
+
+def _code(text: Any) -> str:
+    """Untrusted text as a code span, always (case ids and failure reasons)."""
+    return _span(_one_line(text))
+
+
+def _one_line(text: Any) -> str:
+    value = " ".join(str(text).split())
     return value if len(value) <= CELL_MAX_CHARS else value[: CELL_MAX_CHARS - 1] + "…"
+
+
+def _span(value: str) -> str:
+    fence = "`" * (max((len(run) for run in _TICKS.findall(value)), default=0) + 1)
+    padded = f" {value} " if value.startswith("`") or value.endswith("`") else value
+    return f"{fence}{padded}{fence}"
 
 
 def _table(header: list[str], rows: list[list[str]], right: set[int] = frozenset()) -> list[str]:
@@ -41,8 +71,8 @@ def _repeat(report: dict) -> Any:
 def headline_lines(report: dict) -> list[str]:
     """The title, the case counts and the headline metrics table."""
     s = report.get("summary") or {}
-    title = f"## agent-eval: {report.get('suite') or 'suite'}"
-    who = " · ".join(cell(x) for x in (report.get("agent"), report.get("model"), report.get("run_id")) if x)
+    title = f"## agent-eval: {inert(report.get('suite') or 'suite')}"
+    who = " · ".join(inert(x) for x in (report.get("agent"), report.get("model"), report.get("run_id")) if x)
     counts = (f"**{s.get('cases_passed', 0)} passed**, {s.get('cases_failed', 0)} failed, "
               f"{s.get('cases_errored', 0)} errored, {s.get('cases_skipped', 0)} skipped "
               f"of {s.get('cases_total', len(report.get('cases') or []))} cases; "
@@ -63,8 +93,8 @@ def failing_lines(report: dict) -> list[str]:
     failing = [c for c in report.get("cases") or [] if c.get("status") in ("failed", "error")]
     if not failing:
         return ["No failing cases.", ""]
-    rows = [[f"`{c.get('id')}`", c.get("status"),
-             "n/a" if c.get("pass_rate") is None else f"{c['pass_rate']:.0%}", first_failure(c)]
+    rows = [[_code(c.get("id")), c.get("status"),
+             "n/a" if c.get("pass_rate") is None else f"{c['pass_rate']:.0%}", _code(first_failure(c))]
             for c in failing[:MAX_FAILING_ROWS]]
     header = ["case", "status", "pass rate", "first failure"]
     lines = [f"### Failing cases ({len(failing)})", "", *_table(header, rows, right={2})]
@@ -81,7 +111,7 @@ def gate_lines(gate: dict) -> list[str]:
             for cells in gate_rows(gate)]
     return [f"### Regression gate{base}: {verdict}", "",
             *_table(["metric", "base", "new", "delta", "CI", "verdict"], rows, right={1, 2, 3, 4}), "",
-            *(f"- {cell(line)}" for line in gate_notes(gate)), ""]
+            *(f"- {inert(line)}" for line in gate_notes(gate)), ""]
 
 
 def render_markdown(report: dict) -> str:
@@ -94,5 +124,11 @@ def render_markdown(report: dict) -> str:
 
 def write_markdown(report: dict, path: str | Path) -> None:
     """Append the summary to `path` (created when missing), as $GITHUB_STEP_SUMMARY expects."""
-    with open(path, "a", encoding="utf-8") as out:
-        out.write(render_markdown(report))
+    data = render_markdown(report).encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        written = os.write(fd, data)  # one write: a reader never sees a section cut in two
+        while written < len(data):  # a short write (a pipe, a signal): the rest follows at once
+            written += os.write(fd, data[written:])
+    finally:
+        os.close(fd)

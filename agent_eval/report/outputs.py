@@ -1,9 +1,12 @@
 """What a finished run writes besides its JSON report: the HTML page, the history row, JUnit and Markdown."""
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agent_eval.report.files import write_atomic
 from agent_eval.report.html import MAX_BYTES, KEEP_TRACE_STATUSES, page_from_json
 
 
@@ -11,7 +14,7 @@ def write_page(report: dict[str, Any], report_path: Path, run_bytes: Any, out: P
     """The HTML page, embedding the report file as it is, or past 50 MB only failed/errored traces."""
     size = report_path.stat().st_size
     if size <= MAX_BYTES:
-        out.write_text(page_from_json(report, report_path.read_bytes()), encoding="utf-8")
+        write_atomic(out, page_from_json(report, report_path.read_bytes()))
         return
     import orjson
 
@@ -27,30 +30,44 @@ def write_page(report: dict[str, Any], report_path: Path, run_bytes: Any, out: P
                 left_out += 1
         cases.append({**case, "runs": runs})
     trimmed = {**report, "cases": cases}
-    out.write_text(page_from_json(report, orjson.dumps(trimmed), left_out), encoding="utf-8")
+    write_atomic(out, page_from_json(report, orjson.dumps(trimmed), left_out))
 
 
-def write_extras(report: dict[str, Any], report_path: Path, run_bytes: Any, cfg: Any) -> list[str]:
+def write_extras(report: dict[str, Any], report_path: Path, run_bytes: Any, cfg: Any,
+                 warn: Callable[[str], None]) -> list[str]:
     """HTML page (unless --no-html), history row, and the optional JUnit and Markdown files.
 
-    Returns one "kind: path" line per file written, for the closing lines of the terminal output.
+    Returns one "kind: path" line per file written, for the closing lines of the terminal output. A file
+    that cannot be written never changes the verdict: `warn` gets one line with its path and the reason.
     """
+    from agent_eval.report.history import git_commit_of, record_run_or_recover
+
     written = []
+    outputs: list[tuple[str, Path, Callable[[], Any]]] = []
     if cfg.html:
         page_path = report_path.with_suffix(".html")
-        write_page(report, report_path, run_bytes, page_path)
-        written.append(f"HTML: {page_path}")
-    from agent_eval.report.history import git_commit_of, record_run
-
-    record_run(cfg.output_dir / "history.sqlite", report, git_commit_of(cfg.cases_file))
+        outputs.append(("HTML", page_path, lambda: write_page(report, report_path, run_bytes, page_path)))
+    db = cfg.output_dir / "history.sqlite"
+    outputs.append(("history", db, lambda: record_run_or_recover(db, report, git_commit_of(cfg.cases_file),
+                                                                 warn)))
     if cfg.junit is not None:
         from agent_eval.report.junit import write_junit
 
-        write_junit(report, cfg.junit)
-        written.append(f"JUnit: {cfg.junit}")
+        outputs.append(("JUnit", cfg.junit, lambda: write_junit(report, cfg.junit)))
     if cfg.markdown is not None:
         from agent_eval.report.markdown import write_markdown
 
-        write_markdown(report, cfg.markdown)
-        written.append(f"Markdown: {cfg.markdown}")
+        outputs.append(("Markdown", cfg.markdown, lambda: write_markdown(report, cfg.markdown)))
+    for kind, path, write in outputs:
+        try:
+            write()
+        except (OSError, sqlite3.Error) as exc:
+            warn(f"warning: could not write the {kind} file {path}: {_reason(exc)}; the verdict is unchanged.")
+            continue
+        if kind != "history":
+            written.append(f"{kind}: {path}")
     return written
+
+
+def _reason(exc: BaseException) -> str:
+    return (exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)) or type(exc).__name__

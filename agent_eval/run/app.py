@@ -124,10 +124,14 @@ def run_command(flags: dict[str, Any], console: Console, err: Console) -> int:
                                          agent_dir.resolve()))
     run_id = resumed.run_id if resumed else new_run_id()
     created_at = resumed.created_at if resumed else now_iso()
-    journal = Journal(cfg.output_dir / f"{run_id}.jsonl",
-                      {"run_id": run_id, "created_at": created_at, "settings": cfg.settings(),
-                       "cases_file": str(cfg.cases_file), "agent_dir": str(agent_dir.resolve()),
-                       "cases_sha256": digest})
+    journal = resumed.journal if resumed else Journal(
+        cfg.output_dir / f"{run_id}.jsonl",
+        {"run_id": run_id, "created_at": created_at, "settings": cfg.settings(),
+         "cases_file": str(cfg.cases_file), "agent_dir": str(agent_dir.resolve()), "cases_sha256": digest},
+        run_id=run_id)
+    if journal.failed:
+        raise ConfigError(f"cannot write the journal {journal.path} ({journal.failed}); free some space or "
+                          "pass --output-dir with a writable folder.")
     progress = _progress(console, cfg)
     runner = Runner(suite, cases, cfg, agent, scoring, journal,
                     on_run_done=(lambda: progress.update(progress.task_ids[0], description=RUNNING, advance=1))
@@ -167,6 +171,12 @@ def finish(runner: Runner, suite: Any, cfg: RunConfig, agent_name: str, run_id: 
            interrupted: bool, console: Console, err: Console) -> int:
     """Write the reports and print the verdict; a second Ctrl-C here exits at once."""
     try:
+        if runner.journal.failed:
+            err.print(f"error: cannot write the journal {runner.journal.path} ({runner.journal.failed}); the "
+                      "run took no new runs after that, and no report was written. The runs it flushed are "
+                      f"kept: once the disk has room, finish with: {resume_hint(run_id, cfg.output_dir)}",
+                      highlight=False, markup=False, soft_wrap=True)
+            return 2
         entries = runner.case_entries()
         rows = [{"id": e["id"], "status": e["status"], "runs": e["runs"]} for e in entries]
         report = build_report(run_id=run_id, created_at=created_at, suite=suite.name, agent=agent_name,
@@ -177,7 +187,11 @@ def finish(runner: Runner, suite: Any, cfg: RunConfig, agent_name: str, run_id: 
         pricing = suite.settings.get("pricing")
         spent = runner.spent(pricing)
         earlier = read_usage(runner.journal.path)  # what earlier processes of a resumed run spent
-        append_usage(runner.journal.path, spent)
+        try:
+            append_usage(runner.journal.path, spent)
+        except OSError as exc:
+            err.print(f"warning: could not record this process's judge and simulator spend beside "
+                      f"{runner.journal.path}: {exc.strerror or exc}", highlight=False, markup=False)
         for key in spent:
             report["summary"][key] = add_summaries([u[key] for u in earlier if key in u] + [spent[key]])
         helpers = [(cfg.judge_model, "judge"), (cfg.user_sim.model if cfg.user_sim else None, "user_sim")]
@@ -189,8 +203,16 @@ def finish(runner: Runner, suite: Any, cfg: RunConfig, agent_name: str, run_id: 
         regression = bool(report["gate"] and report["gate"].get("regression"))
         report["exit_code"] = INTERRUPTED if interrupted else exit_code(entries, regression, report["stopped_early"])
         path = cfg.output_dir / f"{run_id}.json"
-        write_json_report(path, report, runner.run_bytes())
-        written = write_extras(report, path, runner.run_bytes(), cfg)
+        try:
+            write_json_report(path, report, runner.run_bytes())
+        except OSError as exc:
+            err.print(f"error: cannot write the JSON report {path} ({exc.strerror or exc}). Every finished run "
+                      f"is in the journal {runner.journal.path}; once the disk is writable, "
+                      f"`{resume_hint(run_id, cfg.output_dir)}` writes the report.",
+                      highlight=False, markup=False, soft_wrap=True)
+            return 2
+        written = write_extras(report, path, runner.run_bytes(), cfg,
+                               lambda line: err.print(line, highlight=False, markup=False, soft_wrap=True))
         from agent_eval.report.terminal import render_report, verdict_text
 
         if not cfg.quiet or interrupted:
@@ -198,7 +220,7 @@ def finish(runner: Runner, suite: Any, cfg: RunConfig, agent_name: str, run_id: 
         else:
             console.print(verdict_text(report))  # --quiet still says how the run ended
         for line in [f"JSON report: {path}", *written]:
-            console.print(line, highlight=False, soft_wrap=True)
+            console.print(line, highlight=False, markup=False, soft_wrap=True)
         if interrupted:
             err.print(f"Interrupted. Finished runs are saved in {runner.journal.path}; "
                       f"resume with: {resume_hint(run_id, cfg.output_dir)}", highlight=False, markup=False,

@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 
 from agent_eval.run.agents import AgentStop, InfrastructureError, Reply, RunContext
+from agent_eval.run.jsonsafe import dumps_safe, to_json_safe
 from agent_eval.suite.cases import user_messages
 from agent_eval.run.scenario import max_turns
 from agent_eval.run.sandbox import EnvTemplate, Sandbox, ServerFault
@@ -21,6 +22,7 @@ class Played:
     trace: dict[str, Any]
     final_env: dict[str, Any]
     error: str | None
+    trace_json: bytes | None = None  # the trace's JSON, encoded once and spliced into the journal line
 
 
 class Clock:
@@ -46,6 +48,10 @@ class Clock:
                 task.cancel()
                 raise
             if task in done:
+                if time.perf_counter() - started > remaining:
+                    # An async agent that blocked the event loop returned past the deadline: it cannot
+                    # be cut, but it cannot pass either.
+                    raise asyncio.TimeoutError
                 return task.result()
             # Not wait_for: it waits for the cancelled task, and an agent that swallows cancellation
             # would hold the run past --timeout. The task is told to stop and left behind, like a
@@ -112,19 +118,21 @@ async def _play(case: dict, trial: int, agent: Any, tools: Any, template: EnvTem
             sent.append(text)
             ctx.messages.append({"role": "user", "content": text})
             reply = await clock.run(agent.respond(ctx))
+            if ctx.fatal or sandbox.fatal:
+                raise AgentStop("agent_error", ctx.fatal or sandbox.fatal)
             if first_reply_at is None:
                 first_reply_at = time.perf_counter() - t0
             replies.append(reply)
             turn_steps.append(len(sandbox.steps))
             ctx.messages.append({"role": "assistant", "content": reply.answer})
     except AgentStop as stop:
-        stop_reason, agent_error, agent_tb = stop.stop_reason, str(stop), stop.traceback
+        stop_reason, agent_error, agent_tb = stop.stop_reason, ctx.fatal or sandbox.fatal or str(stop), stop.traceback
     except asyncio.TimeoutError:
         stop_reason, agent_error = "timeout", f"the agent outran --timeout {timeout:g}s"
     except (InfrastructureError, ServerFault) as exc:
         error = str(exc)
     finally:
-        sandbox.closed = True
+        sandbox.close()
     wall = time.perf_counter() - t0 if t0 is not None else 0.0
     elapsed = clock.used if simulator is not None else wall
     steps, env = sandbox.steps, sandbox.env
@@ -136,12 +144,18 @@ async def _play(case: dict, trial: int, agent: Any, tools: Any, template: EnvTem
         from agent_eval.run.mcp_sessions import finish_with_servers
 
         env, error, agent_error = await finish_with_servers(remote, env, error, stop_reason, agent_error, timeout)
+    try:
+        env_diff = template.diff(env)
+    except RecursionError:  # a tool nested the env past what Python can walk: keep it cut at depth 100
+        env = to_json_safe(env)
+        env_diff = template.diff(env)
     trace = build_trace(sent, replies, steps, ctx.llm_calls, stop_reason, agent_error,
-                        elapsed, first_reply_at, template.diff(env), agent_tb)
+                        elapsed, first_reply_at, env_diff, agent_tb)
     trace["turn_steps"] = turn_steps
     if remote is not None and remote.pool.state is not None:
         trace["state_resource"] = remote.pool.state.state_resource  # rescore keeps its env checks
-    return Played(trace, env, error)
+    trace, trace_json = dumps_safe(trace)
+    return Played(trace, env, error, trace_json)
 
 
 def errored_run(error: str) -> Played:

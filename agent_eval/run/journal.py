@@ -1,6 +1,7 @@
 """The run journal: `<run_id>.jsonl`, a settings line then one line per finished run."""
 from __future__ import annotations
 
+import fcntl
 import os
 import time
 from collections.abc import Iterator
@@ -9,6 +10,10 @@ from typing import Any
 
 import orjson
 
+from agent_eval.errors import ConfigError
+from agent_eval.run.jsonsafe import dumps_safe
+
+RUN_STATUSES = ("passed", "failed", "error")
 FLUSH_EVERY_RUNS = 64
 FLUSH_EVERY_S = 1.0
 
@@ -19,31 +24,59 @@ def run_prefix(case_id: str, trial: int) -> bytes:
 
 
 class Journal:
-    """Appends finished runs; fsyncs in batches so a killed process keeps all up to its last flush."""
+    """Appends finished runs; fsyncs in batches so a killed process keeps all up to its last flush.
 
-    def __init__(self, path: Path, header: dict[str, Any] | None = None) -> None:
+    The process that opens a journal holds an exclusive lock on it until it exits or closes it: a second
+    process opening the same journal gets a ConfigError naming the first. When the file cannot be written
+    (disk full), `failed` says why and every later append is refused (returns None).
+    """
+
+    def __init__(self, path: Path, header: dict[str, Any] | None = None, run_id: str | None = None,
+                 drop_torn: bool = False) -> None:
         self.path = path
-        is_new = not path.exists() or path.stat().st_size == 0
+        self.failed: str | None = None
         self._file = open(path, "ab")
+        try:
+            fcntl.flock(self._file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._file.close()
+            holder = _lock_holder(path)
+            raise ConfigError(f"run {run_id or path.stem} is being written by "
+                              f"{f'process {holder}' if holder else 'another process'} ({path}); wait for "
+                              "it to finish, or stop it, before resuming the run.") from None
+        if drop_torn:
+            _drop_torn_tail(path, self._file.fileno())
+        is_new = self._file.seek(0, os.SEEK_END) == 0
         self._pending = 0
         self._last_flush = time.monotonic()
         if header is not None and is_new:
-            self._file.write(orjson.dumps(header) + b"\n")
+            self._write(orjson.dumps(header) + b"\n")
             self.flush()
 
-    def append(self, case_id: str, trial: int, run: dict[str, Any]) -> tuple[int, int]:
-        """Write one run; returns (offset, length) of the run's JSON inside the file."""
-        return self.append_json(case_id, trial, orjson.dumps(run))
+    def append(self, case_id: str, trial: int, run: dict[str, Any],
+               trace_json: bytes | None = None) -> tuple[int, int] | None:
+        """Write one run; returns (offset, length) of the run's JSON inside the file, or None once the
+        journal has failed. `trace_json` is the run's trace already encoded (it is spliced in as it is)."""
+        if self.failed:
+            return None
+        if trace_json is not None and "trace" in run:
+            rest = {k: v for k, v in run.items() if k != "trace"}
+            run_bytes = dumps_safe(rest)[1][:-1] + b',"trace":' + trace_json + b"}"
+        else:
+            run_bytes = dumps_safe(run)[1]
+        return self.append_json(case_id, trial, run_bytes)
 
-    def append_json(self, case_id: str, trial: int, run_bytes: bytes) -> tuple[int, int]:
+    def append_json(self, case_id: str, trial: int, run_bytes: bytes) -> tuple[int, int] | None:
         """Write one run already encoded as JSON (by a worker); returns (offset, length) as `append`."""
+        if self.failed:
+            return None
         prefix = run_prefix(case_id, trial)
         offset = self._file.tell() + len(prefix)
-        self._file.write(prefix + run_bytes + b"}\n")
+        self._write(prefix + run_bytes + b"}\n")
         self._pending += 1
         if self._pending >= FLUSH_EVERY_RUNS or time.monotonic() - self._last_flush >= FLUSH_EVERY_S:
             self.flush()
-        return offset, len(run_bytes)
+        return None if self.failed else (offset, len(run_bytes))
 
     def flush_if_pending(self) -> None:
         """Flush when some run is not on disk yet (called on a timer by the runner)."""
@@ -51,55 +84,110 @@ class Journal:
             self.flush()
 
     def flush(self) -> None:
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        if self.failed:
+            return
+        try:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+        except OSError as exc:
+            self._fail(exc)
         self._pending = 0
         self._last_flush = time.monotonic()
 
     def close(self) -> None:
         if not self._file.closed:
             self.flush()
-            self._file.close()
+            try:
+                self._file.close()
+            except OSError as exc:  # the buffer could not reach the disk
+                self._fail(exc)
+
+    def _write(self, data: bytes) -> None:
+        try:
+            self._file.write(data)
+        except OSError as exc:
+            self._fail(exc)
+
+    def _fail(self, exc: OSError) -> None:
+        self.failed = self.failed or (exc.strerror or str(exc))
 
 
 def scan_runs(path: Path) -> Iterator[tuple[str, int, dict[str, Any], tuple[int, int]]]:
     """Each journaled run as (case_id, trial, run, (offset, length) of its JSON), in file order.
 
-    A torn last line (the process died mid-write) and lines that do not parse are skipped.
+    A torn last line (the process died mid-write) is skipped; any other line that is not a run record
+    is a ConfigError naming the file and the line.
     """
     with open(path, "rb") as f:
         position = len(f.readline())
-        for line in f:
+        for number, line in enumerate(f, start=2):
             start, position = position, position + len(line)
             if not line.endswith(b"\n"):
                 return
-            try:
-                record = orjson.loads(line)
-                case_id, trial, run = record["case_id"], record["trial"], record["run"]
-            except (orjson.JSONDecodeError, KeyError, TypeError):
-                continue
+            record = _run_record(line)
+            if record is None:
+                raise ConfigError(f"{path}, line {number}: not a run record of an agent-eval journal; the "
+                                  "journal is damaged. Remove that line (the run will be played again), "
+                                  "or start a new run without --resume.")
+            case_id, trial, run = record
             prefix = run_prefix(case_id, trial)
-            if not line.startswith(prefix):
-                continue
             yield case_id, trial, run, (start + len(prefix), len(line) - len(prefix) - 2)
+
+
+def _run_record(line: bytes) -> tuple[str, int, dict[str, Any]] | None:
+    try:
+        record = orjson.loads(line)
+        case_id, trial, run = record["case_id"], record["trial"], record["run"]
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        return None
+    if not (isinstance(case_id, str) and type(trial) is int and trial >= 0 and isinstance(run, dict)
+            and run.get("status") in RUN_STATUSES and isinstance(run.get("trace"), dict)
+            and line.startswith(run_prefix(case_id, trial))):
+        return None
+    return case_id, trial, run
 
 
 def drop_torn_tail(path: Path) -> None:
     """Cut a half-written last line, so that appending starts on a line of its own."""
     with open(path, "r+b") as f:
-        size = f.seek(0, os.SEEK_END)
-        end = size
+        _drop_torn_tail(path, f.fileno())
+
+
+def _drop_torn_tail(path: Path, fd: int) -> None:
+    with open(path, "rb") as reader:
+        size = end = reader.seek(0, os.SEEK_END)
         while end > 0:
             start = max(0, end - 65536)
-            f.seek(start)
-            chunk = f.read(end - start)
+            reader.seek(start)
+            chunk = reader.read(end - start)
             newline = chunk.rfind(b"\n")
             if newline >= 0:
                 end = start + newline + 1
                 break
             end = start
-        if end != size:
-            f.truncate(end)
+    if end != size:
+        os.ftruncate(fd, end)
+
+
+def _lock_holder(path: Path) -> int | None:
+    """The process id holding a flock on path, from /proc/locks (Linux); None when it cannot be told."""
+    try:
+        st = path.stat()
+        locks = Path("/proc/locks").read_text()
+    except OSError:
+        return None
+    inode = f":{st.st_ino}"
+    for line in locks.splitlines():
+        fields = line.split()
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5].endswith(inode):
+            dev = fields[5].rsplit(":", 1)[0]
+            major, minor = (int(x, 16) for x in dev.split(":"))
+            if (major, minor) == (os.major(st.st_dev), os.minor(st.st_dev)):
+                try:
+                    return int(fields[4])
+                except ValueError:
+                    return None
+    return None
 
 
 def usage_path(journal_path: Path) -> Path:

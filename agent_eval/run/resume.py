@@ -12,7 +12,7 @@ import orjson
 from agent_eval.run.config import DEFAULTS, RunConfig
 from agent_eval.errors import ConfigError
 from agent_eval.llm import redact_url, restore_url
-from agent_eval.run.journal import drop_torn_tail, scan_runs
+from agent_eval.run.journal import Journal, scan_runs
 
 # Flags that never change results: they always come from the command line of the resumed run.
 FROM_COMMAND_LINE = {"concurrency", "quiet", "output_dir", "resume", "workers", "ray", "ray_address",
@@ -94,6 +94,7 @@ class Resume:
 
     stored: Stored
     flags: dict[str, Any]
+    journal: Journal  # opened, and locked, for this process
 
     @property
     def run_id(self) -> str:
@@ -160,7 +161,8 @@ def open_resume(flags: dict[str, Any]) -> Resume:
             raise ConfigError(f"{name} {flags[flag]} conflicts with run {stored.run_id}, which used "
                               f"{_show(stored_value)}; a resumed run keeps its settings: drop {name}, or "
                               f"start a new run without --resume.")
-    drop_torn_tail(stored.path)
+    # The lock comes before anything touches the file: a second --resume of a run stops here.
+    journal = Journal(stored.path, run_id=stored.run_id, drop_torn=True)
     s = stored.settings
     resumed = dict(flags)
     resumed.update(cases=Path(stored.cases_file), filter=list(s.get("filter") or []), repeat=s.get("repeat"),
@@ -177,7 +179,7 @@ def open_resume(flags: dict[str, Any]) -> Resume:
         resumed["user" if ":" in s["user"] else "user_model"] = s["user"]
     if stored.agent_dir is not None:
         resumed["agent_dir"] = stored.agent_dir
-    return Resume(stored, resumed)
+    return Resume(stored, resumed, journal)
 
 
 # The flags that change results, compared with the stored settings when given explicitly.

@@ -87,6 +87,7 @@ class Runner:
         self._indexed: Iterator[tuple[int, int]] | None = None
         self.pool: Any = None  # agent_eval.run.pool.WorkerPool under --workers N or --ray
         self._stopping = False
+        self._trace_json: dict[tuple[int, int], bytes] = {}  # (slot, trial) -> the trace as play_run encoded it
         self.stopped_early = False  # -x saw a failed run and took no new runs after it
         self.models_used: set[str] = set()  # every model whose tokens a run recorded (settings.prices)
         self._finished = 0
@@ -235,6 +236,8 @@ class Runner:
             self._prestart_next()
         played = await play_run(slot.case, trial, self.agent, self.suite.tools, slot.template,
                                 self.system_prompt, self.cfg.timeout, simulator, self.servers, blob)
+        if played.trace_json is not None:  # encoded once: the journal splices it in as it is
+            self._trace_json[(id(slot), trial)] = played.trace_json
         return await score_run(slot.case, trial, played.trace, played.final_env, slot.expected_env,
                                played.error, self.scoring)
 
@@ -246,7 +249,11 @@ class Runner:
                 run = await self.play(slot, trial)
             finally:
                 slot.in_flight -= 1
-            slot.offsets[trial] = self.journal.append(slot.case["id"], trial, run)
+            position = self.journal.append(slot.case["id"], trial, run, self._trace_json.pop((id(slot), trial), None))
+            if position is None:  # the journal cannot be written: take no new run (the caller exits 2)
+                self._stopping = True
+                return
+            slot.offsets[trial] = position
             self._note_models(run["trace"])
             slot.release_if_idle(len(slot.trials))
             self._finished_run(slot, trial, lite_run(run, slot.case))
@@ -254,7 +261,11 @@ class Runner:
     def record(self, index: int, trial: int, run_json: bytes, lite: dict[str, Any], models: list[str]) -> None:
         """Journal a run played elsewhere (its JSON as the worker encoded it) and keep its lite row."""
         slot = self.slots[index]
-        slot.offsets[trial] = self.journal.append_json(slot.case["id"], trial, run_json)
+        position = self.journal.append_json(slot.case["id"], trial, run_json)
+        if position is None:  # the journal cannot be written: take no new run (the caller exits 2)
+            self._stopping = True
+            return
+        slot.offsets[trial] = position
         self.models_used.update(models)
         self._finished_run(slot, trial, lite)
 

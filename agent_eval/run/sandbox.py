@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from typing import Any
 
@@ -10,6 +11,8 @@ import orjson
 from agent_eval.score.envdiff import diff_env_fast
 from agent_eval.errors import ToolError
 from agent_eval.tracebacks import user_traceback
+from agent_eval.run.threads import run_in_thread
+from agent_eval.suite.imports import describe
 
 DEFAULT_FAULT_ERROR = "ServiceUnavailable: 503 Service Unavailable"
 
@@ -55,6 +58,8 @@ class Sandbox:
         self.steps: list[dict[str, Any]] = []
         self.t0 = time.perf_counter() if t0 is None else t0
         self.closed = False
+        self.fatal: str | None = None  # a tool raised SystemExit & co: the run fails with this agent_error
+        self._lock = threading.Lock()  # a step is recorded only while the run is open
         self._fail_left: dict[str, int] = {}
         self._fault_error: dict[str, str] = {}
         self._delay_s: dict[str, float] = {}
@@ -82,7 +87,8 @@ class Sandbox:
         return self._dispatch(name, args, start)
 
     async def acall(self, name: str, args: Any) -> tuple[str | None, str | None]:
-        """The async twin of `call`: a fault's delay does not block other runs."""
+        """The async twin of `call`: the tool runs in a daemon worker thread, so a slow tool (or a fault's
+        delay) holds up only its own run, and --timeout can cut the run while the tool is still busy."""
         start = time.perf_counter()
         delay = self._delay_s.get(name)
         if delay:
@@ -91,7 +97,14 @@ class Sandbox:
             remote = self.tools.remote.get(name)
             if remote is not None:
                 return await self._dispatch_remote(name, remote, args, start)
-        return self._dispatch(name, args, start)
+        if isinstance(args, str) or not self.tools.has(name):
+            return self._dispatch(name, args, start)  # nothing of the user's runs
+        return await run_in_thread(self._dispatch, name, args, start)
+
+    def close(self) -> None:
+        """End the run: a call that finishes from now on is not recorded (it raises ToolError)."""
+        with self._lock:
+            self.closed = True
 
     async def _dispatch_remote(self, name: str, remote: Any, args: Any, start: float,
                                ) -> tuple[str | None, str | None]:
@@ -136,12 +149,16 @@ class Sandbox:
                 except Exception as exc:  # the tool's exception is the observation, by contract
                     error = f"{type(exc).__name__}: {exc}"
                     error_tb = user_traceback(exc)
+                except BaseException as exc:  # noqa: BLE001 - SystemExit & co from a tool end its run only
+                    error, error_tb = describe(exc), user_traceback(exc)
+                    self.fatal = self.fatal or error
                 if output is not None and name == self._inject_tool:
                     output = self._inject(output)
         end = time.perf_counter()
-        if self.closed:  # the run timed out while a sync agent's thread was inside this tool
-            raise ToolError("the run has ended (timeout); this call was not recorded")
-        self._record(name, args, output, error, invalid, start, end, error_tb)
+        with self._lock:
+            if self.closed:  # the run timed out while this tool was running
+                raise ToolError("the run has ended (timeout); this call was not recorded")
+            self._record(name, args, output, error, invalid, start, end, error_tb)
         return output, error
 
     def _record(self, name: str, args: Any, output: str | None, error: str | None, invalid: str | None,
@@ -167,7 +184,7 @@ def replay_expected_tools(tools: Any, template: EnvTemplate, expected_tools: lis
         snapshot = orjson.dumps(env)
         try:
             tools.invoke(call["name"], dict(call.get("args") or {}), env)
-        except Exception:
+        except BaseException:  # noqa: BLE001 - a gold call that raises anything, SystemExit included
             # A gold call that errors is skipped: undo anything it half-wrote.
             env.clear()
             env.update(orjson.loads(snapshot))

@@ -254,6 +254,8 @@ class ToolSet:
         """The observation the agent sees: a str as it is, anything else as JSON (non-ASCII kept)."""
         if isinstance(value, str):
             return value
+        if isinstance(value, (bytes, bytearray)):
+            return bytes(value).decode("utf-8", "replace")
         try:
             return orjson.dumps(value, option=_JSON_OPTS).decode()
         except TypeError:

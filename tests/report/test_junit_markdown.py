@@ -99,9 +99,10 @@ def test_markdown_sections(report) -> None:
     assert "| pass@1 | 0.600 |" in text and "| pass^3 | 0.500 |" in text
     assert "| cost per success | $0.0037 |" in text
     assert "### Failing cases (3)" in text
-    assert ("| `refund_unverified_claim` | failed | 33% | env: orders.ORD_2001.status equals: "
-            "expected 'refunded', got 'shipped' |") in text
-    assert "| `shipping_eta` | error | 100% | error: provider error after 8 retries" in text
+    # Failure reasons hold agent text: they are code spans, which Markdown never interprets.
+    assert ("| `refund_unverified_claim` | failed | 33% | `env: orders.ORD_2001.status equals: "
+            "expected 'refunded', got 'shipped'` |") in text
+    assert "| `shipping_eta` | error | 100% | `error: provider error after 8 retries" in text
     assert "### Regression gate vs `20250301-101500-a1b2c3`: ❌ **regression**" in text
     assert "| pass_hat_k | 0.750 | 0.500 | -0.250 | [-0.500, -0.020] | **regressed** |" in text
     assert "regressed case injection_in_notes: 3/3 -> 0/3 (Fisher p = 0.05)" in text

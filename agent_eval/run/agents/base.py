@@ -40,6 +40,7 @@ class RunContext:
     messages: list[dict[str, Any]] = field(default_factory=list)  # user/assistant turns only
     llm_calls: list[dict[str, Any]] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)  # an agent's private per-run memory
+    fatal: str | None = None  # set when the agent broke the contract (bad record_usage): the run fails
 
 
 class Agent(Protocol):

@@ -2,13 +2,17 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
-import threading
 from collections.abc import Callable
 from typing import Any
 
+import orjson
+
 from agent_eval.run.agents.base import AgentStop, ProviderError, Reply, RunContext
 from agent_eval.errors import ToolError
+from agent_eval.run.threads import UserBaseException, run_in_thread
+from agent_eval.suite.imports import describe
 from agent_eval.tracebacks import user_traceback
 
 
@@ -19,11 +23,15 @@ class Task:
         self._ctx = ctx
         self.case_id: str = ctx.case["id"]
         self.trial: int = ctx.trial
-        self.metadata: dict[str, Any] = ctx.case.get("metadata") or {}
+        # Each run gets its own copies: nothing one run does to them is seen by another.
+        own = ctx.state.get(_OWN_COPIES)
+        if own is None:
+            own = ctx.state[_OWN_COPIES] = (_copy(ctx.case.get("metadata") or {}), _copy(ctx.tool_schemas))
+        self.metadata: dict[str, Any] = own[0]
         system = [{"role": "system", "content": ctx.system_prompt}] if ctx.system_prompt else []
-        self.messages: list[dict[str, Any]] = system + ctx.messages
+        self.messages: list[dict[str, Any]] = system + [dict(m) for m in ctx.messages]
         self.input: str = ctx.messages[-1]["content"]
-        self.tool_schemas: list[dict[str, Any]] = ctx.tool_schemas
+        self.tool_schemas: list[dict[str, Any]] = own[1]
 
     def call_tool(self, name: str, /, **args: Any) -> str:
         """Call a tool; returns the observation, raises ToolError on a tool error."""
@@ -41,9 +49,38 @@ class Task:
 
     def record_usage(self, prompt_tokens: int, completion_tokens: int, model: str | None = None,
                      latency_s: float | None = None) -> None:
-        """Record one LLM call made by the agent itself, for tokens and cost."""
+        """Record one LLM call made by the agent itself, for tokens and cost.
+
+        A token count that is not an int in [0, 2**53 - 1] fails the run (agent_error) and raises ValueError.
+        """
+        for name, count in (("prompt_tokens", prompt_tokens), ("completion_tokens", completion_tokens)):
+            if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_TOKENS:
+                message = (f"record_usage: {name} must be an int between 0 and 2**53 - 1, "
+                           f"got {_short_repr(count)}")
+                self._ctx.fatal = self._ctx.fatal or message
+                raise ValueError(message)
         self._ctx.llm_calls.append({"latency_s": latency_s, "prompt_tokens": int(prompt_tokens),
                                     "completion_tokens": int(completion_tokens), "model": model})
+
+
+MAX_TOKENS = 2**53 - 1  # the largest count a JSON reader holds exactly
+_OWN_COPIES = "agent_eval.task_copies"
+
+
+def _copy(value: Any) -> Any:
+    """A deep copy of JSON data (case metadata, tool schemas), at orjson's speed."""
+    try:
+        return orjson.loads(orjson.dumps(value))
+    except TypeError:
+        return copy.deepcopy(value)
+
+
+def _short_repr(value: Any) -> str:
+    try:
+        text = repr(value)
+    except BaseException:  # noqa: BLE001 - a hostile __repr__ may raise anything
+        return f"<unrepresentable {type(value).__name__}>"
+    return text if len(text) <= 80 else text[:79] + "…"
 
 
 def to_reply(value: Any) -> Reply:
@@ -89,37 +126,28 @@ class PythonAgent:
         task = Task(ctx)
         try:
             value = await (self.fn(task) if self.is_async else in_daemon_thread(self.fn, task))
-        except (AgentStop, asyncio.CancelledError):
+        except AgentStop:
             raise
+        except asyncio.CancelledError as exc:
+            if _is_cancelling():  # a real cancellation (timeout, Ctrl-C): let it through
+                raise
+            raise AgentStop("agent_error", describe(exc), user_traceback(exc)) from None
+        except UserBaseException as exc:
+            raise AgentStop("agent_error", str(exc), user_traceback(exc.original)) from None
         except Exception as exc:
             if _is_provider_error(exc):
                 raise ProviderError(f"{type(exc).__name__}: {exc}{_endpoint_of(exc)}") from None
             raise AgentStop("agent_error", f"{type(exc).__name__}: {exc}", user_traceback(exc)) from None
+        except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt... from the agent's own code
+            raise AgentStop("agent_error", describe(exc), user_traceback(exc)) from None
         return to_reply(value)
 
 
+def _is_cancelling() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
 def in_daemon_thread(fn: Callable[[Any], Any], task: Any) -> asyncio.Future:
-    """Run fn(task) in a fresh daemon thread: a stuck agent can never keep the process alive."""
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future = loop.create_future()
-
-    def settle(value: Any, exc: BaseException | None) -> None:
-        if future.done():
-            return
-        if exc is None:
-            future.set_result(value)
-        else:
-            future.set_exception(exc)
-
-    def target() -> None:
-        try:
-            value, exc = fn(task), None
-        except BaseException as caught:  # handed to the event loop, which decides
-            value, exc = None, caught
-        try:
-            loop.call_soon_threadsafe(settle, value, exc)
-        except RuntimeError:
-            pass  # the loop is gone: the run was abandoned long ago
-
-    threading.Thread(target=target, name=f"agent-{task.case_id}-{task.trial}", daemon=True).start()
-    return future
+    """Run fn(task) in a daemon worker thread: a stuck agent can never keep the process alive."""
+    return run_in_thread(fn, task, name=f"agent-{task.case_id}-{task.trial}")

@@ -1,0 +1,87 @@
+"""Values JSON cannot hold, made storable where they enter a trace (see "What agent-eval guarantees"
+in README.md). The fast path is one orjson call; the Python walk runs only when orjson refuses."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import orjson
+
+MAX_DEPTH = 100
+TOO_DEEP = "<nested too deep>"
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# orjson refuses to encode past 254 levels: wrapping a value in this many lists makes it refuse exactly
+# the values nested deeper than MAX_DEPTH, at C speed.
+_DEPTH_PADDING = 254 - MAX_DEPTH
+
+
+def dumps_safe(value: Any) -> tuple[Any, bytes]:
+    """(value, its JSON): value itself when orjson takes it, else its converted copy."""
+    try:
+        return value, orjson.dumps(value)
+    except TypeError:
+        safe = to_json_safe(value)
+        return safe, orjson.dumps(safe)
+
+
+def to_json_safe(value: Any, depth: int = 0) -> Any:
+    """A copy of value that JSON can hold: sets and tuples become lists, bytes and lone surrogates are
+    decoded with U+FFFD, keys become str, huge ints and unknown objects their repr, depth is cut at 100."""
+    if value is None or isinstance(value, (bool, float)):
+        return value
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value) if _has_surrogate(value) else value
+    if isinstance(value, int):
+        return value if -(2**63) <= value < 2**64 else _repr(value)
+    if isinstance(value, (dict, list, tuple, set, frozenset)):
+        if depth >= MAX_DEPTH:
+            return TOO_DEEP
+        if isinstance(value, dict):
+            return {_key(k): to_json_safe(v, depth + 1) for k, v in value.items()}
+        return [to_json_safe(v, depth + 1) for v in value]
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).decode("utf-8", "replace")
+    try:
+        orjson.dumps(value)  # a type orjson encodes itself (dataclass, datetime, enum, numpy, ...)
+        return value
+    except TypeError:
+        return _repr(value)
+
+
+def is_too_deep(value: Any) -> bool:
+    """True when value (plain JSON data) is nested deeper than MAX_DEPTH levels."""
+    for _ in range(_DEPTH_PADDING):
+        value = [value]
+    try:
+        orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+    except TypeError as exc:
+        return "Recursion" in str(exc)
+    return False
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _key(key: Any) -> str:
+    text = key if isinstance(key, str) else _str(key)
+    return to_json_safe(text)
+
+
+def _str(value: Any) -> str:
+    try:
+        return str(value)
+    except BaseException:  # noqa: BLE001 - a hostile __str__ may raise anything
+        return f"<unrepresentable {type(value).__name__}>"
+
+
+def _repr(value: Any) -> str:
+    try:
+        text = repr(value)
+    except BaseException:  # noqa: BLE001 - a hostile __repr__ may raise anything
+        return f"<unrepresentable {type(value).__name__}>"
+    return to_json_safe(text) if isinstance(text, str) else f"<unrepresentable {type(value).__name__}>"

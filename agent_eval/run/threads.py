@@ -1,0 +1,94 @@
+"""Daemon worker threads for user code that blocks (sync agents, sync tools, sync simulators).
+
+Never asyncio's default executor: its threads are joined at exit, so one stuck tool would keep the
+process alive after the report is written. These threads are daemons that nobody joins; idle ones are
+reused, and a stuck one simply stays behind.
+"""
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any
+
+IDLE_S = 30.0
+
+
+class UserBaseException(Exception):
+    """A BaseException (SystemExit, KeyboardInterrupt, ...) raised by user code in a worker thread.
+
+    Wrapped so that it reaches the awaiting coroutine as an ordinary error: handed to the event loop
+    as it is, SystemExit or KeyboardInterrupt would end the whole process.
+    """
+
+    def __init__(self, original: BaseException) -> None:
+        super().__init__(f"{type(original).__name__}: {original}" if str(original) else type(original).__name__)
+        self.original = original
+
+
+class _Pool:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle = 0  # threads waiting for a job that no submitter has claimed yet
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self._lock:
+            spawn = self._idle == 0
+            if not spawn:
+                self._idle -= 1
+        self._jobs.put(job)
+        if spawn:
+            threading.Thread(target=self._work, name="agent-eval-worker", daemon=True).start()
+
+    def _work(self) -> None:
+        while True:
+            try:
+                job = self._jobs.get(timeout=IDLE_S)
+            except queue.Empty:
+                with self._lock:
+                    if self._idle > 0:  # nobody is counting on this thread: let it go
+                        self._idle -= 1
+                        return
+                continue  # a submitter claimed this thread; its job is on the way
+            job()
+            threading.current_thread().name = "agent-eval-worker"
+            with self._lock:
+                self._idle += 1
+
+
+_POOL = _Pool()
+
+
+def run_in_thread(fn: Callable[..., Any], *args: Any, name: str = "agent-eval-worker") -> asyncio.Future:
+    """fn(*args) in a daemon worker thread named `name` while it runs, as a future of the running loop.
+
+    A BaseException that is not an Exception arrives wrapped in UserBaseException.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future = loop.create_future()
+
+    def settle(value: Any, exc: BaseException | None) -> None:
+        if future.done():
+            return
+        if exc is None:
+            future.set_result(value)
+        else:
+            future.set_exception(exc)
+
+    def job() -> None:
+        threading.current_thread().name = name
+        try:
+            value, exc = fn(*args), None
+        except Exception as caught:  # handed to the event loop, which decides
+            value, exc = None, caught
+        except BaseException as caught:  # noqa: BLE001 - user code's SystemExit must not end the process
+            value, exc = None, UserBaseException(caught)
+        try:
+            loop.call_soon_threadsafe(settle, value, exc)
+        except RuntimeError:
+            pass  # the loop is gone: the run was abandoned long ago
+
+    _POOL.submit(job)
+    return future
