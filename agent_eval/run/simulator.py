@@ -8,6 +8,7 @@ The simulator's calls, tokens and errors go to `SimUsage` (summary.user_sim), ne
 """
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -87,6 +88,7 @@ class PythonSimulator:
     async def next_message(self, case: dict, trial: int, messages: list[dict[str, str]]) -> str | None:
         """The function's next message; None stops. Raising or returning a non-string is an error."""
         from agent_eval.run.agents.python import in_daemon_thread
+        from agent_eval.run.threads import describe_user_error
 
         sim = Sim(case["scenario"], case.get("user_description"), [dict(m) for m in messages], case["id"],
                   trial, case.get("metadata") or {})
@@ -94,9 +96,11 @@ class PythonSimulator:
         try:
             # A sync simulator runs in a daemon thread, so it never blocks the other runs (or their clocks).
             value = await (self.fn(sim) if self.is_async else in_daemon_thread(self.fn, sim))
-        except Exception as exc:  # the simulator's bug, recorded on the run as an infrastructure error
+        except BaseException as exc:  # noqa: BLE001 - the simulator's bug (SystemExit too): an infrastructure error
+            if isinstance(exc, asyncio.CancelledError) and _is_cancelling():
+                raise  # a real cancellation (timeout, Ctrl-C)
             self.usage.errors += 1
-            raise SimulatorError(f"{SIM_ERROR}: {self.label} raised {type(exc).__name__}: {exc}") from None
+            raise SimulatorError(f"{SIM_ERROR}: {self.label} raised {describe_user_error(exc)}") from None
         if value is None:
             return None
         if not isinstance(value, str) or not value.strip():
@@ -105,6 +109,11 @@ class PythonSimulator:
             raise SimulatorError(f"{SIM_ERROR}: {self.label} returned {shown}; return the next user message "
                                  "(a non-empty str), or None to stop")
         return value
+
+
+def _is_cancelling() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def system_prompt(case: dict) -> str:

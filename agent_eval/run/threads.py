@@ -92,3 +92,10 @@ def run_in_thread(fn: Callable[..., Any], *args: Any, name: str = "agent-eval-wo
 
     _POOL.submit(job)
     return future
+
+
+def describe_user_error(exc: BaseException) -> str:
+    """`Type: message` of an error from user code, with a wrapped BaseException shown as itself."""
+    if isinstance(exc, UserBaseException):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

@@ -11,7 +11,7 @@ from typing import Any
 
 from agent_eval.score.env_checks import env_checks, expected_env_checks
 from agent_eval.score.envdiff import show_json as _show
-from agent_eval.score.matchers import match_call, max_matching
+from agent_eval.score.matchers import RegexTimeout, match_call, max_matching
 from agent_eval.score.expect import expect_checks
 from agent_eval.score.safety import authorization_checks, policy_checks
 
@@ -94,7 +94,10 @@ def check_trajectory(mode: str, expected: list[dict], steps: list[dict]) -> dict
     judge = TRAJECTORY_MODES.get(mode)
     if judge is None:
         return _check("trajectory", (False, f"unknown trajectory mode {mode!r}"))
-    passed, detail = judge(expected, steps)
+    try:
+        passed, detail = judge(expected, steps)
+    except RegexTimeout as exc:
+        passed, detail = False, str(exc)
     return _check("trajectory", (passed, f"{mode}: {detail}"))
 
 

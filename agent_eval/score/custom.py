@@ -7,6 +7,7 @@ reads the few values it produced.
 """
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -167,15 +168,22 @@ class ScorerSet:
                 if inspect.isawaitable(result):
                     result = await result
                 row = as_row(s.name, result)
-            except Exception as exc:  # the scorer's bug, not the agent's: recorded on the run
+            except BaseException as exc:  # noqa: BLE001 - the scorer's bug (SystemExit too): recorded on the run
+                if isinstance(exc, asyncio.CancelledError) and _is_cancelling():
+                    raise  # a real cancellation (Ctrl-C), not the scorer's own
                 values[s.name] = None
-                errors[s.name] = with_location(f"{type(exc).__name__}: {exc}", exc)
+                errors[s.name] = with_location(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, exc)
                 continue
             values[s.name] = row
             if "passed" in row:
                 checks.append({"name": CHECK_PREFIX + s.name, "passed": row["passed"],
                                "detail": check_detail(row)})
         return values, errors, checks
+
+
+def _is_cancelling() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def _missing_message(s: LoadedScorer, p: Param) -> str:

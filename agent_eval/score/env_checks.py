@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent_eval.score.envdiff import diff_env, get_path, show_json
-from agent_eval.score.matchers import json_equal, match_value
+from agent_eval.score.matchers import RegexTimeout, json_equal, match_value
 
 Verdict = tuple[bool, str]
 _DIFF_PATHS_SHOWN = 5
@@ -120,7 +120,10 @@ def check_env_item(item: Any, final_env: Any) -> dict:
         return _check(name, (False, f"needs exactly one op of {sorted(ENV_OPS)}, got {ops}"))
     op = ops[0]
     found, actual = get_path(final_env, path)
-    passed, detail = ENV_OPS[op](found, actual, item[op])
+    try:
+        passed, detail = ENV_OPS[op](found, actual, item[op])
+    except RegexTimeout as exc:
+        passed, detail = False, str(exc)
     return _check(f"env:{label}:{op}", (passed, f"{label}: {detail}"))
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from agent_eval.score.envdiff import show_json as _show
 from agent_eval.score.grounding import assess
-from agent_eval.score.matchers import compile_regex
+from agent_eval.score.matchers import RegexTimeout, compile_regex, regex_matches
 from agent_eval.score.safety import safety_of
 
 Verdict = tuple[bool, str]
@@ -72,8 +72,11 @@ def _expect_regex(value: Any, trace: dict, case: dict) -> Verdict:
         compiled = compile_regex(pattern) if isinstance(pattern, str) else None
         if compiled is None:
             return False, f"{_show(pattern)} is not a valid regular expression"
-        if compiled.search(answer) is None:
-            return False, f"no match for regex {_show(pattern)} in reply: {_quote(answer)}"
+        try:
+            if not regex_matches(pattern, answer):
+                return False, f"no match for regex {_show(pattern)} in reply: {_quote(answer)}"
+        except RegexTimeout as exc:
+            return False, str(exc)
     return True, f"reply matches {_show(value)}"
 
 

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 from collections.abc import Callable
 from typing import Any
 
 import orjson
+import regex
 
 APPROX_DEFAULT_TOL = 1e-9
 """The `$tol` used when a `$approx` matcher gives none."""
@@ -63,13 +63,54 @@ def _json_equal(a: Any, b: Any) -> bool:
     return a == b
 
 
+REGEX_TIMEOUT_S = 1.0
+REGEX_TIMED_OUT = "regex timed out"
+
+
+class RegexTimeout(Exception):
+    """A regex match outran REGEX_TIMEOUT_S (catastrophic backtracking): its check fails, nothing hangs."""
+
+    def __init__(self, pattern: str) -> None:
+        super().__init__(f"{REGEX_TIMED_OUT} after {REGEX_TIMEOUT_S:g} s: {pattern[:80]!r}")
+
+
 @functools.lru_cache(maxsize=1024)
-def compile_regex(pattern: str) -> re.Pattern[str] | None:
-    """The compiled pattern, or None when it is not a valid regular expression."""
+def compile_regex(pattern: str) -> regex.Pattern[str] | None:
+    """The compiled pattern (the `regex` engine, which can time out), or None when it is not valid."""
     try:
-        return re.compile(pattern)
-    except re.error:
+        return regex.compile(pattern)
+    except (regex.error, TypeError, ValueError):
         return None
+
+
+def regex_error(pattern: Any) -> str | None:
+    """Why pattern is not a valid regular expression, or None."""
+    try:
+        regex.compile(pattern)
+    except (regex.error, TypeError, ValueError) as exc:
+        return str(exc)
+    return None
+
+
+# Matches known to outrun the limit, so that one slow match costs its second once, not once per try.
+_TIMED_OUT: set[tuple[str, str, bool]] = set()
+
+
+def regex_matches(pattern: str, text: str, full: bool = False) -> bool:
+    """search (or with full, fullmatch) under the time limit; raises RegexTimeout when it is outrun."""
+    compiled = compile_regex(pattern)
+    if compiled is None:
+        return False
+    if (pattern, text, full) in _TIMED_OUT:
+        raise RegexTimeout(pattern)
+    try:
+        found = (compiled.fullmatch if full else compiled.search)(text, timeout=REGEX_TIMEOUT_S)
+    except TimeoutError:
+        if len(_TIMED_OUT) > 256:
+            _TIMED_OUT.clear()
+        _TIMED_OUT.add((pattern, text, full))
+        raise RegexTimeout(pattern) from None
+    return found is not None
 
 
 def _match_any(matcher: dict, actual: Any) -> bool:
@@ -81,8 +122,7 @@ def _match_regex(matcher: dict, actual: Any) -> bool:
     pattern = matcher["$regex"]
     if not isinstance(actual, str) or not isinstance(pattern, str):
         return False
-    compiled = compile_regex(pattern)
-    return compiled is not None and compiled.fullmatch(actual) is not None
+    return regex_matches(pattern, actual, full=True)
 
 
 def _match_ignore(matcher: dict, actual: Any) -> bool:
@@ -213,8 +253,11 @@ def matched_fields(expected_args: dict | None, actual_args: Any) -> int:
         if is_ignore(value):
             continue
         other = actual_args.get(key, _MISSING)
-        if other is not _MISSING and match_value(value, other):
-            count += 1
+        try:
+            if other is not _MISSING and match_value(value, other):
+                count += 1
+        except RegexTimeout:
+            pass  # a field whose regex outran its limit is not matched (its check says so)
     return count
 
 
@@ -246,8 +289,8 @@ def _check_matcher(kind: str, value: dict, path: tuple) -> str | None:
         if not isinstance(pattern, str):
             return f'"$regex" must be a string{_where(path)}'
         try:
-            re.compile(pattern)
-        except re.error as exc:
+            regex.compile(pattern)
+        except (regex.error, ValueError) as exc:
             return f'"$regex" {pattern!r} is not a valid regular expression ({exc}){_where(path)}'
         return None
     if kind == "$ignore":

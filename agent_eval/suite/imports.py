@@ -63,7 +63,10 @@ def _import_file(path: Path, what: str, fix: str) -> ModuleType:
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
-    except Exception as error:  # user code may raise anything: report it, don't crash
+    except KeyboardInterrupt:
+        sys.modules.pop(name, None)
+        raise  # Ctrl-C while loading
+    except BaseException as error:  # noqa: BLE001 - user code may raise anything, sys.exit() included
         sys.modules.pop(name, None)
         raise _import_error(path, what, error) from None
     finally:
@@ -84,7 +87,9 @@ def _import_dotted(ref: str, base_dir: Path, what: str, fix: str) -> ModuleType:
         except ModuleNotFoundError as error:
             if not _is_missing(ref, error):
                 raise _import_error(ref, what, error) from None
-        except Exception as error:  # user code may raise anything: report it, don't crash
+        except KeyboardInterrupt:
+            raise  # Ctrl-C while loading
+        except BaseException as error:  # noqa: BLE001 - user code may raise anything, sys.exit() included
             raise _import_error(ref, what, error) from None
         finally:
             if added and folder in sys.path:
@@ -92,7 +97,11 @@ def _import_dotted(ref: str, base_dir: Path, what: str, fix: str) -> ModuleType:
     raise ConfigError(f"{ref}: {what} not found on sys.path or in {folder}. {fix}")
 
 
-def _import_error(where: object, what: str, error: Exception) -> ConfigError:
+def _import_error(where: object, what: str, error: BaseException) -> ConfigError:
+    if isinstance(error, SystemExit):
+        return ConfigError(f"{where}: the {what} called sys.exit({error.code!r}) while being imported. Fix the "
+                           "module so that importing it only defines things (guard a script's code with "
+                           "`if __name__ == \"__main__\":`).")
     return ConfigError(f"{where}: the {what} failed to import: {describe(error)}. "
                        "Fix the module (or install what it imports) so that it imports cleanly.")
 
