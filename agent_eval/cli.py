@@ -160,6 +160,8 @@ def validate(cases: Path = typer.Option(Path("cases/test_cases.json"), "--cases"
         from agent_eval.suite.cases import load_suite
 
         suite = load_suite(cases)
+        for warning in suite.warnings:
+            err_console.print(warning, highlight=False, markup=False, soft_wrap=True)
         console.print(f"{cases}: {len(suite.cases)} cases, valid.", highlight=False, markup=False)
         return 0
 

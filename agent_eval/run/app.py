@@ -99,6 +99,8 @@ def run_command(flags: dict[str, Any], console: Console, err: Console) -> int:
     suite, cases, cfg = prepare(flags, resumed.apply if resumed else None,
                                 lambda message: err.print(f"warning: {message}", highlight=False, markup=False,
                                                           soft_wrap=True))
+    for warning in suite.warnings:
+        err.print(warning, highlight=False, markup=False, soft_wrap=True)
     digest = hashlib.sha256(suite.path.read_bytes()).hexdigest()
     if resumed and resumed.stored.cases_sha256 not in (None, digest):
         err.print(f"warning: {suite.path} has changed since run {resumed.run_id} started; its finished runs "

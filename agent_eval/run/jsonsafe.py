@@ -10,9 +10,6 @@ import orjson
 MAX_DEPTH = 100
 TOO_DEEP = "<nested too deep>"
 _SURROGATE = re.compile("[\ud800-\udfff]")
-# orjson refuses to encode past 254 levels: wrapping a value in this many lists makes it refuse exactly
-# the values nested deeper than MAX_DEPTH, at C speed.
-_DEPTH_PADDING = 254 - MAX_DEPTH
 
 
 def dumps_safe(value: Any) -> tuple[Any, bytes]:
@@ -46,17 +43,6 @@ def to_json_safe(value: Any, depth: int = 0) -> Any:
         return value
     except TypeError:
         return _repr(value)
-
-
-def is_too_deep(value: Any) -> bool:
-    """True when value (plain JSON data) is nested deeper than MAX_DEPTH levels."""
-    for _ in range(_DEPTH_PADDING):
-        value = [value]
-    try:
-        orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
-    except TypeError as exc:
-        return "Recursion" in str(exc)
-    return False
 
 
 def _has_surrogate(text: str) -> bool:

@@ -3,14 +3,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError
 
 from agent_eval.errors import CaseFileError, Problem
+from agent_eval.suite.fields import (args_depth_problems, depth_problems, extra_case_fields, id_problem,
+                                     known_fields, unknown_key_message)
 
 JUDGED_CHECKS = ("rubric", "expected_outcome")
+MAX_COUNT = 2**31 - 1  # counts (repeat, max_steps) past this are a typo, not a plan
 DEFAULT_TOOLS = "tools.py"
 
 
@@ -30,18 +33,32 @@ class Fault(_Strict):
     delay_ms: float | None = None
 
 
+Count = Annotated[StrictInt, Field(ge=1, le=MAX_COUNT)]
+
+
+class Defaults(_Strict):
+    repeat: Count | None = None
+    threshold: Annotated[StrictFloat | StrictInt, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
+
+
 class SuiteBlock(_Strict):
-    model_config = ConfigDict(extra="allow")
+    """Every key of the suite block; any other key is an error (a typo must not switch a rule off)."""
+
     name: str | None = None
     tools: str | list[str | dict[str, Any]] | None = None
     agent: str | None = None
     system_prompt: str | None = None
     model: str | None = None
-    max_steps: int | None = None
+    max_steps: Count | None = None
     initial_env: dict[str, Any] | str | None = None
     judge: dict[str, Any] | None = None
     pricing: dict[str, dict[str, float]] | None = None
-    defaults: dict[str, Any] | None = None
+    defaults: Defaults | None = None
+    sensitive_tools: Any = None  # these four are checked by their own validators
+    escalation_tools: Any = None
+    policy: Any = None
+    user: Any = None
+    scorers: Any = None
 
 
 class CaseModel(BaseModel):
@@ -64,6 +81,12 @@ class CaseModel(BaseModel):
     metadata: dict[str, Any] = {}
 
 
+# The case fields read by checks other than the typed ones above (safety, simulated users).
+OTHER_CASE_FIELDS = ("scenario", "user_description", "expected_outcome", "max_turns", "authorized", "policy",
+                     "injection")
+CASE_FIELDS = (*CaseModel.model_fields, *OTHER_CASE_FIELDS)
+
+
 @dataclass
 class Suite:
     """A loaded, validated case file."""
@@ -77,6 +100,17 @@ class Suite:
     scorers: Any = None  # agent_eval.score.custom.ScorerSet
     servers: list[Any] = field(default_factory=list)  # agent_eval.suite.mcp_spec.ServerSpec, one per MCP server
     problems: list[Problem] = field(default_factory=list)
+    unused_fields: dict[str, list[str]] = field(default_factory=dict)  # field -> ids of the cases holding it
+
+    @property
+    def warnings(self) -> list[str]:
+        """What to say once before a run (and in validate): fields that no check or scorer reads."""
+        if not self.unused_fields:
+            return []
+        shown = "; ".join(f"{name!r} (in {len(ids)} case{'s' if len(ids) != 1 else ''}, e.g. {ids[0]!r})"
+                          for name, ids in sorted(self.unused_fields.items()))
+        return [f"warning: {self.path}: no check or scorer reads these case fields, so they are only kept: "
+                f"{shown}. Remove them, or fix their spelling."]
 
     @property
     def base_dir(self) -> Path:
@@ -113,11 +147,14 @@ class _Collector:
     def add(self, case_id: str | None, field_name: str | None, message: str) -> None:
         self.problems.append(Problem(str(self.path), case_id, field_name, message))
 
-    def pydantic(self, case_id: str | None, err: ValidationError, prefix: str = "") -> None:
+    def pydantic(self, case_id: str | None, err: ValidationError, prefix: str = "",
+                 model: type[BaseModel] | None = None) -> None:
         for e in err.errors():
             name = _field_of(e["loc"])
             if e["type"] == "extra_forbidden":
-                self.add(case_id, prefix + name, "unknown field; remove it or check its spelling")
+                known = known_fields(model, e["loc"][:-1])
+                message = unknown_key_message(e["loc"][-1], known) if known else "unknown field"
+                self.add(case_id, prefix + name, message)
             else:
                 self.add(case_id, prefix + name, e["msg"])
 
@@ -193,11 +230,14 @@ def _load_suite_block(path: Path, block: Any, col: _Collector) -> Suite:
     try:
         SuiteBlock.model_validate(block)
     except ValidationError as err:
-        col.pydantic(None, err, "suite.")
+        col.pydantic(None, err, "suite.", SuiteBlock)
     settings = dict(block)
     env = _load_json_ref(block.get("initial_env"), base_dir, col, None, "suite.initial_env") or {}
     if not isinstance(env, dict):
         col.add(None, "suite.initial_env", "must be an object, or the path of a JSON file holding one")
+        env = {}
+    for _, message in depth_problems({"initial_env": env}, ["initial_env"]):
+        col.add(None, "suite.initial_env", message)
         env = {}
     suite = Suite(path=path, name=str(block.get("name") or path.stem), settings=settings,
                   initial_env=env, cases=[])
@@ -237,10 +277,14 @@ def _load_case(suite: Suite, raw: Any, index: int, col: _Collector,
         col.add(f"#{index}", None, "a case must be an object")
         return None
     case_id = raw.get("id") if isinstance(raw.get("id"), str) else f"#{index}"
+    bad_id = id_problem(raw.get("id"))
+    if bad_id:
+        case_id = f"#{index}"  # shown by its position: the id itself could not be printed as it is
+        col.add(case_id, "id", bad_id)
     try:
         model = CaseModel.model_validate(raw)
     except ValidationError as err:
-        col.pydantic(case_id, err)
+        col.pydantic(case_id, err, model=CaseModel)
         _check_inputs(raw, case_id, col)  # type-tolerant: report it with the type errors
         return None
     case = dict(raw)
@@ -251,6 +295,12 @@ def _load_case(suite: Suite, raw: Any, index: int, col: _Collector,
         col.add(case_id, "initial_env", "must be an object, or the path of a JSON file holding one")
         own_env = None
     case["initial_env"] = own_env
+    too_deep = [*depth_problems(case, ("initial_env", "expected_env", "metadata", "expect")),
+                *args_depth_problems(case.get("expected_tools"))]
+    for field_name, message in too_deep:
+        col.add(case_id, field_name, message)
+    if too_deep:
+        return None  # nothing more can be said safely about a case that no run could hold
     if isinstance(case.get("expected_env"), str) and case["expected_env"] != "replay":
         case["expected_env"] = _load_json_ref(case["expected_env"], suite.base_dir, col, case_id, "expected_env")
     if isinstance(case.get("expected_env_check"), dict):
@@ -267,6 +317,12 @@ def _load_case(suite: Suite, raw: Any, index: int, col: _Collector,
     # Scorer parameters are resolved here, once per case, so a run never looks them up.
     for field_name, message in suite.scorers.bind(case) if suite.scorers else ():
         scorer_problems.setdefault((field_name, message), []).append(case_id)
+    consumed = {p.source for s in suite.scorers.scorers for p in s.params} if suite.scorers else set()
+    errors, leftovers = extra_case_fields(raw, CASE_FIELDS, consumed)
+    for field_name, message in errors:
+        col.add(case_id, field_name, message)
+    for name in leftovers:
+        suite.unused_fields.setdefault(name, []).append(case_id)
     return case
 
 

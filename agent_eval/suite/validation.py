@@ -7,6 +7,7 @@ from agent_eval.score.expect import validate_expect
 from agent_eval.score.env_checks import ENV_OPS
 from agent_eval.score.matchers import is_literal, validate_matcher
 from agent_eval.score.safety import safety_of
+from agent_eval.suite.fields import args_key_problems, expect_problems, unknown_key_message  # noqa: F401
 from agent_eval.suite.validation_safety import validate_case_safety
 from agent_eval.suite.validation_scenario import validate_scenario_fields
 
@@ -50,6 +51,7 @@ def validate_case(case: dict, suite: Any) -> list[tuple[str, str]]:
             message = validate_matcher(value)
             if message:
                 add(f"expected_tools[{i}].args.{key}", message)
+        problems.extend(args_key_problems(i, call, tools))
     if case.get("expected_env") == "replay":
         if case.get("expected_tools") is None:
             add("expected_env", "\"replay\" runs expected_tools; add expected_tools")
@@ -61,6 +63,7 @@ def validate_case(case: dict, suite: Any) -> list[tuple[str, str]]:
     for i, item in enumerate(case.get("expected_env_check") or []):
         problems.extend(_validate_env_item(item, i))
     problems.extend(validate_expect(case.get("expect") or {}))
+    problems.extend(expect_problems(case.get("expect") or {}, tools))
     for i, fault in enumerate(case.get("faults") or []):
         if tools is not None and not tools.has(fault["tool"]):
             add(f"faults[{i}].tool", f"no tool named {fault['tool']!r} in the suite's tools")
@@ -87,7 +90,7 @@ def _validate_env_item(item: Any, index: int) -> list[tuple[str, str]]:
     ops = [k for k in item if k != "path"]
     unknown = [k for k in ops if k not in ENV_OPS]
     if unknown:
-        out.append((f"{name}.{unknown[0]}", f"unknown op; use one of {', '.join(sorted(ENV_OPS))}"))
+        out.append((f"{name}.{unknown[0]}", unknown_key_message(unknown[0], ENV_OPS, "op")))
     elif len(ops) != 1:
         out.append((name, f"give exactly one op besides path (found {len(ops)})"))
     elif ops[0] == "in" and not isinstance(item["in"], list):

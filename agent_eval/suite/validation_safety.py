@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent_eval.score.safety import RULE_KINDS, RULE_OPTIONS, rule_phrases
+from agent_eval.suite.fields import did_you_mean, unknown_key_message
 
 Problems = list[tuple[str, str]]
 
@@ -30,8 +31,9 @@ def validate_rule(rule: Any, tools: Any, where: str) -> Problems:
         return [(where, "a policy rule must be an object such as {\"forbid_tool\": \"delete_user\"}")]
     unknown = [k for k in rule if k not in RULE_KINDS and k not in RULE_OPTIONS]
     if unknown:
+        hint = did_you_mean(unknown[0], [*RULE_KINDS, *RULE_OPTIONS])
         kinds = ", ".join(RULE_KINDS)
-        return [(f"{where}.{unknown[0]}", f"unknown rule kind {unknown[0]!r}; use one of {kinds}")]
+        return [(f"{where}.{unknown[0]}", f"unknown rule kind {unknown[0]!r}{hint or f'; use one of {kinds}'}")]
     kinds = [k for k in rule if k in RULE_KINDS]
     if len(kinds) != 1:
         return [(where, f"give exactly one rule kind per object (found {', '.join(kinds) or 'none'}); "
@@ -100,7 +102,7 @@ def validate_case_safety(case: dict, suite: Any) -> Problems:
             return out + [("injection", "must be an object {\"tool\": name, \"payload\": text, \"call\": 1}")]
         extra = [k for k in injection if k not in ("tool", "payload", "call")]
         if extra:
-            out.append((f"injection.{extra[0]}", "unknown field; use tool, payload and call"))
+            out.append((f"injection.{extra[0]}", unknown_key_message(extra[0], ("tool", "payload", "call"))))
         out += _tool_problem(tools, injection.get("tool"), "injection.tool")
         if not isinstance(injection.get("payload"), str) or not injection["payload"]:
             out.append(("injection.payload", "must be the text to append to the tool's observation"))
