@@ -160,12 +160,25 @@ def validate(cases: Path = typer.Option(Path("cases/test_cases.json"), "--cases"
         from agent_eval.suite.cases import load_suite
 
         suite = load_suite(cases)
+        _load_suite_code(suite)
         for warning in suite.warnings:
             err_console.print(warning, highlight=False, markup=False, soft_wrap=True)
         console.print(f"{cases}: {len(suite.cases)} cases, valid.", highlight=False, markup=False)
         return 0
 
     guarded(go)
+
+
+def _load_suite_code(suite: Any) -> None:
+    """Import the agent and the user simulator that the suite block names, as `run` would."""
+    from agent_eval.suite.imports import load_callable
+
+    spec = suite.settings.get("agent")
+    user = suite.settings.get("user")
+    named = [("agent", spec), ("user simulator", user.get("agent") if isinstance(user, dict) else None)]
+    for what, ref in named:
+        if isinstance(ref, str) and ref and ref != "openai" and not callable(load_callable(ref, suite.base_dir, what)):
+            raise ConfigError(f"{what} {ref!r} in {suite.path} is not callable; point the SPEC at a function")
 
 
 @app.command()
@@ -233,7 +246,7 @@ def view(
 def history(
     cases: Path = typer.Option(Path("cases/test_cases.json"), "--cases", help=CASES_HELP),
     output_dir: Path = typer.Option(Path("reports"), "--output-dir", help="Where history.sqlite is."),
-    last: int = typer.Option(10, "--last", min=1, help="How many recent runs to show."),
+    last: int = typer.Option(10, "--last", min=1, max=2**31 - 1, help="How many recent runs to show."),
     metric: list[str] | None = typer.Option(None, "--metric", help="A summary metric to show (repeatable)."),
 ) -> None:
     """Print the recent runs of the suite, with a sparkline per metric."""

@@ -153,8 +153,8 @@ def _resolve_workers(cfg: RunConfig, flags: Mapping[str, Any]) -> None:
     cfg.workers = int(workers) if workers is not None else (0 if cfg.ray else 1)  # 0: Ray's CPU count
     cfg.sources["workers"] = "flag" if workers is not None else "default"
     cfg.sources["ray"] = "flag" if cfg.ray else "default"
-    if workers is not None and cfg.workers < 1:
-        raise ConfigError(f"--workers must be at least 1 (got {cfg.workers}).")
+    if workers is not None and not 1 <= cfg.workers <= 2**31 - 1:
+        raise ConfigError(f"--workers must be at least 1 and at most {2**31 - 1} (got {cfg.workers}).")
     if cfg.ray:
         require_ray()
     raw = flags.get("ray_runtime_env")
@@ -185,19 +185,20 @@ def require_ray() -> None:
                           "without --ray; --workers N needs nothing beyond Python).")
 
 
+MAX_COUNT = 2**31 - 1  # a count past this (-k, --concurrency, --max-steps) is a typo, not a plan
+
+
 def _check_ranges(cfg: RunConfig) -> None:
-    if cfg.repeat < 1:
-        raise ConfigError(f"--repeat must be at least 1 (got {cfg.repeat}).")
+    for flag, count in (("--repeat", cfg.repeat), ("--concurrency", cfg.concurrency),
+                        ("--max-steps", cfg.max_steps)):
+        if not 1 <= count <= MAX_COUNT:
+            raise ConfigError(f"{flag} must be a whole number from 1 to {MAX_COUNT} (got {count}).")
     if not 0.0 <= cfg.threshold <= 1.0:
         raise ConfigError(f"--threshold must be between 0 and 1 (got {cfg.threshold}).")
-    if cfg.concurrency < 1:
-        raise ConfigError(f"--concurrency must be at least 1 (got {cfg.concurrency}).")
-    if cfg.max_steps < 1:
-        raise ConfigError(f"--max-steps must be at least 1 (got {cfg.max_steps}).")
     if cfg.gates and not cfg.baseline:
         raise ConfigError("--gate compares against a baseline; add --baseline REPORT (or --baseline last).")
-    if cfg.timeout is not None and cfg.timeout <= 0:
-        raise ConfigError(f"--timeout must be a positive number of seconds (got {cfg.timeout}).")
+    if cfg.timeout is not None and not (0 < cfg.timeout < math.inf):
+        raise ConfigError(f"--timeout must be a positive, finite number of seconds (got {cfg.timeout}).")
     check_judge_timeout(cfg.judge_timeout)
 
 
