@@ -1,6 +1,6 @@
 """A typo never switches a check off: unknown keys, misspelled case fields, ids, and JSON too deep to run.
 
-The rule (docs/case-file.md): an unknown key in the suite block, `expect`, an `expected_tools` entry, a
+The rule (README.md, "The case file"): an unknown key in the suite block, `expect`, an `expected_tools` entry, a
 fault or a policy rule is an error, with a "did you mean" when one is close. Of a case's other fields, one
 that a suite scorer consumes is kept quietly, one close to a known field is an error naming it, the common
 fields of other tools are kept quietly, and the rest are listed once, as a warning.
