@@ -192,7 +192,7 @@ def _check_ranges(cfg: RunConfig) -> None:
     for flag, count in (("--repeat", cfg.repeat), ("--concurrency", cfg.concurrency),
                         ("--max-steps", cfg.max_steps)):
         if not 1 <= count <= MAX_COUNT:
-            raise ConfigError(f"{flag} must be a whole number from 1 to {MAX_COUNT} (got {count}).")
+            raise ConfigError(f"{flag} must be at least 1 and at most {MAX_COUNT} (got {count}).")
     if not 0.0 <= cfg.threshold <= 1.0:
         raise ConfigError(f"--threshold must be between 0 and 1 (got {cfg.threshold}).")
     if cfg.gates and not cfg.baseline:

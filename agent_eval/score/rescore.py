@@ -106,7 +106,7 @@ def rescore_command(report_path: Path, judge_repeat: int | None, no_judge: bool,
     env = os.environ if environ is None else environ
     check_judge_timeout(judge_timeout)
     if judge_repeat is not None and not 1 <= judge_repeat <= 2**31 - 1:
-        raise ConfigError(f"--judge-repeat must be a whole number from 1 to {2**31 - 1} (got {judge_repeat}).")
+        raise ConfigError(f"--judge-repeat must be at least 1 and at most {2**31 - 1} (got {judge_repeat}).")
     if judge_repeat is not None and no_judge:
         raise ConfigError("--judge-repeat asks the judge again, and --no-judge forbids it; pass one of them.")
     old = load_report(report_path, RESCORE_SHAPE)
