@@ -140,8 +140,10 @@ def _run_record(line: bytes) -> tuple[str, int, dict[str, Any]] | None:
         case_id, trial, run = record["case_id"], record["trial"], record["run"]
     except (orjson.JSONDecodeError, KeyError, TypeError):
         return None
+    # An errored run is played again on resume, so it needs no trace (a lost worker leaves none).
     if not (isinstance(case_id, str) and type(trial) is int and trial >= 0 and isinstance(run, dict)
-            and run.get("status") in RUN_STATUSES and isinstance(run.get("trace"), dict)
+            and run.get("status") in RUN_STATUSES
+            and (run["status"] == "error" or isinstance(run.get("trace"), dict))
             and line.startswith(run_prefix(case_id, trial))):
         return None
     return case_id, trial, run
