@@ -59,7 +59,7 @@ def _journal_runs(path: Path, bad: list[Unmappable]) -> list[tuple[Any, Any, dic
     from agent_eval.run.journal import scan_runs
 
     latest: dict[tuple[Any, Any], dict] = {}
-    for case_id, trial, run, _ in scan_runs(path):
+    for case_id, trial, run, _ in scan_runs(path, strict=False):
         problem = shape_problem(run, SCORE_RUN_SHAPE, "run")
         if problem is not None or not isinstance(case_id, (str, int)) or not isinstance(trial, int):
             bad.append(Unmappable(f"case {case_id} trial {trial}", problem or "not a journaled run"))

@@ -112,11 +112,12 @@ class Journal:
         self.failed = self.failed or (exc.strerror or str(exc))
 
 
-def scan_runs(path: Path) -> Iterator[tuple[str, int, dict[str, Any], tuple[int, int]]]:
+def scan_runs(path: Path, strict: bool = True) -> Iterator[tuple[str, int, dict[str, Any], tuple[int, int]]]:
     """Each journaled run as (case_id, trial, run, (offset, length) of its JSON), in file order.
 
     A torn last line (the process died mid-write) is skipped; any other line that is not a run record
-    is a ConfigError naming the file and the line.
+    is a ConfigError naming the file and the line. Without `strict`, the run itself is not checked (the
+    caller checks its shape).
     """
     with open(path, "rb") as f:
         position = len(f.readline())
@@ -124,7 +125,7 @@ def scan_runs(path: Path) -> Iterator[tuple[str, int, dict[str, Any], tuple[int,
             start, position = position, position + len(line)
             if not line.endswith(b"\n"):
                 return
-            record = _run_record(line)
+            record = _run_record(line, strict)
             if record is None:
                 raise ConfigError(f"{path}, line {number}: not a run record of an agent-eval journal; the "
                                   "journal is damaged. Remove that line (the run will be played again), "
@@ -134,17 +135,18 @@ def scan_runs(path: Path) -> Iterator[tuple[str, int, dict[str, Any], tuple[int,
             yield case_id, trial, run, (start + len(prefix), len(line) - len(prefix) - 2)
 
 
-def _run_record(line: bytes) -> tuple[str, int, dict[str, Any]] | None:
+def _run_record(line: bytes, strict: bool) -> tuple[str, int, dict[str, Any]] | None:
     try:
         record = orjson.loads(line)
         case_id, trial, run = record["case_id"], record["trial"], record["run"]
     except (orjson.JSONDecodeError, KeyError, TypeError):
         return None
-    # An errored run is played again on resume, so it needs no trace (a lost worker leaves none).
     if not (isinstance(case_id, str) and type(trial) is int and trial >= 0 and isinstance(run, dict)
-            and run.get("status") in RUN_STATUSES
-            and (run["status"] == "error" or isinstance(run.get("trace"), dict))
             and line.startswith(run_prefix(case_id, trial))):
+        return None
+    # An errored run is played again on resume, so it needs no trace (a lost worker leaves none).
+    if strict and not (run.get("status") in RUN_STATUSES
+                       and (run["status"] == "error" or isinstance(run.get("trace"), dict))):
         return None
     return case_id, trial, run
 
