@@ -17,7 +17,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="A benchmark runner for tool-calling AI agents.")
 
 
-def make_console(stderr: bool = False) -> Console:
+def make_console(stderr: bool = False) -> SafeConsole:
     """A Rich console; when the output is not a terminal (a CI log, a pipe) it is COLUMNS or 160 wide."""
     console = SafeConsole(stderr=stderr)
     if not console.is_terminal and not os.environ.get("COLUMNS"):
