@@ -59,12 +59,7 @@ class Journal:
         journal has failed. `trace_json` is the run's trace already encoded (it is spliced in as it is)."""
         if self.failed:
             return None
-        if trace_json is not None and "trace" in run:
-            rest = {k: v for k, v in run.items() if k != "trace"}
-            run_bytes = dumps_safe(rest)[1][:-1] + b',"trace":' + trace_json + b"}"
-        else:
-            run_bytes = dumps_safe(run)[1]
-        return self.append_json(case_id, trial, run_bytes)
+        return self.append_json(case_id, trial, encode_run(run, trace_json))
 
     def append_json(self, case_id: str, trial: int, run_bytes: bytes) -> tuple[int, int] | None:
         """Write one run already encoded as JSON (by a worker); returns (offset, length) as `append`."""
@@ -110,6 +105,15 @@ class Journal:
 
     def _fail(self, exc: OSError) -> None:
         self.failed = self.failed or (exc.strerror or str(exc))
+
+
+def encode_run(run: dict[str, Any], trace_json: bytes | None = None) -> bytes:
+    """A run record's JSON, with its trace spliced in from `trace_json` when the trace was encoded already;
+    a value JSON cannot hold is converted (the slow path runs only when orjson refuses)."""
+    if trace_json is not None and "trace" in run:
+        rest = {k: v for k, v in run.items() if k != "trace"}
+        return dumps_safe(rest)[1][:-1] + b',"trace":' + trace_json + b"}"
+    return dumps_safe(run)[1]
 
 
 def scan_runs(path: Path, strict: bool = True) -> Iterator[tuple[str, int, dict[str, Any], tuple[int, int]]]:

@@ -241,6 +241,10 @@ class Runner:
         return await score_run(slot.case, trial, played.trace, played.final_env, slot.expected_env,
                                played.error, self.scoring)
 
+    def take_trace_json(self, slot: CaseSlot, trial: int) -> bytes | None:
+        """The trace of a run just played, as play_run encoded it (once), for the journal line."""
+        return self._trace_json.pop((id(slot), trial), None)
+
     async def _worker(self, work: Iterator[tuple[CaseSlot, int]]) -> None:
         for slot, trial in work:
             slot.prepare(self.suite, self._suite_template)
@@ -249,7 +253,7 @@ class Runner:
                 run = await self.play(slot, trial)
             finally:
                 slot.in_flight -= 1
-            position = self.journal.append(slot.case["id"], trial, run, self._trace_json.pop((id(slot), trial), None))
+            position = self.journal.append(slot.case["id"], trial, run, self.take_trace_json(slot, trial))
             if position is None:  # the journal cannot be written: take no new run (the caller exits 2)
                 self._stopping = True
                 return

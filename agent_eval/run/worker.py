@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from agent_eval.errors import CaseFileError, ConfigError
+from agent_eval.run.journal import encode_run
 from agent_eval.run.agents import load_agent
 from agent_eval.run.config import RunConfig
 from agent_eval.run.runner import Runner, lite_run
@@ -92,7 +93,7 @@ class WorkerCore:
         slot.release_if_idle(1 if index == self._newest else 0)
         models = {call.get("model") or self.runner.cfg.model for call in run["trace"].get("llm_calls") or ()}
         head = [index, trial, lite_run(run, slot.case), sorted(m for m in models if m)]
-        return orjson.dumps(head) + b"\n" + orjson.dumps(run)
+        return orjson.dumps(head) + b"\n" + encode_run(run, self.runner.take_trace_json(slot, trial))
 
     async def close(self) -> None:
         """End this worker's MCP servers, if the suite has any."""
