@@ -6,6 +6,7 @@ a bad value with exit 2; nothing else changes (docs/architecture.md).
 """
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -190,7 +191,9 @@ def validate_expect(expect: dict[str, Any]) -> list[tuple[str, str]]:
     for key, value in expect.items():
         row = EXPECT_CHECKS.get(key)
         if row is None:
-            problems.append((f"expect.{key}", f"unknown expect key; use one of {', '.join(sorted(EXPECT_KEYS))}"))
+            close = difflib.get_close_matches(key, sorted(EXPECT_KEYS), n=1, cutoff=0.75)
+            hint = f"did you mean `{close[0]}`?" if close else f"use one of {', '.join(sorted(EXPECT_KEYS))}"
+            problems.append((f"expect.{key}", f"unknown expect key; {hint}"))
             continue
         problems.extend((f"expect.{key}", message) for message in row.validate(value))
     return problems
