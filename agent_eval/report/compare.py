@@ -62,9 +62,13 @@ def build_matrix(base: dict, news: list[dict], gated: list[dict], paths: list[st
     """The comparison as plain data: columns, a row per gated metric, and the cases whose status differs."""
     columns = [_who(base, paths[0])] + [_who(r, p) for r, p in zip(news, paths[1:], strict=True)]
     rows = []
+    summary = base.get("summary") if isinstance(base.get("summary"), dict) else {}
     for i, first in enumerate(gated[0]["metrics"]):
         name = first["metric"]
-        cells = [{"value": first["base"], "verdict": None}]
+        # The base's own figure over all its cases; each pair's figures are over their common cases.
+        own = summary.get(name) if name in summary else first["base"]
+        cells = [{"value": own if isinstance(own, (int, float)) and not isinstance(own, bool) else first["base"],
+                  "verdict": None}]
         for gate in gated:
             row = gate["metrics"][i]
             cells.append({"value": row["new"], "delta": row["delta"], "ci": row["ci"], "verdict": row["verdict"]})
@@ -90,14 +94,17 @@ def column_label(matrix: dict, index: int) -> list[str]:
 def cell_text(metric: str, cell: dict) -> str:
     """`0.750 ▼ regressed` (the value and its verdict against the base); the base column has no verdict."""
     value = format_value(metric, cell["value"])
-    return value if cell["verdict"] is None else f"{value} {VERDICT_MARK.get(cell['verdict'], cell['verdict'])}"
+    if cell["verdict"] is None or cell["value"] is None:
+        return value
+    return f"{value} {VERDICT_MARK.get(cell['verdict'], cell['verdict'])}"
 
 
 def matrix_notes(matrix: dict) -> list[str]:
     level = 1 - matrix["alpha"] / max(matrix["m"], 1)
     return [f"{len(matrix['columns']) - 1} reports against the base; one-sided bounds at {level:.3%} "
             f"(Bonferroni, m={matrix['m']}: gated metrics x reports); {matrix['resamples']:,} paired bootstrap "
-            f"resamples; common cases per report: {', '.join(map(str, matrix['cases_common']))}.",
+            f"resamples. The base column is the base's own figure; each report's figure and verdict are over "
+            f"the cases it shares with the base ({', '.join(map(str, matrix['cases_common']))} per report).",
             "▼ regressed: worse than the base beyond the allowed drop; ▲ improved; ~ no significant change."]
 
 

@@ -264,3 +264,22 @@ def test_listed_cases_under_a_passing_gate_are_explained_in_one_line() -> None:
     assert "pass_at_1 would have had to fall about 0.100 further than it did (delta -0.100)" in line
     regressed = compare_reports(base, make_report({f"c{i}": [False] * 3 for i in range(10)}))
     assert not [n for n in gate_notes(regressed) if "no metric regressed" in n]
+
+
+def test_the_matrix_base_column_is_the_base_s_own_figure_and_m_counts_every_pair() -> None:
+    from agent_eval.report.compare import build_matrix, cell_text
+    from agent_eval.report.gate import compare_many
+
+    base = make_report({"a": [True], "b": [False], "c": [True], "d": [True]})
+    base["summary"] = {"pass_at_1": 0.75}  # (1 + 0 + 1 + 1) / 4
+    partial = make_report({"a": [True], "b": [True]}, run_id="p")
+    full = make_report({"a": [True], "b": [True], "c": [True], "d": [True]}, run_id="f")
+    gated = compare_many(base, [partial, full], [("pass_at_1", 0.0)])
+    assert [g["m"] for g in gated] == [2, 2]  # 1 gated metric x 2 reports
+    matrix = build_matrix(base, [partial, full], gated, ["b.json", "p.json", "f.json"])
+    (row,) = matrix["rows"]
+    # The base column: 0.75 over its 4 cases, not the 0.5 it has over the 2 cases it shares with "p".
+    assert [c["value"] for c in row["cells"]] == [0.75, 1.0, 1.0]
+    assert gated[0]["metrics"][0]["base"] == 0.5
+    assert cell_text("pass_at_1", row["cells"][0]) == "0.750"
+    assert [c["id"] for c in matrix["cases_differing"]] == ["b", "c", "d"]  # failed->passed, absent in "p"
