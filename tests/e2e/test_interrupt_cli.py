@@ -107,6 +107,10 @@ def test_ctrl_c_saves_finished_runs_and_resume_completes_the_same_report(tmp_pat
         expected = "failed" if int(record["case_id"].split("-")[1]) % 5 == 0 else "passed"
         assert record["run"]["status"] == expected and record["run"]["trace"]["stop_reason"] == "completed"
     assert sum(len(c["runs"]) for c in partial["cases"]) == len(journaled)
+    # A case none of whose runs finished never ran: `not_run`, not an `error` with an empty reason.
+    never = [c for c in partial["cases"] if not c["runs"]]
+    assert never and all(c["status"] == "not_run" and c["pass_rate"] is None for c in never)
+    assert partial["summary"]["cases_not_run"] == len(never) and partial["summary"]["cases_errored"] == 0
 
     resumed = subprocess.run([CLI, "run", "--resume", run_id, "--output-dir", str(out), "--quiet",
                               "--concurrency", "16"], capture_output=True, text=True, timeout=HANG_GUARD_S)
