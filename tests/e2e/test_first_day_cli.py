@@ -74,8 +74,10 @@ def cli(*args, env_extra: dict | None = None, columns: str | None = "400") -> su
 
 
 def reports(out: Path) -> list[dict]:
-    """Every JSON report in out, oldest first."""
-    return [orjson.loads(p.read_bytes()) for p in sorted(out.glob("2*.json"))]
+    """Every JSON report in out, oldest first (two runs started in the same second share a run-id prefix,
+    so the order is created_at's, which holds milliseconds)."""
+    found = [orjson.loads(p.read_bytes()) for p in out.glob("2*.json")]
+    return sorted(found, key=lambda r: (r["created_at"], r["run_id"]))
 
 
 def test_a_crashing_agent_keeps_its_traceback_and_the_terminal_names_file_and_line(suite, tmp_path):
