@@ -19,14 +19,15 @@ from tests.loopback import LoopbackServer, Script  # noqa: E402
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark each test by where it lives: tests/e2e/ is `e2e`, the browser tests `browser`, the rest `unit`."""
+    """Mark each test by where it lives: tests/e2e/ is `e2e`, the browser tests `browser`, the rest `unit`
+    (except those marked `slow`, which `make test` runs and `make test-fast` leaves out)."""
     for item in items:
         path = Path(str(item.fspath)).resolve()
         if path.name == "test_html_browser.py":
             item.add_marker(pytest.mark.browser)
         elif "e2e" in path.relative_to(ROOT).parts:
             item.add_marker(pytest.mark.e2e)
-        else:
+        elif item.get_closest_marker("slow") is None:  # a slow in-process test stays out of test-fast
             item.add_marker(pytest.mark.unit)
 
 

@@ -228,6 +228,7 @@ def _simulated_pair(rng: np.random.Generator, drop: float, n_cases: int = 50, k:
     return reports[0], reports[1]
 
 
+@pytest.mark.slow
 def test_simulated_false_alarm_rate_and_power() -> None:
     # The real 10,000 resamples: the weight matrix for 50 cases is drawn once (seed 0) and cached,
     # so each comparison is a handful of (10,000 x 50) matrix-vector products.
