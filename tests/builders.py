@@ -17,6 +17,17 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
 CLI = str(Path(sys.executable).parent / "agent-eval")
 
+# A one-tool module for CLI suites: `lookup(key)` reads env["data"][key].
+LOOKUP_TOOLS = '''
+from agent_eval import tool
+
+
+@tool
+def lookup(key: str, env: dict) -> str:
+    """Look a key up."""
+    return env["data"][key]
+'''
+
 
 # ---------------------------------------------------------------- reports
 

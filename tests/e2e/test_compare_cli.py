@@ -4,24 +4,16 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import orjson
 
+from tests.builders import CLI as BUILT_CLI
+from tests.builders import LOOKUP_TOOLS
+
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = Path(sys.executable).with_name("agent-eval")
-CLI = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "agent_eval.cli"]
-
-TOOLS = '''
-from agent_eval import tool
-
-
-@tool
-def lookup(key: str, env: dict) -> str:
-    """Look a key up."""
-    return env["data"][key]
-'''
+CLI = [BUILT_CLI]
+TOOLS = LOOKUP_TOOLS
 
 # Three agents over one suite: `good` passes everything, `same` too, `broken` fails the "b" cases.
 AGENTS = '''

@@ -5,25 +5,17 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import orjson
 import pytest
 
+from tests.builders import CLI as BUILT_CLI
+from tests.builders import LOOKUP_TOOLS
+
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = Path(sys.executable).with_name("agent-eval")
-CLI = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "agent_eval.cli"]
-
-TOOLS = '''
-from agent_eval import tool
-
-
-@tool
-def lookup(key: str, env: dict) -> str:
-    """Look a key up."""
-    return env["data"][key]
-'''
+CLI = [BUILT_CLI]
+TOOLS = LOOKUP_TOOLS
 
 # Line numbers matter: the tests expect `bank_agent.py:3 in parse` and `bank_agent.py:11 in agent`.
 AGENT = '''
