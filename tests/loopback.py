@@ -167,8 +167,10 @@ class LoopbackServer:
         latency_s: float = 0.0,
         fail_every: dict[int, int] | None = None,
         fail_headers: dict[str, str] | None = None,
+        keep_requests: bool = True,
     ) -> None:
         self._script = script
+        self._keep = keep_requests  # False: requests are only counted (a benchmark serving many thousands)
         self._entries = None if callable(script) else list(script)
         self.latency_s = latency_s
         self.fail_every = dict(fail_every or {})
@@ -325,8 +327,8 @@ class LoopbackServer:
             request = {"_raw": raw.decode("utf-8", "replace")}
         with self._lock:
             number = len(self._requests)
-            self._requests.append(request)
-            self._headers.append(headers)
+            self._requests.append(request if self._keep else None)  # type: ignore[arg-type]
+            self._headers.append(headers if self._keep else None)  # type: ignore[arg-type]
         code, body, extra = await self._reply_to(request, number + 1)
         with self._lock:
             self._statuses[number] = code

@@ -19,7 +19,7 @@ from agent_eval.errors import ConfigError
 from agent_eval.run.episode import build_trace
 from agent_eval.run.runner import CANCEL_GRACE_S, Runner, lite_run
 from agent_eval.run.worker import (BATCH, CRASHED, FAILED, FINISH, RESULT, STOP, USAGE, WorkerInit,
-                                   process_main)
+                                   process_main, unpack_results)
 from agent_eval.score.pipeline import ScoringContext, score_run
 
 Deliver = Callable[["Host", "bytes | None"], None]  # a worker's message, or None once it is gone
@@ -166,10 +166,12 @@ class WorkerPool:
             return
         kind, payload = message[:1], message[1:]
         if kind == RESULT:
-            head, _, run_json = payload.partition(b"\n")
-            index, trial, lite, models = orjson.loads(head)
-            self._held.get(host, set()).discard((index, trial))
-            runner.record(index, trial, run_json, lite, models)
+            held = self._held.get(host, set())
+            for result in unpack_results(payload):
+                head, _, run_json = result.partition(b"\n")
+                index, trial, lite, models = orjson.loads(head)
+                held.discard((index, trial))
+                runner.record(index, trial, run_json, lite, models)
         elif kind == USAGE:
             self.spent.append(orjson.loads(payload))
             self._held.pop(host, None)

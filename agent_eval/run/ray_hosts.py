@@ -16,7 +16,8 @@ import orjson
 from agent_eval.errors import ConfigError
 from agent_eval.run.config import require_ray
 from agent_eval.run.pool import WorkerPool, split_concurrency
-from agent_eval.run.worker import BATCH, CRASHED, FAILED, RESULT, STOP, USAGE, WorkerInit, load_core
+from agent_eval.run.worker import (BATCH, CRASHED, FAILED, RESULT, STOP, USAGE, WorkerInit, load_core,
+                                   pack_results)
 
 CLOSE_GRACE_S = 2.0
 SKIPPED = [".git", ".venv", "__pycache__"]  # never shipped with the working_dir, wherever they are
@@ -124,7 +125,7 @@ class RayHost:
     async def _play(self, index: int, trial: int) -> None:
         result = await self._call(self.actor.play, index, trial)
         if result is not None:
-            self._deliver(self, RESULT + result)
+            self._deliver(self, RESULT + pack_results([result]))
 
     async def _spent(self) -> None:
         spent = await self._call(self.actor.spent)

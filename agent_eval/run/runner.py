@@ -25,6 +25,39 @@ CANCEL_GRACE_S = 3.0
 GC_EVERY_RUNS = 256
 
 
+class GcPacer:
+    """Garbage collection while runs are played: automatic collection off, a young one every few runs.
+
+    Each run's env copy allocates an object per JSON value (hundreds of thousands for a large env), and
+    automatic collection would rescan the other runs' envs again and again, tripling the copy's cost.
+    Envs and traces are trees that reference counting frees, so collection runs only every
+    GC_EVERY_RUNS finished runs, for the few cycles (exceptions, asyncio internals) left behind. The
+    suite and its envs are long-lived: they are frozen, so that no collection rescans them.
+    """
+
+    def __init__(self) -> None:
+        self.finished = 0
+        self._was_enabled = True
+
+    def pause(self) -> None:
+        gc.collect()
+        gc.freeze()
+        self._was_enabled = gc.isenabled()
+        gc.disable()
+
+    def resume(self) -> None:
+        gc.unfreeze()
+        if self._was_enabled:
+            gc.enable()
+
+    def run_finished(self) -> None:
+        self.finished += 1
+        if self.finished % GC_EVERY_RUNS == 0:
+            # Generation 0 holds only what was allocated since the last collection and is alive; every
+            # 8th time generation 1 too, for cycles promoted while their run was still in flight.
+            gc.collect(1 if self.finished % (8 * GC_EVERY_RUNS) == 0 else 0)
+
+
 @dataclass
 class CaseSlot:
     """One selected case while it runs: its env template (built lazily, freed when done) and results."""
@@ -90,7 +123,7 @@ class Runner:
         self._trace_json: dict[tuple[int, int], bytes] = {}  # (slot, trial) -> the trace as play_run encoded it
         self.stopped_early = False  # -x saw a failed run and took no new runs after it
         self.models_used: set[str] = set()  # every model whose tokens a run recorded (settings.prices)
-        self._finished = 0
+        self.gc = GcPacer()
 
     def _suite_template(self) -> EnvTemplate:
         """The suite's env, serialised once for every case that adds nothing to it (it may be megabytes)."""
@@ -182,14 +215,7 @@ class Runner:
         Here, or on the worker processes or Ray actors of `self.pool` (--workers N, --ray): either way
         this process alone journals, so the rest of the run does not know where the runs were played.
         """
-        gc.collect()
-        gc.freeze()  # the suite and its envs are long-lived: keep the collector from rescanning them
-        # Each run's env copy allocates an object per JSON value (hundreds of thousands for a large env),
-        # and automatic collection would rescan the other runs' envs again and again, tripling the copy's
-        # cost. Envs and traces are trees that reference counting frees, so collection runs only every
-        # GC_EVERY_RUNS finished runs, for the few cycles (exceptions, asyncio internals) left behind.
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
+        self.gc.pause()
         try:
             if self.pool is not None:
                 await self.pool.run(self)
@@ -200,9 +226,7 @@ class Runner:
             if self.servers is not None:
                 await self.servers.aclose()  # no MCP server outlives the run, Ctrl-C included
             self.journal.flush()
-            gc.unfreeze()
-            if gc_was_enabled:
-                gc.enable()
+            self.gc.resume()
 
     async def _run_here(self) -> None:
         work = self._work()
@@ -278,11 +302,7 @@ class Runner:
         slot.runs[trial] = lite
         if lite["status"] == "failed" and self.cfg.exitfirst and not self._stopping:
             self._stopping = self.stopped_early = True  # -x: runs in flight finish, no new one starts
-        self._finished += 1
-        if self._finished % GC_EVERY_RUNS == 0:
-            # Generation 0 holds only what was allocated since the last collection and is alive; every
-            # 8th time generation 1 too, for cycles promoted while their run was still in flight.
-            gc.collect(1 if self._finished % (8 * GC_EVERY_RUNS) == 0 else 0)
+        self.gc.run_finished()
         self.on_run_done()
 
     def spent(self, pricing: dict | None) -> dict[str, dict[str, Any]]:

@@ -33,8 +33,23 @@ if TYPE_CHECKING:
 
 # Messages between the driver and a worker process: one kind byte, then the payload.
 BATCH, FINISH, STOP = b"B", b"F", b"S"  # driver -> worker: runs to play; end when idle; cancel and end
-RESULT, USAGE = b"R", b"U"  # worker -> driver: one finished run; what the worker spent
+RESULT, USAGE = b"R", b"U"  # worker -> driver: finished runs (pack_results); what the worker spent
 FAILED, CRASHED = b"E", b"X"  # worker -> driver: it cannot start (a message); a bug (a traceback)
+
+
+def pack_results(results: list[bytes]) -> bytes:
+    """One RESULT payload for several finished runs: each is its 4-byte length, then its bytes."""
+    return b"".join(len(result).to_bytes(4, "big") + result for result in results)
+
+
+def unpack_results(payload: bytes) -> list[bytes]:
+    """The finished runs of a RESULT payload, as `WorkerCore.play` returned them."""
+    results, at, view = [], 0, memoryview(payload)
+    while at < len(payload):
+        size = int.from_bytes(view[at:at + 4], "big")
+        results.append(bytes(view[at + 4:at + 4 + size]))
+        at += 4 + size
+    return results
 
 
 @dataclass
@@ -78,6 +93,7 @@ class WorkerCore:
         for slot in self.runner.slots:
             slot.trials = []  # the driver hands out the trials; none is this worker's to take
         self._newest = -1  # runs come in case order: a case before this one will not come again
+        self.runner.gc.pause()  # the same collection regime as a run played in one process
 
     async def play(self, index: int, trial: int) -> bytes:
         """Play one run; the RESULT payload: `[index, trial, lite run, models]`, a newline, the run's JSON."""
@@ -91,6 +107,7 @@ class WorkerCore:
             slot.in_flight -= 1
         # A case's env template is freed once no run of it is in flight and a later case has come.
         slot.release_if_idle(1 if index == self._newest else 0)
+        self.runner.gc.run_finished()
         models = {call.get("model") or self.runner.cfg.model for call in run["trace"].get("llm_calls") or ()}
         head = [index, trial, lite_run(run, slot.case), sorted(m for m in models if m)]
         return orjson.dumps(head) + b"\n" + encode_run(run, self.runner.take_trace_json(slot, trial))
@@ -99,6 +116,7 @@ class WorkerCore:
         """End this worker's MCP servers, if the suite has any."""
         if self.runner.servers is not None:
             await self.runner.servers.aclose()
+        self.runner.gc.resume()
 
     def spent(self) -> dict[str, Any]:
         """summary.judge and summary.user_sim of this worker alone."""
@@ -153,9 +171,17 @@ async def _serve(conn: Connection, init: WorkerInit) -> None:
 
     threading.Thread(target=read, name="agent-eval-driver-link", daemon=True).start()
     tasks: set[asyncio.Task] = set()
+    finished: list[bytes] = []  # sent together once the loop has run every callback that was ready
+
+    def send_finished() -> None:
+        _send(conn, RESULT + pack_results(finished))
+        finished.clear()
 
     async def play(index: int, trial: int) -> None:
-        _send(conn, RESULT + await core.play(index, trial))
+        result = await core.play(index, trial)
+        if not finished:
+            loop.call_soon(send_finished)
+        finished.append(result)
 
     def done(task: asyncio.Task) -> None:
         tasks.discard(task)
@@ -178,6 +204,7 @@ async def _serve(conn: Connection, init: WorkerInit) -> None:
                     task.cancel()
             if tasks:
                 await asyncio.wait(tasks, timeout=None if kind == FINISH else 1.0)
+            await asyncio.sleep(0)  # the last runs' send_finished
             await core.close()
             _send(conn, USAGE + orjson.dumps(core.spent()))
             return
