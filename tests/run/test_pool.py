@@ -88,3 +88,35 @@ def test_the_working_dir_is_the_case_folder_without_outputs_and_caches(suite, tm
     assert moved.cases_file == Path("cases.json") and moved.agent_dir == Path("agents")
     assert relocate(WorkerInit(tmp_path / "cases.json", "", [], cfg, Path("/opt/agents"))).agent_dir == \
         Path("/opt/agents")
+
+
+def test_finished_runs_travel_together_and_come_apart_unchanged() -> None:
+    from agent_eval.run.worker import pack_results, unpack_results
+
+    runs = [b'[0,1,{},[]]\n{"trial":1}', b"", b"x" * 70_000, "caf\u00e9\n".encode()]
+    packed = pack_results(runs)
+    assert len(packed) == sum(4 + len(r) for r in runs)  # a 4-byte length before each
+    assert unpack_results(packed) == runs
+    assert unpack_results(pack_results([])) == []
+
+
+def test_the_gc_pacer_turns_automatic_collection_off_and_back() -> None:
+    import gc
+
+    from agent_eval.run.runner import GC_EVERY_RUNS, GcPacer
+
+    assert gc.isenabled()
+    pacer = GcPacer()
+    pacer.pause()
+    try:
+        assert not gc.isenabled()
+        assert gc.get_freeze_count() > 0  # what existed before the runs is never rescanned
+        before = gc.get_stats()[0]["collections"]
+        for _ in range(GC_EVERY_RUNS - 1):
+            pacer.run_finished()
+        assert gc.get_stats()[0]["collections"] == before
+        pacer.run_finished()  # the GC_EVERY_RUNS-th finished run collects the young generation
+        assert gc.get_stats()[0]["collections"] == before + 1
+    finally:
+        pacer.resume()
+    assert gc.isenabled() and gc.get_freeze_count() == 0
