@@ -85,6 +85,12 @@ def set_retry_listener(listener: RetryListener | None) -> None:
     _listener = listener
 
 
+def notify_retry(endpoint: str, attempt: int, most: int) -> None:
+    """Tell the retry listener, if any, that a request is about to be retried (here or in a worker)."""
+    if _listener is not None:
+        _listener(endpoint, attempt, most)
+
+
 def _client_class() -> type:
     from openai import AsyncOpenAI
 
@@ -98,8 +104,7 @@ def _client_class() -> type:
             count = _retries.get()
             if count is not None:
                 count[0] += 1
-            if _listener is not None:
-                _listener(self.endpoint, retries_taken + 1, max_retries)
+            notify_retry(self.endpoint, retries_taken + 1, max_retries)
             await super()._sleep_for_retry(retries_taken=retries_taken, max_retries=max_retries,
                                            options=options, response=response)
 

@@ -18,7 +18,8 @@ import orjson
 from agent_eval.errors import ConfigError
 from agent_eval.run.episode import build_trace
 from agent_eval.run.runner import CANCEL_GRACE_S, Runner, lite_run
-from agent_eval.run.worker import (BATCH, CRASHED, FAILED, FINISH, RESULT, STOP, USAGE, WorkerInit,
+from agent_eval import llm
+from agent_eval.run.worker import (BATCH, CRASHED, FAILED, FINISH, RESULT, RETRY, SPENT, STOP, USAGE, WorkerInit,
                                    process_main, unpack_results)
 from agent_eval.score.pipeline import ScoringContext, score_run
 
@@ -114,8 +115,14 @@ class WorkerPool:
 
     def __init__(self, hosts: list[Any], on_close: Callable[[], None] | None = None) -> None:
         self.hosts = hosts
-        self.spent: list[dict[str, Any]] = []  # each worker's summary.judge / summary.user_sim
+        # Each worker's summary.judge / summary.user_sim: its latest report, its final one once it ends,
+        # so that a worker that dies still counts what it spent up to its last report.
+        self._spent: dict[int, dict[str, Any]] = {}
         self.on_close = on_close or (lambda: None)
+
+    @property
+    def spent(self) -> list[dict[str, Any]]:
+        return list(self._spent.values())
 
     async def run(self, runner: Runner) -> None:
         if not runner.pending:
@@ -173,8 +180,12 @@ class WorkerPool:
                 held.discard((index, trial))
                 runner.record(index, trial, run_json, lite, models)
         elif kind == USAGE:
-            self.spent.append(orjson.loads(payload))
+            self._spent[host.number] = orjson.loads(payload)
             self._held.pop(host, None)
+        elif kind == SPENT:
+            self._spent[host.number] = orjson.loads(payload)
+        elif kind == RETRY:
+            llm.notify_retry(*orjson.loads(payload))
         elif kind == FAILED:
             raise ConfigError(f"worker {host.number} cannot start: {payload.decode(errors='replace')}")
         elif kind == CRASHED:
@@ -198,7 +209,7 @@ class WorkerPool:
     async def _drain(self, runner: Runner, inbox: asyncio.Queue) -> None:
         while self._held:
             host, message = await inbox.get()
-            if message is None or message[:1] in (USAGE, RESULT):  # a run that finished before the stop is kept
+            if message is None or message[:1] in (USAGE, RESULT, SPENT):  # a run finished before the stop is kept
                 await self._handle(runner, host, message)
 
 

@@ -16,8 +16,8 @@ import orjson
 from agent_eval.errors import ConfigError
 from agent_eval.run.config import require_ray
 from agent_eval.run.pool import WorkerPool, split_concurrency
-from agent_eval.run.worker import (BATCH, CRASHED, FAILED, RESULT, STOP, USAGE, WorkerInit, load_core,
-                                   pack_results)
+from agent_eval.run.worker import (BATCH, CRASHED, FAILED, RESULT, SPENT, STOP, USAGE, WorkerInit,
+                                   load_core, pack_results)
 
 CLOSE_GRACE_S = 2.0
 SKIPPED = [".git", ".venv", "__pycache__"]  # never shipped with the working_dir, wherever they are
@@ -72,8 +72,13 @@ class RayWorker:
     def ready(self) -> str | None:
         return self.problem
 
-    async def play(self, index: int, trial: int) -> bytes:
-        return await self.core.play(index, trial)
+    async def play(self, index: int, trial: int) -> tuple[bytes, bytes | None]:
+        """The run's RESULT bytes, and what the actor has spent when this run called the judge or simulator."""
+        result = await self.core.play(index, trial)
+        if not self.core.spent_changed:
+            return result, None
+        self.core.spent_changed = False
+        return result, orjson.dumps(self.core.spent())
 
     def spent(self) -> bytes:
         return orjson.dumps(self.core.spent())
@@ -123,9 +128,12 @@ class RayHost:
             self._deliver(self, FAILED + problem.encode())
 
     async def _play(self, index: int, trial: int) -> None:
-        result = await self._call(self.actor.play, index, trial)
-        if result is not None:
+        answer = await self._call(self.actor.play, index, trial)
+        if answer is not None:
+            result, spent = answer
             self._deliver(self, RESULT + pack_results([result]))
+            if spent is not None:
+                self._deliver(self, SPENT + spent)
 
     async def _spent(self) -> None:
         spent = await self._call(self.actor.spent)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from agent_eval import llm
 from agent_eval.errors import CaseFileError, ConfigError
 from agent_eval.run.journal import encode_run
 from agent_eval.run.agents import load_agent
@@ -33,7 +34,8 @@ if TYPE_CHECKING:
 
 # Messages between the driver and a worker process: one kind byte, then the payload.
 BATCH, FINISH, STOP = b"B", b"F", b"S"  # driver -> worker: runs to play; end when idle; cancel and end
-RESULT, USAGE = b"R", b"U"  # worker -> driver: finished runs (pack_results); what the worker spent
+RESULT, USAGE = b"R", b"U"  # worker -> driver: finished runs (pack_results); what the worker spent, at the end
+SPENT, RETRY = b"P", b"T"  # worker -> driver: what it has spent so far; a model request being retried
 FAILED, CRASHED = b"E", b"X"  # worker -> driver: it cannot start (a message); a bug (a traceback)
 
 
@@ -94,6 +96,7 @@ class WorkerCore:
             slot.trials = []  # the driver hands out the trials; none is this worker's to take
         self._newest = -1  # runs come in case order: a case before this one will not come again
         self.runner.gc.pause()  # the same collection regime as a run played in one process
+        self.spent_changed = False  # a run since the last report called the judge or the simulator
 
     async def play(self, index: int, trial: int) -> bytes:
         """Play one run; the RESULT payload: `[index, trial, lite run, models]`, a newline, the run's JSON."""
@@ -108,6 +111,8 @@ class WorkerCore:
         # A case's env template is freed once no run of it is in flight and a later case has come.
         slot.release_if_idle(1 if index == self._newest else 0)
         self.runner.gc.run_finished()
+        if run.get("judge") is not None or slot.case.get("scenario") is not None:
+            self.spent_changed = True
         models = {call.get("model") or self.runner.cfg.model for call in run["trace"].get("llm_calls") or ()}
         head = [index, trial, lite_run(run, slot.case), sorted(m for m in models if m)]
         return orjson.dumps(head) + b"\n" + encode_run(run, self.runner.take_trace_json(slot, trial))
@@ -146,9 +151,13 @@ def process_main(conn: Connection, init: WorkerInit) -> None:
     os._exit(0)  # a stuck agent thread must not keep the worker alive
 
 
+_SENDING = threading.Lock()  # a Connection is not safe for two threads sending at once
+
+
 def _send(conn: Connection, message: bytes) -> None:
     try:
-        conn.send_bytes(message)
+        with _SENDING:
+            conn.send_bytes(message)
     except OSError:
         pass  # the driver is gone: nobody is left to tell
 
@@ -172,10 +181,15 @@ async def _serve(conn: Connection, init: WorkerInit) -> None:
     threading.Thread(target=read, name="agent-eval-driver-link", daemon=True).start()
     tasks: set[asyncio.Task] = set()
     finished: list[bytes] = []  # sent together once the loop has run every callback that was ready
+    # The driver shows "retrying <endpoint>" in its progress line, as for a run played in one process.
+    llm.set_retry_listener(lambda endpoint, attempt, most: _send(conn, RETRY + orjson.dumps([endpoint, attempt, most])))
 
     def send_finished() -> None:
         _send(conn, RESULT + pack_results(finished))
         finished.clear()
+        if core.spent_changed:  # right behind the runs that spent it: a worker that dies later loses none
+            core.spent_changed = False
+            _send(conn, SPENT + orjson.dumps(core.spent()))
 
     async def play(index: int, trial: int) -> None:
         result = await core.play(index, trial)

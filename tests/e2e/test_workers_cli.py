@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.loopback import router, text
+from tests.loopback import FAST_RETRY, router, status, text
 
 CLI = str(Path(sys.executable).parent / "agent-eval")
 HANG_GUARD_S = 120  # a bound that turns a hang into a failure, not a timing assertion
@@ -239,8 +239,10 @@ def write_slow_suite(folder: Path, cases: int) -> Path:
     return path
 
 
-def start(cases: Path, out: Path, *args: str, new_session: bool = False) -> subprocess.Popen:
+def start(cases: Path, out: Path, *args: str, new_session: bool = False,
+          env_extra: dict[str, str] | None = None) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_EVAL_", "RAY_"))}
+    env.update(env_extra or {})
     return subprocess.Popen([CLI, "run", "--cases", str(cases), "--output-dir", str(out), "--quiet", *args],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=new_session)
@@ -309,6 +311,49 @@ def test_a_killed_worker_costs_only_its_runs_in_flight(tmp_path: Path) -> None:
     again = journal(out)[40:]
     assert sorted(r["case_id"] for r in again) == sorted(r["case_id"] for r in lost)
     assert all(r["run"]["status"] == "passed" for r in again)
+
+
+def test_a_killed_workers_judge_spend_still_counts(loopback, tmp_path: Path) -> None:
+    judge = loopback(judge_says_pass())
+    folder = tmp_path / "suite"
+    cases = write_slow_suite(folder, 12)
+    rows = orjson.loads(cases.read_bytes())
+    for row in rows["cases"]:
+        del row["expect"]
+        row["rubric"] = f"The reply to {row['id']} says ok."  # a prompt of its own: one judge call each
+    cases.write_bytes(orjson.dumps(rows))
+    out = tmp_path / "out"
+    # One slot per worker: the victim plays nothing beside the hanging case-5, and it played at least one
+    # judged run before it (case-0 or case-1 was its first).
+    proc = start(cases, out, "--workers", "2", "--concurrency", "2", "--no-cache",
+                 env_extra={"AGENT_EVAL_JUDGE_BASE_URL": judge.base_url, "AGENT_EVAL_JUDGE_API_KEY": "k",
+                            "AGENT_EVAL_JUDGE_MODEL": "judge-m", "XDG_CACHE_HOME": str(tmp_path / "cache")})
+    wait_for((folder / "victim.pid").exists, "case-5 to start")
+    os.kill(int((folder / "victim.pid").read_text()), signal.SIGKILL)
+    _, stderr = proc.communicate(timeout=HANG_GUARD_S)
+    assert proc.returncode == 2, stderr  # the lost run is an error
+    (path,) = out.glob("*.json")
+    report = orjson.loads(path.read_bytes())
+    statuses = [run["status"] for case in report["cases"] for run in case["runs"]]
+    assert statuses.count("error") == 1 and statuses.count("passed") == 11
+    # Every judge call the server answered is in summary.judge, the dead worker's included: 11 runs judged.
+    assert judge.count == 11
+    assert report["summary"]["judge"]["calls"] == 11
+
+
+def test_retries_inside_a_worker_show_in_the_drivers_output(loopback, tmp_path: Path) -> None:
+    srv = loopback([status(429, {"error": {"message": "slow down"}}, FAST_RETRY)] * 3 + [text("ok")])
+    (tmp_path / "tools.py").write_text(TOOLS)
+    cases = tmp_path / "cases.json"
+    cases.write_bytes(orjson.dumps({"suite": {"name": "retry", "tools": "tools.py", "initial_env": {"notes": []}},
+                                    "cases": [{"id": "one", "query": "hi", "expect": {"contains": "ok"}}]}))
+    done = cli(tmp_path, "run", "--cases", str(cases), "--agent", "openai", "--model", "m", "--base-url",
+               srv.base_url, "--workers", "2", "--output-dir", str(tmp_path / "out"), "--no-html")
+    assert done.returncode == 0, done.stderr
+    assert srv.count == 4  # three 429s, then the answer
+    # Piped output shows a retry from the third attempt on, as in one process.
+    assert f"retrying {srv.base_url} (attempt 3/8)" in done.stderr
+    assert "(attempt 2/8)" not in done.stderr
 
 
 @pytest.mark.parametrize("to_group", [False, True], ids=["driver-alone", "process-group"])
