@@ -15,10 +15,10 @@ from typing import Any, Protocol
 
 import orjson
 
+from agent_eval import llm
 from agent_eval.errors import ConfigError
 from agent_eval.run.episode import build_trace
 from agent_eval.run.runner import CANCEL_GRACE_S, Runner, lite_run
-from agent_eval import llm
 from agent_eval.run.worker import (BATCH, CRASHED, FAILED, FINISH, RESULT, RETRY, SPENT, STOP, USAGE, WorkerInit,
                                    process_main, unpack_results)
 from agent_eval.score.pipeline import ScoringContext, score_run

@@ -181,8 +181,12 @@ async def _serve(conn: Connection, init: WorkerInit) -> None:
     threading.Thread(target=read, name="agent-eval-driver-link", daemon=True).start()
     tasks: set[asyncio.Task] = set()
     finished: list[bytes] = []  # sent together once the loop has run every callback that was ready
-    # The driver shows "retrying <endpoint>" in its progress line, as for a run played in one process.
-    llm.set_retry_listener(lambda endpoint, attempt, most: _send(conn, RETRY + orjson.dumps([endpoint, attempt, most])))
+
+    def retrying(endpoint: str, attempt: int, most: int) -> None:
+        """The driver shows "retrying <endpoint>" in its progress line, as for a run played in one process."""
+        _send(conn, RETRY + orjson.dumps([endpoint, attempt, most]))
+
+    llm.set_retry_listener(retrying)
 
     def send_finished() -> None:
         _send(conn, RESULT + pack_results(finished))
