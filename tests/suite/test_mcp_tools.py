@@ -13,6 +13,10 @@ from agent_eval.errors import CaseFileError
 from agent_eval.suite.cases import load_suite
 from tests.builders import FIXTURES
 
+# Each test starts real MCP server processes (about a second of imports each): `make test` runs them,
+# `make test-fast` leaves them out.
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("mcp")
 
 SERVER = FIXTURES / "mcp" / "bank_server.py"
