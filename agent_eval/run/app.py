@@ -204,6 +204,9 @@ def finish(runner: Runner, suite: Any, cfg: RunConfig, agent_name: str, run_id: 
             report["gate"] = gate_against(baseline, report, cfg.gates)
         regression = bool(report["gate"] and report["gate"].get("regression"))
         report["exit_code"] = INTERRUPTED if interrupted else exit_code(entries, regression, report["stopped_early"])
+        abandoned = runner.pool.abandoned if runner.pool is not None else None
+        if abandoned and report["exit_code"] == 0:
+            report["exit_code"] = 2  # runs were left unplayed: the run did not complete
         path = cfg.output_dir / f"{run_id}.json"
         try:
             write_json_report(path, report, runner.run_bytes())
@@ -223,6 +226,12 @@ def finish(runner: Runner, suite: Any, cfg: RunConfig, agent_name: str, run_id: 
             console.print(verdict_text(report))  # --quiet still says how the run ended
         for line in [f"JSON report: {path}", *written]:
             console.print(line, highlight=False, markup=False, soft_wrap=True)
+        for crash in runner.pool.crashes if runner.pool is not None else ():
+            err.print(f"warning: a worker crashed; this is a bug in agent-eval, please report it with this "
+                      f"traceback:\n{crash.rstrip()}", highlight=False, markup=False, soft_wrap=True)
+        if abandoned:
+            err.print(f"error: {abandoned}. They are not_run in the report; play them with: "
+                      f"{resume_hint(run_id, cfg.output_dir)}", highlight=False, markup=False, soft_wrap=True)
         if interrupted:
             err.print(f"Interrupted. Finished runs are saved in {runner.journal.path}; "
                       f"resume with: {resume_hint(run_id, cfg.output_dir)}", highlight=False, markup=False,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import signal
+from multiprocessing import resource_tracker
 import threading
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -19,8 +20,8 @@ from agent_eval import llm
 from agent_eval.errors import ConfigError
 from agent_eval.run.episode import build_trace
 from agent_eval.run.runner import CANCEL_GRACE_S, Runner, lite_run
-from agent_eval.run.worker import (BATCH, CRASHED, FAILED, FINISH, RESULT, RETRY, SPENT, STOP, USAGE, WorkerInit,
-                                   process_main, unpack_results)
+from agent_eval.run.worker import (BATCH, CRASHED, FAILED, FINISH, READY, RESULT, RETRY, SPENT, STOP, USAGE,
+                                   WorkerInit, process_main, unpack_results)
 from agent_eval.score.pipeline import ScoringContext, score_run
 
 Deliver = Callable[["Host", "bytes | None"], None]  # a worker's message, or None once it is gone
@@ -35,6 +36,7 @@ class Host(Protocol):
     slots: int
 
     def start(self, deliver: Deliver) -> None: ...
+    def replacement(self) -> Host: ...  # a new worker in the same place, with the same slots
     def send(self, message: bytes) -> None: ...
     def loss(self) -> str: ...
     async def close(self) -> None: ...
@@ -55,6 +57,8 @@ class ProcessHost:
         self.conn: Any = None
 
     def start(self, deliver: Deliver) -> None:
+        # Started now, not inside the first spawn below: starting it unblocks SIGINT in this process.
+        resource_tracker.ensure_running()
         context = multiprocessing.get_context("spawn")
         parent, child = context.Pipe()
         self.process = context.Process(target=process_main, args=(child, self.init),
@@ -70,6 +74,9 @@ class ProcessHost:
         self.conn = parent
         threading.Thread(target=self._read, args=(deliver,), name=f"agent-eval-worker-{self.number}-link",
                          daemon=True).start()
+
+    def replacement(self) -> ProcessHost:
+        return ProcessHost(self.number, self.slots, self.init)
 
     def _read(self, deliver: Deliver) -> None:
         while True:
@@ -117,8 +124,11 @@ class WorkerPool:
         self.hosts = hosts
         # Each worker's summary.judge / summary.user_sim: its latest report, its final one once it ends,
         # so that a worker that dies still counts what it spent up to its last report.
-        self._spent: dict[int, dict[str, Any]] = {}
+        self._spent: dict[Any, dict[str, Any]] = {}
         self.on_close = on_close or (lambda: None)
+        self.crashes: list[str] = []  # tracebacks of workers that crashed (a bug in agent-eval)
+        self.abandoned: str | None = None  # why runs were left unplayed: no worker was left to play them
+        self._ready: set[Any] = set()  # hosts whose worker loaded the suite
 
     @property
     def spent(self) -> list[dict[str, Any]]:
@@ -136,6 +146,8 @@ class WorkerPool:
             except RuntimeError:
                 pass  # the run is over and its loop closed: nothing waits for this any more
 
+        self._deliver = deliver
+
         self._held: dict[Any, set[tuple[int, int]]] = {}  # live host -> the runs it has in flight
         flusher = asyncio.create_task(runner.flush_periodically())
         graceful = False
@@ -149,6 +161,8 @@ class WorkerPool:
                 while not inbox.empty():
                     await self._handle(runner, *inbox.get_nowait())
                 self._refill(runner)
+            if runner.pending and not runner.stopping:
+                self.abandoned = f"no worker was left to play {runner.pending} run(s): {self._last_loss}"
             graceful = True
         finally:
             flusher.cancel()
@@ -164,15 +178,14 @@ class WorkerPool:
                     host.send(BATCH + orjson.dumps(pairs))
 
     async def _handle(self, runner: Runner, host: Any, message: bytes | None) -> None:
-        if message is None:
-            held = self._held.pop(host, None)
-            if held:
-                reason = host.loss()
-                for index, trial in sorted(held):
-                    await record_lost(runner, index, trial, reason)
-            return
-        kind, payload = message[:1], message[1:]
-        if kind == RESULT:
+        kind, payload = (message[:1], message[1:]) if message is not None else (None, b"")
+        if kind is None or kind == CRASHED:
+            if kind == CRASHED:
+                self.crashes.append(payload.decode(errors="replace"))
+            await self._lost(runner, host, host.loss() if kind is None else crash_reason(host, payload))
+        elif kind == READY:
+            self._ready.add(host)
+        elif kind == RESULT:
             held = self._held.get(host, set())
             for result in unpack_results(payload):
                 head, _, run_json = result.partition(b"\n")
@@ -180,16 +193,34 @@ class WorkerPool:
                 held.discard((index, trial))
                 runner.record(index, trial, run_json, lite, models)
         elif kind == USAGE:
-            self._spent[host.number] = orjson.loads(payload)
+            self._spent[host] = orjson.loads(payload)
             self._held.pop(host, None)
         elif kind == SPENT:
-            self._spent[host.number] = orjson.loads(payload)
+            self._spent[host] = orjson.loads(payload)
         elif kind == RETRY:
             llm.notify_retry(*orjson.loads(payload))
         elif kind == FAILED:
             raise ConfigError(f"worker {host.number} cannot start: {payload.decode(errors='replace')}")
-        elif kind == CRASHED:
-            raise RuntimeError(f"worker {host.number} crashed:\n{payload.decode(errors='replace')}")
+
+    _last_loss = ""
+
+    async def _lost(self, runner: Runner, host: Any, reason: str) -> None:
+        """A worker is gone: its runs in flight are errors, and a worker that had started is replaced.
+
+        One that died before it loaded the suite is not: that is a start-up problem, which a replacement
+        would only meet again.
+        """
+        held = self._held.pop(host, None)
+        if held is None:
+            return  # told already (a crash, then its end of file)
+        self._last_loss = reason
+        for index, trial in sorted(held):
+            await record_lost(runner, index, trial, reason)
+        if host in self._ready and runner.pending and not runner.stopping:
+            fresh = host.replacement()
+            self.hosts.append(fresh)
+            self._held[fresh] = set()
+            fresh.start(self._deliver)
 
     async def _close(self, runner: Runner, inbox: asyncio.Queue, graceful: bool) -> None:
         """Ask every live worker for what it spent and let it end; after a grace period, end it."""
@@ -209,8 +240,14 @@ class WorkerPool:
     async def _drain(self, runner: Runner, inbox: asyncio.Queue) -> None:
         while self._held:
             host, message = await inbox.get()
-            if message is None or message[:1] in (USAGE, RESULT, SPENT):  # a run finished before the stop is kept
+            if message is None or message[:1] in (USAGE, RESULT, SPENT, CRASHED):  # runs finished before the stop stay
                 await self._handle(runner, host, message)
+
+
+def crash_reason(host: Any, payload: bytes) -> str:
+    """How a crashed worker is named in its lost runs: the last line of its traceback."""
+    lines = payload.decode(errors="replace").strip().splitlines()
+    return f"worker {host.number} crashed ({lines[-1] if lines else 'no traceback'})"
 
 
 async def record_lost(runner: Runner, index: int, trial: int, reason: str) -> None:
@@ -218,7 +255,7 @@ async def record_lost(runner: Runner, index: int, trial: int, reason: str) -> No
     slot = runner.slots[index]
     trace = build_trace([], [], [], [], "completed", None, 0.0, None, [])
     trace["turn_steps"] = []
-    message = f"{LOST}: {reason} while this run was in flight; `agent-eval run --resume` runs it again"
+    message = f"{LOST}: {reason.rstrip('. ')} while this run was in flight; `agent-eval run --resume` runs it again"
     context = ScoringContext(pricing=runner.scoring.pricing, model=runner.scoring.model)
     run = await score_run(slot.case, trial, trace, {}, None, message, context)
     runner.record(index, trial, orjson.dumps(run), lite_run(run, slot.case), [])

@@ -16,7 +16,7 @@ import orjson
 from agent_eval.errors import ConfigError
 from agent_eval.run.config import require_ray
 from agent_eval.run.pool import WorkerPool, split_concurrency
-from agent_eval.run.worker import (BATCH, CRASHED, FAILED, RESULT, SPENT, STOP, USAGE, WorkerInit,
+from agent_eval.run.worker import (BATCH, CRASHED, FAILED, READY, RESULT, SPENT, STOP, USAGE, WorkerInit,
                                    load_core, pack_results)
 
 CLOSE_GRACE_S = 2.0
@@ -103,6 +103,9 @@ class RayHost:
         self._deliver = deliver
         self._spawn(self._check_ready())
 
+    def replacement(self) -> RayHost:
+        return RayHost(self.number, self.slots, self._actor_class, self._init_ref)
+
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
@@ -126,6 +129,8 @@ class RayHost:
         problem = await self._call(self.actor.ready)
         if problem:
             self._deliver(self, FAILED + problem.encode())
+        elif not self._lost:
+            self._deliver(self, READY)
 
     async def _play(self, index: int, trial: int) -> None:
         answer = await self._call(self.actor.play, index, trial)

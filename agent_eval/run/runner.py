@@ -13,6 +13,7 @@ from agent_eval.run.config import RunConfig
 from agent_eval.run.dialogue import compact_dialogue
 from agent_eval.run.episode import play_run
 from agent_eval.run.journal import FLUSH_EVERY_S, Journal
+from agent_eval.run.jsonsafe import dumps_safe
 from agent_eval.score.metrics import case_status
 from agent_eval.run.sandbox import EnvTemplate, replay_expected_tools
 from agent_eval.score.judge import judge_summary
@@ -205,6 +206,11 @@ class Runner:
                 while slot.trials and not self._stopping:
                     yield index, slot.trials.pop(0)
 
+    @property
+    def stopping(self) -> bool:
+        """Ctrl-C, -x or a journal that cannot be written: no new run starts."""
+        return self._stopping
+
     def stop_taking_runs(self) -> None:
         """No run starts after this (Ctrl-C, -x); runs in flight finish."""
         self._stopping = True
@@ -284,7 +290,7 @@ class Runner:
             slot.offsets[trial] = position
             self._note_models(run["trace"])
             slot.release_if_idle(len(slot.trials))
-            self._finished_run(slot, trial, lite_run(run, slot.case))
+            self._finished_run(slot, trial, dumps_safe(lite_run(run, slot.case))[0])  # as a worker sends it
 
     def record(self, index: int, trial: int, run_json: bytes, lite: dict[str, Any], models: list[str]) -> None:
         """Journal a run played elsewhere (its JSON as the worker encoded it) and keep its lite row."""

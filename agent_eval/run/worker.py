@@ -21,10 +21,12 @@ import orjson
 from agent_eval import llm
 from agent_eval.errors import CaseFileError, ConfigError
 from agent_eval.run.journal import encode_run
+from agent_eval.run.jsonsafe import dumps_safe
 from agent_eval.run.agents import load_agent
 from agent_eval.run.config import RunConfig
 from agent_eval.run.runner import Runner, lite_run
 from agent_eval.run.simulator import build_simulator
+from agent_eval.run.threads import describe_user_error
 from agent_eval.score.judge import build_judge
 from agent_eval.score.pipeline import ScoringContext
 from agent_eval.suite.cases import Suite, load_suite
@@ -37,6 +39,7 @@ BATCH, FINISH, STOP = b"B", b"F", b"S"  # driver -> worker: runs to play; end wh
 RESULT, USAGE = b"R", b"U"  # worker -> driver: finished runs (pack_results); what the worker spent, at the end
 SPENT, RETRY = b"P", b"T"  # worker -> driver: what it has spent so far; a model request being retried
 FAILED, CRASHED = b"E", b"X"  # worker -> driver: it cannot start (a message); a bug (a traceback)
+READY = b"Y"  # worker -> driver: the suite, agent and scorers loaded; a worker lost after this is replaced
 
 
 def pack_results(results: list[bytes]) -> bytes:
@@ -115,7 +118,8 @@ class WorkerCore:
             self.spent_changed = True
         models = {call.get("model") or self.runner.cfg.model for call in run["trace"].get("llm_calls") or ()}
         head = [index, trial, lite_run(run, slot.case), sorted(m for m in models if m)]
-        return orjson.dumps(head) + b"\n" + encode_run(run, self.runner.take_trace_json(slot, trial))
+        # A value JSON cannot hold (a scorer's huge int, a lone surrogate) is converted, as in the journal.
+        return dumps_safe(head)[1] + b"\n" + encode_run(run, self.runner.take_trace_json(slot, trial))
 
     async def close(self) -> None:
         """End this worker's MCP servers, if the suite has any."""
@@ -136,6 +140,8 @@ def load_core(init: WorkerInit) -> tuple[WorkerCore | None, str | None]:
         return None, f"{init.cases_file}: " + "; ".join(map(str, exc.problems))
     except ConfigError as exc:
         return None, str(exc)
+    except BaseException as exc:  # noqa: BLE001 - user code run at import (SIGINT never reaches a worker)
+        return None, f"loading {init.cases_file} raised {describe_user_error(exc)}"
 
 
 def process_main(conn: Connection, init: WorkerInit) -> None:
@@ -167,6 +173,7 @@ async def _serve(conn: Connection, init: WorkerInit) -> None:
     if core is None:
         _send(conn, FAILED + (problem or "").encode())
         return
+    _send(conn, READY)
     loop = asyncio.get_running_loop()
     inbox: asyncio.Queue[bytes] = asyncio.Queue()
 

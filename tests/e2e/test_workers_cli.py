@@ -414,3 +414,119 @@ def test_exitfirst_under_two_workers_stops_taking_runs(tmp_path: Path) -> None:
     # Each worker holds one run at a time, so at most one more run starts after case-3's failure comes back.
     assert list(statuses.values()).count("not_run") >= 60 - 6
     assert len(journal(out)) <= 6
+
+
+def python_suite(folder: Path, agent: str, cases: list[dict], tools: str = TOOLS, **block: object) -> Path:
+    folder.mkdir(exist_ok=True)
+    (folder / "tools.py").write_text(tools)
+    (folder / "agent.py").write_text(agent)
+    suite = {"name": "hostile", "tools": "tools.py", "agent": "agent.py:agent", "initial_env": {"notes": []},
+             **block}
+    path = folder / "cases.json"
+    path.write_bytes(orjson.dumps({"suite": suite, "cases": cases}))
+    return path
+
+
+def test_scorer_values_json_cannot_hold_are_stored_as_in_one_process(tmp_path: Path) -> None:
+    folder = tmp_path / "suite"
+    (folder / "scorers.py").parent.mkdir()
+    (folder / "scorers.py").write_text(
+        'def huge(output):\n    return {"v": 2**70}\n\n\n'
+        'def lone(output):\n    return {"passed": True, "reason": "ok \\ud800"}\n')
+    cases = python_suite(folder, "def agent(task):\n    return 'ok'\n",
+                         [{"id": f"c{n}", "query": "go", "expect": {"contains": "ok"}} for n in range(4)],
+                         scorers=["scorers.py:huge", "scorers.py:lone"])
+    code, one, err = run_report(tmp_path, cases, "one")
+    assert code == 0, err
+    code, two, err = run_report(tmp_path, cases, "two", "--workers", "2")
+    assert code == 0, err
+    assert "Traceback" not in err
+    assert without_workers(two) == without_workers(one)
+    assert two["summary"]["scorers"] == one["summary"]["scorers"]
+
+
+EXITING_AGENT = '''
+import os
+
+
+def agent(task):
+    if task.case_id.startswith("boom"):
+        os._exit(3)
+    return "ok"
+'''
+
+
+def test_workers_killed_by_their_runs_are_replaced_and_every_run_is_played(tmp_path: Path) -> None:
+    rows = [{"id": f"boom-{n}", "query": "go", "expect": {"contains": "ok"}} for n in range(3)]
+    rows += [{"id": f"fine-{n}", "query": "go", "expect": {"contains": "ok"}} for n in range(20)]
+    cases = python_suite(tmp_path / "suite", EXITING_AGENT, rows)
+    done = cli(tmp_path, "run", "--cases", str(cases), "--output-dir", str(tmp_path / "out"), "--quiet",
+               "--workers", "2", "--concurrency", "2")
+    assert done.returncode == 2, done.stderr  # three runs ended in error, none failed
+    assert "Traceback" not in done.stderr
+    records = journal(tmp_path / "out")
+    assert sorted(r["case_id"] for r in records) == sorted(row["id"] for row in rows)
+    for record in records:
+        if record["case_id"].startswith("boom"):
+            assert record["run"]["status"] == "error"
+            assert "exited with code 3 while this run was in flight" in record["run"]["error"]
+        else:
+            assert record["run"]["status"] == "passed"
+
+
+def test_a_start_up_problem_only_workers_meet_is_exit_2_naming_it(tmp_path: Path) -> None:
+    # Raised at import in a worker process only: the driver loaded the same module without trouble.
+    tools = TOOLS + "\nimport multiprocessing\nif multiprocessing.parent_process() is not None:\n" \
+                    "    raise KeyboardInterrupt\n"
+    cases = python_suite(tmp_path / "suite", "def agent(task):\n    return 'ok'\n",
+                         [{"id": "one", "query": "go", "expect": {"contains": "ok"}}], tools=tools)
+    done = cli(tmp_path, "run", "--cases", str(cases), "--output-dir", str(tmp_path / "out"), "--workers", "2")
+    assert done.returncode == 2, done.stderr
+    assert "worker 0 cannot start" in done.stderr and "KeyboardInterrupt" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_workers_that_die_before_they_start_leave_the_rest_not_run_and_say_so(tmp_path: Path) -> None:
+    tools = TOOLS + "\nimport multiprocessing\nimport os\nif multiprocessing.parent_process() is not None:\n" \
+                    "    os._exit(5)\n"
+    cases = python_suite(tmp_path / "suite", "def agent(task):\n    return 'ok'\n",
+                         [{"id": f"c{n}", "query": "go", "expect": {"contains": "ok"}} for n in range(6)],
+                         tools=tools)
+    out = tmp_path / "out"
+    done = cli(tmp_path, "run", "--cases", str(cases), "--output-dir", str(out), "--workers", "2",
+               "--concurrency", "2")
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    # Each worker held one run when it died; nobody was left to play the other four.
+    assert "no worker was left to play 4 run(s)" in done.stderr and "exited with code 5" in done.stderr
+    assert "agent-eval run --resume" in done.stderr
+    (path,) = out.glob("*.json")
+    report = orjson.loads(path.read_bytes())
+    assert [c["status"] for c in report["cases"]].count("not_run") == 4
+    assert report["exit_code"] == 2
+
+
+def test_a_worker_never_sees_sigint_not_even_while_it_starts(tmp_path: Path) -> None:
+    """From its first instruction a worker has SIGINT blocked, then ignored: a Ctrl-C sent to the process
+    group while it starts up can never print a KeyboardInterrupt traceback."""
+    cases = write_slow_suite(tmp_path / "suite", 30)
+    (tmp_path / "suite" / "resumed").touch()
+    proc = start(cases, tmp_path / "out", "--workers", "2", "--concurrency", "2")
+    seen: dict[int, list[tuple[int, int]]] = {}
+    while proc.poll() is None:
+        for pid in children(proc.pid):
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+            if b"spawn_main" not in cmdline:
+                continue  # multiprocessing's resource tracker
+            fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+            seen.setdefault(pid, []).append((int(fields["SigBlk"], 16), int(fields["SigIgn"], 16)))
+        time.sleep(0.002)
+    assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
+    sigint = 1 << (signal.SIGINT - 1)
+    assert len(seen) == 2
+    for pid, samples in seen.items():
+        assert all(blocked & sigint or ignored & sigint for blocked, ignored in samples), (pid, samples[:5])
