@@ -129,6 +129,7 @@ class WorkerPool:
         self.crashes: list[str] = []  # tracebacks of workers that crashed (a bug in agent-eval)
         self.abandoned: str | None = None  # why runs were left unplayed: no worker was left to play them
         self._ready: set[Any] = set()  # hosts whose worker loaded the suite
+        self._last_loss = ""  # how the latest lost worker died
 
     @property
     def spent(self) -> list[dict[str, Any]]:
@@ -202,8 +203,6 @@ class WorkerPool:
         elif kind == FAILED:
             raise ConfigError(f"worker {host.number} cannot start: {payload.decode(errors='replace')}")
 
-    _last_loss = ""
-
     async def _lost(self, runner: Runner, host: Any, reason: str) -> None:
         """A worker is gone: its runs in flight are errors, and a worker that had started is replaced.
 
@@ -216,6 +215,8 @@ class WorkerPool:
         self._last_loss = reason
         for index, trial in sorted(held):
             await record_lost(runner, index, trial, reason)
+        await host.close()  # its pipe too: a long run may replace many workers
+        self.hosts.remove(host)
         if host in self._ready and runner.pending and not runner.stopping:
             fresh = host.replacement()
             self.hosts.append(fresh)
