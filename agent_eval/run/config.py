@@ -158,8 +158,12 @@ def _resolve_workers(cfg: RunConfig, flags: Mapping[str, Any]) -> None:
     if cfg.ray:
         require_ray()
     raw = flags.get("ray_runtime_env")
-    if raw is None:
-        return
+    if raw is not None:
+        cfg.ray_runtime_env = _parse_runtime_env(raw)
+
+
+def _parse_runtime_env(raw: str) -> dict[str, Any]:
+    """--ray-runtime-env as a dict; what can be checked without starting Ray is checked here."""
     import orjson
 
     try:
@@ -173,7 +177,30 @@ def _resolve_workers(cfg: RunConfig, flags: Mapping[str, Any]) -> None:
     if "working_dir" in env:
         raise ConfigError("--ray-runtime-env may not set working_dir: the case file's folder is the job's "
                           "working_dir; give other code with \"py_modules\".")
-    cfg.ray_runtime_env = env
+    env_vars = env.get("env_vars")
+    if env_vars is not None:
+        if not isinstance(env_vars, dict):
+            raise ConfigError("--ray-runtime-env: env_vars must be an object of names and string values, "
+                              "such as {\"env_vars\": {\"MY_FLAG\": \"1\"}}.")
+        for name, value in env_vars.items():
+            if not isinstance(value, str):
+                shown = orjson.dumps(value).decode()
+                raise ConfigError(f"--ray-runtime-env: env_vars[{name!r}] is {shown}, but Ray takes string "
+                                  f"values only; quote it: {{\"env_vars\": {{\"{name}\": \"{shown}\"}}}}.")
+    for entry in _local_modules(env.get("py_modules")):
+        path = Path(entry)
+        if not path.exists():
+            where = "" if path.is_absolute() else f" (relative to the current directory: {path.absolute()})"
+            raise ConfigError(f"--ray-runtime-env: py_modules entry {entry!r} does not exist{where}; give a "
+                              "folder, a .py file or a .whl on this machine, or a remote URI.")
+    return env
+
+
+def _local_modules(py_modules: Any) -> list[str]:
+    """The py_modules entries that name a path on this machine (not a URI); Ray checks the shape."""
+    if not isinstance(py_modules, list):
+        return []
+    return [m for m in py_modules if isinstance(m, str) and "://" not in m]
 
 
 def require_ray() -> None:

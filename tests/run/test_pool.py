@@ -63,6 +63,14 @@ def test_workers_and_ray_settings(suite) -> None:
     ({"ray": True, "ray_runtime_env": "{pip"}, "--ray-runtime-env is not valid JSON"),
     ({"ray": True, "ray_runtime_env": "[1]"}, "must be a JSON object"),
     ({"ray": True, "ray_runtime_env": '{"working_dir": "/x"}'}, "may not set working_dir"),
+    # Ray takes strings only; it would say so with a traceback after starting a local instance.
+    ({"ray": True, "ray_runtime_env": '{"env_vars": {"A": 1}}'},
+     r"env_vars\['A'\] is 1, but Ray takes string values only; quote it: \{\"env_vars\": \{\"A\": \"1\"\}\}"),
+    ({"ray": True, "ray_runtime_env": '{"env_vars": ["A=1"]}'}, "env_vars must be an object"),
+    ({"ray": True, "ray_runtime_env": '{"py_modules": ["/nonexistent/dir"]}'},
+     "py_modules entry '/nonexistent/dir' does not exist; give a folder"),
+    ({"ray": True, "ray_runtime_env": '{"py_modules": ["no_such_lib"]}'},
+     "'no_such_lib' does not exist .relative to the current directory: /"),
 ])
 def test_bad_worker_flags_are_configuration_errors(suite, flags: dict, needle: str) -> None:
     with pytest.raises(ConfigError, match=needle):
