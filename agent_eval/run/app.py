@@ -124,37 +124,41 @@ def run_command(flags: dict[str, Any], console: Console, err: Console) -> int:
     if cfg.workers != 1 or cfg.ray:  # started here, so that a cluster that cannot be joined is exit 2
         pool = open_pool(cfg, WorkerInit(cfg.cases_file, digest, [c["id"] for c in cases], cfg,
                                          agent_dir.resolve()))
-    run_id = resumed.run_id if resumed else new_run_id()
-    created_at = resumed.created_at if resumed else now_iso()
-    journal = resumed.journal if resumed else Journal(
-        cfg.output_dir / f"{run_id}.jsonl",
-        {"run_id": run_id, "created_at": created_at, "settings": cfg.settings(),
-         "cases_file": str(cfg.cases_file), "agent_dir": str(agent_dir.resolve()), "cases_sha256": digest},
-        run_id=run_id)
-    if journal.failed:
-        raise ConfigError(f"cannot write the journal {journal.path} ({journal.failed}); free some space or "
-                          "pass --output-dir with a writable folder.")
-    progress = _progress(console, cfg)
-    runner = Runner(suite, cases, cfg, agent, scoring, journal,
-                    on_run_done=(lambda: progress.update(progress.task_ids[0], description=RUNNING, advance=1))
-                    if progress else None)
-    runner.simulator = simulator
-    runner.pool = pool
-    if resumed:
-        resumed.restore(runner.restore)
-    with Interrupts() as interrupts:
-        try:
-            if progress:
-                progress.add_task(RUNNING, total=runner.pending)
-                progress.start()
-            llm.set_retry_listener(_retry_display(progress, err, cfg.quiet))
-            interrupted = interrupts.run(runner.run())
-        finally:
-            llm.set_retry_listener(None)
-            if progress:
-                progress.stop()
-            journal.close()
-        return finish(runner, suite, cfg, agent.name, run_id, created_at, interrupted, console, err)
+    try:  # whatever ends the run from here on, the pool's on_close runs: a local Ray instance never outlives it
+        run_id = resumed.run_id if resumed else new_run_id()
+        created_at = resumed.created_at if resumed else now_iso()
+        journal = resumed.journal if resumed else Journal(
+            cfg.output_dir / f"{run_id}.jsonl",
+            {"run_id": run_id, "created_at": created_at, "settings": cfg.settings(),
+             "cases_file": str(cfg.cases_file), "agent_dir": str(agent_dir.resolve()), "cases_sha256": digest},
+            run_id=run_id)
+        if journal.failed:
+            raise ConfigError(f"cannot write the journal {journal.path} ({journal.failed}); free some space or "
+                              "pass --output-dir with a writable folder.")
+        progress = _progress(console, cfg)
+        runner = Runner(suite, cases, cfg, agent, scoring, journal,
+                        on_run_done=(lambda: progress.update(progress.task_ids[0], description=RUNNING, advance=1))
+                        if progress else None)
+        runner.simulator = simulator
+        runner.pool = pool
+        if resumed:
+            resumed.restore(runner.restore)
+        with Interrupts() as interrupts:
+            try:
+                if progress:
+                    progress.add_task(RUNNING, total=runner.pending)
+                    progress.start()
+                llm.set_retry_listener(_retry_display(progress, err, cfg.quiet))
+                interrupted = interrupts.run(runner.run())
+            finally:
+                llm.set_retry_listener(None)
+                if progress:
+                    progress.stop()
+                journal.close()
+            return finish(runner, suite, cfg, agent.name, run_id, created_at, interrupted, console, err)
+    finally:
+        if pool is not None:
+            pool.on_close()
 
 
 def open_pool(cfg: RunConfig, init: WorkerInit) -> Any:

@@ -5,7 +5,8 @@ import asyncio
 import os
 import signal
 import threading
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
+from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
@@ -72,6 +73,34 @@ class Interrupts:
             self._loop = None
             asyncio.set_event_loop(None)
             loop.close()
+
+
+@contextmanager
+def sigint_held() -> Iterator[None]:
+    """Hold a Ctrl-C until the block ends, then deliver it as usual; a second one exits with 130 at once.
+
+    For a step that must not be cut in half: a local Ray instance interrupted while it starts or stops
+    leaves processes behind that nobody can stop any more.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+
+    def hold(signum: int, frame: FrameType | None) -> None:
+        held.append(signum)
+        if len(held) > 1:
+            os.write(2, b"\ninterrupted again: exiting now\n")
+            kill_servers()
+            os._exit(INTERRUPTED)
+
+    previous = signal.signal(signal.SIGINT, hold)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if held:
+            signal.raise_signal(signal.SIGINT)  # to the handler the block found: KeyboardInterrupt, or a run's
 
 
 def kill_servers() -> None:

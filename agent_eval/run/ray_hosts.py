@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import re
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ import orjson
 
 from agent_eval.errors import ConfigError
 from agent_eval.run.config import require_ray
+from agent_eval.run.interrupt import sigint_held
 from agent_eval.run.pool import WorkerPool, split_concurrency
 from agent_eval.run.worker import (BATCH, CRASHED, FAILED, READY, RESULT, SPENT, STOP, USAGE, WorkerInit,
                                    load_core, pack_results)
@@ -96,15 +99,30 @@ class RayHost:
         self.actor: Any = None
         self._tasks: set[asyncio.Task] = set()
         self._lost: str | None = None
+        self._ready = False
 
     def start(self, deliver: Any) -> None:
-        # One more than the slots, so that asking what it spent never queues behind its runs.
-        self.actor = self._actor_class.options(max_concurrency=self.slots + 1).remote(self._init_ref)
         self._deliver = deliver
+        try:  # one more than the slots, so that asking what it spent never queues behind its runs
+            self.actor = self._actor_class.options(max_concurrency=self.slots + 1).remote(self._init_ref)
+        except Exception as exc:  # noqa: BLE001 - whatever Ray refuses, the run says it and exits 2
+            self._cannot_start(exc)
+            return
         self._spawn(self._check_ready())
 
     def replacement(self) -> RayHost:
         return RayHost(self.number, self.slots, self._actor_class, self._init_ref)
+
+    def _cannot_start(self, exc: Exception) -> None:
+        """Ray could not create the actor, or set up its runtime_env: a start-up problem, then a gone worker."""
+        if self._lost is None:
+            reason = ray_reason(exc)
+            self._lost = f"worker {self.number} (Ray actor) failed: {reason}"
+            if not self._ready:
+                what = ("set up the actor's runtime_env (from --ray-runtime-env)" if _is_runtime_env_error(exc)
+                        else "create the actor")
+                self._deliver(self, FAILED + f"Ray cannot {what}: {reason}".encode())
+            self._deliver(self, None)
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -124,12 +142,16 @@ class RayHost:
         except ray.exceptions.RayTaskError as exc:
             self._deliver(self, CRASHED + str(exc).encode())
             return None
+        except Exception as exc:  # noqa: BLE001 - e.g. RuntimeEnvSetupError: the actor never came up
+            self._cannot_start(exc)
+            return None
 
     async def _check_ready(self) -> None:
         problem = await self._call(self.actor.ready)
         if problem:
             self._deliver(self, FAILED + problem.encode())
         elif not self._lost:
+            self._ready = True
             self._deliver(self, READY)
 
     async def _play(self, index: int, trial: int) -> None:
@@ -146,6 +168,8 @@ class RayHost:
             self._deliver(self, USAGE + spent)
 
     def send(self, message: bytes) -> None:
+        if self.actor is None:
+            return  # Ray refused to create it: the pool has been told
         kind = message[:1]
         if kind == BATCH:
             for index, trial in orjson.loads(message[1:]):
@@ -173,28 +197,130 @@ class RayHost:
 
 
 def open_ray_pool(cfg: Any, init: WorkerInit, output_dir: Path) -> WorkerPool:
-    """Start (or join) Ray and place one actor per worker; Ray is stopped when the pool closes."""
+    """Start (or join) Ray and place one actor per worker; Ray is stopped when the pool closes.
+
+    A local instance this run started is stopped whatever ends the run: here when no pool comes of it
+    (Ray's refusals become a ConfigError), else by the pool's on_close, which the run always calls.
+    """
     require_ray()
     import ray
 
     case_dir = init.cases_file.parent
-    options: dict[str, Any] = {"runtime_env": runtime_env(cfg, case_dir, output_dir), "log_to_driver": True}
+    env = runtime_env(cfg, case_dir, output_dir)
+    _check_runtime_env(env)
+    moved = relocate(init)
     try:
-        if cfg.ray_address:
-            ray.init(address=cfg.ray_address, **options)
-        else:
-            # "local" starts a new instance whatever RAY_ADDRESS says; loopback only, no dashboard.
-            ray.init(address="local", num_cpus=max(os.cpu_count() or 1, cfg.workers), include_dashboard=False,
-                     _node_ip_address="127.0.0.1", **options)
-    except (ConnectionError, ValueError, RuntimeError) as exc:
-        where = f"join the Ray cluster at {cfg.ray_address}" if cfg.ray_address else "start a local Ray instance"
-        raise ConfigError(f"cannot {where} ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}); "
-                          "check --ray-address (for example `auto` or ray://HOST:10001) and that the "
-                          "cluster is up (`ray status`).") from None
-    workers = cfg.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        # Ctrl-C is held while a local instance starts: cut in half, it leaves processes nobody can stop.
+        with nullcontext() if cfg.ray_address else sigint_held():
+            _init_ray(cfg, env)
+        workers = cfg.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        actor_class = ray.remote(num_cpus=1)(RayWorker)
+        init_ref = ray.put(moved)  # one object in Ray's store, shared by every actor
+    except BaseException as exc:
+        stop_ray()
+        if isinstance(exc, Exception):
+            raise ConfigError(start_failure(exc, cfg, case_dir, output_dir)) from None
+        raise
     cfg.workers = workers  # the report's settings.workers: how many were asked for, Ray's CPU count by default
-    actor_class = ray.remote(num_cpus=1)(RayWorker)
-    init_ref = ray.put(relocate(init))  # one object in Ray's store, shared by every actor
     hosts = [RayHost(number, slots, actor_class, init_ref)
              for number, slots in enumerate(split_concurrency(cfg.concurrency, workers))]
-    return WorkerPool(hosts, on_close=ray.shutdown)
+    return WorkerPool(hosts, on_close=stop_ray)
+
+
+def _init_ray(cfg: Any, env: dict[str, Any]) -> None:
+    import ray
+
+    options: dict[str, Any] = {"runtime_env": env, "log_to_driver": True}
+    if cfg.ray_address:
+        ray.init(address=cfg.ray_address, **options)
+    else:
+        # "local" starts a new instance whatever RAY_ADDRESS says. Its node address is 127.0.0.1 and it
+        # has no dashboard web UI, but Ray's own processes may listen on every interface (docs/scale.md).
+        ray.init(address="local", num_cpus=max(os.cpu_count() or 1, cfg.workers), include_dashboard=False,
+                 _node_ip_address="127.0.0.1", **options)
+
+
+def stop_ray() -> None:
+    """Leave Ray, stopping the local instance this run started (if any) and waiting, bounded, for its processes.
+
+    Safe to call twice; never cut in half by Ctrl-C.
+    """
+    import inspect
+
+    import ray
+
+    with sigint_held():
+        if "wait_for_processes" in inspect.signature(ray.shutdown).parameters:
+            ray.shutdown(wait_for_processes=True)
+        else:  # Ray before 2.50
+            ray.shutdown()
+
+
+def _check_runtime_env(env: dict[str, Any]) -> None:
+    """Ray's own check of the runtime_env, before anything starts."""
+    from ray.runtime_env import RuntimeEnv
+
+    try:
+        RuntimeEnv(**env)
+    except Exception as exc:  # noqa: BLE001 - TypeError, ValueError, whatever this Ray version raises
+        raise ConfigError(f"--ray-runtime-env is not a runtime_env Ray takes: {ray_reason(exc)}. Fix that "
+                          "field (see Ray's runtime_env docs), or leave it out.") from None
+
+
+def ray_reason(exc: BaseException) -> str:
+    """Ray's error in one line: the last line of a traceback it carries, else its first line."""
+    text = str(getattr(exc, "error_message", None) or exc)
+    lines = [line.strip() for line in text.splitlines()
+             if line.strip() and line.strip() != "Failed to set up runtime environment."]
+    if not lines:
+        return type(exc).__name__
+    line = lines[-1] if any(line.startswith("Traceback") for line in lines) else lines[0]
+    return line.rstrip(". ") if len(line) <= 400 else line[:399] + "…"
+
+
+def _is_runtime_env_error(exc: BaseException) -> bool:
+    import ray
+
+    return isinstance(exc, ray.exceptions.RuntimeEnvSetupError)
+
+
+_TOO_BIG = re.compile(r"Package size \(([^)]*)\) exceeds the maximum size of ([\d.]+\s*[KMGT]?i?B)")
+
+
+def start_failure(exc: Exception, cfg: Any, case_dir: Path, output_dir: Path) -> str:
+    """The one message for Ray refusing to start, with the fix that fits what it refused."""
+    reason = ray_reason(exc)
+    text = str(getattr(exc, "error_message", None) or exc)
+    if _is_runtime_env_error(exc) and "working_dir" in text:
+        too_big = _TOO_BIG.search(text)
+        what = (f"packed, it is {too_big.group(1)}, over Ray's limit of {too_big.group(2)}" if too_big
+                else reason)
+        biggest = _biggest_file(case_dir, output_dir)
+        example = f"/{biggest[0]}" if biggest else "/data/big.bin"
+        named = f" (the biggest is {biggest[0]}, {biggest[1] / 2**20:.0f} MiB)" if biggest else ""
+        return (f"Ray cannot ship the case file's folder {case_dir} as the job's working_dir: {what}. Ray copies "
+                f"the whole folder to every worker; move big files out of it{named}, or exclude them with "
+                f"--ray-runtime-env '{{\"excludes\": [\"{example}\"]}}' or a .rayignore file in the folder.")
+    if _is_runtime_env_error(exc):
+        return f"Ray cannot set up --ray-runtime-env: {reason}. Fix that field, or leave it out."
+    if cfg.ray_address:
+        return (f"cannot join the Ray cluster at {cfg.ray_address} ({reason}); check --ray-address (for example "
+                "`auto` or ray://HOST:10001) and that the cluster is up (`ray status`).")
+    return (f"cannot start a local Ray instance ({reason}); Ray's own logs say more. --workers N runs the same "
+            "workers as local processes, without Ray.")
+
+
+def _biggest_file(case_dir: Path, output_dir: Path) -> tuple[str, int] | None:
+    """The largest file Ray would ship from case_dir (its path relative to it, its size), if any."""
+    best: tuple[str, int] | None = None
+    skipped = str(output_dir.resolve())
+    for root, dirs, files in os.walk(case_dir):
+        dirs[:] = [d for d in dirs if d not in SKIPPED and os.path.join(root, d) != skipped]
+        for name in files:
+            try:
+                size = os.path.getsize(os.path.join(root, name))
+            except OSError:
+                continue
+            if best is None or size > best[1]:
+                best = (Path(root, name).relative_to(case_dir).as_posix(), size)
+    return best

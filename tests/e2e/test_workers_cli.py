@@ -530,3 +530,41 @@ def test_a_worker_never_sees_sigint_not_even_while_it_starts(tmp_path: Path) -> 
     assert len(seen) == 2
     for pid, samples in seen.items():
         assert all(blocked & sigint or ignored & sigint for blocked, ignored in samples), (pid, samples[:5])
+
+
+RUN_MARK = "TEST_RUN_MARK"  # inherited by every process a run starts, Ray's included
+
+
+def marked(mark: str) -> dict[int, str]:
+    """The live processes (pid: name) whose environment holds RUN_MARK=mark."""
+    needle = f"{RUN_MARK}={mark}".encode()
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes().split(b"\0") and is_alive(int(entry.name)):
+                found[int(entry.name)] = (entry / "comm").read_text().strip()
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+RAY_STOP_S = 20  # a local instance stops in a few seconds; left behind, its agents linger 60 to 90 s
+
+
+def test_ctrl_c_while_a_local_ray_instance_starts_leaves_no_ray_process(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    cases = python_suite(tmp_path / "suite", "def agent(task):\n    return 'ok'\n",
+                         [{"id": "one", "query": "go", "expect": {"contains": "ok"}}])
+    mark = f"{os.getpid()}-{time.monotonic_ns()}"
+    proc = start(cases, tmp_path / "out", "--ray", "--workers", "1", env_extra={RUN_MARK: mark})
+    wait_for(lambda: "raylet" in marked(mark).values(), "the raylet to start")  # ray.init is still under way
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=HANG_GUARD_S)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    deadline = time.monotonic() + RAY_STOP_S
+    while marked(mark) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not marked(mark), f"left behind: {marked(mark)}"

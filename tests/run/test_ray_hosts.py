@@ -1,0 +1,151 @@
+"""--ray without a Ray instance: what Ray's refusals become, and what an actor sends back (docs/scale.md).
+
+The e2e tests in tests/e2e/test_workers_cli.py start a real local instance; these stand Ray's calls in.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+from pathlib import Path
+
+import orjson
+import pytest
+
+from agent_eval.errors import ConfigError
+from agent_eval.run.config import resolve
+from agent_eval.run.interrupt import sigint_held
+from agent_eval.run.worker import WorkerInit
+from agent_eval.suite.cases import load_suite
+
+ray = pytest.importorskip("ray")
+
+from agent_eval.run.ray_hosts import open_ray_pool  # noqa: E402 - needs ray
+
+TOOLS = '''
+from agent_eval import tool
+
+
+@tool
+def explode(env: dict) -> str:
+    """Fail."""
+    raise RuntimeError("the tool broke")
+'''
+
+AGENT = '''
+def agent(task):
+    if task.case_id == "agent-raises":
+        raise ValueError("the agent broke")
+    try:
+        task.call_tool("explode")
+    except Exception:
+        pass
+    return "ok"
+'''
+
+
+def write_suite(folder: Path) -> Path:
+    folder.mkdir()
+    (folder / "tools.py").write_text(TOOLS)
+    (folder / "agent.py").write_text(AGENT)
+    path = folder / "cases.json"
+    path.write_bytes(orjson.dumps({"suite": {"name": "s", "tools": "tools.py", "agent": "agent.py:agent"},
+                                   "cases": [{"id": "agent-raises", "query": "q", "expect": {"contains": "ok"}},
+                                             {"id": "tool-raises", "query": "q", "expect": {"contains": "ok"}}]}))
+    return path
+
+
+def worker_init(cases: Path, flags: dict) -> WorkerInit:
+    suite = load_suite(cases)
+    cfg = resolve({"ray": True, **flags}, suite, {})
+    digest = hashlib.sha256(cases.read_bytes()).hexdigest()
+    return WorkerInit(cfg.cases_file, digest, [c["id"] for c in suite.cases], cfg, cases.parent.resolve())
+
+
+@pytest.fixture
+def shutdowns(monkeypatch) -> list[bool]:
+    """Each ray.shutdown call (its wait_for_processes), with ray.init standing in for Ray."""
+    calls: list[bool] = []
+    monkeypatch.setattr(ray, "shutdown", lambda wait_for_processes=False: calls.append(wait_for_processes))
+    return calls
+
+
+def refuse(monkeypatch, exc: BaseException) -> None:
+    def init(**options):
+        raise exc
+
+    monkeypatch.setattr(ray, "init", init)
+
+
+def test_ray_refusing_the_working_dir_names_it_its_limit_and_the_file_to_move(tmp_path, monkeypatch,
+                                                                                shutdowns) -> None:
+    cases = write_suite(tmp_path / "suite")
+    (tmp_path / "suite" / "data").mkdir()
+    (tmp_path / "suite" / "data" / "blob.bin").write_bytes(b"x" * 3_000_000)
+    # What Ray 2.x raises from ray.init when the packed folder is over its gRPC message limit.
+    refuse(monkeypatch, ray.exceptions.RuntimeEnvSetupError(
+        f"Failed to upload working_dir {tmp_path / 'suite'} to the Ray cluster: Package size (600.00MiB) "
+        "exceeds the maximum size of 512.00MiB. To exclude large files, add them to '.gitignore' or "
+        "'.rayignore' files, or use the 'excludes' option in the runtime_env."))
+    init = worker_init(cases, {})
+    with pytest.raises(ConfigError) as raised:
+        open_ray_pool(init.cfg, init, tmp_path / "out")
+    message = str(raised.value)
+    assert f"Ray cannot ship the case file's folder {tmp_path / 'suite'} as the job's working_dir" in message
+    assert "600.00MiB, over Ray's limit of 512.00MiB" in message
+    assert "the biggest is data/blob.bin, 3 MiB" in message  # 3,000,000 bytes / 2**20 = 2.86 MiB
+    assert '--ray-runtime-env \'{"excludes": ["/data/blob.bin"]}\'' in message
+    assert "--ray-address" not in message and "ray status" not in message
+    assert shutdowns == [True]  # a half-started local instance is stopped, and waited for
+
+
+@pytest.mark.parametrize(("address", "exc", "needles", "never"), [
+    (None, ValueError("py_modules entry must be a .py file, a directory, or a .whl file; got x"),
+     ["cannot start a local Ray instance (py_modules entry must be"], ["--ray-address", "ray status"]),
+    (None, TypeError("something Ray did not expect"), ["(something Ray did not expect)"], ["--ray-address"]),
+    ("ray://head:10001", ConnectionError("could not connect"),
+     ["cannot join the Ray cluster at ray://head:10001 (could not connect)", "check --ray-address", "`ray status`"],
+     []),
+    (None, ray.exceptions.RuntimeEnvSetupError("Traceback (most recent call last):\n  File \"x\"\n"
+                                               "ValueError: Could not find Conda executable at conda."),
+     ["Ray cannot set up --ray-runtime-env: ValueError: Could not find Conda executable at conda. Fix"],
+     ["Traceback", "--ray-address"]),
+], ids=["local", "any-exception", "address", "runtime-env"])
+def test_ray_refusing_to_start_is_one_message_with_the_fix_that_fits(tmp_path, monkeypatch, shutdowns, address,
+                                                                     exc, needles, never) -> None:
+    cases = write_suite(tmp_path / "suite")
+    refuse(monkeypatch, exc)
+    init = worker_init(cases, {"ray_address": address} if address else {})
+    with pytest.raises(ConfigError) as raised:
+        open_ray_pool(init.cfg, init, tmp_path / "out")
+    message = str(raised.value)
+    assert all(needle in message for needle in needles), message
+    assert not any(word in message for word in never), message
+    assert "\n" not in message and shutdowns == [True]
+
+
+def test_ctrl_c_while_ray_starts_is_held_until_it_has_started_then_ray_is_stopped(tmp_path, monkeypatch,
+                                                                                   shutdowns) -> None:
+    cases = write_suite(tmp_path / "suite")
+    started = []
+
+    def init(**options):
+        os.kill(os.getpid(), signal.SIGINT)  # a Ctrl-C in the middle of starting the instance...
+        started.append(True)  # ...which finishes all the same
+
+    monkeypatch.setattr(ray, "init", init)
+    config = worker_init(cases, {})
+    with pytest.raises(KeyboardInterrupt):
+        open_ray_pool(config.cfg, config, tmp_path / "out")
+    assert started == [True] and shutdowns == [True]
+
+
+def test_sigint_held_delivers_one_ctrl_c_after_the_block() -> None:
+    steps = []
+    with pytest.raises(KeyboardInterrupt), sigint_held():
+        os.kill(os.getpid(), signal.SIGINT)
+        steps.append("after the signal")
+    assert steps == ["after the signal"]
+    with sigint_held():
+        steps.append("quiet")
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
