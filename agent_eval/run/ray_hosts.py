@@ -18,6 +18,7 @@ import orjson
 from agent_eval.errors import ConfigError
 from agent_eval.run.config import require_ray
 from agent_eval.run.interrupt import sigint_held
+from agent_eval.run.jsonsafe import dumps_safe
 from agent_eval.run.pool import WorkerPool, split_concurrency
 from agent_eval.run.worker import (BATCH, CRASHED, FAILED, READY, RESULT, SPENT, STOP, USAGE, WorkerInit,
                                    load_core, pack_results)
@@ -67,10 +68,17 @@ def _anchored(init: WorkerInit) -> WorkerInit:
 
 
 class RayWorker:
-    """The actor: a WorkerCore in the job's working_dir (decorated with ray.remote when Ray is started)."""
+    """The actor: a WorkerCore in the job's working_dir (decorated with ray.remote when Ray is started).
 
-    def __init__(self, init: WorkerInit) -> None:
-        self.core, self.problem = load_core(_anchored(init))
+    What it sends back names the user's case folder, not the copy it runs in (which is gone after the
+    run): tracebacks and messages read as in a one-process run.
+    """
+
+    def __init__(self, init: WorkerInit, case_dir: str) -> None:
+        copy = str(Path.cwd())
+        self.core, problem = load_core(_anchored(init))
+        self.problem = problem.replace(copy, case_dir) if problem else problem
+        self._copy, self._shown = copy.encode(), dumps_safe(case_dir)[1][1:-1]  # as they read inside JSON
 
     def ready(self) -> str | None:
         return self.problem
@@ -78,6 +86,8 @@ class RayWorker:
     async def play(self, index: int, trial: int) -> tuple[bytes, bytes | None]:
         """The run's RESULT bytes, and what the actor has spent when this run called the judge or simulator."""
         result = await self.core.play(index, trial)
+        if self._copy in result:
+            result = result.replace(self._copy, self._shown)
         if not self.core.spent_changed:
             return result, None
         self.core.spent_changed = False
@@ -93,9 +103,9 @@ class RayWorker:
 class RayHost:
     """One actor, spoken to through the same messages as a worker process."""
 
-    def __init__(self, number: int, slots: int, actor_class: Any, init_ref: Any) -> None:
+    def __init__(self, number: int, slots: int, actor_class: Any, init_ref: Any, case_dir: str) -> None:
         self.number, self.slots = number, slots
-        self._actor_class, self._init_ref = actor_class, init_ref
+        self._actor_class, self._init_ref, self._case_dir = actor_class, init_ref, case_dir
         self.actor: Any = None
         self._tasks: set[asyncio.Task] = set()
         self._lost: str | None = None
@@ -104,14 +114,15 @@ class RayHost:
     def start(self, deliver: Any) -> None:
         self._deliver = deliver
         try:  # one more than the slots, so that asking what it spent never queues behind its runs
-            self.actor = self._actor_class.options(max_concurrency=self.slots + 1).remote(self._init_ref)
+            self.actor = self._actor_class.options(max_concurrency=self.slots + 1).remote(self._init_ref,
+                                                                                          self._case_dir)
         except Exception as exc:  # noqa: BLE001 - whatever Ray refuses, the run says it and exits 2
             self._cannot_start(exc)
             return
         self._spawn(self._check_ready())
 
     def replacement(self) -> RayHost:
-        return RayHost(self.number, self.slots, self._actor_class, self._init_ref)
+        return RayHost(self.number, self.slots, self._actor_class, self._init_ref, self._case_dir)
 
     def _cannot_start(self, exc: Exception) -> None:
         """Ray could not create the actor, or set up its runtime_env: a start-up problem, then a gone worker."""
@@ -222,7 +233,7 @@ def open_ray_pool(cfg: Any, init: WorkerInit, output_dir: Path) -> WorkerPool:
             raise ConfigError(start_failure(exc, cfg, case_dir, output_dir)) from None
         raise
     cfg.workers = workers  # the report's settings.workers: how many were asked for, Ray's CPU count by default
-    hosts = [RayHost(number, slots, actor_class, init_ref)
+    hosts = [RayHost(number, slots, actor_class, init_ref, str(case_dir))
              for number, slots in enumerate(split_concurrency(cfg.concurrency, workers))]
     return WorkerPool(hosts, on_close=stop_ray)
 

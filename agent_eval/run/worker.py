@@ -136,8 +136,8 @@ def load_core(init: WorkerInit) -> tuple[WorkerCore | None, str | None]:
     """The worker's core, or the one-paragraph reason it cannot start."""
     try:
         return WorkerCore(init), None
-    except CaseFileError as exc:
-        return None, f"{init.cases_file}: " + "; ".join(map(str, exc.problems))
+    except CaseFileError as exc:  # each problem names its file
+        return None, "; ".join(map(str, exc.problems))
     except ConfigError as exc:
         return None, str(exc)
     except BaseException as exc:  # noqa: BLE001 - user code run at import (SIGINT never reaches a worker)

@@ -532,6 +532,48 @@ def test_a_worker_never_sees_sigint_not_even_while_it_starts(tmp_path: Path) -> 
         assert all(blocked & sigint or ignored & sigint for blocked, ignored in samples), (pid, samples[:5])
 
 
+RAISING_TOOLS = TOOLS + '''
+
+@tool
+def explode(env: dict) -> str:
+    """Fail."""
+    raise RuntimeError("the tool broke")
+'''
+
+RAISING_AGENT = '''
+def agent(task):
+    if task.case_id == "agent-raises":
+        raise ValueError("the agent broke")
+    try:
+        task.call_tool("explode")
+    except Exception:
+        pass
+    return "ok"
+'''
+
+
+def test_ray_names_the_users_files(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    folder = tmp_path / "suite"
+    cases = python_suite(folder, RAISING_AGENT, [{"id": "agent-raises", "query": "go", "expect": {"contains": "ok"}},
+                                                 {"id": "tool-raises", "query": "go", "expect": {"contains": "ok"}}],
+                         tools=RAISING_TOOLS)
+    code, one, err = run_report(tmp_path, cases, "one", "--concurrency", "2")
+    assert code == 1, err
+    code, on_ray, err = run_report(tmp_path, cases, "ray", "--ray", "--workers", "3", "--concurrency", "2")
+    assert code == 1, err
+    # Ray's copy of the folder is gone after the run: the report names the user's files, as in one process.
+    assert without_workers(on_ray) == without_workers(one)
+    runs = {case["id"]: case["runs"] for case in on_ray["cases"]}
+    assert all(f'File "{folder / "agent.py"}", line 4, in agent' in run["trace"]["agent_error_traceback"]
+               for run in runs["agent-raises"])
+    steps = [step for run in runs["tool-raises"] for step in run["trace"]["steps"]]
+    assert steps and all(f'File "{folder / "tools.py"}"' in step["error_traceback"] for step in steps)
+    for written in (tmp_path / "ray").iterdir():
+        assert b"_ray_pkg_" not in written.read_bytes(), written
+    assert on_ray["settings"]["workers"] == 3
+
+
 RUN_MARK = "TEST_RUN_MARK"  # inherited by every process a run starts, Ray's included
 
 

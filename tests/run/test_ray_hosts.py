@@ -4,8 +4,10 @@ The e2e tests in tests/e2e/test_workers_cli.py start a real local instance; thes
 """
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
+import shutil
 import signal
 from pathlib import Path
 
@@ -20,7 +22,7 @@ from agent_eval.suite.cases import load_suite
 
 ray = pytest.importorskip("ray")
 
-from agent_eval.run.ray_hosts import open_ray_pool  # noqa: E402 - needs ray
+from agent_eval.run.ray_hosts import RayWorker, open_ray_pool, relocate  # noqa: E402 - needs ray
 
 TOOLS = '''
 from agent_eval import tool
@@ -149,3 +151,34 @@ def test_sigint_held_delivers_one_ctrl_c_after_the_block() -> None:
     with sigint_held():
         steps.append("quiet")
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_an_actor_names_the_users_folder_not_its_copy(tmp_path, monkeypatch) -> None:
+    cases = write_suite(tmp_path / "suite")
+    copy = tmp_path / "ray" / "working_dir_files" / "_ray_pkg_0123"
+    shutil.copytree(tmp_path / "suite", copy)
+    monkeypatch.chdir(copy)  # an actor runs in Ray's copy of the case folder
+    original = str(cases.parent)
+    worker = RayWorker(relocate(worker_init(cases, {})), original)
+    assert worker.ready() is None
+    try:
+        for index, needle in ((0, f'File "{original}/agent.py", line 4, in agent'),
+                              (1, f'File "{original}/tools.py", line 8, in explode')):
+            result, _ = asyncio.run(worker.play(index, 0))
+            assert str(copy).encode() not in result
+            assert orjson.dumps(needle)[1:-1] in result
+            head, _, run = result.partition(b"\n")
+            orjson.loads(head), orjson.loads(run)  # still JSON
+    finally:
+        asyncio.run(worker.close())  # turns the garbage collector back on
+
+
+def test_an_actor_that_cannot_start_names_the_users_case_file_once(tmp_path, monkeypatch) -> None:
+    cases = write_suite(tmp_path / "suite")
+    copy = tmp_path / "ray" / "_ray_pkg_0123"
+    shutil.copytree(tmp_path / "suite", copy, ignore=shutil.ignore_patterns("tools.py"))  # an "excludes" hit
+    monkeypatch.chdir(copy)
+    problem = RayWorker(relocate(worker_init(cases, {})), str(cases.parent)).ready()
+    assert problem is not None and str(copy) not in problem
+    assert problem.startswith(f"{cases}, field 'suite.tools': {cases.parent / 'tools.py'}: tools module not found")
+    assert problem.count("cases.json") == 1
