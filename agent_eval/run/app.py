@@ -125,6 +125,9 @@ def run_command(flags: dict[str, Any], console: Console, err: Console) -> int:
         pool = open_pool(cfg, WorkerInit(cfg.cases_file, digest, [c["id"] for c in cases], cfg,
                                          agent_dir.resolve()))
     try:  # whatever ends the run from here on, the pool's on_close runs: a local Ray instance never outlives it
+        note = _idle_workers_note(cfg, len(pool.hosts)) if pool is not None else None
+        if note:
+            err.print(note, highlight=False, markup=False, soft_wrap=True)
         run_id = resumed.run_id if resumed else new_run_id()
         created_at = resumed.created_at if resumed else now_iso()
         journal = resumed.journal if resumed else Journal(
@@ -159,6 +162,17 @@ def run_command(flags: dict[str, Any], console: Console, err: Console) -> int:
     finally:
         if pool is not None:
             pool.on_close()
+
+
+def _idle_workers_note(cfg: RunConfig, started: int) -> str | None:
+    """One line when --concurrency leaves some of the workers settings.workers records without a slot."""
+    if started >= cfg.workers:
+        return None
+    asked = (f"the {cfg.workers} workers" if cfg.sources.get("workers") == "flag"
+             else f"the {cfg.workers} workers (one per CPU of the Ray cluster)")
+    starts = "1 worker starts" if started == 1 else f"{started} workers start"
+    return (f"note: --concurrency {cfg.concurrency} gives {started} of {asked} a slot; {starts} "
+            f"(settings.workers records {cfg.workers}).")
 
 
 def open_pool(cfg: RunConfig, init: WorkerInit) -> Any:

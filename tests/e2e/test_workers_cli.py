@@ -552,7 +552,7 @@ def agent(task):
 '''
 
 
-def test_ray_names_the_users_files(tmp_path: Path) -> None:
+def test_ray_names_the_users_files_and_says_when_fewer_workers_start(tmp_path: Path) -> None:
     pytest.importorskip("ray")
     folder = tmp_path / "suite"
     cases = python_suite(folder, RAISING_AGENT, [{"id": "agent-raises", "query": "go", "expect": {"contains": "ok"}},
@@ -571,7 +571,21 @@ def test_ray_names_the_users_files(tmp_path: Path) -> None:
     assert steps and all(f'File "{folder / "tools.py"}"' in step["error_traceback"] for step in steps)
     for written in (tmp_path / "ray").iterdir():
         assert b"_ray_pkg_" not in written.read_bytes(), written
+    # settings.workers keeps what was asked; one line says how many started.
     assert on_ray["settings"]["workers"] == 3
+    assert "note: --concurrency 2 gives 2 of the 3 workers a slot; 2 workers start" in err
+
+
+def test_fewer_workers_than_asked_start_and_a_line_says_so(tmp_path: Path) -> None:
+    cases = python_suite(tmp_path / "suite", "def agent(task):\n    return 'ok'\n",
+                         [{"id": f"c{n}", "query": "go", "expect": {"contains": "ok"}} for n in range(3)])
+    code, report, err = run_report(tmp_path, cases, "out", "--workers", "1000", "--concurrency", "3")
+    assert code == 0, err
+    assert report["settings"]["workers"] == 1000  # what was asked, as documented
+    assert err.count("note:") == 1
+    assert "note: --concurrency 3 gives 3 of the 1000 workers a slot; 3 workers start" in err
+    code, _, err = run_report(tmp_path, cases, "even", "--workers", "3", "--concurrency", "3")
+    assert code == 0 and "note:" not in err, err
 
 
 RUN_MARK = "TEST_RUN_MARK"  # inherited by every process a run starts, Ray's included
