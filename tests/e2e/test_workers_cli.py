@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -482,7 +483,8 @@ def test_a_start_up_problem_only_workers_meet_is_exit_2_naming_it(tmp_path: Path
                          [{"id": "one", "query": "go", "expect": {"contains": "ok"}}], tools=tools)
     done = cli(tmp_path, "run", "--cases", str(cases), "--output-dir", str(tmp_path / "out"), "--workers", "2")
     assert done.returncode == 2, done.stderr
-    assert "worker 0 cannot start" in done.stderr and "KeyboardInterrupt" in done.stderr
+    # Both workers meet it; whichever tells the driver first is named.
+    assert re.search(r"worker [01] cannot start", done.stderr) and "KeyboardInterrupt" in done.stderr
     assert "Traceback" not in done.stderr
 
 
