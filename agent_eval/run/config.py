@@ -185,8 +185,9 @@ def _parse_runtime_env(raw: str) -> dict[str, Any]:
         for name, value in env_vars.items():
             if not isinstance(value, str):
                 shown = orjson.dumps(value).decode()
+                quoted = orjson.dumps({"env_vars": {name: shown}}).decode()
                 raise ConfigError(f"--ray-runtime-env: env_vars[{name!r}] is {shown}, but Ray takes string "
-                                  f"values only; quote it: {{\"env_vars\": {{\"{name}\": \"{shown}\"}}}}.")
+                                  f"values only; quote it: {quoted}.")
     for entry in _local_modules(env.get("py_modules")):
         path = Path(entry)
         if not path.exists():

@@ -263,7 +263,7 @@ def stop_ray() -> None:
     with sigint_held():
         if "wait_for_processes" in inspect.signature(ray.shutdown).parameters:
             ray.shutdown(wait_for_processes=True)
-        else:  # Ray before 2.50
+        else:  # an older Ray: its shutdown does not wait
             ray.shutdown()
 
 

@@ -65,7 +65,7 @@ def test_workers_and_ray_settings(suite) -> None:
     ({"ray": True, "ray_runtime_env": '{"working_dir": "/x"}'}, "may not set working_dir"),
     # Ray takes strings only; it would say so with a traceback after starting a local instance.
     ({"ray": True, "ray_runtime_env": '{"env_vars": {"A": 1}}'},
-     r"env_vars\['A'\] is 1, but Ray takes string values only; quote it: \{\"env_vars\": \{\"A\": \"1\"\}\}"),
+     r"env_vars\['A'\] is 1, but Ray takes string values only; quote it: \{\"env_vars\":\{\"A\":\"1\"\}\}"),
     ({"ray": True, "ray_runtime_env": '{"env_vars": ["A=1"]}'}, "env_vars must be an object"),
     ({"ray": True, "ray_runtime_env": '{"py_modules": ["/nonexistent/dir"]}'},
      "py_modules entry '/nonexistent/dir' does not exist; give a folder"),
