@@ -34,6 +34,7 @@ class ScoredRuns:
     def __init__(self, journal: Journal, scoring: ScoringContext, threshold: float) -> None:
         self.journal, self.scoring, self.threshold = journal, scoring, threshold
         self.simulator = None  # scoring never plays a user
+        self.pool = None  # nor uses workers
         self.stopped_early = False  # every recorded run is scored
         self.models_used: set[str] = set()  # every model whose tokens a recorded run holds (settings.prices)
         self.skipped_names: dict[str, int] = {}  # a skipped check's name -> the runs it was skipped in

@@ -257,8 +257,9 @@ def wait_for(condition, what: str) -> None:
 
 
 def journal(out: Path) -> list[dict]:
+    """The journaled runs; read while the run is writing, a last line not yet complete is left out."""
     (path,) = out.glob("*.jsonl")
-    return [orjson.loads(line) for line in path.read_bytes().splitlines()[1:]]
+    return [orjson.loads(line) for line in path.read_bytes().split(b"\n")[1:-1]]
 
 
 def is_alive(pid: int) -> bool:
