@@ -18,6 +18,27 @@ FIXTURES = ROOT / "tests" / "fixtures"
 CLI = str(Path(sys.executable).parent / "agent-eval")
 
 # A one-tool module for CLI suites: `lookup(key)` reads env["data"][key].
+# A tool that raises, and an agent that raises on one case and calls that tool on the others: the
+# tracebacks a report keeps (they must name the user's files wherever the run was played).
+RAISING_TOOL = '''
+
+@tool
+def explode(env: dict) -> str:
+    """Fail."""
+    raise RuntimeError("the tool broke")
+'''
+
+RAISING_AGENT = '''
+def agent(task):
+    if task.case_id == "agent-raises":
+        raise ValueError("the agent broke")
+    try:
+        task.call_tool("explode")
+    except Exception:
+        pass
+    return "ok"
+'''
+
 LOOKUP_TOOLS = '''
 from agent_eval import tool
 

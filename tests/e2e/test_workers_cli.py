@@ -12,6 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from tests.builders import RAISING_AGENT, RAISING_TOOL
 from tests.loopback import FAST_RETRY, router, status, text
 
 CLI = str(Path(sys.executable).parent / "agent-eval")
@@ -535,24 +536,7 @@ def test_a_worker_never_sees_sigint_not_even_while_it_starts(tmp_path: Path) -> 
         assert all(blocked & sigint or ignored & sigint for blocked, ignored in samples), (pid, samples[:5])
 
 
-RAISING_TOOLS = TOOLS + '''
-
-@tool
-def explode(env: dict) -> str:
-    """Fail."""
-    raise RuntimeError("the tool broke")
-'''
-
-RAISING_AGENT = '''
-def agent(task):
-    if task.case_id == "agent-raises":
-        raise ValueError("the agent broke")
-    try:
-        task.call_tool("explode")
-    except Exception:
-        pass
-    return "ok"
-'''
+RAISING_TOOLS = TOOLS + RAISING_TOOL
 
 
 def test_ray_names_the_users_files_and_says_when_fewer_workers_start(tmp_path: Path) -> None:

@@ -19,31 +19,14 @@ from agent_eval.run.config import resolve
 from agent_eval.run.interrupt import sigint_held
 from agent_eval.run.worker import WorkerInit
 from agent_eval.suite.cases import load_suite
+from tests.builders import RAISING_AGENT, RAISING_TOOL
 
 ray = pytest.importorskip("ray")
 
 from agent_eval.run.ray_hosts import RayWorker, open_ray_pool, relocate  # noqa: E402 - needs ray
 
-TOOLS = '''
-from agent_eval import tool
-
-
-@tool
-def explode(env: dict) -> str:
-    """Fail."""
-    raise RuntimeError("the tool broke")
-'''
-
-AGENT = '''
-def agent(task):
-    if task.case_id == "agent-raises":
-        raise ValueError("the agent broke")
-    try:
-        task.call_tool("explode")
-    except Exception:
-        pass
-    return "ok"
-'''
+TOOLS = "\nfrom agent_eval import tool\n" + RAISING_TOOL
+AGENT = RAISING_AGENT
 
 
 def write_suite(folder: Path) -> Path:
