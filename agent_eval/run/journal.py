@@ -59,7 +59,7 @@ class Journal:
         journal has failed. `trace_json` is the run's trace already encoded (it is spliced in as it is)."""
         if self.failed:
             return None
-        return self.append_json(case_id, trial, encode_run(run, trace_json))
+        return self.append_json(case_id, trial, encode_run(run, trace_json)[1])
 
     def append_json(self, case_id: str, trial: int, run_bytes: bytes) -> tuple[int, int] | None:
         """Write one run already encoded as JSON (by a worker); returns (offset, length) as `append`."""
@@ -107,13 +107,16 @@ class Journal:
         self.failed = self.failed or (exc.strerror or str(exc))
 
 
-def encode_run(run: dict[str, Any], trace_json: bytes | None = None) -> bytes:
-    """A run record's JSON, with its trace spliced in from `trace_json` when the trace was encoded already;
-    a value JSON cannot hold is converted (the slow path runs only when orjson refuses)."""
+def encode_run(run: dict[str, Any], trace_json: bytes | None = None) -> tuple[dict[str, Any], bytes]:
+    """The run as stored, and its JSON, with its trace spliced in from `trace_json` when the trace was
+    encoded already. A value JSON cannot hold is converted (the slow path runs only when orjson refuses):
+    the run as stored is then a converted copy, else the run itself."""
     if trace_json is not None and "trace" in run:
         rest = {k: v for k, v in run.items() if k != "trace"}
-        return dumps_safe(rest)[1][:-1] + b',"trace":' + trace_json + b"}"
-    return dumps_safe(run)[1]
+        stored, rest_json = dumps_safe(rest)
+        return (run if stored is rest else {**stored, "trace": run["trace"]},
+                rest_json[:-1] + b',"trace":' + trace_json + b"}")
+    return dumps_safe(run)
 
 
 def scan_runs(path: Path, strict: bool = True) -> Iterator[tuple[str, int, dict[str, Any], tuple[int, int]]]:

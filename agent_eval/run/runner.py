@@ -12,8 +12,7 @@ from agent_eval.suite.cases import Suite, case_env, skip_reason
 from agent_eval.run.config import RunConfig
 from agent_eval.run.dialogue import compact_dialogue
 from agent_eval.run.episode import play_run
-from agent_eval.run.journal import FLUSH_EVERY_S, Journal
-from agent_eval.run.jsonsafe import dumps_safe
+from agent_eval.run.journal import FLUSH_EVERY_S, Journal, encode_run
 from agent_eval.score.metrics import case_status
 from agent_eval.run.sandbox import EnvTemplate, replay_expected_tools
 from agent_eval.score.judge import judge_summary
@@ -87,6 +86,11 @@ class CaseSlot:
             self.expected_env = None
 
 
+def run_models(trace: dict[str, Any], default: str | None) -> set[str]:
+    """Every model whose tokens a run's trace recorded (a call without one used `default`)."""
+    return {m for m in (call.get("model") or default for call in trace.get("llm_calls") or ()) if m}
+
+
 def lite_run(run: dict[str, Any], case: dict[str, Any]) -> dict[str, Any]:
     """A run record of `case` without its trace, kept in memory for the summary and the terminal report."""
     trace = run["trace"]
@@ -148,26 +152,21 @@ class Runner:
             return
         if trial in slot.trials:
             slot.trials.remove(trial)
-        self._note_models(run["trace"])
+        self.models_used.update(run_models(run["trace"], self.cfg.model))
         slot.runs[trial] = lite_run(run, slot.case)
         slot.offsets[trial] = position
-
-    def _note_models(self, trace: dict[str, Any]) -> None:
-        for call in trace.get("llm_calls") or ():
-            model = call.get("model") or self.cfg.model
-            if model:
-                self.models_used.add(model)
 
     @property
     def pending(self) -> int:
         return sum(len(s.trials) for s in self.slots if s.skip is None)
 
-    def _work(self) -> Iterator[tuple[CaseSlot, int]]:
+    def _work(self) -> Iterator[tuple[int, int]]:
+        """Every pending (slot index, trial) in case order, here or handed to workers, until stopped."""
         for index, slot in enumerate(self.slots):
             self._cursor = index
             if slot.skip is None:
                 while slot.trials and not self._stopping:
-                    yield slot, slot.trials.pop(0)
+                    yield index, slot.trials.pop(0)
 
     def _next_slot(self) -> CaseSlot | None:
         """The slot of the run that will start next, if any (the work is taken in slot order)."""
@@ -192,19 +191,13 @@ class Runner:
     def take(self, n: int) -> list[tuple[int, int]]:
         """Up to n pending (slot index, trial) pairs in case order; fewer only when no more will come."""
         if self._indexed is None:
-            self._indexed = self._work_indexed()
+            self._indexed = self._work()
         pairs = []
         for pair in self._indexed:
             pairs.append(pair)
             if len(pairs) == n:
                 break
         return pairs
-
-    def _work_indexed(self) -> Iterator[tuple[int, int]]:
-        for index, slot in enumerate(self.slots):
-            if slot.skip is None:
-                while slot.trials and not self._stopping:
-                    yield index, slot.trials.pop(0)
 
     @property
     def stopping(self) -> bool:
@@ -275,22 +268,25 @@ class Runner:
         """The trace of a run just played, as play_run encoded it (once), for the journal line."""
         return self._trace_json.pop((id(slot), trial), None)
 
-    async def _worker(self, work: Iterator[tuple[CaseSlot, int]]) -> None:
-        for slot, trial in work:
+    async def _worker(self, work: Iterator[tuple[int, int]]) -> None:
+        for index, trial in work:
+            slot = self.slots[index]
             slot.prepare(self.suite, self._suite_template)
             slot.in_flight += 1
             try:
                 run = await self.play(slot, trial)
             finally:
                 slot.in_flight -= 1
-            position = self.journal.append(slot.case["id"], trial, run, self.take_trace_json(slot, trial))
+            # As stored: a value JSON cannot hold is converted, in the kept row too (as a worker sends it).
+            run, run_json = encode_run(run, self.take_trace_json(slot, trial))
+            position = self.journal.append_json(slot.case["id"], trial, run_json)
             if position is None:  # the journal cannot be written: take no new run (the caller exits 2)
                 self._stopping = True
                 return
             slot.offsets[trial] = position
-            self._note_models(run["trace"])
+            self.models_used.update(run_models(run["trace"], self.cfg.model))
             slot.release_if_idle(len(slot.trials))
-            self._finished_run(slot, trial, dumps_safe(lite_run(run, slot.case))[0])  # as a worker sends it
+            self._finished_run(slot, trial, lite_run(run, slot.case))
 
     def record(self, index: int, trial: int, run_json: bytes, lite: dict[str, Any], models: list[str]) -> None:
         """Journal a run played elsewhere (its JSON as the worker encoded it) and keep its lite row."""

@@ -24,7 +24,7 @@ from agent_eval.run.journal import encode_run
 from agent_eval.run.jsonsafe import dumps_safe
 from agent_eval.run.agents import load_agent
 from agent_eval.run.config import RunConfig
-from agent_eval.run.runner import Runner, lite_run
+from agent_eval.run.runner import Runner, lite_run, run_models
 from agent_eval.run.simulator import build_simulator
 from agent_eval.run.threads import describe_user_error
 from agent_eval.score.judge import build_judge
@@ -116,10 +116,10 @@ class WorkerCore:
         self.runner.gc.run_finished()
         if run.get("judge") is not None or slot.case.get("scenario") is not None:
             self.spent_changed = True
-        models = {call.get("model") or self.runner.cfg.model for call in run["trace"].get("llm_calls") or ()}
-        head = [index, trial, lite_run(run, slot.case), sorted(m for m in models if m)]
-        # A value JSON cannot hold (a scorer's huge int, a lone surrogate) is converted, as in the journal.
-        return dumps_safe(head)[1] + b"\n" + encode_run(run, self.runner.take_trace_json(slot, trial))
+        # As stored: a value JSON cannot hold (a scorer's huge int, a lone surrogate) is converted.
+        run, run_json = encode_run(run, self.runner.take_trace_json(slot, trial))
+        head = [index, trial, lite_run(run, slot.case), sorted(run_models(run["trace"], self.runner.cfg.model))]
+        return dumps_safe(head)[1] + b"\n" + run_json  # a bad head must not crash the worker either
 
     async def close(self) -> None:
         """End this worker's MCP servers, if the suite has any."""
