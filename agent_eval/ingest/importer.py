@@ -10,6 +10,7 @@ from rich.console import Console
 
 from agent_eval.errors import CaseFileError, ConfigError
 from agent_eval.ingest.records import Unmappable, read_records
+from agent_eval.suite.fields import MAX_DEPTH, id_problem, is_too_deep
 
 FORMATS = ("otel", "deepeval", "inspect")
 
@@ -28,11 +29,35 @@ def map_records(fmt: str, source: Path) -> tuple[list[tuple[str, dict]], list[Un
         from agent_eval.ingest.inspect_samples import sample_case as to_case
     mapped = []
     for where, record in records:
+        if isinstance(record, (dict, list)) and is_too_deep(record):
+            bad.append(Unmappable(where, TOO_DEEP))
+            continue
         try:
             mapped.append((where, to_case(where, record)))
         except ValueError as exc:
             bad.append(Unmappable(where, str(exc)))
     return mapped, bad, []
+
+
+TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels; no case or run could hold it"
+
+
+def screen(cases: list[tuple[str, dict]], bad: list[Unmappable]) -> list[tuple[str, dict]]:
+    """Every reader's cases pass here: one nested too deep, or whose id or a tool name holds a control
+    character, is left out as unmappable, so the rest import."""
+    kept = []
+    for where, case in cases:
+        names = [c.get("name") for c in case.get("expected_tools") or () if isinstance(c, dict)]
+        problem = id_problem(case.get("id")) or next(
+            (f"the tool name {n!r} holds a control character (a newline, tab or escape); remove it"
+             for n in names if isinstance(n, str) and id_problem(n)), None)
+        if problem is None and is_too_deep(case):
+            problem = TOO_DEEP
+        if problem is not None:
+            bad.append(Unmappable(where, problem))
+        else:
+            kept.append((where, case))
+    return kept
 
 
 def _tools_ref(tools: str, out_dir: Path) -> str:
@@ -50,6 +75,12 @@ def _document(cases: list[dict], tools_ref: str | None) -> bytes:
     return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
 
 
+def _probe(cases: list[dict], tools_ref: str | None) -> bytes:
+    """The document validated beside the output: without --tools it names no tools, so no code is
+    loaded (a bare list would load a tools.py found in that folder)."""
+    return orjson.dumps({"suite": {"tools": tools_ref or []}, "cases": cases})
+
+
 def _validate(cases: list[tuple[str, dict]], tools_ref: str | None, out_dir: Path,
               bad: list[Unmappable]) -> list[tuple[str, dict]]:
     """Keep the cases that validate beside the output file; the others become unmappable records."""
@@ -58,7 +89,7 @@ def _validate(cases: list[tuple[str, dict]], tools_ref: str | None, out_dir: Pat
     probe = out_dir / f".agent-eval-import-{os.getpid()}.json"
     try:
         for _ in range(2):  # a second pass only confirms the file once the invalid cases are out
-            probe.write_bytes(_document([c for _, c in cases], tools_ref))
+            probe.write_bytes(_probe([c for _, c in cases], tools_ref))
             try:
                 load_suite(probe)
                 return cases
@@ -106,7 +137,7 @@ def import_command(fmt: str, source: Path, out: Path | None, tools: str | None, 
     if fmt not in FORMATS:
         raise ConfigError(f"unknown import format {fmt!r}; use one of {', '.join(FORMATS)}.")
     mapped, bad, notes = map_records(fmt, source)
-    mapped = _unique(mapped, bad)
+    mapped = _unique(screen(mapped, bad), bad)
     out_dir = out.parent if out is not None else Path.cwd()
     if out is not None and not out_dir.is_dir():
         raise ConfigError(f"--out {out}: the folder {out_dir} does not exist; create it or pick another path.")
