@@ -1,43 +1,21 @@
 """What one OpenTelemetry trace records of an agent, read by the GenAI semantic conventions.
 
-Both conventions are read: the current one (v1.37 on: `gen_ai.input.messages` /
-`gen_ai.output.messages` attributes with typed `parts`) and the older one (the span events
-`gen_ai.content.prompt` / `gen_ai.content.completion`, holding OpenAI-format messages as JSON).
-See docs/import-and-score.md for the mapping.
+Other conventions (OpenInference, logfire) are translated into these attributes first
+(`ingest/conventions.py`); messages are read by `ingest/messages.py`. See docs/import-and-score.md.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_eval.ingest.messages import Call, Message, input_messages, output_messages, str_or_none
 from agent_eval.ingest.otlp import Span, json_value
 
 INFERENCE_OPS = frozenset({"chat", "text_completion", "generate_content"})
 TOOL_OP = "execute_tool"
 AGENT_OP = "invoke_agent"
 SYSTEM_ROLES = frozenset({"system", "developer"})
-_INDEXED = re.compile(r"^gen_ai\.(prompt|completion)\.(\d+)\.(.+)$")
-
-
-@dataclass
-class Call:
-    """A tool call the model asked for in a message (`tool_call` part or OpenAI `tool_calls`)."""
-
-    call_id: str | None
-    name: str
-    args: Any
-
-
-@dataclass
-class Message:
-    """One chat message: its role, its text (None without a text part) and its tool calls."""
-
-    role: str
-    text: str | None
-    calls: list[Call] = field(default_factory=list)
-    response_to: str | None = None  # a tool result's call id
-    response: Any = None
+NOT_EXECUTED = "not executed: the agent did not run this call"
 
 
 @dataclass
@@ -48,10 +26,11 @@ class ToolStep:
     args: Any  # a dict, the raw string of malformed JSON, or None when not recorded
     call_id: str | None = None
     start_ns: int | None = None
-    end_ns: int | None = None
+    end_ns: int | None = None  # None: not timed by a span, or a span that ends before it starts
     output: Any = None
     error: str | None = None
     args_problem: str | None = None
+    executed: bool = True
 
 
 @dataclass
@@ -59,7 +38,7 @@ class Inference:
     """One model call: its times, the model asked for and the tokens it used."""
 
     start_ns: int
-    end_ns: int
+    end_ns: int | None  # None when the span ends before it starts
     model: str | None
     input_tokens: int
     output_tokens: int
@@ -67,7 +46,7 @@ class Inference:
 
 @dataclass
 class Recorded:
-    """The agent's run as one trace recorded it."""
+    """The agent's run as one trace (or one stitched conversation) recorded it."""
 
     trace_id: str
     user_messages: list[str]
@@ -76,8 +55,12 @@ class Recorded:
     steps: list[ToolStep]
     inferences: list[Inference]
     start_ns: int
-    end_ns: int
+    end_ns: int | None  # None when no span of the trace has a valid end
     agent_error: str | None = None
+    trace_ids: list[str] = field(default_factory=list)
+    case_id: str | None = None  # agent_eval.case_id, on traces agent-eval wrote itself
+    trial: int | None = None
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def input_tokens(self) -> int:
@@ -106,108 +89,6 @@ def is_genai(span: Span) -> bool:
         name.startswith("gen_ai.") for name, _ in span.events)
 
 
-def _text_of(content: Any) -> str | None:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = [item if isinstance(item, str) else item.get("text") if isinstance(item.get("text"), str)
-                 else item.get("content") for item in content
-                 if isinstance(item, str) or (isinstance(item, dict) and item.get("type", "text") == "text")]
-        texts = [t for t in texts if isinstance(t, str)]
-        return "\n".join(texts) if texts else None
-    return None
-
-
-def _message(raw: Any) -> Message | None:
-    if isinstance(raw, dict) and "role" not in raw and isinstance(raw.get("message"), dict):
-        raw = raw["message"]  # an OpenAI choice
-    if not isinstance(raw, dict):
-        return None
-    msg = Message(role=str(raw.get("role") or ""), text=None)
-    texts: list[str] = []
-    for part in raw.get("parts") if isinstance(raw.get("parts"), list) else ():
-        if not isinstance(part, dict):
-            continue
-        kind = part.get("type")
-        if kind == "text" and isinstance(part.get("content"), str):
-            texts.append(part["content"])
-        elif kind == "tool_call":
-            msg.calls.append(Call(_str(part.get("id")), str(part.get("name") or ""), json_value(part.get("arguments"))))
-        elif kind == "tool_call_response":
-            msg.response_to, msg.response = _str(part.get("id")), part.get("response")
-    text = _text_of(raw.get("content"))
-    if text is not None:
-        texts.append(text)
-    for tc in raw.get("tool_calls") if isinstance(raw.get("tool_calls"), list) else ():
-        if isinstance(tc, dict):
-            fn = tc.get("function") if isinstance(tc.get("function"), dict) else tc
-            msg.calls.append(Call(_str(tc.get("id")), str(fn.get("name") or ""), json_value(fn.get("arguments"))))
-    if msg.role == "tool" and raw.get("tool_call_id") is not None:
-        msg.response_to, msg.response = _str(raw.get("tool_call_id")), raw.get("content")
-    msg.text = "\n".join(texts) if texts else None
-    return msg
-
-
-def _str(value: Any) -> str | None:
-    return None if value is None else str(value)
-
-
-def _messages(value: Any, role: str) -> list[Message] | None:
-    value = json_value(value)
-    if isinstance(value, str):  # a text completion's bare prompt or completion
-        return [Message(role=role, text=value)] if value else None
-    if isinstance(value, dict):
-        value = value.get("messages", [value]) if "role" in value or "messages" in value else [value]
-    if not isinstance(value, list):
-        return None
-    return [m for m in (_message(item) for item in value) if m is not None]
-
-
-def _indexed(span: Span, kind: str) -> list[Message] | None:
-    """OpenLLMetry's flattened attributes: gen_ai.prompt.0.role, gen_ai.completion.0.tool_calls.0.name."""
-    found: dict[int, dict[str, Any]] = {}
-    for key, value in span.attributes.items():
-        m = _INDEXED.match(key)
-        if m and m.group(1) == kind:
-            found.setdefault(int(m.group(2)), {})[m.group(3)] = value
-    if not found:
-        return None
-    out = []
-    for _, fields in sorted(found.items()):
-        calls = {}
-        for key, value in fields.items():
-            parts = key.split(".")
-            if len(parts) == 3 and parts[0] == "tool_calls" and parts[1].isdigit():
-                calls.setdefault(int(parts[1]), {})[parts[2]] = value
-        raw = {"role": fields.get("role") or ("assistant" if kind == "completion" else "user"),
-               "content": fields.get("content"),
-               "tool_calls": [{"id": c.get("id"), "function": c} for _, c in sorted(calls.items())]}
-        message = _message(raw)
-        if message is not None:
-            out.append(message)
-    return out
-
-
-def _span_messages(span: Span, side: str, older: str, role: str) -> list[Message] | None:
-    """The `side` ("input"/"output") messages: the newer attribute, the older event, or indexed attributes."""
-    if f"gen_ai.{side}.messages" in span.attributes:
-        return _messages(span.attributes[f"gen_ai.{side}.messages"], role)
-    for name, attrs in span.events:
-        if name == f"gen_ai.content.{older}" and f"gen_ai.{older}" in attrs:
-            return _messages(attrs[f"gen_ai.{older}"], role)
-    return _indexed(span, older)
-
-
-def input_messages(span: Span) -> list[Message] | None:
-    """The span's input messages in either convention; None when none were recorded."""
-    return _span_messages(span, "input", "prompt", "user")
-
-
-def output_messages(span: Span) -> list[Message] | None:
-    """The span's output messages in either convention; None when none were recorded."""
-    return _span_messages(span, "output", "completion", "assistant")
-
-
 def _tokens(span: Span, key: str, older: str) -> int:
     value = span.attributes.get(key, span.attributes.get(older))
     try:
@@ -229,9 +110,9 @@ def _tool_step(span: Span, calls: dict[str, Call], responses: dict[str, Any]) ->
     name = attrs.get("gen_ai.tool.name")
     if not isinstance(name, str) or not name:
         name = span.name.removeprefix("execute_tool").strip() or span.name
-    call_id = _str(attrs.get("gen_ai.tool.call.id"))
-    step = ToolStep(name=name, args=None, call_id=call_id, start_ns=span.start_ns, end_ns=span.end_ns,
-                    error=_step_error(span))
+    call_id = str_or_none(attrs.get("gen_ai.tool.call.id"))
+    step = ToolStep(name=name, args=None, call_id=call_id, start_ns=span.start_ns,
+                    end_ns=None if span.is_backwards else span.end_ns, error=_step_error(span))
     if "gen_ai.tool.call.arguments" in attrs:
         step.args = json_value(attrs["gen_ai.tool.call.arguments"])
     elif call_id is not None and call_id in calls:
@@ -250,32 +131,56 @@ def _check_args(step: ToolStep) -> None:
     step.args_problem = "malformed JSON" if isinstance(step.args, str) else "arguments are not a JSON object"
 
 
-def _message_steps(inferences: list[tuple[Span, list[Message] | None, list[Message] | None]],
-                   responses: dict[str, Any]) -> list[ToolStep]:
-    """Tool calls from the assistant messages, for traces that have no execute_tool span."""
-    steps: list[ToolStep] = []
+Inferred = list[tuple[Span, list[Message] | None, list[Message] | None]]
+
+
+def issued_calls(inferences: Inferred) -> list[tuple[Call, int]]:
+    """Every tool call the model issued (its output messages), once per call id, with the end of its span."""
+    found: list[tuple[Call, int]] = []
     seen: set[str] = set()
-
-    def take(call: Call, at: int) -> None:
-        if call.call_id is not None:
-            if call.call_id in seen:
-                return
-            seen.add(call.call_id)
-        step = ToolStep(call.name, call.args, call.call_id, start_ns=at, output=responses.get(call.call_id or ""))
-        _check_args(step)
-        steps.append(step)
-
     for span, _, outputs in inferences:
         for msg in outputs or ():
             for call in msg.calls:
-                take(call, span.end_ns)
-    if not steps and inferences:
+                if call.call_id is not None:
+                    if call.call_id in seen:
+                        continue
+                    seen.add(call.call_id)
+                found.append((call, span.end_ns))
+    if not found and inferences:  # only the last request's history recorded the calls
         span, inputs, _ = inferences[-1]
         for msg in inputs or ():
             if msg.role == "assistant":
                 for call in msg.calls:
-                    take(call, span.start_ns)
-    return steps
+                    if call.call_id is None or call.call_id not in seen:
+                        seen.add(call.call_id or "")
+                        found.append((call, span.start_ns))
+    return found
+
+
+def _message_step(call: Call, at: int, responses: dict[str, Any]) -> ToolStep:
+    step = ToolStep(call.name, call.args, call.call_id, start_ns=at, output=responses.get(call.call_id or ""))
+    _check_args(step)
+    return step
+
+
+def _with_unexecuted(steps: list[ToolStep], issued: list[tuple[Call, int]]) -> list[ToolStep]:
+    """The execute_tool steps plus, at their moment, the issued calls no execute_tool span ran."""
+    ran_ids = {s.call_id for s in steps if s.call_id is not None}
+    ran_plain = [(s.name, s.args) for s in steps if s.call_id is None]
+    missing = []
+    for call, at in issued:
+        if call.call_id is not None and call.call_id in ran_ids:
+            continue
+        if (call.call_id is None or not ran_ids) and (call.name, call.args) in ran_plain:
+            ran_plain.remove((call.name, call.args))
+            continue
+        step = ToolStep(call.name, call.args, call.call_id, start_ns=at, executed=False)
+        _check_args(step)
+        step.error = NOT_EXECUTED + (f" ({step.args_problem})" if step.args_problem else "")
+        missing.append(step)
+    if not missing:
+        return steps
+    return sorted([*steps, *missing], key=lambda s: s.start_ns or 0)
 
 
 def _replies(user_messages: list[str], convo: list[Message], answer: str | None) -> list[str | None]:
@@ -305,6 +210,32 @@ def _agent_error(spans: list[Span]) -> str | None:
     return None
 
 
+def _own_ids(spans: list[Span]) -> tuple[str | None, int | None]:
+    """`agent_eval.case_id` / `agent_eval.trial`, on the traces agent-eval writes of its own runs."""
+    for span in spans:
+        case_id = span.attributes.get("agent_eval.case_id")
+        if case_id is not None:
+            trial = span.attributes.get("agent_eval.trial")
+            return str(case_id), trial if isinstance(trial, int) and not isinstance(trial, bool) else None
+    return None, None
+
+
+def _backwards(trace_id: str, spans: list[Span]) -> list[str]:
+    return [f"trace {trace_id}: span {s.name[:80]!r} (span id {s.span_id}) ends before it starts; "
+            "its latency is left null" for s in spans if s.is_backwards]
+
+
+def _conversation(inferences: Inferred) -> tuple[list[Message], list[Message] | None]:
+    """The longest input list seen (system messages dropped) and the output that followed it."""
+    best: list[Message] = []
+    best_out: list[Message] | None = None
+    for _, inputs, outputs in inferences:
+        kept = [m for m in inputs or () if m.role not in SYSTEM_ROLES]
+        if len(kept) >= len(best) and kept:
+            best, best_out = kept, outputs
+    return best, best_out
+
+
 def read_trace(trace_id: str, spans: list[Span]) -> Recorded | str:
     """The agent's run recorded by one trace's spans (in start order), or why it cannot be read."""
     if not any(is_genai(s) for s in spans):
@@ -319,14 +250,13 @@ def read_trace(trace_id: str, spans: list[Span]) -> Recorded | str:
                     calls.setdefault(call.call_id, call)
             if msg.response_to is not None:
                 responses.setdefault(msg.response_to, msg.response)
-    with_input = [(s, inputs) for s, inputs, _ in inferences if inputs]
-    if not with_input:
+    if not any(inputs for _, inputs, _ in inferences):
         return ("no user message recorded: no inference span (gen_ai.operation.name chat, text_completion "
                 "or generate_content) has input messages; turn on message content capture")
-    first_inputs = with_input[0][1]
-    users = [m.text for m in first_inputs if m.role == "user" and m.text is not None]
+    longest, _ = _conversation(inferences)
+    users = [m.text for m in longest if m.role == "user" and m.text is not None]
     if not users:
-        return "the earliest inference span's input messages hold no user message with text"
+        return "the inference spans' input messages hold no user message with text"
     with_output = [(inputs, outputs) for _, inputs, outputs in inferences if outputs is not None]
     answer = None
     convo: list[Message] = []
@@ -336,17 +266,21 @@ def read_trace(trace_id: str, spans: list[Span]) -> Recorded | str:
         answer = next((m.text for m in outputs if m.role in ("assistant", "") and m.text), None)
         convo = [*(inputs or ()), *outputs]
     tool_spans = [s for s in spans if operation(s) == TOOL_OP]
+    issued = issued_calls(inferences)
     if tool_spans:
-        steps = [_tool_step(s, calls, responses) for s in tool_spans]
+        steps = _with_unexecuted([_tool_step(s, calls, responses) for s in tool_spans], issued)
     else:
-        steps = _message_steps(inferences, responses)
-    inference_records = [Inference(s.start_ns, s.end_ns, _model(s), _tokens(s, "gen_ai.usage.input_tokens",
-                                   "gen_ai.usage.prompt_tokens"),
+        steps = [_message_step(call, at, responses) for call, at in issued]
+    inference_records = [Inference(s.start_ns, None if s.is_backwards else s.end_ns, _model(s),
+                                   _tokens(s, "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"),
                                    _tokens(s, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"))
                          for s, _, _ in inferences]
+    ends = [s.end_ns for s in spans if not s.is_backwards]
+    case_id, trial = _own_ids(spans)
     return Recorded(trace_id=trace_id, user_messages=users, replies=_replies(users, convo, answer), answer=answer,
                     steps=steps, inferences=inference_records, start_ns=min(s.start_ns for s in spans),
-                    end_ns=max(s.end_ns for s in spans), agent_error=_agent_error(spans))
+                    end_ns=max(ends) if ends else None, agent_error=_agent_error(spans), trace_ids=[trace_id],
+                    case_id=case_id, trial=trial, warnings=_backwards(trace_id, spans))
 
 
 def _model(span: Span) -> str | None:

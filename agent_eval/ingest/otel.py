@@ -4,6 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from agent_eval.ingest.genai import Recorded, read_trace
 from agent_eval.ingest.otlp import read_spans
 from agent_eval.ingest.records import Unmappable
@@ -30,28 +32,52 @@ def read_recorded(path: Path) -> tuple[list[Recorded], list[Unmappable]]:
     return found, bad
 
 
+def collapse(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The calls in order with consecutive identical ones (same name, JSON-equal args) collapsed into one."""
+    out: list[dict[str, Any]] = []
+    for call in calls:
+        if out and out[-1].get("name") == call.get("name") and _same(out[-1].get("args"), call.get("args")):
+            continue
+        out.append(call)
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    return orjson.dumps(a, option=orjson.OPT_SORT_KEYS) == orjson.dumps(b, option=orjson.OPT_SORT_KEYS)
+
+
 def recorded_case(rec: Recorded) -> tuple[dict[str, Any], list[str]]:
-    """The case a recorded trace becomes, and notes on what it could not keep (malformed arguments)."""
-    case: dict[str, Any] = {"id": case_id_of(rec.trace_id)}
+    """The case a recorded conversation becomes, and notes on what it could not keep (malformed arguments)."""
+    case: dict[str, Any] = {"id": rec.case_id or case_id_of(rec.trace_id)}
     if len(rec.user_messages) == 1:
         case["query"] = rec.user_messages[0]
     else:
         case["messages"] = list(rec.user_messages)
     notes = []
-    expected = []
+    recorded: list[dict[str, Any]] = []
+    expected: list[dict[str, Any]] = []
     for i, step in enumerate(rec.steps):
         entry: dict[str, Any] = {"name": step.name}
         if isinstance(step.args, dict):
             entry["args"] = step.args
-        elif step.args is not None:
+        elif step.args is not None and step.executed:
             notes.append(f"call {i} ({step.name}) has {step.args_problem}; its args are left out")
-        expected.append(entry)
-    case["expected_tools"] = expected
-    case["trajectory"] = "unordered"
+        if step.executed:
+            expected.append(dict(entry))
+        else:  # a call the agent never ran is a recorded mistake, never an expected call
+            entry["executed"] = False
+        recorded.append(entry if step.args_problem is None else {**entry, "args": step.args})
+    case["expected_tools"] = collapse(expected)
+    case["trajectory"] = "unordered" if expected else "subset"
     case["tags"] = [IMPORTED_TAG]
     metadata: dict[str, Any] = {"trace_id": rec.trace_id}
+    if len(rec.trace_ids) > 1:
+        metadata["trace_ids"] = list(rec.trace_ids)
     if rec.answer is not None:
         metadata["recorded_answer"] = rec.answer
+    metadata["recorded_replies"] = list(rec.replies)
+    metadata["recorded_calls"] = recorded
+    metadata["recorded_usage"] = {"prompt_tokens": rec.input_tokens, "completion_tokens": rec.output_tokens}
     case["metadata"] = metadata
     return case, notes
 
@@ -70,11 +96,12 @@ def otel_cases(path: Path) -> tuple[list[dict[str, Any]], list[Unmappable], list
         seen[case["id"]] = rec.trace_id
         cases.append(case)
         notes.extend(f"trace {rec.trace_id}: {note}" for note in case_notes)
+        notes.extend(rec.warnings)
     return cases, bad, notes
 
 
-def _seconds(ns: int, origin: int) -> float:
-    return (ns - origin) / 1e9
+def _seconds(ns: int | None, origin: int | None) -> float | None:
+    return None if ns is None or origin is None else (ns - origin) / 1e9
 
 
 def recorded_run_trace(rec: Recorded, tools: Any = None) -> dict[str, Any]:
@@ -87,18 +114,17 @@ def recorded_run_trace(rec: Recorded, tools: Any = None) -> dict[str, Any]:
     steps = []
     for i, step in enumerate(rec.steps):
         invalid = step.args_problem
-        args = step.args if step.args is not None else {}
+        args = step.args if isinstance(step.args, dict) else {} if step.args is None else step.args
         if invalid is None and tools is not None and tools.names:
             invalid = "unknown tool" if not tools.has(step.name) else tools.validate(step.name, args)
-        timed = step.end_ns is not None and step.start_ns is not None
         steps.append({
             "step": i, "name": step.name, "args": args, "output": _observation(step.output),
             "error": step.error, "error_traceback": None, "invalid_args": invalid,
-            "latency_s": _seconds(step.end_ns, step.start_ns) if timed else None,
-            "t_start_s": _seconds(step.start_ns, origin) if step.start_ns is not None else None,
+            "latency_s": _seconds(step.end_ns, step.start_ns),
+            "t_start_s": _seconds(step.start_ns, origin), "executed": step.executed,
         })
     latency = _seconds(rec.end_ns, origin)
-    first_tool = next((s.start_ns for s in rec.steps if s.end_ns is not None and s.start_ns is not None), None)
+    first_call = min((s.start_ns for s in rec.steps if s.start_ns is not None), default=None)
     return {
         "user_messages": list(rec.user_messages),
         "replies": list(rec.replies),
@@ -110,10 +136,12 @@ def recorded_run_trace(rec: Recorded, tools: Any = None) -> dict[str, Any]:
         "agent_error_traceback": None,
         "steps": steps,
         "llm_calls": [{"latency_s": _seconds(i.end_ns, i.start_ns), "prompt_tokens": i.input_tokens,
-                       "completion_tokens": i.output_tokens, "model": i.model} for i in rec.inferences],
+                       "completion_tokens": i.output_tokens, "model": i.model,
+                       "t_start_s": _seconds(i.start_ns, origin)} for i in rec.inferences],
         "latency_s": latency,
-        "ttfa_s": _seconds(first_tool, origin) if first_tool is not None else latency,
+        "ttfa_s": _seconds(first_call, origin) if first_call is not None else latency,
         "final_env_diff": [],
+        "started_at_unix_ns": origin,
         "trace_id": rec.trace_id,
         "has_env": False,  # a trace records no environment: env checks are skipped, now and when re-scored
     }

@@ -39,6 +39,11 @@ class Span:
     def is_error(self) -> bool:
         return self.status_code == STATUS_ERROR
 
+    @property
+    def is_backwards(self) -> bool:
+        """The span ends before it starts: it has no latency."""
+        return self.end_ns < self.start_ns
+
 
 def decode_id(value: Any, size: int) -> str | None:
     """An id of `size` bytes as lower-case hex, from hex (any case) or base64; None if it is neither."""

@@ -49,7 +49,10 @@ def otel_recordings(path: Path, tools: Any) -> tuple[list[Recording], list[Unmap
 
     found, bad = read_recorded(path)
     models = Counter(i.model for rec in found for i in rec.inferences if i.model)
-    out = [Recording(f"trace {rec.trace_id}", recorded_run_trace(rec, tools), trace_id=rec.trace_id) for rec in found]
+    out = [Recording(f"trace {rec.trace_id}", recorded_run_trace(rec, tools), trace_id=rec.trace_id,
+                     case_id=rec.case_id, trial=rec.trial) for rec in found]
+    bad.extend(Unmappable(w.split(":", 1)[0], w.split(":", 1)[1].strip(), left_out=False)
+               for rec in found for w in rec.warnings)
     return out, bad, models.most_common(1)[0][0] if models else None
 
 

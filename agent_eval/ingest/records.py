@@ -17,6 +17,7 @@ class Unmappable:
 
     where: str
     reason: str
+    left_out: bool = True  # False: a warning about a record that was read (a span with no latency)
 
     def __str__(self) -> str:
         return f"{self.where}: {self.reason}"

@@ -136,6 +136,9 @@ def _load(path: Path, fmt: str | None, suite: Suite) -> tuple[str, list[Recordin
 
 
 def _print_left_out(path: Path, bad: list, unmatched: list[Recording], suite: Suite, err: Console) -> None:
+    for warning in (b for b in bad if not b.left_out):
+        err.print(f"warning: {warning}", highlight=False, markup=False, soft_wrap=True)
+    bad = [b for b in bad if b.left_out]
     for line in ([f"{len(bad)} record(s) of {path} could not be read as runs and were left out:"]
                  + [f"  - {b}" for b in bad] if bad else []):
         err.print(line, highlight=False, markup=False, soft_wrap=True)

@@ -85,7 +85,12 @@ def test_current_convention_maps_to_the_case(tmp_path):
                            {"name": "refund", "args": {"order_id": 42, "amount": 9.5}}],
         "trajectory": "unordered",
         "tags": ["imported"],
-        "metadata": {"trace_id": TID_A, "recorded_answer": "Refunded 9.50."},
+        "metadata": {"trace_id": TID_A, "recorded_answer": "Refunded 9.50.",
+                     "recorded_replies": ["Refunded 9.50."],
+                     "recorded_calls": [{"name": "lookup_order", "args": {"order_id": 42}},
+                                        {"name": "refund", "args": {"order_id": 42, "amount": 9.5}}],
+                     # summed over the three chat spans, never the agent span's 999: 100+150+200, 20+30+10
+                     "recorded_usage": {"prompt_tokens": 450, "completion_tokens": 60}},
     }]
 
 
@@ -112,7 +117,8 @@ def test_several_traces_in_one_file_mixed_id_encodings_and_lines(tmp_path):
     assert not bad
     assert [x["id"] for x in cases] == ["trace-5b8efff79803", "trace-4bf92f3577b3", "trace-0af7651916cd"]
     no_tools = cases[1]
-    assert no_tools["expected_tools"] == [] and no_tools["trajectory"] == "unordered"
+    # no tool call recorded: any call fails the case (section 15b)
+    assert no_tools["expected_tools"] == [] and no_tools["trajectory"] == "subset"
     assert no_tools["metadata"]["recorded_answer"] == "Hi! How can I help?"
 
 
@@ -174,11 +180,13 @@ def test_run_trace_times_tokens_and_errors_come_from_the_spans(tmp_path):
     assert trace["final_env_diff"] == []
 
 
-def test_without_tool_spans_ttfa_runs_to_the_end(tmp_path):
+def test_without_tool_spans_ttfa_runs_to_the_end_of_the_asking_span(tmp_path):
     (rec,), _ = read_recorded(write(tmp_path, [export_request(legacy_trace().spans)]))
     trace = recorded_run_trace(rec)
     assert trace["latency_s"] == pytest.approx(0.090)
-    assert trace["ttfa_s"] == trace["latency_s"]
+    # no execute_tool span: the call "track" starts when the chat span that asked for it ends, at 40 ms
+    assert trace["ttfa_s"] == pytest.approx(0.040)
+    assert trace["steps"][0]["t_start_s"] == pytest.approx(0.040)
     assert [s["name"] for s in trace["steps"]] == ["track"]
     assert trace["steps"][0]["output"] == "in transit"
 
