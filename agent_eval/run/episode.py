@@ -118,21 +118,25 @@ async def _play(case: dict, trial: int, agent: Any, tools: Any, template: EnvTem
             sent.append(text)
             ctx.messages.append({"role": "user", "content": text})
             reply = await clock.run(agent.respond(ctx))
-            if ctx.fatal or sandbox.fatal:
-                raise AgentStop("agent_error", ctx.fatal or sandbox.fatal)
+            if sandbox.infra:
+                raise InfrastructureError(sandbox.infra)
+            if ctx.fatal:
+                raise AgentStop("agent_error", ctx.fatal)
             if first_reply_at is None:
                 first_reply_at = time.perf_counter() - t0
             replies.append(reply)
             turn_steps.append(len(sandbox.steps))
             ctx.messages.append({"role": "assistant", "content": reply.answer})
     except AgentStop as stop:
-        stop_reason, agent_error, agent_tb = stop.stop_reason, ctx.fatal or sandbox.fatal or str(stop), stop.traceback
+        stop_reason, agent_error, agent_tb = stop.stop_reason, ctx.fatal or str(stop), stop.traceback
     except asyncio.TimeoutError:
         stop_reason, agent_error = "timeout", f"the agent outran --timeout {timeout:g}s"
     except (InfrastructureError, ServerFault) as exc:
         error = str(exc)
     finally:
         sandbox.close()
+    if sandbox.infra and error is None:  # agent-eval's argument check broke: never the agent's failure
+        error, agent_error, agent_tb = sandbox.infra, None, None
     wall = time.perf_counter() - t0 if t0 is not None else 0.0
     elapsed = clock.used if simulator is not None else wall
     steps, env = sandbox.steps, sandbox.env

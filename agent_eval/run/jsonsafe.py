@@ -3,6 +3,7 @@ in README.md). The fast path is one orjson call; the Python walk runs only when 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -21,28 +22,35 @@ def dumps_safe(value: Any) -> tuple[Any, bytes]:
         return safe, orjson.dumps(safe)
 
 
-def to_json_safe(value: Any, depth: int = 0) -> Any:
+def to_json_safe(value: Any, depth: int = 0, unknown: Callable[[Any], str] | None = None) -> Any:
     """A copy of value that JSON can hold: sets and tuples become lists, bytes and lone surrogates are
-    decoded with U+FFFD, keys become str, huge ints and unknown objects their repr, depth is cut at 100."""
+    decoded with U+FFFD, keys become str, huge ints and unknown objects their repr (or `unknown(obj)`),
+    depth is cut at 100."""
     if value is None or isinstance(value, (bool, float)):
         return value
     if isinstance(value, str):
         return _SURROGATE.sub("\ufffd", value) if _has_surrogate(value) else value
+    text = unknown or _repr
     if isinstance(value, int):
-        return value if -(2**63) <= value < 2**64 else _repr(value)
+        return value if -(2**63) <= value < 2**64 else text(value)
     if isinstance(value, (dict, list, tuple, set, frozenset)):
         if depth >= MAX_DEPTH:
             return TOO_DEEP
         if isinstance(value, dict):
-            return {_key(k): to_json_safe(v, depth + 1) for k, v in value.items()}
-        return [to_json_safe(v, depth + 1) for v in value]
+            return {_key(k): to_json_safe(v, depth + 1, unknown) for k, v in value.items()}
+        return [to_json_safe(v, depth + 1, unknown) for v in value]
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).decode("utf-8", "replace")
     try:
         orjson.dumps(value)  # a type orjson encodes itself (dataclass, datetime, enum, numpy, ...)
         return value
     except TypeError:
-        return _repr(value)
+        return text(value)
+
+
+def str_of(value: Any) -> str:
+    """str(value), its lone surrogates replaced; `<unrepresentable TYPE>` when str() raises."""
+    return to_json_safe(_str(value))
 
 
 def _has_surrogate(text: str) -> bool:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 import time
 from typing import Any
@@ -58,7 +59,11 @@ class Sandbox:
         self.steps: list[dict[str, Any]] = []
         self.t0 = time.perf_counter() if t0 is None else t0
         self.closed = False
-        self.fatal: str | None = None  # a tool raised SystemExit & co: the run fails with this agent_error
+        self.infra: str | None = None  # agent-eval's own argument check raised: the run is an `error`
+        try:
+            self.loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self.loop = None
         self._lock = threading.Lock()  # a step is recorded only while the run is open
         self._fail_left: dict[str, int] = {}
         self._fault_error: dict[str, str] = {}
@@ -77,9 +82,10 @@ class Sandbox:
 
     def call(self, name: str, args: Any) -> tuple[str | None, str | None]:
         """Run one call synchronously; returns (observation, error), exactly one of them non-None."""
-        if self.servers is not None and name in self.tools.remote:
-            # A sync agent calls from its own thread; the MCP session lives on the run's event loop.
-            return asyncio.run_coroutine_threadsafe(self.acall(name, args), self.servers.loop).result()
+        on_loop = (self.servers is not None and name in self.tools.remote) or self.tools.is_async(name)
+        if on_loop and self.loop is not None and not isinstance(args, str) and not _on_loop(self.loop):
+            # A sync agent calls from its own thread; MCP sessions and async tools live on the run's loop.
+            return asyncio.run_coroutine_threadsafe(self.acall(name, args), self.loop).result()
         start = time.perf_counter()
         delay = self._delay_s.get(name)
         if delay:
@@ -87,8 +93,9 @@ class Sandbox:
         return self._dispatch(name, args, start)
 
     async def acall(self, name: str, args: Any) -> tuple[str | None, str | None]:
-        """The async twin of `call`: the tool runs in a daemon worker thread, so a slow tool (or a fault's
-        delay) holds up only its own run, and --timeout can cut the run while the tool is still busy."""
+        """The async twin of `call`: a sync tool runs in a daemon worker thread, so a slow tool (or a fault's
+        delay) holds up only its own run, and --timeout can cut the run while the tool is still busy; an
+        async tool is awaited here, on the run's event loop."""
         start = time.perf_counter()
         delay = self._delay_s.get(name)
         if delay:
@@ -99,6 +106,8 @@ class Sandbox:
                 return await self._dispatch_remote(name, remote, args, start)
         if isinstance(args, str) or not self.tools.has(name):
             return self._dispatch(name, args, start)  # nothing of the user's runs
+        if self.tools.is_async(name):
+            return await self._dispatch_async(name, args, start)
         return await run_in_thread(self._dispatch, name, args, start)
 
     def close(self) -> None:
@@ -111,12 +120,9 @@ class Sandbox:
         """One call of an MCP tool: validated and faulted as a Python tool is, sent as tools/call."""
         if self.closed:
             raise ToolError("the run has ended (timeout); this call was not recorded")
-        invalid = self.tools.validate(name, args)
-        output = error = fault = None
-        if self._fail_left.get(name):
-            self._fail_left[name] -= 1
-            error = self._fault_error[name]
-        else:
+        invalid, error = self._check(name, args)
+        output = fault = None
+        if error is None:
             output, error, fault = await self.servers.call(remote, args)
             if output is not None and name == self._inject_tool:
                 output = self._inject(output)
@@ -128,38 +134,81 @@ class Sandbox:
             raise ServerFault(fault)
         return output, error
 
+    def _check(self, name: str, args: Any) -> tuple[str | None, str | None]:
+        """(invalid_args, error) before a call runs: an error (malformed JSON, an unknown tool, an injected
+        fault, an argument check that raised) means the tool is not called."""
+        if isinstance(args, str):
+            return "malformed JSON", f"JSONDecodeError: the arguments are not valid JSON: {args[:200]!r}"
+        if not self.tools.has(name):
+            return "unknown tool", f"UnknownTool: no tool named {name!r}"
+        try:
+            invalid = self.tools.validate(name, args)
+        except Exception as exc:  # noqa: BLE001 - agent-eval's own check broke: the run is an infrastructure error
+            message = f"the argument check of tool {name!r} raised {describe(exc)}"[:2000]
+            self.infra = self.infra or message
+            return None, message
+        if self._fail_left.get(name):
+            self._fail_left[name] -= 1
+            return invalid, self._fault_error[name]
+        return invalid, None
+
     def _dispatch(self, name: str, args: Any, start: float) -> tuple[str | None, str | None]:
         if self.closed:
             raise ToolError("the run has ended (timeout); this call was not recorded")
-        output = error = invalid = error_tb = None
-        if isinstance(args, str):
-            invalid = "malformed JSON"
-            error = f"JSONDecodeError: the arguments are not valid JSON: {args[:200]!r}"
-        elif not self.tools.has(name):
-            invalid = "unknown tool"
-            error = f"UnknownTool: no tool named {name!r}"
-        else:
-            invalid = self.tools.validate(name, args)
-            if self._fail_left.get(name):
-                self._fail_left[name] -= 1
-                error = self._fault_error[name]
-            else:
-                try:
-                    output = self.tools.observation(self.tools.invoke(name, args, self.env))
-                except Exception as exc:  # the tool's exception is the observation, by contract
-                    error = f"{type(exc).__name__}: {exc}"
-                    error_tb = user_traceback(exc)
-                except BaseException as exc:  # noqa: BLE001 - SystemExit & co from a tool end its run only
-                    error, error_tb = describe(exc), user_traceback(exc)
-                    self.fatal = self.fatal or error
-                if output is not None and name == self._inject_tool:
-                    output = self._inject(output)
+        invalid, error = self._check(name, args)
+        output = error_tb = None
+        if error is None:
+            try:
+                value = self.tools.invoke(name, args, self.env)
+                if inspect.isawaitable(value):  # a sync function that returned a coroutine
+                    value = self._await(value)
+                output = self.tools.observation(value)
+            except Exception as exc:  # the tool's exception is the observation, by contract
+                error = f"{type(exc).__name__}: {exc}"
+                error_tb = user_traceback(exc)
+            except BaseException as exc:  # noqa: BLE001 - SystemExit & co from a tool are its tool error
+                error, error_tb = describe(exc), user_traceback(exc)
+            if output is not None and name == self._inject_tool:
+                output = self._inject(output)
+        return self._finish(name, args, output, error, invalid, start, error_tb)
+
+    async def _dispatch_async(self, name: str, args: Any, start: float) -> tuple[str | None, str | None]:
+        """One call of an `async def` tool, awaited on the run's event loop."""
+        if self.closed:
+            raise ToolError("the run has ended (timeout); this call was not recorded")
+        invalid, error = self._check(name, args)
+        output = error_tb = None
+        if error is None:
+            try:
+                output = self.tools.observation(await self.tools.invoke(name, args, self.env))
+            except asyncio.CancelledError as exc:
+                if _is_cancelling():  # a real cancellation (--timeout, Ctrl-C) ends the run
+                    raise
+                error, error_tb = describe(exc), user_traceback(exc)
+            except Exception as exc:  # the tool's exception is the observation, by contract
+                error = f"{type(exc).__name__}: {exc}"
+                error_tb = user_traceback(exc)
+            except BaseException as exc:  # noqa: BLE001 - SystemExit & co from a tool are its tool error
+                error, error_tb = describe(exc), user_traceback(exc)
+            if output is not None and name == self._inject_tool:
+                output = self._inject(output)
+        return self._finish(name, args, output, error, invalid, start, error_tb)
+
+    def _finish(self, name: str, args: Any, output: str | None, error: str | None, invalid: str | None,
+                start: float, error_tb: str | None) -> tuple[str | None, str | None]:
         end = time.perf_counter()
         with self._lock:
             if self.closed:  # the run timed out while this tool was running
                 raise ToolError("the run has ended (timeout); this call was not recorded")
             self._record(name, args, output, error, invalid, start, end, error_tb)
         return output, error
+
+    def _await(self, awaitable: Any) -> Any:
+        """The result of a coroutine a sync tool returned: on the run's loop when called from another
+        thread, else on a loop of its own in a helper thread (this thread is the loop's, and blocked)."""
+        if self.loop is not None and not _on_loop(self.loop):
+            return asyncio.run_coroutine_threadsafe(_awaited(awaitable), self.loop).result()
+        return run_apart(awaitable)
 
     def _record(self, name: str, args: Any, output: str | None, error: str | None, invalid: str | None,
                 start: float, end: float, error_tb: str | None = None) -> None:
@@ -183,9 +232,45 @@ def replay_expected_tools(tools: Any, template: EnvTemplate, expected_tools: lis
             continue
         snapshot = orjson.dumps(env)
         try:
-            tools.invoke(call["name"], dict(call.get("args") or {}), env)
+            value = tools.invoke(call["name"], dict(call.get("args") or {}), env)
+            if inspect.isawaitable(value):
+                run_apart(value)
         except BaseException:  # noqa: BLE001 - a gold call that raises anything, SystemExit included
             # A gold call that errors is skipped: undo anything it half-wrote.
             env.clear()
             env.update(orjson.loads(snapshot))
     return env
+
+
+def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
+
+
+def _is_cancelling() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
+
+
+def run_apart(awaitable: Any) -> Any:
+    """Await `awaitable` on a fresh event loop in a helper thread, and wait for it (from sync code)."""
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["value"] = asyncio.run(_awaited(awaitable))
+        except BaseException as exc:  # noqa: BLE001 - handed back to the caller as it is
+            box["error"] = exc
+
+    thread = threading.Thread(target=work, name="agent-eval-tool", daemon=True)
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")

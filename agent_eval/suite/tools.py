@@ -14,6 +14,8 @@ from typing import Any
 import orjson
 
 from agent_eval.errors import ConfigError, ToolError
+from agent_eval.run.jsonsafe import str_of, to_json_safe
+from agent_eval.suite.schema_refs import ref_problem
 
 TOOL_MARK = "__agent_eval_tool__"
 _INJECTED = ("env", "context")
@@ -165,6 +167,7 @@ class _Tool:
     schema: dict
     inject: tuple[str, ...]
     validator: Any
+    is_async: bool = False
 
 
 class ToolSet:
@@ -185,15 +188,21 @@ class ToolSet:
             cls = validator_for(params)
             try:
                 cls.check_schema(params)
+                problem = ref_problem(params)
             except SchemaError as e:
-                raise ConfigError(f"tool {name!r}: its parameters are not a valid JSON schema: "
-                                  f"{e.message}. Fix the schema.") from None
+                problem = f"its parameters are not a valid JSON schema: {e.message}"
+            except RecursionError:
+                problem = "its parameters are nested too deep to check"
+            if problem is not None:
+                raise ConfigError(f"tool {name!r}: {problem}. Fix the schema.") from None
             try:
                 declared = {} if isinstance(fn, RemoteTool) else inspect.signature(fn).parameters
             except (TypeError, ValueError):
                 declared = {}
             inject = tuple(p for p in _INJECTED if p in declared)
-            self._tools[name] = _Tool(name, fn, schema, inject, cls(params))
+            is_async = not isinstance(fn, RemoteTool) and (
+                inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__))
+            self._tools[name] = _Tool(name, fn, schema, inject, cls(params), is_async)
         self.schemas: list[dict] = [t.schema for t in self._tools.values()]
         self.names: frozenset[str] = frozenset(self._tools)
         self.remote: dict[str, RemoteTool] = {t.name: t.fn for t in self._tools.values()
@@ -223,6 +232,11 @@ class ToolSet:
         """True when a tool of this name exists."""
         return name in self._tools
 
+    def is_async(self, name: str) -> bool:
+        """True when the tool is an `async def` function: a run awaits it on its event loop."""
+        entry = self._tools.get(name)
+        return entry is not None and entry.is_async
+
     def validate(self, name: str, args: Any) -> str | None:
         """Check `args` against the tool's schema; a short message naming the offending path, or None."""
         entry = self._tools.get(name)
@@ -251,30 +265,26 @@ class ToolSet:
 
     @staticmethod
     def observation(value: Any) -> str:
-        """The observation the agent sees: a str as it is, anything else as JSON (non-ASCII kept)."""
+        """The observation the agent sees: a str as it is; bytes decoded as UTF-8 with replacement; a
+        pydantic model as `model_dump(mode="json")`; anything else as JSON (non-ASCII kept), converted as
+        a trace is where JSON cannot hold it, an object JSON cannot hold being its str()."""
         if isinstance(value, str):
             return value
-        if isinstance(value, (bytes, bytearray)):
+        if isinstance(value, (bytes, bytearray, memoryview)):
             return bytes(value).decode("utf-8", "replace")
+        dump = getattr(value, "model_dump", None)
+        if callable(dump) and not isinstance(value, type):
+            try:
+                value = dump(mode="json")
+            except Exception:  # noqa: BLE001 - a model that cannot dump itself is shown as text
+                return str_of(value)
         try:
             return orjson.dumps(value, option=_JSON_OPTS).decode()
         except TypeError:
             pass
         if not isinstance(value, (dict, list, tuple, set, frozenset)):
-            return str(value)
-        try:
-            return orjson.dumps(value, option=_JSON_OPTS, default=_jsonable).decode()
-        except TypeError:
-            return str(value)
-
-
-def _jsonable(value: Any) -> Any:
-    """orjson's fallback for values it cannot encode natively."""
-    if isinstance(value, (set, frozenset, tuple)):
-        return list(value)
-    if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json")
-    return str(value)
+            return str_of(value)
+        return orjson.dumps(to_json_safe(value, unknown=str_of), option=_JSON_OPTS).decode()
 
 
 def marked_name(fn: Callable, mark: ToolMark) -> str:
