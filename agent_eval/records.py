@@ -100,6 +100,7 @@ class CaseEntry(TypedDict, total=False):
     status: str
     pass_rate: float | None
     skip_reason: str | None
+    flaky: bool
     runs: list[RunRecord]
 
 

@@ -60,7 +60,12 @@ def exit_code(entries: list[CaseEntry], regression: bool = False, stopped_early:
 def build_report(*, run_id: str, created_at: str, suite: str | None, agent: str | None, model: str | None,
                  cases_file: str, settings: dict[str, Any], summary: dict[str, Any], cases: list[CaseEntry],
                  interrupted: bool, stopped_early: bool = False) -> Report:
-    """A report with every top-level key in file order; `gate` is None and `exit_code` the cases' verdict."""
+    """A report with every top-level key in file order; `gate` is None and `exit_code` the cases' verdict.
+    Each case entry gains `flaky` (mixed outcomes among its runs that did not end in error)."""
+    from agent_eval.score.metrics import is_flaky
+
+    for case in cases:
+        case["flaky"] = is_flaky(case.get("runs") or [])
     return {
         "schema_version": SCHEMA_VERSION, "run_id": run_id, "created_at": created_at, "suite": suite,
         "agent": agent, "model": model, "cases_file": cases_file, "settings": settings, "summary": summary,

@@ -35,6 +35,7 @@ from agent_eval.report.cases_section import (  # noqa: F401  (re-exported)
     render_cases,
     render_failed_checks,
 )
+from agent_eval.report.trust_section import rate_with_interval, render_flaky, render_intervals
 from agent_eval.score.metric_registry import label_of
 
 Report = dict[str, Any]
@@ -148,7 +149,7 @@ def outcome_rows(report: Report) -> list[tuple[str, str]]:
     """The Outcome dimension: pass@1, pass^k, pass@k, case and run counts."""
     s = _summary(report)
     k = _repeat(report)
-    rows = [("pass@1", format_rate(s.get("pass_at_1")))]
+    rows = [("pass@1", rate_with_interval(report, "pass_at_1"))]
     if k > 1:  # with k = 1, pass^1 and pass@1 are pass@1 again
         rows += [(f"pass^{k}", format_rate(s.get("pass_hat_k"))), (f"pass@{k}", format_rate(s.get("pass_at_k")))]
     pass_hat = s.get("pass_hat") or {}
@@ -306,7 +307,9 @@ SECTIONS: list[SectionRenderer] = [
     render_header,
     render_headline,
     render_safety,
+    render_intervals,
     render_cases,
+    render_flaky,
     render_failed_checks,
     render_dialogue,
     render_judge,
@@ -316,7 +319,7 @@ SECTIONS: list[SectionRenderer] = [
 ]
 
 
-VERBOSE_SECTIONS = (render_cases, render_failed_checks)  # the sections -v changes
+VERBOSE_SECTIONS = (render_intervals, render_cases, render_failed_checks)  # the sections -v changes
 
 
 def render_report(report: Report, console: Console, verbose: bool = False) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_eval.score import stats
+from agent_eval.score.intervals import counted_cases, suite_intervals
 from agent_eval.score.metric_registry import SUITE_METRIC_TABLE
 from agent_eval.score.matchers import field_names, json_equal, matched_fields
 from agent_eval.score.safety_metrics import safety_metrics, share_true
@@ -181,6 +182,12 @@ def case_status(runs: list[dict], threshold: float) -> tuple[str, float | None]:
     return "passed", pass_rate
 
 
+def is_flaky(runs: list[dict]) -> bool:
+    """True when the case has 2 or more runs that did not end in error, at least one passing and one failing."""
+    outcomes = [bool(r.get("success")) for r in runs if r.get("status") != "error"]
+    return len(outcomes) >= 2 and any(outcomes) and not all(outcomes)
+
+
 # --- suite ---------------------------------------------------------------------------------
 
 
@@ -294,8 +301,10 @@ def summarize(case_rows: list[dict], repeat: int, scorers: Any = None) -> dict:
         cases_skipped=statuses["skipped"],
         cases_errored=statuses["error"],
         cases_not_run=statuses["not_run"],
+        cases_flaky=sum(1 for row in case_rows if row["status"] != "skipped" and is_flaky(row.get("runs") or [])),
         runs=len(runs),
         runs_errored=runs_errored,
         scorers=summarize_scorers(counted_runs, scorers),
+        ci=suite_intervals(counted_cases(case_rows), repeat),
     )
     return summary

@@ -455,9 +455,11 @@ def test_empty_inputs_and_key_names():
         "cases_skipped",
         "cases_errored",
         "cases_not_run",
+        "cases_flaky",
         "runs",
         "runs_errored",
         "scorers",
+        "ci",
     ]
     assert s["scorers"] == {}  # no scorer, no run: an empty block, never a missing key
     assert SUITE_METRICS == [

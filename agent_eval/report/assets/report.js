@@ -17,6 +17,12 @@
   }
   function isNum(v) { return typeof v === "number" && isFinite(v); }
   function rate(v) { return isNum(v) ? (v * 100).toFixed(1) + "%" : "n/a"; }
+  // A suite rate with its 95% interval from summary.ci: "70.0% [55.0, 85.0]".
+  function rci(key) {
+    var ci = (S.ci || {})[key], text = rate(S[key]);
+    if (text === "n/a" || !Array.isArray(ci) || ci.length !== 2 || !isNum(ci[0]) || !isNum(ci[1])) return text;
+    return text + " [" + (ci[0] * 100).toFixed(1) + ", " + (ci[1] * 100).toFixed(1) + "]";
+  }
   function secs(v) { return isNum(v) ? v.toFixed(2) + " s" : "n/a"; }
   function usd(v) { return isNum(v) ? "$" + (v < 0.01 ? v.toFixed(5) : v.toFixed(4)) : "n/a"; }
   function num(v) { return isNum(v) ? (Number.isInteger(v) ? String(v) : v.toFixed(3)) : (v == null ? "n/a" : String(v)); }
@@ -58,23 +64,23 @@
   function renderHeadline() {
     var K = (R.settings || {}).repeat || 1;
     var box = el("div", {cls: "cards"});
-    box.appendChild(card("Outcome", [["pass@1", rate(S.pass_at_1)], ["pass^" + K, rate(S.pass_hat_k)],
-      ["pass@" + K, rate(S.pass_at_k)], ["progress", rate(S.progress)],
+    box.appendChild(card("Outcome", [["pass@1", rci("pass_at_1")], ["pass^" + K, rci("pass_hat_k")],
+      ["pass@" + K, rci("pass_at_k")], ["progress", rci("progress")],
       ["cases passed / failed", num(S.cases_passed) + " / " + num(S.cases_failed)],
       ["cases errored / skipped", num(S.cases_errored) + " / " + num(S.cases_skipped)],
       ["runs (errored)", num(S.runs) + " (" + num(S.runs_errored) + ")"]]));
-    box.appendChild(card("Trajectory", [["tool recall", rate(S.tool_recall)], ["tool precision", rate(S.tool_precision)],
-      ["param accuracy", rate(S.param_accuracy)], ["step efficiency", rate(S.step_efficiency)],
-      ["loop rate", rate(S.loop_rate)], ["recovery rate", rate(S.recovery_rate)],
-      ["invalid call rate", rate(S.invalid_call_rate)]]));
+    box.appendChild(card("Trajectory", [["tool recall", rci("tool_recall")], ["tool precision", rci("tool_precision")],
+      ["param accuracy", rci("param_accuracy")], ["step efficiency", rci("step_efficiency")],
+      ["loop rate", rci("loop_rate")], ["recovery rate", rci("recovery_rate")],
+      ["invalid call rate", rci("invalid_call_rate")]]));
     var cps = isNum(S.cost_per_success_usd) ? usd(S.cost_per_success_usd) : "n/a";
     box.appendChild(card("Cost & latency", [["cost per success", cps], ["latency P50", secs(S.latency_p50_s)],
       ["latency P95", secs(S.latency_p95_s)], ["latency P99", secs(S.latency_p99_s)],
       ["time to first action", secs(S.ttfa_mean_s)], ["tokens total", num(S.tokens_total)],
       ["cost total", usd(S.cost_total_usd)]]));
-    box.appendChild(card("Safety", [["unauthorized blocked", rate(S.unauthorized_block_rate)],
-      ["policy compliance", rate(S.policy_compliance)], ["injection resistance", rate(S.injection_resistance)],
-      ["groundedness", rate(S.groundedness)]]));
+    box.appendChild(card("Safety", [["unauthorized blocked", rci("unauthorized_block_rate")],
+      ["policy compliance", rci("policy_compliance")], ["injection resistance", rci("injection_resistance")],
+      ["groundedness", rci("groundedness")]]));
     document.getElementById("headline").appendChild(box);
   }
 

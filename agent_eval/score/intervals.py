@@ -1,0 +1,178 @@
+"""summary.ci: a 95% case-level bootstrap interval for every suite rate (docs/metrics.md, "Intervals").
+
+Each suite rate is a ratio of sums over cases: pass@1 is the mean of the cases' c/n, a per-run mean is
+the sum of the values over the count of runs that have one. So each case is reduced once to a
+(numerator, denominator) pair per metric, and a resample is its case counts times those pairs: 2,000
+resamples of 100,000 runs cost a few matrix products, never a loop over runs.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+RESAMPLES = 2000
+SEED = 0
+CONFIDENCE_PERCENTILES = (2.5, 97.5)
+
+
+@dataclass(frozen=True)
+class CountedCases:
+    """The cases that count in the suite figures, in report order: their runs' metrics flattened."""
+
+    runs: list[dict]  # the per-run metrics of every counted run, case after case
+    owner: np.ndarray  # the case index of each run
+    n: list[int]  # counted runs per case
+    c: list[int]  # successful runs per case
+
+    def per_case(self, numer: list[float], denom: list[float]) -> tuple[np.ndarray, np.ndarray]:
+        """Per-run numerators and denominators summed per case."""
+        cases = len(self.n)
+        return (np.bincount(self.owner, weights=np.asarray(numer, dtype=float), minlength=cases),
+                np.bincount(self.owner, weights=np.asarray(denom, dtype=float), minlength=cases))
+
+
+CaseSums = Callable[[CountedCases, int], tuple[np.ndarray, np.ndarray]]
+"""(the counted cases, K) -> each case's numerator and denominator of one suite rate."""
+
+
+def _pass_at_1(d: CountedCases, k: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.asarray([c / n for n, c in zip(d.n, d.c, strict=True)]), np.ones(len(d.n))
+
+
+def _binomial(term: Callable[[int, int, int], float]) -> CaseSums:
+    """A mean over the cases with n >= K of a term of (n, c, K)."""
+    def sums(d: CountedCases, k: int) -> tuple[np.ndarray, np.ndarray]:
+        kept = [k >= 1 and n >= k for n in d.n]
+        numer = [term(n, c, k) if ok else 0.0 for n, c, ok in zip(d.n, d.c, kept, strict=True)]
+        return np.asarray(numer), np.asarray(kept, dtype=float)
+    return sums
+
+
+def _mean_of(key: str) -> CaseSums:
+    """A mean over the runs where the metric is not null."""
+    def sums(d: CountedCases, k: int) -> tuple[np.ndarray, np.ndarray]:
+        values = [m.get(key) for m in d.runs]
+        return d.per_case([0.0 if v is None else float(v) for v in values], [v is not None for v in values])
+    return sums
+
+
+def _share_of_runs(key: str) -> CaseSums:
+    """The share of all counted runs where the flag is true."""
+    def sums(d: CountedCases, k: int) -> tuple[np.ndarray, np.ndarray]:
+        return d.per_case([bool(m.get(key)) for m in d.runs], [1.0] * len(d.runs))
+    return sums
+
+
+def _share_true(key: str) -> CaseSums:
+    """The share of true among the runs where the flag is not null."""
+    def sums(d: CountedCases, k: int) -> tuple[np.ndarray, np.ndarray]:
+        flags = [m.get(key) for m in d.runs]
+        return d.per_case([f is not None and bool(f) for f in flags], [f is not None for f in flags])
+    return sums
+
+
+def _recovery(d: CountedCases, k: int) -> tuple[np.ndarray, np.ndarray]:
+    errored = [(m.get("tool_errors") or 0) > 0 for m in d.runs]
+    recovered = [e and bool(m.get("recovered")) for e, m in zip(errored, d.runs, strict=True)]
+    return d.per_case(recovered, errored)
+
+
+def _invalid_calls(d: CountedCases, k: int) -> tuple[np.ndarray, np.ndarray]:
+    return d.per_case([m.get("invalid_calls") or 0 for m in d.runs], [m.get("tool_calls") or 0 for m in d.runs])
+
+
+CI_METRICS: dict[str, CaseSums] = {
+    "pass_at_1": _pass_at_1,
+    # int / int is correctly rounded, as float(Fraction(...)) is in stats.py.
+    "pass_hat_k": _binomial(lambda n, c, k: math.comb(c, k) / math.comb(n, k)),
+    "pass_at_k": _binomial(lambda n, c, k: (math.comb(n, k) - math.comb(n - c, k)) / math.comb(n, k)),
+    "tool_recall": _mean_of("tool_recall"),
+    "tool_precision": _mean_of("tool_precision"),
+    "param_accuracy": _mean_of("param_accuracy"),
+    "step_efficiency": _mean_of("step_efficiency"),
+    "progress": _mean_of("progress"),
+    "loop_rate": _share_of_runs("has_loop"),
+    "recovery_rate": _recovery,
+    "invalid_call_rate": _invalid_calls,
+    "unauthorized_block_rate": _share_true("blocked_correctly"),
+    "policy_compliance": _share_true("policy_compliant"),
+    "injection_resistance": _share_true("injection_resisted"),
+    "groundedness": _mean_of("groundedness"),
+}
+"""The suite rates that get an interval, keyed by their summary names, each with its per-case sums."""
+
+
+def case_sums(cases: CountedCases, repeat: int,
+              metrics: dict[str, CaseSums] = CI_METRICS) -> tuple[np.ndarray, np.ndarray]:
+    """(numerators, denominators), each cases x metrics."""
+    pairs = [sums(cases, repeat) for sums in metrics.values()]
+    return np.column_stack([p[0] for p in pairs]), np.column_stack([p[1] for p in pairs])
+
+
+def resampled_values(numer: np.ndarray, denom: np.ndarray, resamples: int = RESAMPLES,
+                     seed: int = SEED) -> np.ndarray:
+    """resamples x metrics: each metric on each row of idx = default_rng(seed).integers(0, c, (resamples, c));
+    NaN where the metric is undefined on the row (its denominator is 0)."""
+    c, m = numer.shape
+    rng = np.random.default_rng(seed)
+    out = np.full((resamples, m), np.nan)
+    # Rows are drawn in blocks of about 4 million indices: the same stream as one (resamples, c) draw,
+    # with bounded memory.
+    step = max(1, min(resamples, 4_000_000 // max(c, 1)))
+    sums = np.hstack([numer, denom])
+    for start in range(0, resamples, step):
+        rows = min(step, resamples - start)
+        idx = rng.integers(0, c, size=(rows, c))
+        flat = (np.arange(rows)[:, None] * c + idx).ravel()
+        counts = np.bincount(flat, minlength=rows * c).reshape(rows, c).astype(float)
+        totals = counts @ sums
+        top, bottom = totals[:, :m], totals[:, m:]
+        defined = bottom > 0
+        out[start:start + rows] = np.where(defined, top / np.where(defined, bottom, 1.0), np.nan)
+    return out
+
+
+def percentile_interval(values: np.ndarray) -> list[float] | None:
+    """[low, high]: numpy's 2.5th and 97.5th percentiles of the values that are not NaN, to 4 places."""
+    kept = values[~np.isnan(values)]
+    if kept.size == 0:
+        return None
+    low, high = np.percentile(kept, CONFIDENCE_PERCENTILES)
+    return [round(float(low), 4), round(float(high), 4)]
+
+
+def suite_intervals(cases: CountedCases, repeat: int,
+                    metrics: dict[str, CaseSums] = CI_METRICS) -> dict[str, list[float] | None]:
+    """summary.ci: {metric: [low, high] or None} over the counted cases."""
+    if not cases.n:
+        return dict.fromkeys(metrics)
+    numer, denom = case_sums(cases, repeat, metrics)
+    values = resampled_values(numer, denom)
+    return {name: percentile_interval(values[:, j]) for j, name in enumerate(metrics)}
+
+
+def pass_hat_interval(cases: CountedCases, k: int) -> list[float] | None:
+    """The interval of pass^k at a given k (compare's common k of two reports)."""
+    return suite_intervals(cases, k, {"pass_hat_k": CI_METRICS["pass_hat_k"]})["pass_hat_k"]
+
+
+def counted_cases(case_rows: Sequence[dict[str, Any]]) -> CountedCases:
+    """The cases that count in the suite figures (skipped cases and errored runs left out), in report order."""
+    runs: list[dict] = []
+    owner: list[int] = []
+    ns: list[int] = []
+    cs: list[int] = []
+    for row in case_rows:
+        if row.get("status") == "skipped":
+            continue
+        counted = [r for r in row.get("runs") or [] if r.get("status") != "error"]
+        if counted:
+            owner.extend([len(ns)] * len(counted))
+            runs.extend(r.get("metrics") or {} for r in counted)
+            ns.append(len(counted))
+            cs.append(sum(1 for r in counted if r.get("success")))
+    return CountedCases(runs=runs, owner=np.asarray(owner, dtype=np.intp), n=ns, c=cs)
