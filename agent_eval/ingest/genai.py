@@ -164,23 +164,30 @@ def _message_step(call: Call, at: int, responses: dict[str, Any]) -> ToolStep:
 
 
 def _with_unexecuted(steps: list[ToolStep], issued: list[tuple[Call, int]]) -> list[ToolStep]:
-    """The execute_tool steps plus, at their moment, the issued calls no execute_tool span ran."""
-    ran_ids = {s.call_id for s in steps if s.call_id is not None}
-    ran_plain = [(s.name, s.args) for s in steps if s.call_id is None]
-    missing = []
+    """The execute_tool steps plus the issued calls no execute_tool span ran, each placed after the
+    step of the call the model issued before it (or by time when there is none)."""
+    ran_ids = {s.call_id: s for s in steps if s.call_id is not None}
+    plain = [s for s in steps if s.call_id is None]
+    out = list(steps)
+    previous: ToolStep | None = None
     for call, at in issued:
-        if call.call_id is not None and call.call_id in ran_ids:
-            continue
-        if (call.call_id is None or not ran_ids) and (call.name, call.args) in ran_plain:
-            ran_plain.remove((call.name, call.args))
+        ran = ran_ids.get(call.call_id) if call.call_id is not None else None
+        if ran is None and (call.call_id is None or not ran_ids):
+            ran = next((s for s in plain if s.name == call.name and s.args == call.args), None)
+            if ran is not None:
+                plain.remove(ran)
+        if ran is not None:
+            previous = ran
             continue
         step = ToolStep(call.name, call.args, call.call_id, start_ns=at, executed=False)
         _check_args(step)
         step.error = NOT_EXECUTED + (f" ({step.args_problem})" if step.args_problem else "")
-        missing.append(step)
-    if not missing:
-        return steps
-    return sorted([*steps, *missing], key=lambda s: s.start_ns or 0)
+        if previous is not None:
+            out.insert(next(k for k, s in enumerate(out) if s is previous) + 1, step)
+        else:
+            out.insert(next((k for k, s in enumerate(out) if (s.start_ns or 0) > at), len(out)), step)
+        previous = step
+    return out
 
 
 def _replies(user_messages: list[str], convo: list[Message], answer: str | None) -> list[str | None]:

@@ -18,15 +18,27 @@ def case_id_of(trace_id: str) -> str:
     return f"trace-{trace_id[:12]}"
 
 
-def read_recorded(path: Path) -> tuple[list[Recorded], list[Unmappable]]:
-    """Every trace of an OTLP/JSON file that records an agent run, earliest first, and those that do not."""
+def read_recorded(path: Path, logs: Path | None = None) -> tuple[list[Recorded], list[Unmappable]]:
+    """Every conversation of an OTLP file (JSON or protobuf) that records an agent run, earliest first,
+    and the records that do not; `logs` adds the GenAI content of an OTLP logs file to its spans."""
+    from agent_eval.ingest.conventions import to_genai
+    from agent_eval.ingest.stitch import stitch
+
     traces, bad = read_spans(path)
+    if logs is not None:
+        from agent_eval.ingest.otlp_logs import join_logs, read_logs
+
+        records, log_bad = read_logs(logs)
+        bad.extend(log_bad)
+        bad.extend(join_logs(traces, records))
+    traces = {tid: sorted(to_genai(spans), key=lambda s: (s.start_ns, s.end_ns)) for tid, spans in traces.items()}
     found: list[Recorded] = []
-    for trace_id, spans in traces.items():
-        recorded = read_trace(trace_id, spans)
+    for trace_ids, spans in stitch({tid: spans for tid, spans in traces.items() if spans}):
+        recorded = read_trace(trace_ids[0], spans)
         if isinstance(recorded, str):
-            bad.append(Unmappable(f"trace {trace_id}", recorded))
+            bad.append(Unmappable(f"trace {trace_ids[0]}", recorded))
         else:
+            recorded.trace_ids = trace_ids
             found.append(recorded)
     found.sort(key=lambda r: r.start_ns)
     return found, bad
@@ -82,9 +94,9 @@ def recorded_case(rec: Recorded) -> tuple[dict[str, Any], list[str]]:
     return case, notes
 
 
-def otel_cases(path: Path) -> tuple[list[dict[str, Any]], list[Unmappable], list[str]]:
-    """The cases of an OTLP/JSON file, its unmappable records, and notes on what cases left out."""
-    recorded, bad = read_recorded(path)
+def otel_cases(path: Path, logs: Path | None = None) -> tuple[list[dict[str, Any]], list[Unmappable], list[str]]:
+    """The cases of an OTLP file, its unmappable records, and notes on what cases left out."""
+    recorded, bad = read_recorded(path, logs)
     cases, notes = [], []
     seen: dict[str, str] = {}
     for rec in recorded:

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from agent_eval.ingest.records import Unmappable, read_records
+from agent_eval.ingest.records import Unmappable, read_bytes, read_records
 
 STATUS_ERROR = 2
 
@@ -166,9 +166,19 @@ def _raw_spans(request: dict, where: str, bad: list[Unmappable]) -> list[Any]:
     return found
 
 
+def read_documents(path: Path, kind: str = "traces") -> tuple[list[tuple[str, Any]], list[Unmappable]]:
+    """The export requests of an OTLP file: JSON (one document or JSON Lines) or protobuf, by its content."""
+    from agent_eval.ingest.otlp_proto import is_protobuf, read_protobuf
+
+    data = read_bytes(path)
+    if is_protobuf(data):
+        return read_protobuf(data, kind)
+    return read_records(path)
+
+
 def read_spans(path: Path) -> tuple[dict[str, list[Span]], list[Unmappable]]:
     """Every span of the file grouped by trace id, each trace's spans ordered by start time."""
-    records, bad = read_records(path)
+    records, bad = read_documents(path)
     traces: dict[str, list[Span]] = defaultdict(list)
     for where, doc in records:
         for request in _requests(doc):

@@ -41,13 +41,14 @@ def detect_format(path: Path) -> str:
     return "agent-eval" if isinstance(doc, dict) and "cases" in doc and "resourceSpans" not in doc else "otel"
 
 
-def otel_recordings(path: Path, tools: Any) -> tuple[list[Recording], list[Unmappable], str | None]:
-    """The traces of an OTLP/JSON file as recordings, the unmappable records, and the model most asked for."""
+def otel_recordings(path: Path, tools: Any, logs: Path | None = None,
+                    ) -> tuple[list[Recording], list[Unmappable], str | None]:
+    """The conversations of an OTLP file as recordings, the unmappable records, and the model most asked for."""
     from collections import Counter
 
     from agent_eval.ingest.otel import read_recorded, recorded_run_trace
 
-    found, bad = read_recorded(path)
+    found, bad = read_recorded(path, logs)
     models = Counter(i.model for rec in found for i in rec.inferences if i.model)
     out = [Recording(f"trace {rec.trace_id}", recorded_run_trace(rec, tools), trace_id=rec.trace_id,
                      case_id=rec.case_id, trial=rec.trial) for rec in found]
