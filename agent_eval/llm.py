@@ -1,7 +1,8 @@
 """Every chat completion agent-eval makes: the built-in agent's, the judge's and the user simulator's.
 
 A request is a plain dict, encoded with orjson and sent through the openai SDK client's own `post`,
-so the client, its connection pool, `max_retries=8`, the backoff and `Retry-After` are the SDK's.
+so the client and its connection pool are the SDK's; its own retries are off (max_retries=0) and
+agent-eval's loop (agent_eval.provider.retry) retries, behind each endpoint's window and token bucket.
 The answer is parsed with orjson into the few fields agent-eval reads (`Completion`), which skips
 the SDK's request transformation and response models: the per-completion cost that dominates a run.
 Every failure is a `ProviderError` that names the endpoint (secrets removed) and the model.
@@ -12,7 +13,6 @@ import asyncio
 import contextlib
 import re
 from collections.abc import AsyncIterator, Callable
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -20,8 +20,9 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import orjson
 
 from agent_eval.errors import ProviderError
+from agent_eval.provider import endpoints, retry
 
-MAX_RETRIES = 8
+MAX_RETRIES = retry.hints.MAX_RETRIES
 PLACEHOLDER_KEY = "unused"
 """The key sent to an endpoint that needs none (Ollama, vLLM, llama.cpp) when no key is set anywhere."""
 
@@ -73,40 +74,19 @@ class Completion:
     model: str | None = None
 
 
-# --- retries: the progress display's hook and the count for the error message -----------------------
-RetryListener = Callable[[str, int, int], None]  # (endpoint, attempt, max_retries)
-_listener: RetryListener | None = None
-_retries: ContextVar[list[int] | None] = ContextVar("agent_eval_llm_retries", default=None)
-
-
-def set_retry_listener(listener: RetryListener | None) -> None:
-    """Call `listener(endpoint, attempt, max_retries)` each time the SDK is about to retry a request."""
-    global _listener
-    _listener = listener
-
-
-def notify_retry(endpoint: str, attempt: int, most: int) -> None:
-    """Tell the retry listener, if any, that a request is about to be retried (here or in a worker)."""
-    if _listener is not None:
-        _listener(endpoint, attempt, most)
+# --- retries: the loop is agent_eval.provider.retry's; the progress display's hook is re-exported here ---
+RetryListener = retry.RetryListener
+set_retry_listener = retry.set_retry_listener
+notify_retry = retry.notify_retry
 
 
 def _client_class() -> type:
     from openai import AsyncOpenAI
 
     class Client(AsyncOpenAI):
-        """The SDK's client, telling agent-eval about each retry before the SDK sleeps on it."""
+        """The SDK's client with its own retries off (max_retries=0): agent-eval's loop retries."""
 
         endpoint: str = ""
-
-        async def _sleep_for_retry(self, *, retries_taken: int, max_retries: int, options: Any,
-                                   response: Any) -> None:
-            count = _retries.get()
-            if count is not None:
-                count[0] += 1
-            notify_retry(self.endpoint, retries_taken + 1, max_retries)
-            await super()._sleep_for_retry(retries_taken=retries_taken, max_retries=max_retries,
-                                           options=options, response=response)
 
     return Client
 
@@ -155,7 +135,7 @@ async def shared_client(base_url: str | None, api_key: str | None) -> Any:
         if _CLIENT_CLASS is None:
             _CLIENT_CLASS = _client_class()
         http_client = _http_client(base_url)
-        client = _CLIENT_CLASS(base_url=base_url, api_key=api_key, max_retries=MAX_RETRIES,
+        client = _CLIENT_CLASS(base_url=base_url, api_key=api_key, max_retries=0,
                                **({"http_client": http_client} if http_client is not None else {}))
         client.endpoint = redact_url((base_url or str(client.base_url)).rstrip("/")) or ""
         closer = _close_when_the_loop_ends(client)
@@ -164,43 +144,68 @@ async def shared_client(base_url: str | None, api_key: str | None) -> Any:
     return entry[1]
 
 
+def preload() -> None:
+    """Import the SDK and its transport now, before any run starts: an import takes seconds on a busy
+    machine, and inside the first request it would count as that run's latency and against --timeout."""
+    global _CLIENT_CLASS
+    if _CLIENT_CLASS is None:
+        _CLIENT_CLASS = _client_class()
+    with contextlib.suppress(ImportError):
+        from openai import DefaultAioHttpClient  # noqa: F401
+        from openai._httpx2 import http_response_types  # noqa: F401
+
+
 # --- the call ---------------------------------------------------------------------------------------
 async def complete(base_url: str | None, api_key: str | None, body: dict[str, Any],
-                   timeout_s: float | None = None, timeout_flag: str = "--judge-timeout") -> Completion:
+                   timeout_s: float | None = None, timeout_flag: str = "--judge-timeout",
+                   role: str = "agent") -> Completion:
     """POST body to /chat/completions and parse the answer; any failure is a ProviderError.
 
-    `timeout_s` bounds the request as a whole, the SDK's retries included.
+    `timeout_s` bounds the request, its retries included but not its waiting for the rate limit.
+    `role` (agent, judge, user) names the endpoint's window and its line of `summary.provider`.
+    """
+    content = await send_raw(base_url, api_key, body, timeout_s=timeout_s, timeout_flag=timeout_flag, role=role)
+    client = await shared_client(base_url, api_key)
+    return parse_completion(content, lambda: _where(client, body, 0))
+
+
+async def send_raw(base_url: str | None, api_key: str | None, body: dict[str, Any] | bytes,
+                   path: str = "/chat/completions", *, model: str | None = None, timeout_s: float | None = None,
+                   timeout_flag: str = "--judge-timeout", role: str = "agent") -> bytes:
+    """POST one request through agent-eval's retry loop, the endpoint's window and its token bucket; the
+    answered body as bytes, or a ProviderError naming the endpoint, the model and the retries.
+
+    `body` is a dict (encoded here) or bytes sent as they are; `model` names the endpoint's model when
+    `body` is bytes (else `body["model"]`). Waiting for the limit is recorded on the current run.
     """
     client = await shared_client(base_url, api_key)
-    count = [0]
-    token = _retries.set(count)
+    if model is None and isinstance(body, dict):
+        model = body.get("model")
+    ep = endpoints.endpoint(role, client.endpoint, model)
+    shown = {"model": model}
     try:
-        if timeout_s is None:
-            raw = await _post(client, body)
-        else:
-            try:  # wait_for, not asyncio.timeout: Python 3.10 is supported
-                raw = await asyncio.wait_for(_post(client, body), timeout_s)
-            except asyncio.TimeoutError:
-                raise ProviderError(f"no answer within {timeout_flag} {timeout_s:g}s"
-                                    f"{_where(client, body, count[0])}") from None
-    except ProviderError:
-        raise
-    except Exception as exc:
+        response = await retry.send(ep, lambda: _post(client, body, path), timeout_s, client.endpoint)
+    except retry.RequestTimedOut as exc:
+        raise ProviderError(f"no answer within {timeout_flag} {timeout_s:g}s"
+                            f"{_where(client, shown, exc.retries)}") from None
+    except retry.RequestFailed as failed:
         import openai
 
-        if not isinstance(exc, openai.OpenAIError):  # the transport's own (an odd URL, say): the provider's
-            where = _where(client, body, count[0])
-            raise ProviderError(f"{type(exc).__name__}: {_shorten(str(exc))}{where}") from exc
-        name, message = type(exc).__name__, str(exc)
-        if isinstance(exc, openai.APITimeoutError) and _was_refused(exc):
+        error, where = failed.error, _where(client, shown, failed.retries) + failed.note
+        if not isinstance(error, openai.OpenAIError):  # the transport's own (an odd URL, say): the provider's
+            raise ProviderError(f"{type(error).__name__}: {_shorten(str(error))}{where}") from error
+        name, message = type(error).__name__, str(error)
+        if isinstance(error, openai.APITimeoutError) and _was_refused(error):
             name, message = "APIConnectionError", "Connection error"  # see _was_refused
-        if isinstance(exc, openai.APIConnectionError):
+        if isinstance(error, openai.APIConnectionError):
             message = message.rstrip(".")
-        raise ProviderError(f"{name}: {_shorten(message)}{_where(client, body, count[0])}",
-                            status_code=getattr(exc, "status_code", None)) from exc
-    finally:
-        _retries.reset(token)
-    return parse_completion(raw, lambda: _where(client, body, count[0]))
+        raise ProviderError(f"{name}: {_shorten(message)}{where}",
+                            status_code=getattr(error, "status_code", None)) from error
+    except ProviderError:
+        raise
+    except Exception as exc:  # not retried (a transport's own error, an odd URL): the provider's
+        raise ProviderError(f"{type(exc).__name__}: {_shorten(str(exc))}{_where(client, shown, 0)}") from exc
+    return response
 
 
 def _was_refused(exc: BaseException) -> bool:
@@ -216,15 +221,16 @@ def _was_refused(exc: BaseException) -> bool:
     return False
 
 
-async def _post(client: Any, body: dict[str, Any]) -> bytes:
+async def _post(client: Any, body: dict[str, Any] | bytes, path: str) -> bytes:
     from openai._httpx2 import http_response_types
 
+    cast_to = http_response_types()[0]
     try:
-        content = orjson.dumps(body)
+        content = body if isinstance(body, bytes) else orjson.dumps(body)
     except TypeError:  # a value orjson refuses (a tool schema from user code): the SDK's encoder tries
-        response = await client.post("/chat/completions", body=body, cast_to=http_response_types()[0])
+        response = await client.post(path, body=body, cast_to=cast_to)
     else:
-        response = await client.post("/chat/completions", content=content, cast_to=http_response_types()[0])
+        response = await client.post(path, content=content, cast_to=cast_to)
     return response.content
 
 

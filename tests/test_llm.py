@@ -25,11 +25,11 @@ def failure(srv, **kwargs) -> ProviderError:
 
 @pytest.fixture
 def fast_backoff(monkeypatch):
-    """The SDK's own backoff (0.5 s doubling to 8 s) made tiny, for errors that carry no Retry-After."""
-    import openai._base_client as base
+    """agent-eval's own backoff (0.5 s doubling to 8 s) made tiny, for errors that carry no Retry-After."""
+    from agent_eval.provider import hints
 
-    monkeypatch.setattr(base, "INITIAL_RETRY_DELAY", 0.001)
-    monkeypatch.setattr(base, "MAX_RETRY_DELAY", 0.002)
+    monkeypatch.setattr(hints, "BACKOFF_FLOOR_S", 0.001)
+    monkeypatch.setattr(hints, "BACKOFF_CAP_S", 0.002)
 
 
 def test_an_answer_is_read_into_content_tool_calls_usage_and_model(loopback) -> None:

@@ -196,7 +196,25 @@ def cost_latency_rows(report: Report) -> list[tuple[str, str]]:
          and count_successes(report) == 0 else format_count(tokens_per_success)),
         *((label_of(key), format_seconds(s.get(key))) for key in ("latency_p50_s", "latency_p95_s",
                                                                    "latency_p99_s", "ttfa_mean_s")),
+        *provider_rows(report),
     ]
+
+
+def provider_rows(report: Report) -> list[tuple[str, str]]:
+    """One row per endpoint that was rate limited: "429 x 731, waited 84 s, concurrency 50 -> 9"."""
+    ceiling = (report.get("settings") or {}).get("concurrency")
+    rows = []
+    for entry in _summary(report).get("provider") or ():
+        if not isinstance(entry, dict) or not entry.get("rate_limited"):
+            continue
+        waited = float(entry.get("retry_wait_s") or 0.0)
+        shown = f"{waited:.0f}" if waited >= 10 else f"{waited:.1f}"
+        line = f"429 x {entry['rate_limited']}, waited {shown} s"
+        if ceiling is not None and entry.get("min_concurrency") is not None:
+            line += f", concurrency {ceiling} -> {entry['min_concurrency']}"
+        role = entry.get("role")
+        rows.append(("provider" if role == "agent" else f"provider ({role})", line))
+    return rows
 
 
 def render_headline(report: Report, console: Console) -> None:

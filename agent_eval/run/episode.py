@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
+from agent_eval.provider.waits import Waits, recording
 from agent_eval.run.agents import AgentStop, InfrastructureError, Reply, RunContext
 from agent_eval.run.jsonsafe import dumps_safe, to_json_safe
 from agent_eval.suite.cases import user_messages
@@ -26,11 +28,16 @@ class Played:
 
 
 class Clock:
-    """Counts the agent's time only, against an optional --timeout budget."""
+    """Counts the agent's time only, against an optional --timeout budget; time the agent spends waiting
+    for the provider's rate limit (`waits`) is not its time."""
 
-    def __init__(self, timeout: float | None) -> None:
+    def __init__(self, timeout: float | None, waits: Waits | None = None) -> None:
         self.timeout = timeout
         self.used = 0.0
+        self.waits = waits or Waits()
+
+    def _own(self, started: float) -> float:
+        return time.perf_counter() - started - self.waits.within(started)
 
     async def run(self, coro: Any) -> Any:
         started = time.perf_counter()
@@ -40,26 +47,27 @@ class Clock:
             remaining = self.timeout - self.used
             if remaining <= 0:
                 coro.close()
-                raise asyncio.TimeoutError
+                raise TimeoutError
             task = asyncio.ensure_future(coro)
-            try:
-                done, _ = await asyncio.wait({task}, timeout=remaining)
-            except asyncio.CancelledError:
-                task.cancel()
-                raise
-            if task in done:
-                if time.perf_counter() - started > remaining:
-                    # An async agent that blocked the event loop returned past the deadline: it cannot
-                    # be cut, but it cannot pass either.
-                    raise asyncio.TimeoutError
-                return task.result()
+            while (left := remaining - self._own(started)) > 0:  # waiting moves the deadline on
+                try:
+                    done, _ = await asyncio.wait({task}, timeout=left)
+                except asyncio.CancelledError:
+                    task.cancel()
+                    raise
+                if task in done:
+                    if self._own(started) > remaining:
+                        # An async agent that blocked the event loop returned past the deadline: it cannot
+                        # be cut, but it cannot pass either.
+                        raise TimeoutError
+                    return task.result()
             # Not wait_for: it waits for the cancelled task, and an agent that swallows cancellation
             # would hold the run past --timeout. The task is told to stop and left behind, like a
             # stuck sync agent's thread; its later tool calls raise ToolError (the sandbox is closed).
             task.cancel()
-            raise asyncio.TimeoutError
+            raise TimeoutError
         finally:
-            self.used += time.perf_counter() - started
+            self.used += self._own(started)
 
 
 class ScriptedUser:
@@ -99,13 +107,16 @@ async def _play(case: dict, trial: int, agent: Any, tools: Any, template: EnvTem
     sandbox = Sandbox(tools, env, case.get("faults"), None, case.get("injection"), remote)
     ctx = RunContext(case=case, trial=trial, sandbox=sandbox, tool_schemas=tools.schemas,
                      system_prompt=system_prompt)
-    clock = Clock(timeout)
+    waits = Waits()  # time waiting for the provider's limit: not the agent's (trace.rate_limit_wait_s)
+    clock = Clock(timeout, waits)
     sent: list[str] = []
     replies: list[Reply] = []
     turn_steps: list[int] = []
     t0: float | None = None
     first_reply_at: float | None = None
     stop_reason, agent_error, agent_tb, error = "completed", None, None, None
+    recorded = recording(waits)
+    recorded.__enter__()
     try:
         while (text := await user.next_message(case, trial, ctx.messages)) is not None:
             if len(sent) == limit:
@@ -123,7 +134,7 @@ async def _play(case: dict, trial: int, agent: Any, tools: Any, template: EnvTem
             if ctx.fatal:
                 raise AgentStop("agent_error", ctx.fatal)
             if first_reply_at is None:
-                first_reply_at = time.perf_counter() - t0
+                first_reply_at = time.perf_counter() - t0 - waits.within(t0)
             replies.append(reply)
             turn_steps.append(len(sandbox.steps))
             ctx.messages.append({"role": "assistant", "content": reply.answer})
@@ -134,10 +145,11 @@ async def _play(case: dict, trial: int, agent: Any, tools: Any, template: EnvTem
     except (InfrastructureError, ServerFault) as exc:
         error = str(exc)
     finally:
+        recorded.__exit__(None, None, None)
         sandbox.close()
     if sandbox.infra and error is None:  # agent-eval's argument check broke: never the agent's failure
         error, agent_error, agent_tb = sandbox.infra, None, None
-    wall = time.perf_counter() - t0 if t0 is not None else 0.0
+    wall = time.perf_counter() - t0 - waits.within(t0) if t0 is not None else 0.0
     elapsed = clock.used if simulator is not None else wall
     steps, env = sandbox.steps, sandbox.env
     if stop_reason == "timeout":
@@ -154,7 +166,10 @@ async def _play(case: dict, trial: int, agent: Any, tools: Any, template: EnvTem
         env = to_json_safe(env)
         env_diff = template.diff(env)
     trace = build_trace(sent, replies, steps, ctx.llm_calls, stop_reason, agent_error,
-                        elapsed, first_reply_at, env_diff, agent_tb)
+                        elapsed, first_reply_at, env_diff, agent_tb, waits.within(-math.inf))
+    if waits.intervals and t0 is not None and steps:  # ttfa_s is the agent's time too: not the waiting
+        first_step = steps[0]["t_start_s"] - waits.within(t0, t0 + steps[0]["t_start_s"])
+        trace["ttfa_s"] = first_step if first_reply_at is None else min(first_step, first_reply_at)
     trace["turn_steps"] = turn_steps
     if remote is not None and remote.pool.state is not None:
         trace["state_resource"] = remote.pool.state.state_resource  # rescore keeps its env checks
@@ -179,7 +194,7 @@ def _snapshot(env: dict[str, Any]) -> dict[str, Any]:
 def build_trace(user_msgs: list[str], replies: list[Reply], steps: list[dict], llm_calls: list[dict],
                 stop_reason: str, agent_error: str | None, latency_s: float,
                 first_reply_at: float | None, env_diff: list[dict],
-                agent_error_traceback: str | None = None) -> dict[str, Any]:
+                agent_error_traceback: str | None = None, rate_limit_wait_s: float = 0.0) -> dict[str, Any]:
     """The frozen trace (docs/reference.md#the-json-report) from what one run produced."""
     last = replies[-1] if replies and len(replies) == len(user_msgs) else None
     firsts = [t for t in (steps[0]["t_start_s"] if steps else None, first_reply_at) if t is not None]
@@ -196,5 +211,6 @@ def build_trace(user_msgs: list[str], replies: list[Reply], steps: list[dict], l
         "llm_calls": llm_calls,
         "latency_s": latency_s,
         "ttfa_s": min(firsts) if firsts else None,
+        "rate_limit_wait_s": round(rate_limit_wait_s, 6),
         "final_env_diff": env_diff,
     }

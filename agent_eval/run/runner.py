@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_eval import llm
 from agent_eval.suite.cases import Suite, case_env, skip_reason
 from agent_eval.run.config import RunConfig
 from agent_eval.run.dialogue import compact_dialogue
@@ -214,6 +215,8 @@ class Runner:
         Here, or on the worker processes or Ray actors of `self.pool` (--workers N, --ray): either way
         this process alone journals, so the rest of the run does not know where the runs were played.
         """
+        if self.pool is None and self.uses_llm():
+            llm.preload()  # not inside the first run's time
         self.gc.pause()
         try:
             if self.pool is not None:
@@ -226,6 +229,11 @@ class Runner:
                 await self.servers.aclose()  # no MCP server outlives the run, Ctrl-C included
             self.journal.flush()
             self.gc.resume()
+
+    def uses_llm(self) -> bool:
+        """True when a run here calls a model through agent_eval.llm (the agent, the judge, the simulator)."""
+        return (getattr(self.agent, "name", None) == "openai" or self.scoring.judge is not None
+                or getattr(self.simulator, "model", None) is not None)
 
     async def _run_here(self) -> None:
         work = self._work()

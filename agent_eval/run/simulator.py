@@ -175,7 +175,8 @@ class LLMSimulator:
         self.usage.calls += 1
         try:
             answer = await complete(self.base_url, self.api_key,
-                                    {"model": self.model, "messages": prompt, "temperature": 0}, self.timeout_s)
+                                    {"model": self.model, "messages": prompt, "temperature": 0},
+                                    self.timeout_s, role="user")
         except ProviderError as exc:
             self.usage.errors += 1
             raise SimulatorError(f"{SIM_ERROR}: {exc}") from None

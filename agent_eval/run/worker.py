@@ -98,6 +98,8 @@ class WorkerCore:
         for slot in self.runner.slots:
             slot.trials = []  # the driver hands out the trials; none is this worker's to take
         self._newest = -1  # runs come in case order: a case before this one will not come again
+        if self.runner.uses_llm():
+            llm.preload()  # not inside the first run's time
         self.runner.gc.pause()  # the same collection regime as a run played in one process
         self.spent_changed = False  # a run since the last report called the judge or the simulator
 

@@ -208,7 +208,8 @@ class Judge:
         self.usage.calls += 1
         try:
             answer = await complete(self.base_url, self.api_key,
-                                    {"model": self.model, "messages": messages, "temperature": 0}, self.timeout_s)
+                                    {"model": self.model, "messages": messages, "temperature": 0},
+                                    self.timeout_s, role="judge")
         except ProviderError as exc:
             return None, f"{JUDGE_ERROR}: {exc}"
         self.usage.add(answer)

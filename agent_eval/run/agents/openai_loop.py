@@ -7,6 +7,7 @@ from typing import Any
 import orjson
 
 from agent_eval import llm
+from agent_eval.provider import waits
 from agent_eval.run.agents.base import AgentStop, Reply, RunContext
 
 
@@ -32,7 +33,9 @@ class OpenAIAgent:
         for _ in range(self.max_steps):
             started = time.perf_counter()
             answer = await llm.complete(self.base_url, self.api_key, body)  # a ProviderError ends the run
-            ctx.llm_calls.append({"latency_s": time.perf_counter() - started,
+            run_waits = waits.current()  # waiting for the rate limit is not the call's latency
+            waited = run_waits.within(started) if run_waits is not None else 0.0
+            ctx.llm_calls.append({"latency_s": time.perf_counter() - started - waited,
                                   "prompt_tokens": answer.prompt_tokens,
                                   "completion_tokens": answer.completion_tokens, "model": self.model})
             calls = answer.tool_calls

@@ -1,0 +1,191 @@
+"""Each endpoint's state in this process: its window, its share of a token bucket, and what it met
+(`summary.provider`). An endpoint is a role (agent, judge, user), a base URL and a model.
+
+The settings (`configure`) come from the command: the ceiling is --concurrency (a worker's slots under
+--workers), the limits --rate-limit and --judge-rate-limit, the budget --retry-budget.
+"""
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_eval.provider.throttle import RateLimit, TokenBucket, Window
+
+DEFAULT_RETRY_BUDGET_S = 600.0
+ROLES = ("agent", "judge", "user")
+WindowListener = Callable[[str, int, int], None]  # (endpoint shown, window size, ceiling)
+
+
+@dataclass
+class Settings:
+    """What the command sets for every endpoint of this process."""
+
+    ceiling: int = 8
+    rate_limit: RateLimit | None = None
+    judge_rate_limit: RateLimit | None = None  # the judge's and the simulator's endpoints
+    retry_budget_s: float = DEFAULT_RETRY_BUDGET_S
+    share: float = 1.0  # this process's part of each rate limit (1/N among N workers with runs left)
+
+    def limit_for(self, role: str) -> RateLimit | None:
+        return self.rate_limit if role == "agent" else self.judge_rate_limit
+
+
+@dataclass
+class Endpoint:
+    """One (role, base URL, model): its window, its bucket (shared with the other roles of the same URL
+    and model) and its counts."""
+
+    role: str
+    base_url: str  # secrets removed
+    model: str | None
+    window: Window
+    bucket: TokenBucket | None
+    requests: int = 0  # HTTP attempts sent
+    rate_limited: int = 0  # 429s (and 503s with Retry-After) received
+    retries: int = 0  # attempts after a request's first, of any kind
+    retry_wait_s: float = 0.0  # seconds slept before retries
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        """This endpoint's entry of `summary.provider`."""
+        return {"role": self.role, "base_url": self.base_url, "model": self.model, "requests": self.requests,
+                "rate_limited": self.rate_limited, "retries": self.retries,
+                "retry_wait_s": round(self.retry_wait_s, 3), "min_concurrency": self.window.smallest}
+
+
+_settings = Settings()
+_endpoints: dict[tuple[str, str, str | None], Endpoint] = {}
+_buckets: dict[tuple[str, str | None], TokenBucket] = {}
+_loop: asyncio.AbstractEventLoop | None = None
+_window_listener: WindowListener | None = None
+
+
+def configure(settings: Settings) -> None:
+    """Start afresh with these settings: every endpoint is new (one command, one set of figures)."""
+    global _settings
+    _settings = settings
+    _endpoints.clear()
+    _buckets.clear()
+
+
+def settings() -> Settings:
+    return _settings
+
+
+def set_share(share: float) -> None:
+    """This process's new part of every rate limit (the driver re-splits when a worker is done)."""
+    _settings.share = share
+    for bucket in _buckets.values():
+        bucket.set_share(share)
+
+
+def set_limits(ceiling: int, share: float) -> None:
+    """A worker's slots (its windows' ceiling) and its part of every rate limit, as the driver says."""
+    _settings.ceiling = max(1, ceiling)
+    set_share(share)
+    for found in _endpoints.values():
+        found.window.set_ceiling(_settings.ceiling)
+
+
+def set_window_listener(listener: WindowListener | None) -> None:
+    """Call `listener(endpoint, size, ceiling)` each time an endpoint's window changes size."""
+    global _window_listener
+    _window_listener = listener
+
+
+def _window_changed(endpoint: str) -> Callable[[Window], None]:
+    def tell(window: Window) -> None:
+        if _window_listener is not None:
+            _window_listener(endpoint, window.size, window.ceiling)
+    return tell
+
+
+def endpoint(role: str, base_url: str, model: str | None) -> Endpoint:
+    """The endpoint's state, made on first use (again when the event loop changed: a new command)."""
+    global _loop
+    loop = asyncio.get_running_loop()
+    if loop is not _loop:
+        _loop = loop
+        _endpoints.clear()  # windows and buckets hold futures of the old loop
+        _buckets.clear()
+    key = (role, base_url, model)
+    found = _endpoints.get(key)
+    if found is None:
+        found = _endpoints[key] = Endpoint(role, base_url, model, _new_window(role, base_url, model),
+                                           _bucket(role, base_url, model))
+    return found
+
+
+def _new_window(role: str, base_url: str, model: str | None) -> Window:
+    shown = f"{base_url}" if role == "agent" else f"{base_url} ({role})"
+    return Window(_settings.ceiling, on_change=_window_changed(shown))
+
+
+def _bucket(role: str, base_url: str, model: str | None) -> TokenBucket | None:
+    """The bucket of this URL and model: an agent and a judge on the same model share one. Made with the
+    smaller of the limits that apply to the roles that use it (the agent's, the judge's)."""
+    key = (base_url, model)
+    bucket = _buckets.get(key)
+    limit = _settings.limit_for(role)
+    if bucket is None:
+        if limit is None:
+            return None
+        bucket = _buckets[key] = TokenBucket(limit, _settings.share)
+    elif limit is not None and limit.rpm < bucket.limit.rpm:
+        bucket.limit = limit
+        bucket.set_share(_settings.share)
+    return bucket
+
+
+def provider_summary() -> list[dict[str, Any]]:
+    """`summary.provider` of this process: one entry per endpoint that was asked anything."""
+    return [e.summary() for e in _endpoints.values() if e.requests]
+
+
+def merge_summaries(parts: Iterable[list[dict[str, Any]] | None], concurrent: bool = True) -> list[dict[str, Any]]:
+    """`summary.provider` over several processes: counts and waits add up; the smallest windows add up
+    too for processes that ran at once (workers), and the smallest is kept for ones that ran one after
+    the other (the processes of a resumed run)."""
+    merged: dict[tuple[Any, Any, Any], dict[str, Any]] = {}
+    for part in parts:
+        for entry in part or ():
+            key = (entry.get("role"), entry.get("base_url"), entry.get("model"))
+            into = merged.get(key)
+            if into is None:
+                merged[key] = dict(entry)
+                continue
+            for name in ("requests", "rate_limited", "retries"):
+                into[name] = (into.get(name) or 0) + (entry.get(name) or 0)
+            low, other = into.get("min_concurrency") or 0, entry.get("min_concurrency") or 0
+            into["min_concurrency"] = low + other if concurrent else min(low, other) if low and other else low or other
+            into["retry_wait_s"] = round((into.get("retry_wait_s") or 0.0) + (entry.get("retry_wait_s") or 0.0), 3)
+    return list(merged.values())
+
+
+class WindowBoard:
+    """Every process's windows (this one's, each worker's), for the progress line: per endpoint, the sum
+    of the sizes and of the ceilings, shown while it is below the ceiling."""
+
+    def __init__(self) -> None:
+        self._windows: dict[tuple[Any, str], tuple[int, int]] = {}
+
+    def update(self, where: Any, endpoint: str, size: int, ceiling: int) -> None:
+        self._windows[(where, endpoint)] = (size, ceiling)
+
+    def forget(self, where: Any) -> None:
+        """A worker that is done (or gone) holds no window any more."""
+        for key in [k for k in self._windows if k[0] == where]:
+            del self._windows[key]
+
+    def line(self) -> str | None:
+        """"rate limited: 9 of 50 in flight" (one part per endpoint below its ceiling), or None."""
+        totals: dict[str, list[int]] = {}
+        for (_, endpoint), (size, ceiling) in self._windows.items():
+            total = totals.setdefault(endpoint, [0, 0])
+            total[0] += size
+            total[1] += ceiling
+        parts = [f"{size} of {ceiling} in flight" + ("" if len(totals) == 1 else f" ({endpoint})")
+                 for endpoint, (size, ceiling) in totals.items() if size < ceiling]
+        return "rate limited: " + "; ".join(parts) if parts else None

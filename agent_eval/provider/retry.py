@@ -1,0 +1,157 @@
+"""agent-eval's own retry loop over one SDK request (the SDK's client is built with max_retries=0).
+
+Each attempt waits for a place in its endpoint's window and for the token bucket, then is sent. A failed
+attempt is classified (`hints.classify`): rate-limited answers are retried until `--retry-budget` is
+spent, other retryable ones at most 8 times, the rest not at all. Waiting for the limit is recorded on
+the current run (`waits`) and does not count towards the request's timeout.
+"""
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TypeVar
+
+from agent_eval.provider import hints
+from agent_eval.provider.endpoints import Endpoint, settings
+from agent_eval.provider.waits import RequestWaits
+
+T = TypeVar("T")
+RetryListener = Callable[[str, int, int], None]  # (endpoint, attempt, most); a 429 may pass `most`
+_listener: RetryListener | None = None
+_draw = random.Random()
+
+
+def set_retry_listener(listener: RetryListener | None) -> None:
+    """Call `listener(endpoint, attempt, most)` each time a request is about to be retried."""
+    global _listener
+    _listener = listener
+
+
+def notify_retry(endpoint: str, attempt: int, most: int) -> None:
+    """Tell the retry listener, if any, that a request is about to be retried (here or in a worker)."""
+    if _listener is not None:
+        _listener(endpoint, attempt, most)
+
+
+class RequestFailed(Exception):
+    """The request's last attempt failed and is not retried: `error` is the SDK's (or transport's) exception,
+    `note` says why it was not retried when that is not plain ("; ... --retry-budget ...")."""
+
+    def __init__(self, error: BaseException, retries: int, note: str = "") -> None:
+        super().__init__(str(error))
+        self.error, self.retries, self.note = error, retries, note
+
+
+class RequestTimedOut(Exception):
+    """The request outran its timeout (time spent waiting for the limit not counted)."""
+
+    def __init__(self, retries: int) -> None:
+        super().__init__("timed out")
+        self.retries = retries
+
+
+def failure_of(exc: BaseException) -> tuple[int | None, Mapping[str, str], str | None]:
+    """(status or None for no answer, lower-case headers, error code) of a failed attempt."""
+    response = getattr(exc, "response", None)
+    status = getattr(exc, "status_code", None)
+    headers = {k.lower(): v for k, v in response.headers.items()} if response is not None else {}
+    code = getattr(exc, "code", None)
+    return status, headers, code if isinstance(code, str) else None
+
+
+def is_retryable_error(exc: BaseException) -> bool:
+    """An SDK error (or a transport error) at all: anything else is a bug and propagates."""
+    import openai
+
+    return isinstance(exc, openai.APIStatusError | openai.APIConnectionError)
+
+
+async def send(ep: Endpoint, attempt: Callable[[], Awaitable[T]], timeout_s: float | None = None,
+               shown: str = "") -> T:
+    """Send one request through the window, the bucket and the retry loop; the answer of the attempt that
+    succeeded, or RequestFailed / RequestTimedOut. `shown` is the endpoint as the progress line names it."""
+    cfg = settings()
+    waits = RequestWaits()
+    retries, counted = 0, 0.0  # counted: time towards the timeout (not waiting for the limit)
+    first_at: float | None = None
+    waits.begin()
+    try:
+        while True:
+            await ep.window.acquire()
+            try:
+                if ep.bucket is not None:
+                    await ep.bucket.take()
+                sent_at = time.perf_counter()
+                waits.end()
+                first_at = sent_at if first_at is None else first_at
+                ep.requests += 1
+                try:
+                    answer = await _bounded(attempt(), None if timeout_s is None else timeout_s - counted)
+                except TimeoutError:
+                    raise RequestTimedOut(retries) from None
+                except Exception as exc:
+                    if not is_retryable_error(exc):
+                        raise
+                    failed = exc
+                else:
+                    ep.window.succeeded()
+                    return answer
+            finally:
+                ep.window.release()  # a request sleeping before a retry gives its place up
+            status, headers, code = failure_of(failed)
+            kind = hints.classify(status, headers, code)
+            if kind == "rate_limited":
+                ep.rate_limited += 1
+                ep.window.rate_limited()
+                waits.begin(sent_at)  # a rate-limited attempt is waiting too
+            else:
+                counted += time.perf_counter() - sent_at
+            if kind == "final":
+                raise RequestFailed(failed, retries, _not_retried(status, headers, code))
+            if kind == "retry" and retries >= hints.MAX_RETRIES:
+                raise RequestFailed(failed, retries)
+            hint = hints.provider_hint(headers, time.time())
+            wait = hints.retry_wait(kind, hint, retries, _draw.random())
+            if kind == "rate_limited":
+                left = cfg.retry_budget_s - (time.perf_counter() - first_at)
+                if wait > left:
+                    raise RequestFailed(failed, retries, _over_budget(hint, wait, left, cfg.retry_budget_s))
+            elif timeout_s is not None and counted + wait >= timeout_s:
+                await asyncio.sleep(max(0.0, timeout_s - counted))
+                raise RequestTimedOut(retries)
+            retries += 1
+            ep.retries += 1
+            notify_retry(shown or ep.base_url, retries, hints.MAX_RETRIES)
+            await asyncio.sleep(wait)
+            ep.retry_wait_s += wait
+            if kind == "retry":
+                counted += wait
+                waits.begin()  # waiting again, for a place and a token
+    finally:
+        waits.end()
+
+
+async def _bounded(awaitable: Awaitable[T], left: float | None) -> T:
+    if left is None:
+        return await awaitable
+    if left <= 0:
+        raise TimeoutError
+    return await asyncio.wait_for(awaitable, left)  # wait_for, not asyncio.timeout: the SDK's task is cut
+
+
+def _not_retried(status: int | None, headers: Mapping[str, str], code: str | None) -> str:
+    if headers.get("x-should-retry", "").strip().lower() == "false" and status == 429:
+        return "; not retried: the provider sent x-should-retry: false"
+    if code in hints.NEVER_RETRIED_CODES and status == 429:
+        return f"; not retried: error code {code} (the quota is spent, waiting will not help)"
+    return ""
+
+
+def _over_budget(hint: hints.Hint | None, wait: float, left: float, budget: float) -> str:
+    asked = (f"the provider asks to wait {hint.seconds:.3g} s ({hint.source})" if hint is not None
+             else f"the next wait is {wait:.3g} s (the provider gave no hint)")
+    return f"; {asked}, more than the {max(0.0, left):.3g} s left of --retry-budget {budget:g}s"
+
+
