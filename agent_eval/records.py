@@ -46,6 +46,7 @@ class Step(TypedDict, total=False):
     invalid_args: str | None
     latency_s: float
     t_start_s: float
+    executed: bool  # False: the model issued the call but it never reached the sandbox
 
 
 class Check(TypedDict):
@@ -73,6 +74,7 @@ class Trace(TypedDict, total=False):
     ttfa_s: float | None
     final_env_diff: list[dict[str, Any]]
     turn_steps: list[int]
+    framework_calls: list[dict[str, Any]]  # calls of a framework's own tools (agents on the endpoint)
 
 
 class RunRecord(TypedDict, total=False):

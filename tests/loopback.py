@@ -153,6 +153,30 @@ def _coerce(reply: ReplyLike) -> Reply:
     raise TypeError(f"loopback: a script produced {type(reply).__name__}, not a Reply")
 
 
+def _events(request: dict, completion: dict) -> bytes:
+    """A completion as Chat Completions stream events: role, content, one chunk per tool call, the finish,
+    the usage chunk when `stream_options.include_usage` asks for it, then [DONE]."""
+    options = request.get("stream_options") or {}
+    with_usage = isinstance(options, dict) and options.get("include_usage") is True
+    choice = completion["choices"][0]
+    message = choice["message"]
+    head = {k: completion[k] for k in ("id", "object", "created", "model")} | {"object": "chat.completion.chunk"}
+    deltas: list[dict] = [{"role": "assistant", "content": ""}]
+    if message.get("content"):
+        deltas.append({"content": message["content"]})
+    for index, call in enumerate(message.get("tool_calls") or ()):
+        deltas.append({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+                                       "function": {"name": call["function"]["name"], "arguments": ""}}]})
+        deltas.append({"tool_calls": [{"index": index, "function": {"arguments": call["function"]["arguments"]}}]})
+    chunks = [{**head, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+    chunks.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]})
+    if with_usage:
+        for chunk in chunks:
+            chunk["usage"] = None
+        chunks.append({**head, "choices": [], "usage": completion["usage"]})
+    return b"".join(b"data: " + orjson.dumps(chunk) + b"\n\n" for chunk in chunks) + b"data: [DONE]\n\n"
+
+
 def _error_body(code: int, message: str) -> dict:
     kind = _ERROR_TYPES.get(code, "server_error" if code >= 500 else "invalid_request_error")
     return {"error": {"message": message, "type": kind, "param": None, "code": kind}}
@@ -308,8 +332,8 @@ class LoopbackServer:
             reason = HTTPStatus(code).phrase
         except ValueError:
             reason = "Status"
-        head = [f"HTTP/1.1 {code} {reason}", "content-type: application/json",
-                f"content-length: {len(payload)}"]
+        kind = extra.pop("content-type", "application/json")
+        head = [f"HTTP/1.1 {code} {reason}", f"content-type: {kind}", f"content-length: {len(payload)}"]
         head += [f"{key}: {value}" for key, value in extra.items()]
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + payload)
         await writer.drain()
@@ -339,8 +363,6 @@ class LoopbackServer:
             await asyncio.sleep(self.latency_s)
         if "_raw" in request:
             return 400, _error_body(400, "request body is not JSON"), {}
-        if request.get("stream"):
-            return 400, _error_body(400, "loopback does not stream; send stream=false"), {}
         for every, code in self.fail_every.items():
             if number % every == 0:
                 return code, _error_body(code, f"loopback fail_every {every}"), dict(self.fail_headers)
@@ -352,6 +374,9 @@ class LoopbackServer:
             reply = reply.then or text("")
         if reply.message is None:
             return reply.status, reply.body if reply.body is not None else {}, dict(reply.headers)
+        if request.get("stream"):
+            return reply.status, _events(request, self._completion(request, reply)), {
+                **reply.headers, "content-type": "text/event-stream"}
         return reply.status, self._completion(request, reply), dict(reply.headers)
 
     def _next_reply(self, request: dict) -> Reply:

@@ -128,6 +128,9 @@ async def _play(case: dict, trial: int, agent: Any, tools: Any, template: EnvTem
                 t0 = sandbox.t0 = time.perf_counter()
             sent.append(text)
             ctx.messages.append({"role": "user", "content": text})
+            prepare = getattr(agent, "prepare", None)
+            if prepare is not None:  # the recording endpoint's path for agents that use it
+                await prepare(ctx)
             reply = await clock.run(agent.respond(ctx))
             if sandbox.infra:
                 raise InfrastructureError(sandbox.infra)
@@ -147,6 +150,8 @@ async def _play(case: dict, trial: int, agent: Any, tools: Any, template: EnvTem
     finally:
         recorded.__exit__(None, None, None)
         sandbox.close()
+        if ctx.link is not None:
+            ctx.link.close()
     if sandbox.infra and error is None:  # agent-eval's argument check broke: never the agent's failure
         error, agent_error, agent_tb = sandbox.infra, None, None
     wall = time.perf_counter() - t0 - waits.within(t0) if t0 is not None else 0.0
@@ -160,6 +165,12 @@ async def _play(case: dict, trial: int, agent: Any, tools: Any, template: EnvTem
         from agent_eval.run.mcp_sessions import finish_with_servers
 
         env, error, agent_error = await finish_with_servers(remote, env, error, stop_reason, agent_error, timeout)
+    framework_calls = None
+    if ctx.link is not None:  # an agent on the recording endpoint: every call the model issued is a step
+        from agent_eval.run.pairing import settle
+
+        steps, turn_steps, framework_calls = settle(ctx.link, list(steps), turn_steps, tools)
+        error = error or ctx.link.infrastructure_error()
     try:
         env_diff = template.diff(env)
     except RecursionError:  # a tool nested the env past what Python can walk: keep it cut at depth 100
@@ -171,6 +182,8 @@ async def _play(case: dict, trial: int, agent: Any, tools: Any, template: EnvTem
         first_step = steps[0]["t_start_s"] - waits.within(t0, t0 + steps[0]["t_start_s"])
         trace["ttfa_s"] = first_step if first_reply_at is None else min(first_step, first_reply_at)
     trace["turn_steps"] = turn_steps
+    if framework_calls is not None:
+        trace["framework_calls"] = framework_calls
     if remote is not None and remote.pool.state is not None:
         trace["state_resource"] = remote.pool.state.state_resource  # rescore keeps its env checks
     trace, trace_json = dumps_safe(trace)
@@ -197,7 +210,7 @@ def build_trace(user_msgs: list[str], replies: list[Reply], steps: list[dict], l
                 agent_error_traceback: str | None = None, rate_limit_wait_s: float = 0.0) -> dict[str, Any]:
     """The frozen trace (docs/reference.md#the-json-report) from what one run produced."""
     last = replies[-1] if replies and len(replies) == len(user_msgs) else None
-    firsts = [t for t in (steps[0]["t_start_s"] if steps else None, first_reply_at) if t is not None]
+    firsts = [t for t in (min((s["t_start_s"] for s in steps), default=None), first_reply_at) if t is not None]
     return {
         "user_messages": user_msgs,
         "replies": [r.answer for r in replies],

@@ -80,19 +80,22 @@ class Sandbox:
         self._inject_left = int(injection.get("call", 1)) if injection else 0
         self._inject_payload = injection["payload"] if injection else ""
 
-    def call(self, name: str, args: Any) -> tuple[str | None, str | None]:
-        """Run one call synchronously; returns (observation, error), exactly one of them non-None."""
+    def call(self, name: str, args: Any, call_id: str | None = None) -> tuple[str | None, str | None]:
+        """Run one call synchronously; returns (observation, error), exactly one of them non-None.
+
+        `call_id` is the model's id of the call when the agent has it: the run's steps are paired with the
+        model's completions by it (run/pairing.py)."""
         on_loop = (self.servers is not None and name in self.tools.remote) or self.tools.is_async(name)
         if on_loop and self.loop is not None and not isinstance(args, str) and not _on_loop(self.loop):
             # A sync agent calls from its own thread; MCP sessions and async tools live on the run's loop.
-            return asyncio.run_coroutine_threadsafe(self.acall(name, args), self.loop).result()
+            return asyncio.run_coroutine_threadsafe(self.acall(name, args, call_id), self.loop).result()
         start = time.perf_counter()
         delay = self._delay_s.get(name)
         if delay:
             time.sleep(delay)
-        return self._dispatch(name, args, start)
+        return self._dispatch(name, args, start, call_id)
 
-    async def acall(self, name: str, args: Any) -> tuple[str | None, str | None]:
+    async def acall(self, name: str, args: Any, call_id: str | None = None) -> tuple[str | None, str | None]:
         """The async twin of `call`: a sync tool runs in a daemon worker thread, so a slow tool (or a fault's
         delay) holds up only its own run, and --timeout can cut the run while the tool is still busy; an
         async tool is awaited here, on the run's event loop."""
@@ -103,12 +106,12 @@ class Sandbox:
         if self.servers is not None and not isinstance(args, str):
             remote = self.tools.remote.get(name)
             if remote is not None:
-                return await self._dispatch_remote(name, remote, args, start)
+                return await self._dispatch_remote(name, remote, args, start, call_id)
         if isinstance(args, str) or not self.tools.has(name):
-            return self._dispatch(name, args, start)  # nothing of the user's runs
+            return self._dispatch(name, args, start, call_id)  # nothing of the user's runs
         if self.tools.is_async(name):
-            return await self._dispatch_async(name, args, start)
-        return await run_in_thread(self._dispatch, name, args, start)
+            return await self._dispatch_async(name, args, start, call_id)
+        return await run_in_thread(self._dispatch, name, args, start, call_id)
 
     def close(self) -> None:
         """End the run: a call that finishes from now on is not recorded (it raises ToolError)."""
@@ -116,7 +119,7 @@ class Sandbox:
             self.closed = True
 
     async def _dispatch_remote(self, name: str, remote: Any, args: Any, start: float,
-                               ) -> tuple[str | None, str | None]:
+                               call_id: str | None = None) -> tuple[str | None, str | None]:
         """One call of an MCP tool: validated and faulted as a Python tool is, sent as tools/call."""
         if self.closed:
             raise ToolError("the run has ended (timeout); this call was not recorded")
@@ -129,7 +132,7 @@ class Sandbox:
         end = time.perf_counter()
         if self.closed:
             raise ToolError("the run has ended (timeout); this call was not recorded")
-        self._record(name, args, output, error, invalid, start, end)
+        self._record(name, args, output, error, invalid, start, end, None, call_id)
         if fault is not None:
             raise ServerFault(fault)
         return output, error
@@ -152,7 +155,8 @@ class Sandbox:
             return invalid, self._fault_error[name]
         return invalid, None
 
-    def _dispatch(self, name: str, args: Any, start: float) -> tuple[str | None, str | None]:
+    def _dispatch(self, name: str, args: Any, start: float, call_id: str | None = None,
+                  ) -> tuple[str | None, str | None]:
         if self.closed:
             raise ToolError("the run has ended (timeout); this call was not recorded")
         invalid, error = self._check(name, args)
@@ -170,9 +174,10 @@ class Sandbox:
                 error, error_tb = describe(exc), user_traceback(exc)
             if output is not None and name == self._inject_tool:
                 output = self._inject(output)
-        return self._finish(name, args, output, error, invalid, start, error_tb)
+        return self._finish(name, args, output, error, invalid, start, error_tb, call_id)
 
-    async def _dispatch_async(self, name: str, args: Any, start: float) -> tuple[str | None, str | None]:
+    async def _dispatch_async(self, name: str, args: Any, start: float, call_id: str | None = None,
+                              ) -> tuple[str | None, str | None]:
         """One call of an `async def` tool, awaited on the run's event loop."""
         if self.closed:
             raise ToolError("the run has ended (timeout); this call was not recorded")
@@ -192,15 +197,15 @@ class Sandbox:
                 error, error_tb = describe(exc), user_traceback(exc)
             if output is not None and name == self._inject_tool:
                 output = self._inject(output)
-        return self._finish(name, args, output, error, invalid, start, error_tb)
+        return self._finish(name, args, output, error, invalid, start, error_tb, call_id)
 
     def _finish(self, name: str, args: Any, output: str | None, error: str | None, invalid: str | None,
-                start: float, error_tb: str | None) -> tuple[str | None, str | None]:
+                start: float, error_tb: str | None, call_id: str | None = None) -> tuple[str | None, str | None]:
         end = time.perf_counter()
         with self._lock:
             if self.closed:  # the run timed out while this tool was running
                 raise ToolError("the run has ended (timeout); this call was not recorded")
-            self._record(name, args, output, error, invalid, start, end, error_tb)
+            self._record(name, args, output, error, invalid, start, end, error_tb, call_id)
         return output, error
 
     def _await(self, awaitable: Any) -> Any:
@@ -211,12 +216,15 @@ class Sandbox:
         return run_apart(awaitable)
 
     def _record(self, name: str, args: Any, output: str | None, error: str | None, invalid: str | None,
-                start: float, end: float, error_tb: str | None = None) -> None:
-        self.steps.append({
+                start: float, end: float, error_tb: str | None = None, call_id: str | None = None) -> None:
+        step = {
             "step": len(self.steps), "name": name, "args": args, "output": output, "error": error,
             "error_traceback": error_tb, "invalid_args": invalid, "latency_s": end - start,
-            "t_start_s": start - self.t0,
-        })
+            "t_start_s": start - self.t0, "executed": True,
+        }
+        if call_id is not None:
+            step["call_id"] = call_id  # read and removed when the run's steps are paired (run/pairing.py)
+        self.steps.append(step)
 
     def _inject(self, output: str) -> str:
         """Append the injection payload to the chosen observation; the step stores what the agent gets."""

@@ -18,4 +18,4 @@ def load_agent(spec: str, base_dir: Path, settings: dict[str, Any]) -> Agent:
     from agent_eval.run.agents.python import PythonAgent
     from agent_eval.suite.imports import load_callable
 
-    return PythonAgent(spec, load_callable(spec, base_dir, what="agent"))
+    return PythonAgent(spec, load_callable(spec, base_dir, what="agent"), settings)

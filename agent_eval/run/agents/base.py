@@ -41,10 +41,13 @@ class RunContext:
     llm_calls: list[dict[str, Any]] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)  # an agent's private per-run memory
     fatal: str | None = None  # set when the agent broke the contract (bad record_usage): the run fails
+    link: Any = None  # agent_eval.run.endpoint.RunLink: the run's path on the recording endpoint, once opened
 
 
 class Agent(Protocol):
     name: str
 
     async def respond(self, ctx: RunContext) -> Reply:
-        """Answer the newest user message in ctx.messages, calling tools through ctx.sandbox."""
+        """Answer the newest user message in ctx.messages, calling tools through ctx.sandbox.
+
+        An agent kind may also define `async prepare(ctx)`, awaited before each turn outside --timeout."""

@@ -32,20 +32,48 @@ class Task:
         self.messages: list[dict[str, Any]] = system + [dict(m) for m in ctx.messages]
         self.input: str = ctx.messages[-1]["content"]
         self.tool_schemas: list[dict[str, Any]] = own[1]
+        self.system_prompt: str | None = ctx.system_prompt
+        self.state: dict[str, Any] = ctx.state.setdefault(_USER_STATE, {})
+        link = ctx.link
+        self.model: str | None = link.model if link is not None else None
+        self.base_url: str | None = link.base_url if link is not None else None
+        self.api_key: str | None = link.token if link is not None else None
+        self.mcp_url: str | None = link.mcp_url if link is not None else None
 
-    def call_tool(self, name: str, /, **args: Any) -> str:
-        """Call a tool; returns the observation, raises ToolError on a tool error."""
-        output, error = self._ctx.sandbox.call(name, args)
+    def call_tool(self, name: str, /, *, call_id: str | None = None, **args: Any) -> str:
+        """Call a tool; returns the observation, raises ToolError on a tool error.
+
+        `call_id` is the model's id of the call, when the agent has it (it pairs the step with the
+        model's completion)."""
+        output, error = self._ctx.sandbox.call(name, args, call_id)
         if error is not None:
             raise ToolError(error)
         return output
 
-    async def acall_tool(self, name: str, /, **args: Any) -> str:
+    async def acall_tool(self, name: str, /, *, call_id: str | None = None, **args: Any) -> str:
         """The async twin of call_tool."""
-        output, error = await self._ctx.sandbox.acall(name, args)
+        output, error = await self._ctx.sandbox.acall(name, args, call_id)
         if error is not None:
             raise ToolError(error)
         return output
+
+    async def _observation(self, name: str, args: Any, call_id: str | None = None) -> str:
+        """One tool call as the built-in agent makes it: the observation, or "Error: ..." on a tool error.
+
+        Never raises (agent_eval.bridge's framework tools use this)."""
+        try:
+            output, error = await self._ctx.sandbox.acall(name, args, call_id)
+        except ToolError as exc:  # the run has ended
+            return f"Error: {exc}"
+        return output if error is None else f"Error: {error}"
+
+    def _observation_sync(self, name: str, args: Any, call_id: str | None = None) -> str:
+        """The sync twin of `_observation`, for a framework's sync tool path."""
+        try:
+            output, error = self._ctx.sandbox.call(name, args, call_id)
+        except ToolError as exc:
+            return f"Error: {exc}"
+        return output if error is None else f"Error: {error}"
 
     def record_usage(self, prompt_tokens: int, completion_tokens: int, model: str | None = None,
                      latency_s: float | None = None) -> None:
@@ -65,6 +93,7 @@ class Task:
 
 MAX_TOKENS = 2**53 - 1  # the largest count a JSON reader holds exactly
 _OWN_COPIES = "agent_eval.task_copies"
+_USER_STATE = "agent_eval.task_state"
 
 
 def _copy(value: Any) -> Any:
@@ -113,7 +142,7 @@ def _endpoint_of(exc: BaseException) -> str:
 class PythonAgent:
     """Calls the user's function; a sync one runs in a daemon thread that is never joined."""
 
-    def __init__(self, spec: str, fn: Callable[..., Any]) -> None:
+    def __init__(self, spec: str, fn: Callable[..., Any], settings: dict[str, Any] | None = None) -> None:
         if not callable(fn):
             from agent_eval.errors import ConfigError
 
@@ -121,6 +150,11 @@ class PythonAgent:
         self.name = spec
         self.fn = fn
         self.is_async = inspect.iscoroutinefunction(fn)
+        self.settings = settings or {}
+
+    async def prepare(self, ctx: RunContext) -> None:
+        """Before each turn, outside the agent's --timeout: the run's path on the recording endpoint."""
+        await open_link(ctx, self.settings)
 
     async def respond(self, ctx: RunContext) -> Reply:
         task = Task(ctx)
@@ -141,6 +175,20 @@ class PythonAgent:
         except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt... from the agent's own code
             raise AgentStop("agent_error", describe(exc), user_traceback(exc)) from None
         return to_reply(value)
+
+
+async def open_link(ctx: RunContext, settings: dict[str, Any]) -> None:
+    """The run's path on the recording endpoint, opened at its first turn; its turn number kept current."""
+    if ctx.link is None:
+        from agent_eval.run.endpoint import endpoint
+
+        sandbox = ctx.sandbox
+        ctx.link = (await endpoint()).open(settings.get("model"), settings.get("base_url"),
+                                          settings.get("api_key"), ctx.llm_calls, lambda: sandbox.t0)
+        from agent_eval.run.bridge_mcp import attach_mcp
+
+        await attach_mcp(ctx)
+    ctx.link.turn = sum(1 for message in ctx.messages if message.get("role") == "user") - 1
 
 
 def _is_cancelling() -> bool:

@@ -1,0 +1,39 @@
+"""pydantic-ai on the bridge: `toolset(task)` and `model(task)` (extra `agent-eval[pydantic-ai]`)."""
+from __future__ import annotations
+
+from typing import Any
+
+from agent_eval.bridge._common import endpoint_of, observe, require, suite_tools
+
+__all__ = ["model", "toolset"]
+
+_RETRIES = 1_000  # a tool never asks the model to retry; the framework's own refusals are not capped lower
+
+
+def toolset(task: Any) -> Any:
+    """A `FunctionToolset` of the suite's tools, each with the suite's schema, arguments unvalidated (the
+    sandbox validates them, as it does for the built-in agent)."""
+    require("pydantic_ai", "pydantic-ai")
+    from pydantic_ai import Tool
+    from pydantic_ai.toolsets import FunctionToolset
+
+    made = []
+    for name, description, parameters in suite_tools(task):
+        async def invoke(ctx: Any, _name: str = name, **args: Any) -> str:
+            return await observe(task, _name, args, getattr(ctx, "tool_call_id", None))
+
+        made.append(Tool.from_schema(invoke, name=name, description=description, json_schema=parameters,
+                                     takes_ctx=True))
+    return FunctionToolset(made, max_retries=_RETRIES)
+
+
+def model(task: Any) -> Any:
+    """An `OpenAIChatModel` for `task.model` over the run's recording endpoint."""
+    require("pydantic_ai", "pydantic-ai")
+    from openai import AsyncOpenAI
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    base_url, api_key = endpoint_of(task)
+    client = AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=None)
+    return OpenAIChatModel(task.model or "gpt-4o-mini", provider=OpenAIProvider(openai_client=client))

@@ -1,0 +1,324 @@
+"""The recording model endpoint: one loopback aiohttp server per process, a path per run.
+
+An agent pointed at `task.base_url` (`http://127.0.0.1:PORT/r/<run token>/v1`) with `task.api_key` (the
+token) talks to its real endpoint through agent-eval's own client (the built-in agent's: its retries,
+its connection pool), and every completion lands in the run's `trace.llm_calls` as it is answered.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from agent_eval.llm import _retries as retry_count, _was_refused, redact_url, shared_client
+from agent_eval.run.wire import RECORDED_PATHS, Answer, ModelCall, StreamReader, read_answer, request_tools
+
+INFRA_STATUSES = frozenset({401, 403, 404, 408, 409, 429})
+NO_RETRY = {"x-should-retry": "false"}
+
+
+@dataclass
+class Completion:
+    """One recorded completion's tool calls, for pairing with the sandbox's steps after the run."""
+
+    turn: int
+    offered: set[str]
+    calls: list[ModelCall]
+    t_end_s: float
+
+
+@dataclass
+class Outcome:
+    """How one recorded request ended: a success, or the provider error that ended it after the retries."""
+
+    ok: bool
+    error: str | None = None  # the ProviderError text, when it failed after the retries for infrastructure
+
+
+@dataclass
+class RunLink:
+    """One run's path on the endpoint: its token, real endpoint and what its requests produced."""
+
+    token: str
+    base_url: str
+    model: str | None
+    real_base_url: str | None
+    real_api_key: str | None
+    llm_calls: list[dict[str, Any]]
+    t0: Any  # a callable giving the run's time origin (the sandbox's t0, set at the first turn)
+    turn: int = 0
+    completions: list[Completion] = field(default_factory=list)
+    outcomes: list[Outcome] = field(default_factory=list)
+    mcp: Any = None  # agent_eval.run.bridge_mcp.RunMcp when the mcp package is installed
+    mcp_url: str | None = None
+    leave: Any = None  # removes the run's path from the endpoint
+
+    def close(self) -> None:
+        """The run has ended: its path answers 401 from now on."""
+        if self.leave is not None:
+            self.leave()
+            self.leave = None
+
+    def infrastructure_error(self) -> str | None:
+        """The provider error of the last request that failed for infrastructure, unless one succeeded after."""
+        error = None
+        for outcome in self.outcomes:
+            if outcome.ok:
+                error = None
+            elif outcome.error is not None:
+                error = outcome.error
+        return error
+
+
+class _RawStream:
+    """Keeps the SDK's streamed HTTP response unread: the endpoint passes its bytes through."""
+
+    def __init__(self, *, cast_to: Any, response: Any, client: Any, options: Any = None) -> None:
+        self.response = response
+
+
+def _raw_stream_class() -> type:
+    from openai import AsyncStream
+
+    class RawStream(_RawStream, AsyncStream[bytes]):  # the SDK checks for a typed AsyncStream
+        pass
+
+    return RawStream
+
+
+class Endpoint:
+    """The process's recording endpoint on its event loop; runs register a path and leave it."""
+
+    def __init__(self) -> None:
+        self.links: dict[str, RunLink] = {}
+        self.port = 0
+        self._runner: Any = None
+        self._stream_cls: type | None = None
+
+    async def start(self) -> None:
+        from aiohttp import web
+
+        # handler_cancellation: a client that disconnects cancels its handler, and the upstream call.
+        server = web.Server(self._handle, handler_cancellation=True, access_log=None)
+        self._runner = web.ServerRunner(server, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0, backlog=1024)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def open(self, model: str | None, base_url: str | None, api_key: str | None,
+             llm_calls: list[dict[str, Any]], t0: Any) -> RunLink:
+        token = "ae-" + secrets.token_urlsafe(18)
+        root = f"http://127.0.0.1:{self.port}/r/{token}"
+        link = RunLink(token, root + "/v1", model, base_url, api_key, llm_calls, t0)
+        self.links[token] = link
+        link.leave = lambda: self.links.pop(token, None)
+        return link
+
+    async def _handle(self, request: Any) -> Any:
+        from aiohttp import web
+
+        parts = request.path.split("/", 4)
+        link = self.links.get(parts[2]) if len(parts) >= 4 and parts[1] == "r" else None
+        if link is None or request.headers.get("Authorization") != f"Bearer {link.token}":
+            return _error(web, 401, "invalid_api_key", "the run token is missing or wrong: use task.api_key")
+        if parts[3] == "mcp" and link.mcp is not None:
+            return await link.mcp.handle(request)
+        if parts[3] != "v1":
+            return _error(web, 404, "not_found", f"agent-eval's endpoint serves /v1 and /mcp, not {request.path}")
+        return await self._forward(web, link, request, "/" + (parts[4] if len(parts) > 4 else ""))
+
+    async def _forward(self, web: Any, link: RunLink, request: Any, path: str) -> Any:
+        raw = await request.read()
+        recorded = request.method == "POST" and path.rstrip("/") in RECORDED_PATHS
+        path = path.rstrip("/") if recorded else path
+        body: Any = None
+        if recorded:
+            with contextlib.suppress(orjson.JSONDecodeError):
+                body = orjson.loads(raw)
+        stream = isinstance(body, dict) and body.get("stream") is True
+        wants_usage = True
+        if stream and path == "/chat/completions":
+            options = body.get("stream_options")
+            wants_usage = isinstance(options, dict) and options.get("include_usage") is True
+            if not wants_usage:
+                body["stream_options"] = {**(options if isinstance(options, dict) else {}), "include_usage": True}
+                raw = orjson.dumps(body)
+        model = body.get("model") if isinstance(body, dict) and isinstance(body.get("model"), str) else None
+        started = time.perf_counter()
+        entry: dict[str, Any] = {"latency_s": None, "t_start_s": started - link.t0(), "prompt_tokens": None,
+                                 "completion_tokens": None, "model": model or link.model, "path": path,
+                                 "status": None, "retries": 0}
+        link.llm_calls.append(entry)
+        count = [0]
+        token = retry_count.set(count)
+        client = None
+        try:
+            client = await shared_client(link.real_base_url, link.real_api_key)
+            response = await self._send(client, request, path, raw, stream)
+            entry["retries"] = count[0]
+            if stream:
+                return await self._pass_stream(web, link, request, entry, response, path, wants_usage, body, started)
+            data = response.content
+            answer = None
+            if recorded:
+                with contextlib.suppress(orjson.JSONDecodeError):
+                    answer = read_answer(path, orjson.loads(data))
+            self._finish(link, entry, response.status_code, answer, body if recorded else None, started)
+            return web.Response(body=data, status=response.status_code,
+                                content_type=_content_type(response), headers=_kept_headers(response))
+        except asyncio.CancelledError:
+            entry.update(status="client_closed", latency_s=time.perf_counter() - started, retries=count[0])
+            raise
+        except Exception as exc:  # the provider's failure after the retries: the agent gets it, the run knows
+            return self._failed(web, link, entry, exc, client, model, count[0], started)
+        finally:
+            retry_count.reset(token)
+
+    async def _send(self, client: Any, request: Any, path: str, raw: bytes, stream: bool) -> Any:
+        from openai._models import FinalRequestOptions
+        from openai._httpx2 import http_response_types
+
+        if self._stream_cls is None:
+            self._stream_cls = _raw_stream_class()
+        headers = {"Content-Type": request.headers.get("Content-Type", "application/json")}
+        options = FinalRequestOptions.construct(method=request.method.lower(), url=path, headers=headers,
+                                                params=dict(request.query), content=raw or None)
+        answer = await client.request(http_response_types()[0], options, stream=stream, stream_cls=self._stream_cls)
+        return getattr(answer, "response", answer)  # a stream: the response, its body still unread
+
+    async def _pass_stream(self, web: Any, link: RunLink, request: Any, entry: dict[str, Any], response: Any,
+                           path: str, wants_usage: bool, body: Any, started: float) -> Any:
+        out = web.StreamResponse(status=response.status_code, headers=_kept_headers(response))
+        out.content_type = _content_type(response)
+        reader = StreamReader(path, wants_usage)
+        try:
+            await out.prepare(request)
+            async for chunk in response.aiter_bytes():
+                for event in reader.feed(chunk):
+                    await out.write(event)
+            rest = reader.rest()
+            if rest:
+                await out.write(rest)
+            await out.write_eof()
+        except asyncio.CancelledError:
+            entry.update(status="client_closed", latency_s=time.perf_counter() - started)
+            raise
+        except Exception as exc:  # the stream broke mid-way: recorded; the agent sees its connection end
+            entry.update(status=type(exc).__name__, latency_s=time.perf_counter() - started)
+            link.outcomes.append(Outcome(False, f"{type(exc).__name__}: the stream broke: {exc} "
+                                                f"({_endpoint(link)}, model {entry['model']})"))
+            raise
+        finally:
+            await response.aclose()
+        self._finish(link, entry, response.status_code, reader.finish(), body, started)
+        return out
+
+    def _finish(self, link: RunLink, entry: dict[str, Any], status: int, answer: Answer | None, body: Any,
+                started: float) -> None:
+        entry.update(status=status, latency_s=time.perf_counter() - started)
+        if body is None:
+            return
+        if answer is not None:
+            entry["prompt_tokens"], entry["completion_tokens"] = answer.prompt_tokens, answer.completion_tokens
+            if answer.model:
+                entry["model"] = entry["model"] or answer.model
+            link.completions.append(Completion(link.turn, request_tools(body), answer.calls,
+                                               time.perf_counter() - link.t0()))
+        link.outcomes.append(Outcome(True))
+
+    def _failed(self, web: Any, link: RunLink, entry: dict[str, Any], exc: Exception, client: Any,
+                model: str | None, retries: int, started: float) -> Any:
+        status = getattr(exc, "status_code", None)
+        entry.update(status=status if isinstance(status, int) else type(exc).__name__,
+                     latency_s=time.perf_counter() - started, retries=retries)
+        tail = f" after {retries} retr{'y' if retries == 1 else 'ies'}" if retries else ""
+        where = f" ({_endpoint(link, client)}, model {model or link.model}){tail}"
+        name, text = type(exc).__name__, str(exc).rstrip(".")
+        if name == "APITimeoutError" and _was_refused(exc):  # the aiohttp transport's refused connection
+            name, text = "APIConnectionError", "Connection error"
+        entry["status"] = entry["status"] if isinstance(status, int) else name
+        message = f"{name}: {_short(text)}{where}"
+        is_infra = not isinstance(status, int) or status in INFRA_STATUSES or status >= 500
+        if entry["path"] in RECORDED_PATHS or is_infra:
+            link.outcomes.append(Outcome(False, message if is_infra else None))
+        response = getattr(exc, "response", None)
+        if isinstance(status, int) and response is not None:
+            return web.Response(body=response.content, status=status, content_type=_content_type(response),
+                                headers={**_kept_headers(response), **NO_RETRY})
+        return _error(web, 502, "upstream_error", message, NO_RETRY)
+
+
+def _content_type(response: Any) -> str:
+    return (response.headers.get("content-type") or "application/json").split(";")[0].strip()
+
+
+def _kept_headers(response: Any) -> dict[str, str]:
+    request_id = response.headers.get("x-request-id")
+    return {"x-request-id": request_id} if request_id else {}
+
+
+def _endpoint(link: RunLink, client: Any = None) -> str:
+    shown = getattr(client, "endpoint", None) or redact_url(link.real_base_url) or "https://api.openai.com/v1"
+    return str(shown)
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 300 else text[:300] + "…"
+
+
+def _error(web: Any, status: int, code: str, message: str, headers: dict[str, str] | None = None) -> Any:
+    body = {"error": {"message": message, "type": code, "param": None, "code": code}}
+    return web.Response(body=orjson.dumps(body), status=status, content_type="application/json", headers=headers)
+
+
+# --- one endpoint per event loop ----------------------------------------------------------------------
+_ENDPOINTS: dict[Any, Endpoint] = {}
+_STARTING: dict[Any, asyncio.Future] = {}
+
+
+async def _stop_when_the_loop_ends(endpoint: Endpoint) -> AsyncIterator[None]:
+    try:
+        yield
+    finally:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(endpoint.stop(), 2.0)
+
+
+async def endpoint() -> Endpoint:
+    """The running event loop's endpoint, started on first use and stopped when the loop shuts down."""
+    loop = asyncio.get_running_loop()
+    found = _ENDPOINTS.get(loop)
+    if found is not None:
+        return found
+    starting = _STARTING.get(loop)
+    if starting is not None:
+        return await asyncio.shield(starting)
+    future = _STARTING[loop] = loop.create_future()
+    try:
+        made = Endpoint()
+        await made.start()
+        closer = _stop_when_the_loop_ends(made)
+        await closer.__anext__()
+        made._closer = closer  # type: ignore[attr-defined]  # kept alive until the loop shuts down
+        for old in [key for key in _ENDPOINTS if key.is_closed()]:
+            del _ENDPOINTS[old]
+        _ENDPOINTS[loop] = made
+        future.set_result(made)
+        return made
+    except BaseException as exc:
+        future.set_exception(exc)
+        future.exception()  # retrieved: a later caller gets it again
+        raise
+    finally:
+        _STARTING.pop(loop, None)

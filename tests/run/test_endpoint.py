@@ -1,0 +1,198 @@
+"""The recording model endpoint: an agent's own SDK client pointed at task.base_url, forwarded to the
+loopback server, every request in trace.llm_calls; the task's new fields; infrastructure errors."""
+from __future__ import annotations
+
+import asyncio
+
+import openai
+import pytest
+
+from agent_eval.run.agents.python import PythonAgent
+from agent_eval.run.episode import play_run
+from agent_eval.run.sandbox import EnvTemplate
+from agent_eval.suite.tools import ToolSet
+from tests.loopback import status, text, tool_calls
+
+
+def lookup(key: str, env: dict) -> str:
+    """Look a key up.
+
+    Args:
+        key: The key.
+    """
+    return env["data"][key]
+
+
+TOOLS = ToolSet.from_functions([lookup])
+ENV = {"data": {"a": "1", "b": "2"}}
+
+
+def play(fn, base_url, case=None, model="m1"):
+    agent = PythonAgent("agent.py:fn", fn, {"model": model, "base_url": base_url, "api_key": "real-key"})
+    the_case = case or {"id": "c1", "query": "what is a?"}
+    return asyncio.run(play_run(the_case, 0, agent, TOOLS, EnvTemplate(ENV), "be brief", None))
+
+
+async def sdk_loop(task, stream=False, include_usage=None):
+    """A hand-written agent on the openai SDK: model, tools, model, until an answer."""
+    client = openai.AsyncOpenAI(base_url=task.base_url, api_key=task.api_key, max_retries=0)
+    messages = list(task.messages)
+    seen_usage = []
+    while True:
+        extra = {}
+        if include_usage is not None:
+            extra["stream_options"] = {"include_usage": include_usage}
+        if stream:
+            calls, content = {}, ""
+            async for chunk in await client.chat.completions.create(
+                    model=task.model, messages=messages, tools=task.tool_schemas, stream=True, **extra):
+                seen_usage.append(chunk.usage is not None)
+                for choice in chunk.choices:
+                    content += choice.delta.content or ""
+                    for call in choice.delta.tool_calls or ():
+                        entry = calls.setdefault(call.index, {"id": None, "name": "", "arguments": ""})
+                        entry["id"] = call.id or entry["id"]
+                        entry["name"] += call.function.name or ""
+                        entry["arguments"] += call.function.arguments or ""
+            tool_calls_ = [{"id": c["id"], "type": "function",
+                            "function": {"name": c["name"], "arguments": c["arguments"]}} for c in calls.values()]
+        else:
+            answer = await client.chat.completions.create(model=task.model, messages=messages,
+                                                          tools=task.tool_schemas)
+            content = answer.choices[0].message.content or ""
+            tool_calls_ = [c.model_dump() for c in answer.choices[0].message.tool_calls or ()]
+        if not tool_calls_:
+            task.state["seen_usage"] = seen_usage
+            return content
+        messages.append({"role": "assistant", "content": None, "tool_calls": tool_calls_})
+        for call in tool_calls_:
+            import json
+
+            result = await task.acall_tool(call["function"]["name"], call_id=call["id"],
+                                           **json.loads(call["function"]["arguments"]))
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+
+
+def test_every_completion_is_recorded_with_the_servers_usage(loopback) -> None:
+    srv = loopback([tool_calls([("lookup", {"key": "a"}, "k1")], 7, 3), text("a is 1", 11, 4)])
+    played = play(sdk_loop, srv.base_url)
+    trace = played.trace
+    assert played.error is None and trace["final_answer"] == "a is 1"
+    calls = trace["llm_calls"]
+    # The server's own usage, per completion, with no record_usage: (7, 3) then (11, 4).
+    assert [(c["prompt_tokens"], c["completion_tokens"]) for c in calls] == [(7, 3), (11, 4)]
+    assert [(c["path"], c["status"], c["retries"], c["model"]) for c in calls] == [
+        ("/chat/completions", 200, 0, "m1")] * 2
+    assert all(c["latency_s"] >= 0 and c["t_start_s"] >= 0 for c in calls)
+    assert calls[1]["t_start_s"] > calls[0]["t_start_s"]
+    # The real key went upstream; the agent only ever had the run token.
+    assert {h["authorization"] for h in srv.request_headers} == {"Bearer real-key"}
+    assert [s["executed"] for s in trace["steps"]] == [True]
+    assert "call_id" not in trace["steps"][0]
+    assert trace["framework_calls"] == []
+
+
+def test_a_wrong_token_gets_401(loopback) -> None:
+    srv = loopback([text("never")])
+
+    async def agent(task):
+        client = openai.AsyncOpenAI(base_url=task.base_url, api_key="not-the-token", max_retries=0)
+        try:
+            await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+        except openai.AuthenticationError as exc:
+            return f"refused {exc.status_code}"
+        return "let in"
+
+    played = play(agent, srv.base_url)
+    assert played.trace["final_answer"] == "refused 401"
+    assert srv.count == 0 and played.trace["llm_calls"] == []
+
+
+@pytest.mark.parametrize("include_usage", [None, False, True])
+def test_streaming_passes_through_and_usage_is_known(loopback, include_usage) -> None:
+    srv = loopback([tool_calls([("lookup", {"key": "b"}, "s1")], 8, 2), text("b is 2", 9, 1)])
+
+    async def agent(task):
+        return await sdk_loop(task, stream=True, include_usage=include_usage)
+
+    played = play(agent, srv.base_url)
+    trace = played.trace
+    assert trace["final_answer"] == "b is 2"
+    assert [s["args"] for s in trace["steps"]] == [{"key": "b"}]
+    assert [(c["prompt_tokens"], c["completion_tokens"]) for c in trace["llm_calls"]] == [(8, 2), (9, 1)]
+    # agent-eval asked the server for usage on every streamed request...
+    assert all(r["stream_options"] == {"include_usage": True} for r in srv.requests)
+
+
+def test_the_usage_chunk_reaches_the_agent_only_when_asked(loopback) -> None:
+    seen = {}
+    for include_usage in (None, True):
+        srv = loopback([text("hi")])
+
+        async def agent(task, include_usage=include_usage):
+            answer = await sdk_loop(task, stream=True, include_usage=include_usage)
+            seen[include_usage] = sum(task.state["seen_usage"])
+            return answer
+
+        play(agent, srv.base_url)
+    assert seen == {None: 0, True: 1}
+
+
+def test_task_fields_and_state_across_turns(loopback) -> None:
+    srv = loopback([text("one"), text("two")])
+    seen = []
+
+    async def agent(task):
+        task.state["turns"] = task.state.get("turns", 0) + 1
+        seen.append((task.system_prompt, task.model, task.base_url.endswith("/v1"), task.api_key.startswith("ae-"),
+                     task.state["turns"]))
+        client = openai.AsyncOpenAI(base_url=task.base_url, api_key=task.api_key, max_retries=0)
+        answer = await client.chat.completions.create(model=task.model, messages=task.messages)
+        return answer.choices[0].message.content
+
+    play(agent, srv.base_url, {"id": "c1", "messages": ["hi", "again"]})
+    assert seen == [("be brief", "m1", True, True, 1), ("be brief", "m1", True, True, 2)]
+
+
+def test_an_endpoint_that_is_down_makes_the_run_error_whatever_the_agent_does(loopback) -> None:
+    srv = loopback([status(503, headers={"x-should-retry": "false"})])
+    headers = {}
+
+    async def agent(task):
+        client = openai.AsyncOpenAI(base_url=task.base_url, api_key=task.api_key, max_retries=0)
+        try:
+            raw = await client.chat.completions.with_raw_response.create(
+                model=task.model, messages=task.messages)
+        except openai.APIStatusError as exc:
+            headers.update(exc.response.headers)
+            return "I could not reach the model, sorry"  # the framework swallowed it
+        return raw.parse().choices[0].message.content
+
+    played = play(agent, srv.base_url)
+    # The run is the infrastructure's error, naming the endpoint and the model, not a pass or a fail.
+    assert played.error is not None
+    assert "InternalServerError" in played.error and srv.base_url in played.error and "model m1" in played.error
+    assert headers.get("x-should-retry") == "false"
+    assert played.trace["llm_calls"][0]["status"] == 503
+
+
+def test_a_later_success_clears_an_earlier_failure_and_other_4xx_are_the_agents(loopback) -> None:
+    srv = loopback([status(500, headers={"x-should-retry": "false"}), text("fine"), status(400)])
+
+    async def agent(task):
+        client = openai.AsyncOpenAI(base_url=task.base_url, api_key=task.api_key, max_retries=0)
+        out = []
+        for _ in range(3):
+            try:
+                answer = await client.chat.completions.create(model=task.model, messages=task.messages)
+                out.append(answer.choices[0].message.content)
+            except openai.APIStatusError as exc:
+                out.append(str(exc.status_code))
+        return " ".join(out)
+
+    played = play(agent, srv.base_url)
+    # 500 (after retries), then a success, then a 400: the 500 was followed by a success, the 400 is the
+    # agent's own bad request: the run is judged as usual.
+    assert played.error is None
+    assert played.trace["final_answer"] == "500 fine 400"
+    assert [c["status"] for c in played.trace["llm_calls"]] == [500, 200, 400]
