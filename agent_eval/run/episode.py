@@ -170,7 +170,7 @@ async def _play(case: dict, trial: int, agent: Any, tools: Any, template: EnvTem
         from agent_eval.run.pairing import settle
 
         steps, turn_steps, framework_calls = settle(ctx.link, list(steps), turn_steps, tools)
-        error = error or ctx.link.infrastructure_error()
+        error = ctx.link.infrastructure_error() or error  # the provider error itself, however it was wrapped
     try:
         env_diff = template.diff(env)
     except RecursionError:  # a tool nested the env past what Python can walk: keep it cut at depth 100
