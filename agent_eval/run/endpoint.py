@@ -16,7 +16,9 @@ from typing import Any
 
 import orjson
 
-from agent_eval.llm import _retries as retry_count, _was_refused, redact_url, shared_client
+from agent_eval.llm import _was_refused, redact_url, shared_client
+from agent_eval.provider import endpoints, retry
+from agent_eval.provider.waits import recording
 from agent_eval.run.wire import RECORDED_PATHS, Answer, ModelCall, StreamReader, read_answer, request_tools
 
 INFRA_STATUSES = frozenset({401, 403, 404, 408, 409, 429})
@@ -57,6 +59,7 @@ class RunLink:
     outcomes: list[Outcome] = field(default_factory=list)
     mcp: Any = None  # agent_eval.run.bridge_mcp.RunMcp when the mcp package is installed
     mcp_url: str | None = None
+    waits: Any = None  # the run's agent_eval.provider.waits.Waits: its requests' waiting for the limit
     leave: Any = None  # removes the run's path from the endpoint
 
     def close(self) -> None:
@@ -74,6 +77,14 @@ class RunLink:
             elif outcome.error is not None:
                 error = outcome.error
         return error
+
+
+class _Failed(Exception):
+    """The retry loop gave up: the SDK's last error, the retries made, and why it stopped when not plain."""
+
+    def __init__(self, error: BaseException, retries: int, note: str) -> None:
+        super().__init__(str(error))
+        self.error, self.retries, self.note = error, retries, note
 
 
 class _RawStream:
@@ -160,13 +171,24 @@ class Endpoint:
                                  "completion_tokens": None, "model": model or link.model, "path": path,
                                  "status": None, "retries": 0}
         link.llm_calls.append(entry)
-        count = [0]
-        token = retry_count.set(count)
+        count = [0]  # attempts sent
         client = None
         try:
             client = await shared_client(link.real_base_url, link.real_api_key)
-            response = await self._send(client, request, path, raw, stream)
-            entry["retries"] = count[0]
+
+            def attempt() -> Any:
+                count[0] += 1
+                return self._send(client, request, path, raw, stream)
+
+            # agent-eval's own retry loop, the endpoint's window and token bucket, as for the built-in
+            # agent; waiting for the limit is the run's (trace.rate_limit_wait_s), not the agent's.
+            ep = endpoints.endpoint("agent", client.endpoint, model or link.model)
+            with recording(link.waits):
+                try:
+                    response = await retry.send(ep, attempt, None, client.endpoint)
+                except retry.RequestFailed as failed:
+                    raise _Failed(failed.error, failed.retries, failed.note) from None
+            entry["retries"] = max(0, count[0] - 1)
             if stream:
                 return await self._pass_stream(web, link, request, entry, response, path, wants_usage, body, started)
             data = response.content
@@ -178,12 +200,13 @@ class Endpoint:
             return web.Response(body=data, status=response.status_code,
                                 content_type=_content_type(response), headers=_kept_headers(response))
         except asyncio.CancelledError:
-            entry.update(status="client_closed", latency_s=time.perf_counter() - started, retries=count[0])
+            entry.update(status="client_closed", latency_s=time.perf_counter() - started,
+                         retries=max(0, count[0] - 1))
             raise
-        except Exception as exc:  # the provider's failure after the retries: the agent gets it, the run knows
-            return self._failed(web, link, entry, exc, client, model, count[0], started)
-        finally:
-            retry_count.reset(token)
+        except _Failed as failed:  # the provider's failure after the retries: the agent gets it, the run knows
+            return self._failed(web, link, entry, failed.error, client, model, failed.retries, started, failed.note)
+        except Exception as exc:  # not retried: the transport's own (an odd URL), or no client for the endpoint
+            return self._failed(web, link, entry, exc, client, model, max(0, count[0] - 1), started)
 
     async def _send(self, client: Any, request: Any, path: str, raw: bytes, stream: bool) -> Any:
         from openai._models import FinalRequestOptions
@@ -237,8 +260,8 @@ class Endpoint:
                                                time.perf_counter() - link.t0()))
         link.outcomes.append(Outcome(True))
 
-    def _failed(self, web: Any, link: RunLink, entry: dict[str, Any], exc: Exception, client: Any,
-                model: str | None, retries: int, started: float) -> Any:
+    def _failed(self, web: Any, link: RunLink, entry: dict[str, Any], exc: BaseException, client: Any,
+                model: str | None, retries: int, started: float, note: str = "") -> Any:
         status = getattr(exc, "status_code", None)
         entry.update(status=status if isinstance(status, int) else type(exc).__name__,
                      latency_s=time.perf_counter() - started, retries=retries)
@@ -248,7 +271,7 @@ class Endpoint:
         if name == "APITimeoutError" and _was_refused(exc):  # the aiohttp transport's refused connection
             name, text = "APIConnectionError", "Connection error"
         entry["status"] = entry["status"] if isinstance(status, int) else name
-        message = f"{name}: {_short(text)}{where}"
+        message = f"{name}: {_short(text)}{where}{note}"
         is_infra = not isinstance(status, int) or status in INFRA_STATUSES or status >= 500
         if entry["path"] in RECORDED_PATHS or is_infra:
             link.outcomes.append(Outcome(False, message if is_infra else None))

@@ -185,6 +185,9 @@ async def open_link(ctx: RunContext, settings: dict[str, Any]) -> None:
         sandbox = ctx.sandbox
         ctx.link = (await endpoint()).open(settings.get("model"), settings.get("base_url"),
                                           settings.get("api_key"), ctx.llm_calls, lambda: sandbox.t0)
+        from agent_eval.provider.waits import current
+
+        ctx.link.waits = current()
         from agent_eval.run.bridge_mcp import attach_mcp
 
         await attach_mcp(ctx)
