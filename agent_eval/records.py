@@ -75,6 +75,7 @@ class Trace(TypedDict, total=False):
     final_env_diff: list[dict[str, Any]]
     turn_steps: list[int]
     framework_calls: list[dict[str, Any]]  # calls of a framework's own tools (agents on the endpoint)
+    started_at_unix_ns: int | None  # the wall clock when the run started (the spans of --otel)
 
 
 class RunRecord(TypedDict, total=False):

@@ -112,7 +112,8 @@ def _tool_step(span: Span, calls: dict[str, Call], responses: dict[str, Any]) ->
         name = span.name.removeprefix("execute_tool").strip() or span.name
     call_id = str_or_none(attrs.get("gen_ai.tool.call.id"))
     step = ToolStep(name=name, args=None, call_id=call_id, start_ns=span.start_ns,
-                    end_ns=None if span.is_backwards else span.end_ns, error=_step_error(span))
+                    end_ns=None if span.is_backwards else span.end_ns, error=_step_error(span),
+                    executed=attrs.get("agent_eval.executed") is not False)
     if "gen_ai.tool.call.arguments" in attrs:
         step.args = json_value(attrs["gen_ai.tool.call.arguments"])
     elif call_id is not None and call_id in calls:
@@ -257,21 +258,29 @@ def read_trace(trace_id: str, spans: list[Span]) -> Recorded | str:
                     calls.setdefault(call.call_id, call)
             if msg.response_to is not None:
                 responses.setdefault(msg.response_to, msg.response)
+    talk = inferences
     if not any(inputs for _, inputs, _ in inferences):
-        return ("no user message recorded: no inference span (gen_ai.operation.name chat, text_completion "
-                "or generate_content) has input messages; turn on message content capture")
-    longest, _ = _conversation(inferences)
+        # agent-eval's own traces (--otel) hold the conversation on the invoke_agent span only
+        talk = [(s, input_messages(s), output_messages(s)) for s in spans if operation(s) == AGENT_OP]
+        if not any(inputs for _, inputs, _ in talk):
+            return ("no user message recorded: no inference span (gen_ai.operation.name chat, text_completion "
+                    "or generate_content) has input messages; turn on message content capture")
+    longest, _ = _conversation(talk)
     users = [m.text for m in longest if m.role == "user" and m.text is not None]
     if not users:
         return "the inference spans' input messages hold no user message with text"
-    with_output = [(inputs, outputs) for _, inputs, outputs in inferences if outputs is not None]
+    with_output = [(inputs, outputs) for _, inputs, outputs in talk if outputs is not None]
     answer = None
     convo: list[Message] = []
     if with_output:
         inputs, outputs = with_output[-1]
+        if talk is not inferences:  # one reply per user message, in order
+            convo = [m for pair in zip(inputs or (), outputs, strict=False) for m in pair]
+            outputs = outputs[-1:]
+        else:
+            convo = [*(inputs or ()), *outputs]
         # Several output messages are alternative choices (n > 1): the first one is the answer.
         answer = next((m.text for m in outputs if m.role in ("assistant", "") and m.text), None)
-        convo = [*(inputs or ()), *outputs]
     tool_spans = [s for s in spans if operation(s) == TOOL_OP]
     issued = issued_calls(inferences)
     if tool_spans:

@@ -113,6 +113,7 @@ async def _play(case: dict, trial: int, agent: Any, tools: Any, template: EnvTem
     replies: list[Reply] = []
     turn_steps: list[int] = []
     t0: float | None = None
+    started_at_unix_ns: int | None = None  # the wall clock at t0, for the spans of --otel
     first_reply_at: float | None = None
     stop_reason, agent_error, agent_tb, error = "completed", None, None, None
     recorded = recording(waits)
@@ -126,6 +127,7 @@ async def _play(case: dict, trial: int, agent: Any, tools: Any, template: EnvTem
             if t0 is None:
                 # Times in the trace start with the agent's first turn, not with a simulator's opening.
                 t0 = sandbox.t0 = time.perf_counter()
+                started_at_unix_ns = time.time_ns()
             sent.append(text)
             ctx.messages.append({"role": "user", "content": text})
             prepare = getattr(agent, "prepare", None)
@@ -184,6 +186,7 @@ async def _play(case: dict, trial: int, agent: Any, tools: Any, template: EnvTem
     trace["turn_steps"] = turn_steps
     if framework_calls is not None:
         trace["framework_calls"] = framework_calls
+    trace["started_at_unix_ns"] = started_at_unix_ns
     if remote is not None and remote.pool.state is not None:
         trace["state_resource"] = remote.pool.state.state_resource  # rescore keeps its env checks
     trace, trace_json = dumps_safe(trace)

@@ -36,6 +36,7 @@ class OpenAIAgent:
             run_waits = waits.current()  # waiting for the rate limit is not the call's latency
             waited = run_waits.within(started) if run_waits is not None else 0.0
             ctx.llm_calls.append({"latency_s": time.perf_counter() - started - waited,
+                                  "t_start_s": started - ctx.sandbox.t0,
                                   "prompt_tokens": answer.prompt_tokens,
                                   "completion_tokens": answer.completion_tokens, "model": self.model})
             calls = answer.tool_calls

@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import inspect
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -87,7 +88,9 @@ class Task:
                            f"got {_short_repr(count)}")
                 self._ctx.fatal = self._ctx.fatal or message
                 raise ValueError(message)
-        self._ctx.llm_calls.append({"latency_s": latency_s, "prompt_tokens": int(prompt_tokens),
+        ended = time.perf_counter() - self._ctx.sandbox.t0
+        started = ended - latency_s if isinstance(latency_s, (int, float)) and latency_s >= 0 else ended
+        self._ctx.llm_calls.append({"latency_s": latency_s, "t_start_s": started, "prompt_tokens": int(prompt_tokens),
                                     "completion_tokens": int(completion_tokens), "model": model})
 
 

@@ -1,0 +1,120 @@
+"""Our runs out as OpenTelemetry traces: a real `run` (openai agent on the loopback), its report written
+as OTLP/JSON by report/otel.py, read back with opentelemetry-proto, then imported and scored by the CLI."""
+from __future__ import annotations
+
+import base64
+import hashlib
+
+import orjson
+import pytest
+from google.protobuf.json_format import ParseDict
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from agent_eval.report.otel import write_otel
+from tests.builders import clean_env, run_cli, write_suite
+from tests.e2e.test_import_score_cli import only_report
+from tests.recorders.agent import SCRIPT, TURNS
+
+TOOLS = '''
+from agent_eval import tool
+
+
+@tool
+def lookup_order(order_id: int) -> str:
+    """Look an order up."""
+    return "paid" if order_id == 42 else "in transit"
+
+
+@tool
+def refund(order_id: int, amount: float) -> str:
+    """Refund an order."""
+    return "ok"
+'''
+EXPECTED = [{"name": "lookup_order", "args": {"order_id": 42}},
+            {"name": "refund", "args": {"order_id": 42, "amount": 9.5}},
+            {"name": "lookup_order", "args": {"order_id": 7}}]
+TRAJECTORY = ("tool_recall", "tool_precision", "param_accuracy", "step_efficiency", "has_loop", "tool_errors")
+
+
+def _run(loopback, tmp_path):
+    server = loopback(list(SCRIPT) * 2)  # two trials, played one after the other
+    cases = write_suite(tmp_path, [{"id": "refund", "messages": TURNS, "expected_tools": EXPECTED,
+                                    "trajectory": "unordered", "expect": {"icontains": "transit"}}],
+                        {"name": "shop", "tools": "tools.py"}, files={"tools.py": TOOLS})
+    out = tmp_path / "out"
+    done = run_cli("run", "--cases", cases, "--model", "gpt-test", "--base-url", server.base_url, "--repeat", 2,
+                   "--concurrency", 1, "--output-dir", out, "--no-html", cwd=tmp_path,
+                   env=clean_env(OPENAI_API_KEY="k"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    return cases, only_report(out)
+
+
+def _as_proto(request: dict) -> ExportTraceServiceRequest:
+    """The OTLP/JSON request parsed by opentelemetry-proto (its JSON mapping wants ids in base64)."""
+    doc = orjson.loads(orjson.dumps(request))
+    for rs in doc["resourceSpans"]:
+        for ss in rs["scopeSpans"]:
+            for span in ss["spans"]:
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if key in span:
+                        span[key] = base64.b64encode(bytes.fromhex(span[key])).decode()
+    return ParseDict(doc, ExportTraceServiceRequest())
+
+
+def test_otel_output_follows_the_genai_conventions_and_scores_back_to_the_same_metrics(loopback, tmp_path):
+    cases, report = _run(loopback, tmp_path)
+    path = tmp_path / "runs.otel.jsonl"
+    write_otel(report, ([orjson.dumps(r) for r in c["runs"]] for c in report["cases"]), path)
+    lines = path.read_bytes().splitlines()
+    assert len(lines) == 2  # one export request per run
+    for trial, line in enumerate(lines):
+        request = _as_proto(orjson.loads(line))
+        spans = [s for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans]
+        tid = hashlib.sha256(f"{report['run_id']}/refund/{trial}".encode()).hexdigest()[:32]
+        assert {s.trace_id.hex() for s in spans} == {tid}
+        root, *children = spans
+        attrs = {kv.key: kv.value for kv in root.attributes}
+        assert root.name == "invoke_agent shop" and attrs["gen_ai.operation.name"].string_value == "invoke_agent"
+        assert attrs["gen_ai.agent.name"].string_value == "shop"
+        assert attrs["agent_eval.case_id"].string_value == "refund" and attrs["agent_eval.trial"].int_value == trial
+        assert attrs["agent_eval.status"].string_value == "passed"
+        assert [p["parts"][0]["content"] for p in orjson.loads(attrs["gen_ai.input.messages"].string_value)] == TURNS
+        assert all(c.parent_span_id == root.span_id and len(c.span_id) == 8 for c in children)
+        ops = [{kv.key: kv.value for kv in c.attributes}["gen_ai.operation.name"].string_value for c in children]
+        assert ops == ["chat"] * 6 + ["execute_tool"] * 4  # one per llm_calls entry, one per step
+        tools = [{kv.key: kv.value for kv in c.attributes} for c in children[6:]]
+        assert [t["gen_ai.tool.name"].string_value for t in tools] == ["lookup_order"] * 2 + ["refund", "lookup_order"]
+        assert orjson.loads(tools[2]["gen_ai.tool.call.arguments"].string_value) == {"order_id": 42, "amount": 9.5}
+        usage = [{kv.key: kv.value for kv in c.attributes}["gen_ai.usage.input_tokens"].int_value
+                 for c in children[:6]]
+        assert usage == [100, 110, 120, 130, 140, 150]
+        # the chat spans sit inside the run and in order: times from started_at_unix_ns and t_start_s
+        starts = [c.start_time_unix_nano for c in children[:6]]
+        assert starts == sorted(starts) and root.start_time_unix_nano <= starts[0]
+        assert children[5].end_time_unix_nano <= root.end_time_unix_nano
+        events = {(kv.key, kv.value.string_value or kv.value.double_value) for e in root.events
+                  if e.name == "gen_ai.evaluation.result" for kv in e.attributes}
+        assert {("gen_ai.evaluation.name", "trajectory"), ("gen_ai.evaluation.score.label", "passed")} <= events
+        assert {("gen_ai.evaluation.name", "tool_precision"), ("gen_ai.evaluation.score.value", 0.75)} <= events
+
+    imported = run_cli("import", "otel", path, "--out", tmp_path / "imported.json", cwd=tmp_path)
+    assert imported.returncode == 0, imported.stderr
+    first = orjson.loads((tmp_path / "imported.json").read_bytes())[0]
+    assert first["id"] == "refund" and first["messages"] == TURNS and first["expected_tools"] == EXPECTED
+    # the second trial's case has the same id: named as left out, never a traceback
+    assert "already taken" in imported.stderr or "duplicate case id" in imported.stderr
+
+    out = tmp_path / "scored"
+    scored = run_cli("score", path, "--cases", cases, "--output-dir", out, "--no-html", cwd=tmp_path)
+    assert scored.returncode == 0, scored.stdout + scored.stderr
+    again = only_report(out)
+    before = {r["trial"]: r["metrics"] for r in report["cases"][0]["runs"]}
+    after = {r["trial"]: r["metrics"] for r in again["cases"][0]["runs"]}
+    assert set(after) == {0, 1}
+    for trial in (0, 1):
+        assert {k: after[trial][k] for k in TRAJECTORY} == {k: before[trial][k] for k in TRAJECTORY}
+        # E = 3 expected calls, A = 4 calls (lookup_order(42) twice): 3/3, 3/4, 4/4 fields, min(1, 3/4)
+        assert (after[trial]["tool_recall"], after[trial]["tool_precision"]) == (1.0, 0.75)
+        assert (after[trial]["param_accuracy"], after[trial]["step_efficiency"]) == (1.0, 0.75)
+        assert after[trial]["latency_s"] == pytest.approx(before[trial]["latency_s"], abs=1e-6)
+        assert (after[trial]["prompt_tokens"], after[trial]["completion_tokens"]) == (750, 75)
