@@ -11,6 +11,7 @@ import typer
 from rich.text import Text
 
 from agent_eval.errors import CaseFileError, ConfigError
+from agent_eval.flags import DEFAULTS, MAX_COUNT, Flags
 from agent_eval.report.console import SafeConsole
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -31,12 +32,18 @@ err_console = make_console(stderr=True)
 
 CASES_HELP = "The case file (a JSON list of cases, or {\"suite\": ..., \"cases\": [...]})."
 FILTER_HELP = "Keep cases whose id or a tag contains TEXT (repeatable)."
+REPEAT_HELP = f"Runs per case (default {DEFAULTS.repeat})."
+THRESHOLD_HELP = f"Pass rate a case needs (default {DEFAULTS.threshold})."
+CONCURRENCY_HELP = f"Runs at once (default {DEFAULTS.concurrency})."
+MAX_STEPS_HELP = f"Model completions per user turn (default {DEFAULTS.max_steps})."
+OUTPUT_DIR_HELP = f"Where reports go (default {DEFAULTS.output_dir})."
 JUDGE_MODEL_HELP = "The judge's model (AGENT_EVAL_JUDGE_MODEL)."
-JUDGE_TIMEOUT_HELP = "Seconds each judge or simulator request may take, retries included (default 120)."
+JUDGE_TIMEOUT_HELP = ("Seconds each judge or simulator request may take, retries included "
+                      f"(default {DEFAULTS.judge_timeout:g}).")
 
 
 def judge_timeout_option() -> Any:
-    """The `--judge-timeout SECONDS` option, shared by run, rescore and score (None: the default, 120)."""
+    """The `--judge-timeout SECONDS` option, shared by run, rescore and score (None: the default)."""
     return typer.Option(None, "--judge-timeout", help=JUDGE_TIMEOUT_HELP)
 
 
@@ -66,23 +73,30 @@ def _is_explicit(ctx: typer.Context, name: str) -> bool:
     return source is not None and source.name == "COMMANDLINE"
 
 
+def build_flags(ctx: typer.Context, **given: Any) -> Flags:
+    """The command's flags as one frozen value, with the names of those typed on the command line."""
+    values = {name: tuple(value) if isinstance(value, list) else value
+              for name, value in given.items() if value is not None}
+    return Flags(**values, explicit=frozenset(name for name in given if _is_explicit(ctx, name)))
+
+
 @app.command()
 def run(
     ctx: typer.Context,
-    cases: Path = typer.Option(Path("cases/test_cases.json"), "--cases", help=CASES_HELP),
+    cases: Path = typer.Option(DEFAULTS.cases, "--cases", help=CASES_HELP),
     filter: list[str] | None = typer.Option(None, "--filter", help=FILTER_HELP),
-    repeat: int | None = typer.Option(None, "--repeat", "-k", help="Runs per case (default 1)."),
-    threshold: float | None = typer.Option(None, "--threshold", help="Pass rate a case needs (default 1.0)."),
+    repeat: int | None = typer.Option(None, "--repeat", "-k", help=REPEAT_HELP),
+    threshold: float | None = typer.Option(None, "--threshold", help=THRESHOLD_HELP),
     no_judge: bool = typer.Option(False, "--no-judge", help="Never call the judge; skip rubric-only cases."),
     agent: str | None = typer.Option(None, "--agent", help="openai, file.py:function or module:function."),
     model: str | None = typer.Option(None, "--model", help="The agent's model (AGENT_EVAL_MODEL)."),
     base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (OPENAI_BASE_URL)."),
     judge_model: str | None = typer.Option(None, "--judge-model", help=JUDGE_MODEL_HELP),
     no_cache: bool = typer.Option(False, "--no-cache", help="Ask the judge again; ignore cached answers."),
-    concurrency: int | None = typer.Option(None, "--concurrency", help="Runs at once (default 8)."),
-    max_steps: int | None = typer.Option(None, "--max-steps", help="Model completions per user turn (default 8)."),
+    concurrency: int | None = typer.Option(None, "--concurrency", help=CONCURRENCY_HELP),
+    max_steps: int | None = typer.Option(None, "--max-steps", help=MAX_STEPS_HELP),
     timeout: float | None = typer.Option(None, "--timeout", help="Seconds one run may take (default: none)."),
-    output_dir: Path | None = typer.Option(None, "--output-dir", help="Where reports go (default reports)."),
+    output_dir: Path | None = typer.Option(None, "--output-dir", help=OUTPUT_DIR_HELP),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar; print only the verdict line."),
     baseline: str | None = typer.Option(None, "--baseline", help="Gate against this report (or `last`)."),
     junit: Path | None = typer.Option(None, "--junit", help="Also write JUnit XML here."),
@@ -103,18 +117,18 @@ def run(
     ray_runtime_env: str | None = typer.Option(None, "--ray-runtime-env", help="Ray's runtime_env, as JSON."),
 ) -> None:
     """Run the suite: every selected case k times, scored, reported, with a CI exit code."""
-    flags = dict(cases=cases, filter=filter, repeat=repeat, threshold=threshold, no_judge=no_judge,
-                 gate=gate, verbose=verbose, last_failed=last_failed, exitfirst=exitfirst,
-                 baseline=baseline, junit=junit, markdown=markdown, no_html=no_html,
-                 agent=agent, model=model, base_url=base_url, concurrency=concurrency, max_steps=max_steps,
-                 timeout=timeout, output_dir=output_dir, quiet=quiet, judge_model=judge_model,
-                 no_cache=no_cache, user=user, user_model=user_model, judge_timeout=judge_timeout,
-                 workers=workers, ray=ray, ray_address=ray_address, ray_runtime_env=ray_runtime_env)
     # --resume compares only the flags typed on the command line with the run's stored settings.
-    flags.update(resume=resume, explicit={name for name in flags if _is_explicit(ctx, name)})
+    flags = build_flags(ctx, cases=cases, filter=filter, repeat=repeat, threshold=threshold, no_judge=no_judge,
+                        gate=gate, verbose=verbose, last_failed=last_failed, exitfirst=exitfirst,
+                        baseline=baseline, junit=junit, markdown=markdown, no_html=no_html,
+                        agent=agent, model=model, base_url=base_url, concurrency=concurrency, max_steps=max_steps,
+                        timeout=timeout, output_dir=output_dir, quiet=quiet, judge_model=judge_model,
+                        no_cache=no_cache, user=user, user_model=user_model, judge_timeout=judge_timeout,
+                        workers=workers, ray=ray, ray_address=ray_address, ray_runtime_env=ray_runtime_env,
+                        resume=resume)
 
     def go() -> int:
-        from agent_eval.run.app import run_command
+        from agent_eval.commands.run import run_command
 
         return run_command(flags, console, err_console)
 
@@ -123,84 +137,53 @@ def run(
 
 @app.command("list")
 def list_cases(
-    cases: Path = typer.Option(Path("cases/test_cases.json"), "--cases", help=CASES_HELP),
+    cases: Path = typer.Option(DEFAULTS.cases, "--cases", help=CASES_HELP),
     filter: list[str] | None = typer.Option(None, "--filter", help=FILTER_HELP),
 ) -> None:
     """Print the selected cases: a table on a terminal, TSV (id, input kind, tags) when piped."""
 
     def go() -> int:
-        from agent_eval.suite.cases import load_suite, select_cases
+        from agent_eval.commands.list_cases import list_command
 
-        suite = load_suite(cases)
-        selected = select_cases(suite.cases, filter or [])
-        if not selected:
-            raise ConfigError(f"no case of {cases} matches --filter {' '.join(filter or [])!r}.")
-        rows = [(case["id"], next(k for k in ("query", "messages", "scenario") if case.get(k) is not None),
-                 ",".join(case.get("tags", []))) for case in selected]
-        if not console.is_terminal:  # piped: TSV, one case a line, for cut and awk
-            sys.stdout.write("".join("\t".join(row) + "\n" for row in rows))
-            return 0
-        from rich.table import Table
-        from rich.text import Text
-
-        table = Table("id", "input", "tags", title=f"{len(rows)} case(s) of {cases}", title_justify="left")
-        for row in rows:
-            table.add_row(*(Text(cell) for cell in row))
-        console.print(table)
-        return 0
+        return list_command(cases, filter or [], console)
 
     guarded(go)
 
 
 @app.command()
-def validate(cases: Path = typer.Option(Path("cases/test_cases.json"), "--cases", help=CASES_HELP)) -> None:
+def validate(cases: Path = typer.Option(DEFAULTS.cases, "--cases", help=CASES_HELP)) -> None:
     """Check a case file; nothing runs."""
 
     def go() -> int:
-        from agent_eval.suite.cases import load_suite
+        from agent_eval.commands.validate import validate_command
 
-        suite = load_suite(cases)
-        _load_suite_code(suite)
-        for warning in suite.warnings:
-            err_console.print(warning, highlight=False, markup=False, soft_wrap=True)
-        console.print(f"{cases}: {len(suite.cases)} cases, valid.", highlight=False, markup=False)
-        return 0
+        return validate_command(cases, console, err_console)
 
     guarded(go)
-
-
-def _load_suite_code(suite: Any) -> None:
-    """Import the agent and the user simulator that the suite block names, as `run` would."""
-    from agent_eval.suite.imports import load_callable
-
-    spec = suite.settings.get("agent")
-    user = suite.settings.get("user")
-    named = [("agent", spec), ("user simulator", user.get("agent") if isinstance(user, dict) else None)]
-    for what, ref in named:
-        if isinstance(ref, str) and ref and ref != "openai" and not callable(load_callable(ref, suite.base_dir, what)):
-            raise ConfigError(f"{what} {ref!r} in {suite.path} is not callable; point the SPEC at a function")
 
 
 @app.command()
 def rescore(
+    ctx: typer.Context,
     report: Path = typer.Argument(..., help="A JSON report written by `agent-eval run`."),
     judge_repeat: int | None = typer.Option(None, "--judge-repeat", help="N uncached judge answers per run."),
     no_judge: bool = typer.Option(False, "--no-judge", help="Never call the judge; skip rubric-only cases."),
     judge_model: str | None = typer.Option(None, "--judge-model", help=JUDGE_MODEL_HELP),
     judge_timeout: float | None = judge_timeout_option(),
+    junit: Path | None = typer.Option(None, "--junit", help="Also write JUnit XML here."),
+    markdown: Path | None = typer.Option(None, "--markdown", help="Also append a Markdown summary here."),
     quiet: bool = typer.Option(False, "--quiet", help="Print only the verdict line."),
 ) -> None:
     """Re-score a report's frozen traces with the current case file; the agent is never called.
 
-    Writes the new report and its HTML page beside the old one."""
+    Writes the new report, its HTML page and its history row beside the old one."""
+    flags = build_flags(ctx, report=report, judge_repeat=judge_repeat, no_judge=no_judge, judge_model=judge_model,
+                        judge_timeout=judge_timeout, junit=junit, markdown=markdown, quiet=quiet)
 
     def go() -> int:
-        from agent_eval.score.judge import DEFAULT_TIMEOUT_S
-        from agent_eval.score.rescore import rescore_command
+        from agent_eval.commands.rescore import rescore_command
 
-        return rescore_command(report, judge_repeat, no_judge, console, judge_model=judge_model,
-                               judge_timeout=DEFAULT_TIMEOUT_S if judge_timeout is None else judge_timeout,
-                               quiet=quiet)
+        return rescore_command(flags, console, err_console)
 
     guarded(go)
 
@@ -216,7 +199,7 @@ def compare(
     """Gate each NEW report against BASE; several NEW reports make one matrix. Exit 1 on a regression."""
 
     def go() -> int:
-        from agent_eval.report.compare import compare_command
+        from agent_eval.commands.compare import compare_command
 
         return compare_command(base_report, list(new_reports), gate or [], console, markdown, html_out)
 
@@ -231,28 +214,25 @@ def view(
     """Build the self-contained HTML page of a report."""
 
     def go() -> int:
-        from agent_eval.report.html import write_html
-        from agent_eval.report.model import VIEW_SHAPE, load_report
+        from agent_eval.commands.view import view_command
 
-        data = load_report(report, VIEW_SHAPE)
-        path = write_html(data, out or report.with_suffix(".html"))
-        console.print(f"wrote {path}", highlight=False, markup=False, soft_wrap=True)
-        return 0
+        return view_command(report, out, console)
 
     guarded(go)
 
 
 @app.command()
 def history(
-    cases: Path = typer.Option(Path("cases/test_cases.json"), "--cases", help=CASES_HELP),
-    output_dir: Path = typer.Option(Path("reports"), "--output-dir", help="Where history.sqlite is."),
-    last: int = typer.Option(10, "--last", min=1, max=2**31 - 1, help="How many recent runs to show."),
+    cases: Path = typer.Option(DEFAULTS.cases, "--cases", help=CASES_HELP),
+    output_dir: Path = typer.Option(DEFAULTS.output_dir, "--output-dir", help="Where history.sqlite is."),
+    last: int = typer.Option(DEFAULTS.history_last, "--last", min=1, max=MAX_COUNT,
+                      help="How many recent runs to show."),
     metric: list[str] | None = typer.Option(None, "--metric", help="A summary metric to show (repeatable)."),
 ) -> None:
     """Print the recent runs of the suite, with a sparkline per metric."""
 
     def go() -> int:
-        from agent_eval.report.history import history_main
+        from agent_eval.commands.history import history_main
 
         return history_main(cases, output_dir, last, metric or [], console)
 
@@ -269,7 +249,7 @@ def import_cases(
     """Write a case file from other tools' files: OpenTelemetry traces, deepeval goldens, Inspect samples."""
 
     def go() -> int:
-        from agent_eval.ingest.importer import import_command
+        from agent_eval.commands.import_cases import import_command
 
         return import_command(fmt, source, out, tools, console, err_console)
 
@@ -278,15 +258,16 @@ def import_cases(
 
 @app.command()
 def score(
+    ctx: typer.Context,
     traces: Path = typer.Argument(..., help="Recorded runs: OTLP/JSON traces, or an agent-eval report or journal."),
-    cases: Path = typer.Option(Path("cases/test_cases.json"), "--cases", help=CASES_HELP),
+    cases: Path = typer.Option(DEFAULTS.cases, "--cases", help=CASES_HELP),
     fmt: str | None = typer.Option(None, "--format", help="otel or agent-eval (default: detected from the file)."),
     filter: list[str] | None = typer.Option(None, "--filter", help=FILTER_HELP),
-    threshold: float | None = typer.Option(None, "--threshold", help="Pass rate a case needs (default 1.0)."),
+    threshold: float | None = typer.Option(None, "--threshold", help=THRESHOLD_HELP),
     no_judge: bool = typer.Option(False, "--no-judge", help="Never call the judge; skip rubric-only cases."),
     judge_model: str | None = typer.Option(None, "--judge-model", help=JUDGE_MODEL_HELP),
     judge_timeout: float | None = judge_timeout_option(),
-    output_dir: Path | None = typer.Option(None, "--output-dir", help="Where reports go (default reports)."),
+    output_dir: Path | None = typer.Option(None, "--output-dir", help=OUTPUT_DIR_HELP),
     baseline: str | None = typer.Option(None, "--baseline", help="Gate against this report (or `last`)."),
     gate: list[str] | None = typer.Option(None, "--gate", help="METRIC[=MAX_DROP] to gate on (repeatable)."),
     junit: Path | None = typer.Option(None, "--junit", help="Also write JUnit XML here."),
@@ -296,12 +277,13 @@ def score(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Every failed check, and the whole case table."),
 ) -> None:
     """Score recorded runs with the case file's checks, judge and scorers; no agent is called."""
-    flags = dict(traces=traces, cases=cases, format=fmt, filter=filter, threshold=threshold, no_judge=no_judge,
-                 judge_model=judge_model, judge_timeout=judge_timeout, output_dir=output_dir, baseline=baseline,
-                 gate=gate, junit=junit, markdown=markdown, no_html=no_html, quiet=quiet, verbose=verbose)
+    flags = build_flags(ctx, traces=traces, cases=cases, format=fmt, filter=filter, threshold=threshold,
+                        no_judge=no_judge, judge_model=judge_model, judge_timeout=judge_timeout, output_dir=output_dir,
+                        baseline=baseline, gate=gate, junit=junit, markdown=markdown, no_html=no_html, quiet=quiet,
+                        verbose=verbose)
 
     def go() -> int:
-        from agent_eval.ingest.score_traces import score_command
+        from agent_eval.commands.score import score_command
 
         return score_command(flags, console, err_console)
 

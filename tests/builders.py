@@ -13,6 +13,8 @@ from typing import Any
 
 import orjson
 
+from agent_eval.flags import Flags
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
 CLI = str(Path(sys.executable).parent / "agent-eval")
@@ -111,3 +113,10 @@ def run_cli(*args: object, cwd: Path | None = None, env: dict[str, str] | None =
     """`agent-eval ARGS...` as a subprocess (the installed script), with text output captured."""
     return subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, cwd=cwd or ROOT,
                           env=clean_env() if env is None else env, timeout=timeout)
+
+
+def flags_of(**given: Any) -> Flags:
+    """The Flags the CLI would build from these values (lists become tuples, `explicit` a frozenset)."""
+    explicit = frozenset(given.pop("explicit", ()))
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in given.items()}
+    return Flags(**values, explicit=explicit)

@@ -8,7 +8,8 @@ import orjson
 import pytest
 from rich.console import Console
 
-from agent_eval.run.app import run_command
+from agent_eval.commands.run import run_command
+from tests.builders import flags_of
 from tests.loopback import router, text
 from tests.builders import write_suite
 
@@ -86,6 +87,6 @@ def run_in_process(tmp_path: Path, cases_file: Path, **flags: object) -> tuple[i
     out_dir = tmp_path / "reports"
     before = set(out_dir.glob("*.json")) if out_dir.exists() else set()
     flags = {"cases": cases_file, "output_dir": out_dir, "no_html": True, **flags}
-    code = run_command(flags, console, console)
+    code = run_command(flags_of(**flags), console, console)
     new = sorted(set(out_dir.glob("*.json")) - before)
     return code, orjson.loads(new[-1].read_bytes()), out.getvalue()

@@ -106,3 +106,25 @@ def test_no_module_is_over_400_lines() -> None:
 def test_at_most_8_modules_directly_in_the_package() -> None:
     top = sorted(p.name for p in PACKAGE.glob("*.py"))
     assert len(top) <= 8, top
+
+
+STAGES = ("suite", "run", "score", "report", "ingest")
+
+
+def stage_imports_of_commands(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """(stage module, commands/ or cli module) for every import of a command by a stage."""
+    def is_command(name: str) -> bool:
+        return name in ("agent_eval.cli", "agent_eval.commands") or name.startswith("agent_eval.commands.")
+
+    def is_stage(name: str) -> bool:
+        return any(name == f"agent_eval.{s}" or name.startswith(f"agent_eval.{s}.") for s in STAGES)
+
+    return sorted((m, dep) for m, deps in graph.items() if is_stage(m) for dep in deps if is_command(dep))
+
+
+def test_no_stage_imports_commands_or_the_cli() -> None:
+    assert stage_imports_of_commands(import_graph()) == []
+    # the checker sees one
+    assert stage_imports_of_commands({"agent_eval.run.x": {"agent_eval.commands.run"},
+                                      "agent_eval.commands.run": {"agent_eval.run.x"}}) == [
+        ("agent_eval.run.x", "agent_eval.commands.run")]

@@ -169,7 +169,7 @@ def test_the_progress_display_shows_each_retry_and_a_log_shows_them_from_the_thi
     from rich.console import Console
     from rich.progress import Progress, TextColumn
 
-    from agent_eval.run.app import RUNNING, _retry_display
+    from agent_eval.commands.run import RUNNING, _retry_display
 
     screen = io.StringIO()
     progress = Progress(TextColumn("[bold]{task.description}"), console=Console(file=screen, width=200))

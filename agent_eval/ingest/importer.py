@@ -60,7 +60,7 @@ def screen(cases: list[tuple[str, dict]], bad: list[Unmappable]) -> list[tuple[s
     return kept
 
 
-def _tools_ref(tools: str, out_dir: Path) -> str:
+def tools_ref(tools: str, out_dir: Path) -> str:
     """The suite's `tools`: a file path relative to the written case file, or a dotted module as given."""
     path = Path(tools)
     if path.suffix == ".py" or path.exists():
@@ -70,7 +70,7 @@ def _tools_ref(tools: str, out_dir: Path) -> str:
     return tools
 
 
-def _document(cases: list[dict], tools_ref: str | None) -> bytes:
+def document(cases: list[dict], tools_ref: str | None) -> bytes:
     doc: Any = {"suite": {"tools": tools_ref}, "cases": cases} if tools_ref else cases
     return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
 
@@ -81,7 +81,7 @@ def _probe(cases: list[dict], tools_ref: str | None) -> bytes:
     return orjson.dumps({"suite": {"tools": tools_ref or []}, "cases": cases})
 
 
-def _validate(cases: list[tuple[str, dict]], tools_ref: str | None, out_dir: Path,
+def validate(cases: list[tuple[str, dict]], tools_ref: str | None, out_dir: Path,
               bad: list[Unmappable]) -> list[tuple[str, dict]]:
     """Keep the cases that validate beside the output file; the others become unmappable records."""
     from agent_eval.suite.cases import load_suite
@@ -119,7 +119,7 @@ def _validate(cases: list[tuple[str, dict]], tools_ref: str | None, out_dir: Pat
         probe.unlink(missing_ok=True)
 
 
-def _unique(cases: list[tuple[str, dict]], bad: list[Unmappable]) -> list[tuple[str, dict]]:
+def unique(cases: list[tuple[str, dict]], bad: list[Unmappable]) -> list[tuple[str, dict]]:
     seen: dict[str, str] = {}
     kept = []
     for where, case in cases:
@@ -131,39 +131,7 @@ def _unique(cases: list[tuple[str, dict]], bad: list[Unmappable]) -> list[tuple[
     return kept
 
 
-def import_command(fmt: str, source: Path, out: Path | None, tools: str | None, console: Console,
-                   err: Console) -> int:
-    """Map SOURCE to cases, validate them, write them to OUT (or stdout); 2 when no record maps."""
-    if fmt not in FORMATS:
-        raise ConfigError(f"unknown import format {fmt!r}; use one of {', '.join(FORMATS)}.")
-    mapped, bad, notes = map_records(fmt, source)
-    mapped = _unique(screen(mapped, bad), bad)
-    out_dir = out.parent if out is not None else Path.cwd()
-    if out is not None and not out_dir.is_dir():
-        raise ConfigError(f"--out {out}: the folder {out_dir} does not exist; create it or pick another path.")
-    tools_ref = _tools_ref(tools, out_dir) if tools else None
-    if mapped:
-        mapped = _validate(mapped, tools_ref, out_dir, bad)
-    _print_problems(bad, notes, source, err)
-    if not mapped:
-        raise ConfigError(f"no record of {source} could be mapped to a case as {fmt} "
-                          f"({len(bad)} left out, listed above); check the format and the file.")
-    data = _document([c for _, c in mapped], tools_ref)
-    if out is None:
-        console.file.write(data.decode())
-        console.file.flush()
-    else:
-        tmp = out.with_name(out.name + ".tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, out)
-    where = "stdout" if out is None else str(out)
-    err.print(f"imported {len(mapped)} case{'s' if len(mapped) != 1 else ''} from {source} to {where}"
-              + (f"; {len(bad)} record{'s' if len(bad) != 1 else ''} left out" if bad else ""),
-              highlight=False, markup=False, soft_wrap=True)
-    return 0
-
-
-def _print_problems(bad: list[Unmappable], notes: list[str], source: Path, err: Console) -> None:
+def print_problems(bad: list[Unmappable], notes: list[str], source: Path, err: Console) -> None:
     if bad:
         what = f"records of {source} could not be mapped and were" if len(bad) != 1 else \
             f"record of {source} could not be mapped and was"

@@ -1,7 +1,7 @@
 """`agent-eval score TRACES`: recorded runs scored like `run` scores its own, and no agent is called.
 
-Each recording becomes one run of the case it matches, goes through `score_run` (checks, scorers,
-judge, metrics), and the report, page, history row and exit code come from `run`'s own `finish`.
+Each recording becomes one run of the case it matches and goes through `score_run` (checks, scorers,
+judge, metrics); `commands/score.py` concludes with the report, page, history row and exit code as `run` does.
 """
 from __future__ import annotations
 
@@ -14,15 +14,12 @@ from typing import Any
 from rich.console import Console
 
 from agent_eval.errors import ConfigError
-from agent_eval.ingest.recordings import FORMATS, Recording, agent_eval_recordings, detect_format, match, \
-    otel_recordings
-from agent_eval.run.config import resolve
+from agent_eval.ingest.recordings import FORMATS, Recording, agent_eval_recordings, detect_format, otel_recordings
 from agent_eval.run.journal import Journal
-from agent_eval.report.model import new_run_id, now_iso
 from agent_eval.run.runner import helper_spend, lite_run
 from agent_eval.score.metrics import case_status
 from agent_eval.score.pipeline import ScoringContext, score_run
-from agent_eval.suite.cases import Suite, case_env, load_suite, select_cases, skip_reason
+from agent_eval.suite.cases import Suite, case_env, skip_reason
 
 NO_ENV = "no recorded environment"
 ENV_FIELDS = ("expected_env_check", "expected_env")
@@ -86,6 +83,20 @@ def env_skipped(case: dict) -> tuple[dict, list[dict]]:
     return {k: v for k, v in case.items() if k not in ENV_FIELDS}, skipped
 
 
+Plan = tuple[dict, list[Recording], "str | None"]  # a case, its recordings, and why it is skipped (or None)
+
+
+def plan_cases(work: list[tuple[dict, list[Recording]]], judge_on: bool) -> list[Plan]:
+    """Each case with its recordings and its skip reason: no recorded env for its only checks, or the
+    reason `run` would skip it."""
+    plans: list[Plan] = []
+    for case, recs in work:
+        scored, skipped = env_skipped(case) if not all(r.has_env for r in recs) else (case, [])
+        skip = NO_ENV if skipped and not _has_check(scored) else skip_reason(scored, os.environ, judge_on)
+        plans.append((case, recs, skip))
+    return plans
+
+
 def _has_check(case: dict) -> bool:
     from agent_eval.score.judge import judged_fields
     from agent_eval.suite.validation import deterministic_checks
@@ -124,7 +135,7 @@ async def _score_case(suite: Suite, case: dict, recordings: list[Recording], ctx
     return sorted(runs, key=lambda run: run["trial"])
 
 
-def _load(path: Path, fmt: str | None, suite: Suite) -> tuple[str, list[Recording], list, dict[str, Any]]:
+def load_recordings(path: Path, fmt: str | None, suite: Suite) -> tuple[str, list[Recording], list, dict[str, Any]]:
     fmt = fmt or detect_format(path)
     if fmt not in FORMATS:
         raise ConfigError(f"--format {fmt!r} is not known; use otel or agent-eval.")
@@ -135,7 +146,7 @@ def _load(path: Path, fmt: str | None, suite: Suite) -> tuple[str, list[Recordin
     return fmt, recordings, bad, head
 
 
-def _print_left_out(path: Path, bad: list, unmatched: list[Recording], suite: Suite, err: Console) -> None:
+def print_left_out(path: Path, bad: list, unmatched: list[Recording], suite: Suite, err: Console) -> None:
     for warning in (b for b in bad if not b.left_out):
         err.print(f"warning: {warning}", highlight=False, markup=False, soft_wrap=True)
     bad = [b for b in bad if b.left_out]
@@ -149,71 +160,7 @@ def _print_left_out(path: Path, bad: list, unmatched: list[Recording], suite: Su
             err.print(f"  - {rec.label}", highlight=False, markup=False, soft_wrap=True)
 
 
-def score_command(flags: dict[str, Any], console: Console, err: Console) -> int:
-    """Score the recorded runs in flags["traces"] against the case file; the exit code of `run`."""
-    from agent_eval.report.baseline import validate_baseline
-    from agent_eval.run.app import finish
-    from agent_eval.score.judge import build_judge, needs_judge, require_judge
-
-    path = Path(flags["traces"])
-    suite = load_suite(Path(flags.get("cases") or "cases/test_cases.json"))
-    cfg = resolve(flags, suite)
-    selected = select_cases(suite.cases, cfg.filters)
-    if not selected:
-        raise ConfigError(f"no case of {suite.path} matches --filter {' '.join(cfg.filters)!r}; "
-                          "`agent-eval list` shows the ids and tags.")
-    fmt, recordings, bad, head = _load(path, flags.get("format"), suite)
-    matched, unmatched = match(recordings, suite.cases)
-    _print_left_out(path, bad, unmatched, suite, err)
-    work = [(c, matched[c["id"]]) for c in selected if c["id"] in matched]
-    without = len(selected) - len(work)
-    if not work:
-        raise ConfigError(f"none of the {len(recordings)} recorded run(s) in {path} matches a selected case of "
-                          f"{suite.path} (by metadata.trace_id or case id); import the traces first "
-                          f"(agent-eval import otel {path} --out FILE) or pass --cases with the right file.")
-    cfg.agent = str(head.get("agent") or fmt)
-    cfg.model = head.get("model") or cfg.model
-    cfg.repeat = max(len(recs) for _, recs in work)
-    cfg.sources.update(agent="traces", repeat="traces", **({"model": "traces"} if head.get("model") else {}))
-    cfg.source = {"traces": str(path), "format": fmt}
-    validate_baseline(Path(cfg.baseline) if cfg.baseline and cfg.baseline != "last" else None, cfg.gates)
-    plans = []
-    for case, recs in work:
-        scored, skipped = env_skipped(case) if not all(r.has_env for r in recs) else (case, [])
-        skip = NO_ENV if skipped and not _has_check(scored) else skip_reason(scored, os.environ, cfg.judge)
-        plans.append((case, recs, skip))
-    judged = needs_judge([c for c, _, skip in plans if skip is None]) if cfg.judge else None
-    if judged is not None:
-        require_judge(cfg.judge_model, cfg.judge_api_key, judged, suite.path)
-    try:
-        cfg.output_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"cannot create the output directory {cfg.output_dir} ({exc.strerror or exc}); "
-                          "pass --output-dir with a writable folder.") from None
-    run_id, created_at = new_run_id(), now_iso()
-    journal = Journal(cfg.output_dir / f"{run_id}.jsonl",
-                      {"run_id": run_id, "created_at": created_at, "settings": cfg.settings(),
-                       "cases_file": str(cfg.cases_file)})
-    judge = build_judge(cfg.judge, cfg.judge_model, cfg.judge_base_url, cfg.judge_api_key, cfg.no_cache,
-                        [c for c, _, skip in plans if skip is None], timeout_s=cfg.judge_timeout)
-    ctx = ScoringContext(pricing=suite.settings.get("pricing") or {}, model=cfg.model, judge=judge,
-                         scorers=suite.scorers)
-    scored_runs = ScoredRuns(journal, ctx, cfg.threshold)
-    try:
-        asyncio.run(_score_all(suite, plans, ctx, cfg.concurrency, scored_runs))
-    finally:
-        journal.close()
-    code = finish(scored_runs, suite, cfg, cfg.agent, run_id, created_at, False, console, err)
-    if scored_runs.skipped_names:
-        shown = ", ".join(f"{name} ({n} run{'s' if n != 1 else ''})" for name, n in scored_runs.skipped_names.items())
-        console.print(f"Skipped for want of a recorded environment: {shown}", highlight=False, markup=False,
-                      soft_wrap=True)
-    if without:
-        console.print(f"{without} case{'s' if without != 1 else ''} had no trace", highlight=False)
-    return code
-
-
-async def _score_all(suite: Suite, plans: list[tuple[dict, list[Recording], str | None]], ctx: ScoringContext,
+async def score_all(suite: Suite, plans: list[Plan], ctx: ScoringContext,
                      concurrency: int, out: ScoredRuns) -> None:
     limit = asyncio.Semaphore(max(1, concurrency))
     results = await asyncio.gather(*(_score_case(suite, case, recs, ctx, limit) for case, recs, skip in plans

@@ -13,7 +13,6 @@ import orjson
 from rich import box
 from rich.console import Console
 from rich.table import Table
-from rich.text import Text
 
 from agent_eval.report.fmt import format_value
 from agent_eval.score.metric_registry import SUITE_METRIC_TABLE
@@ -30,7 +29,7 @@ SHORT_NAMES = {m.name: m.short for m in SUITE_METRIC_TABLE if m.short}
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS runs (
   run_id TEXT PRIMARY KEY, created_at TEXT, suite TEXT, cases_file TEXT, agent TEXT, model TEXT,
-  git_commit TEXT, exit_code INTEGER, interrupted INTEGER, stopped_early INTEGER DEFAULT 0,
+  git_commit TEXT, exit_code INTEGER, interrupted INTEGER, stopped_early INTEGER DEFAULT 0, rescored_from TEXT,
   {", ".join(f"{m} REAL" for m in METRIC_COLUMNS)},
   summary_json TEXT
 );
@@ -46,8 +45,11 @@ def _connect(db_path: str | Path) -> sqlite3.Connection:
     conn = sqlite3.connect(str(db_path))
     conn.row_factory = sqlite3.Row
     conn.executescript(_SCHEMA)
-    if "stopped_early" not in {r["name"] for r in conn.execute("PRAGMA table_info(runs)")}:
+    columns = {r["name"] for r in conn.execute("PRAGMA table_info(runs)")}
+    if "stopped_early" not in columns:
         conn.execute("ALTER TABLE runs ADD COLUMN stopped_early INTEGER DEFAULT 0")  # a file from before -x
+    if "rescored_from" not in columns:
+        conn.execute("ALTER TABLE runs ADD COLUMN rescored_from TEXT")  # a file from before rescore rows
     return conn
 
 
@@ -78,6 +80,7 @@ def record_run(db_path: str | Path, report: dict[str, Any], cases_file_git_commi
         "model": report.get("model"), "git_commit": cases_file_git_commit,
         "exit_code": report.get("exit_code"), "interrupted": int(bool(report.get("interrupted"))),
         "stopped_early": int(bool(report.get("stopped_early"))),
+        "rescored_from": (report.get("settings") or {}).get("rescored_from"),
         **{m: _number(summary.get(m)) for m in METRIC_COLUMNS},
         "summary_json": orjson.dumps(summary).decode("utf-8"),
     }
@@ -137,7 +140,7 @@ def baseline_last(db_path: str | Path, cases_file: str | Path, agent: str | None
                   before: str, exclude_run_id: str | None = None) -> str | None:
     """The run_id of `--baseline last`: the newest run created no later than `before` (a run_id in the
     history, or a created_at), other than `exclude_run_id`, with the same cases_file and agent that was
-    neither interrupted nor stopped early by -x; None if there is none."""
+    neither interrupted nor stopped early by -x, nor a rescore; None if there is none."""
     if not Path(db_path).exists():
         return None
     conn = _connect(db_path)
@@ -146,7 +149,7 @@ def baseline_last(db_path: str | Path, cases_file: str | Path, agent: str | None
         created_at = hit["created_at"] if hit else before
         row = conn.execute(
             "SELECT run_id FROM runs WHERE cases_file = ? AND agent IS ? AND interrupted = 0 "
-            "AND COALESCE(stopped_early, 0) = 0 "
+            "AND COALESCE(stopped_early, 0) = 0 AND rescored_from IS NULL "
             "AND created_at <= ? AND run_id != ? AND run_id != ? ORDER BY created_at DESC, run_id DESC LIMIT 1",
             (normalize_cases_file(cases_file), agent, created_at, before, exclude_run_id or "")).fetchone()
         return row["run_id"] if row else None
@@ -156,12 +159,13 @@ def baseline_last(db_path: str | Path, cases_file: str | Path, agent: str | None
 
 def last_failed(db_path: str | Path, cases_file: str | Path) -> tuple[str | None, list[str]]:
     """`--lf`: (run_id, ids of its failed or errored cases) of the newest run of cases_file that was not
-    interrupted; (None, []) when the history holds no such run."""
+    interrupted and is not a rescore; (None, []) when the history holds no such run."""
     if not Path(db_path).exists():
         return None, []
     conn = _connect(db_path)
     try:
         row = conn.execute("SELECT run_id FROM runs WHERE cases_file = ? AND interrupted = 0 "
+                           "AND rescored_from IS NULL "
                            "ORDER BY created_at DESC, run_id DESC LIMIT 1",
                            (normalize_cases_file(cases_file),)).fetchone()
         if row is None:
@@ -214,7 +218,8 @@ def render_history(rows: list[dict[str, Any]], metrics: Sequence[str], console: 
     for r in rows:
         created = str(r.get("created_at") or "")[5:16].replace("T", " ")  # MM-DD HH:MM
         exit_text = str(r.get("exit_code")) + (" interrupted" if r.get("interrupted") else
-                                               " stopped early" if r.get("stopped_early") else "")
+                                               " stopped early" if r.get("stopped_early") else
+                                               " rescored" if r.get("rescored_from") else "")
         who = [_who(r)] if len(agents) > 1 else []
         table.add_row(r["run_id"], created, *who, (r.get("git_commit") or "")[:7], exit_text,
                       *[format_value(m, r.get(m)) for m in metrics])
@@ -229,26 +234,3 @@ def render_history(rows: list[dict[str, Any]], metrics: Sequence[str], console: 
                       markup=False)
 
 
-def history_main(cases: str | Path, output_dir: str | Path, last: int, metrics: Sequence[str],
-                 console: Console) -> int:
-    """`agent-eval history`: print the recent runs of the suite in `cases`. Returns the exit code."""
-    unknown = [m for m in metrics if m not in METRIC_COLUMNS]
-    if unknown:
-        console.print(Text.assemble((f"unknown metric {', '.join(unknown)}", "red"),
-                                    f": choose from {', '.join(METRIC_COLUMNS)}"), highlight=False)
-        return 2
-    db = Path(output_dir) / HISTORY_FILE
-    try:
-        rows = recent_runs(db, cases, last)
-    except sqlite3.DatabaseError as exc:
-        from agent_eval.errors import ConfigError
-
-        raise ConfigError(f"cannot read the run history {db} ({exc}); the next `agent-eval run` moves a "
-                          "damaged file aside and starts a new one.") from None
-    if not rows:
-        console.print(f"no runs of {cases} recorded in {db} yet: `agent-eval run` records each run there. "
-                      "History is kept per case file: pass the --cases that your runs used (and their "
-                      "--output-dir).", highlight=False, markup=False)
-        return 0
-    render_history(rows, metrics, console)
-    return 0

@@ -10,11 +10,8 @@ from typing import Any
 
 from agent_eval.errors import ConfigError
 from agent_eval.llm import PLACEHOLDER_KEY, redact_url
-from agent_eval.score.judge import DEFAULT_TIMEOUT_S
+from agent_eval.flags import DEFAULTS, MAX_COUNT, Flags
 from agent_eval.suite.cases import Suite
-
-DEFAULTS = {"repeat": 1, "threshold": 1.0, "concurrency": 8, "max_steps": 8, "output_dir": "reports",
-            "judge_timeout": DEFAULT_TIMEOUT_S}
 
 
 @dataclass
@@ -23,8 +20,8 @@ class RunConfig:
 
     cases_file: Path
     filters: list[str] = field(default_factory=list)
-    repeat: int = 1
-    threshold: float = 1.0
+    repeat: int = DEFAULTS.repeat
+    threshold: float = DEFAULTS.threshold
     judge: bool = True
     agent: str = "openai"
     model: str | None = None
@@ -34,10 +31,10 @@ class RunConfig:
     judge_base_url: str | None = None
     judge_api_key: str | None = None
     no_cache: bool = False
-    concurrency: int = 8
-    max_steps: int = 8
+    concurrency: int = DEFAULTS.concurrency
+    max_steps: int = DEFAULTS.max_steps
     timeout: float | None = None
-    output_dir: Path = Path("reports")
+    output_dir: Path = DEFAULTS.output_dir
     quiet: bool = False
     html: bool = True
     user: str | None = None
@@ -47,7 +44,7 @@ class RunConfig:
     markdown: Path | None = None
     gates: list[str] = field(default_factory=list)  # --gate METRIC[=MAX_DROP], against the baseline
     source: dict[str, str] | None = None  # `score`: the recorded traces scored, {"traces", "format"}
-    judge_timeout: float = DEFAULTS["judge_timeout"]
+    judge_timeout: float = DEFAULTS.judge_timeout
     sources: dict[str, str] = field(default_factory=dict)  # setting -> flag | env | suite | default | agent
     verbose: bool = False
     exitfirst: bool = False  # -x: stop taking new runs after the first failed run
@@ -90,7 +87,7 @@ def pick(sources: dict[str, str], name: str, *candidates: tuple[str, Any], defau
     return default
 
 
-def resolve(flags: Mapping[str, Any], suite: Suite, environ: Mapping[str, str] | None = None) -> RunConfig:
+def resolve(flags: Flags, suite: Suite, environ: Mapping[str, str] | None = None) -> RunConfig:
     """Build the RunConfig of a run from its flags, the environment and the suite block."""
     env = os.environ if environ is None else environ
     block = suite.settings
@@ -98,66 +95,66 @@ def resolve(flags: Mapping[str, Any], suite: Suite, environ: Mapping[str, str] |
     judge_block = block.get("judge") or {}
     cfg = RunConfig(cases_file=suite.path.resolve())
     src = cfg.sources
-    cfg.filters = list(pick(src, "filter", ("flag", flags.get("filter") or None), default=[]))
-    cfg.repeat = int(pick(src, "repeat", ("flag", flags.get("repeat")), ("suite", defaults.get("repeat")),
-                          default=DEFAULTS["repeat"]))
-    cfg.threshold = float(pick(src, "threshold", ("flag", flags.get("threshold")),
-                               ("suite", defaults.get("threshold")), default=DEFAULTS["threshold"]))
-    cfg.judge = not pick(src, "judge", ("flag", flags.get("no_judge") or None), default=False)
-    cfg.agent = pick(src, "agent", ("flag", flags.get("agent")), ("suite", block.get("agent")), default="openai")
-    cfg.model = pick(src, "model", ("flag", flags.get("model")), ("env", env.get("AGENT_EVAL_MODEL")),
+    cfg.filters = list(pick(src, "filter", ("flag", flags.filter or None), default=[]))
+    cfg.repeat = int(pick(src, "repeat", ("flag", flags.repeat), ("suite", defaults.get("repeat")),
+                          default=DEFAULTS.repeat))
+    cfg.threshold = float(pick(src, "threshold", ("flag", flags.threshold),
+                               ("suite", defaults.get("threshold")), default=DEFAULTS.threshold))
+    cfg.judge = not pick(src, "judge", ("flag", flags.no_judge or None), default=False)
+    cfg.agent = pick(src, "agent", ("flag", flags.agent), ("suite", block.get("agent")), default="openai")
+    cfg.model = pick(src, "model", ("flag", flags.model), ("env", env.get("AGENT_EVAL_MODEL")),
                      ("suite", block.get("model")))
-    cfg.base_url = pick(src, "base_url", ("flag", flags.get("base_url")), ("env", env.get("OPENAI_BASE_URL")))
+    cfg.base_url = pick(src, "base_url", ("flag", flags.base_url), ("env", env.get("OPENAI_BASE_URL")))
     # A local server (Ollama, vLLM, llama.cpp) takes no key: a set base URL without one sends a placeholder.
     cfg.api_key = first(env.get("OPENAI_API_KEY"), PLACEHOLDER_KEY if cfg.base_url else None)
-    cfg.judge_model = pick(src, "judge_model", ("flag", flags.get("judge_model")),
+    cfg.judge_model = pick(src, "judge_model", ("flag", flags.judge_model),
                            ("env", env.get("AGENT_EVAL_JUDGE_MODEL")), ("suite", judge_block.get("model")),
                            ("agent", cfg.model))
     cfg.judge_base_url = pick(src, "judge_base_url", ("env", env.get("AGENT_EVAL_JUDGE_BASE_URL")),
                               ("agent", cfg.base_url))
     cfg.judge_api_key = first(env.get("AGENT_EVAL_JUDGE_API_KEY"), cfg.api_key,
                               PLACEHOLDER_KEY if cfg.judge_base_url else None)
-    cfg.judge_timeout = float(pick(src, "judge_timeout", ("flag", flags.get("judge_timeout")),
-                                   default=DEFAULTS["judge_timeout"]))
-    cfg.no_cache = bool(pick(src, "no_cache", ("flag", flags.get("no_cache") or None), default=False))
-    cfg.concurrency = int(pick(src, "concurrency", ("flag", flags.get("concurrency")),
-                               default=DEFAULTS["concurrency"]))
-    cfg.max_steps = int(pick(src, "max_steps", ("flag", flags.get("max_steps")), ("suite", block.get("max_steps")),
-                             default=DEFAULTS["max_steps"]))
-    cfg.timeout = pick(src, "timeout", ("flag", flags.get("timeout")))
-    cfg.output_dir = Path(first(flags.get("output_dir"), DEFAULTS["output_dir"]))
-    cfg.quiet = bool(flags.get("quiet", False))
-    cfg.html = not flags.get("no_html", False)
+    cfg.judge_timeout = float(pick(src, "judge_timeout", ("flag", flags.judge_timeout),
+                                   default=DEFAULTS.judge_timeout))
+    cfg.no_cache = bool(pick(src, "no_cache", ("flag", flags.no_cache or None), default=False))
+    cfg.concurrency = int(pick(src, "concurrency", ("flag", flags.concurrency),
+                               default=DEFAULTS.concurrency))
+    cfg.max_steps = int(pick(src, "max_steps", ("flag", flags.max_steps), ("suite", block.get("max_steps")),
+                             default=DEFAULTS.max_steps))
+    cfg.timeout = pick(src, "timeout", ("flag", flags.timeout))
+    cfg.output_dir = Path(first(flags.output_dir, DEFAULTS.output_dir))
+    cfg.quiet = bool(flags.quiet)
+    cfg.html = not flags.no_html
     from agent_eval.run.scenario import resolve_user
 
     cfg.user_sim = resolve_user(flags, block, suite.base_dir, env, cfg.base_url, cfg.api_key)
     cfg.user_sim.timeout_s = cfg.judge_timeout
     cfg.user = cfg.user_sim.label
     src["user"] = cfg.user_sim.source
-    cfg.baseline, cfg.junit, cfg.markdown = flags.get("baseline"), flags.get("junit"), flags.get("markdown")
-    cfg.gates = list(flags.get("gate") or [])
+    cfg.baseline, cfg.junit, cfg.markdown = flags.baseline, flags.junit, flags.markdown
+    cfg.gates = list(flags.gate or [])
     if cfg.gates and not cfg.baseline:
         raise ConfigError("--gate needs --baseline REPORT (or --baseline last): a gate compares this run "
                           "with a baseline run.")
-    cfg.verbose, cfg.exitfirst = bool(flags.get("verbose")), bool(flags.get("exitfirst"))
+    cfg.verbose, cfg.exitfirst = bool(flags.verbose), bool(flags.exitfirst)
     _resolve_workers(cfg, flags)
     _check_ranges(cfg)
     return cfg
 
 
-def _resolve_workers(cfg: RunConfig, flags: Mapping[str, Any]) -> None:
+def _resolve_workers(cfg: RunConfig, flags: Flags) -> None:
     """--workers, --ray, --ray-address, --ray-runtime-env; an address or a runtime env implies --ray."""
-    cfg.ray = bool(flags.get("ray") or flags.get("ray_address") or flags.get("ray_runtime_env"))
-    cfg.ray_address = flags.get("ray_address") or None
-    workers = flags.get("workers")
+    cfg.ray = bool(flags.ray or flags.ray_address or flags.ray_runtime_env)
+    cfg.ray_address = flags.ray_address or None
+    workers = flags.workers
     cfg.workers = int(workers) if workers is not None else (0 if cfg.ray else 1)  # 0: Ray's CPU count
     cfg.sources["workers"] = "flag" if workers is not None else "default"
     cfg.sources["ray"] = "flag" if cfg.ray else "default"
-    if workers is not None and not 1 <= cfg.workers <= 2**31 - 1:
-        raise ConfigError(f"--workers must be at least 1 and at most {2**31 - 1} (got {cfg.workers}).")
+    if workers is not None and not 1 <= cfg.workers <= MAX_COUNT:
+        raise ConfigError(f"--workers must be at least 1 and at most {MAX_COUNT} (got {cfg.workers}).")
     if cfg.ray:
         require_ray()
-    raw = flags.get("ray_runtime_env")
+    raw = flags.ray_runtime_env
     if raw is not None:
         cfg.ray_runtime_env = _parse_runtime_env(raw)
 
@@ -213,9 +210,6 @@ def require_ray() -> None:
                           "without --ray; --workers N needs nothing beyond Python).")
 
 
-MAX_COUNT = 2**31 - 1  # a count past this (-k, --concurrency, --max-steps) is a typo, not a plan
-
-
 def _check_ranges(cfg: RunConfig) -> None:
     for flag, count in (("--repeat", cfg.repeat), ("--concurrency", cfg.concurrency),
                         ("--max-steps", cfg.max_steps)):
@@ -234,7 +228,7 @@ def check_judge_timeout(seconds: float) -> None:
     """ConfigError unless --judge-timeout is a positive, finite number of seconds."""
     if not math.isfinite(seconds) or seconds <= 0:
         raise ConfigError(f"--judge-timeout must be a positive number of seconds (got {seconds}); the default "
-                          f"is {DEFAULTS['judge_timeout']:g}.")
+                          f"is {DEFAULTS.judge_timeout:g}.")
 
 
 def require_llm(cfg: RunConfig, who: str) -> None:

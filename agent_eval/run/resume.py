@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from agent_eval.run.config import DEFAULTS, RunConfig
+from agent_eval.flags import DEFAULTS, Flags
+from agent_eval.run.config import RunConfig
 from agent_eval.errors import ConfigError
 from agent_eval.llm import redact_url, restore_url
 from agent_eval.run.journal import Journal, scan_runs
@@ -93,7 +94,7 @@ class Resume:
     """A run being resumed: the flags to run it with, and how to bring its journal back."""
 
     stored: Stored
-    flags: dict[str, Any]
+    flags: Flags
     journal: Journal  # opened, and locked, for this process
 
     @property
@@ -108,7 +109,7 @@ class Resume:
         """Make the stored settings win over the environment and the suite block (they change results)."""
         s = self.stored.settings
         cfg.model = s.get("model")
-        cfg.base_url = self.flags.get("base_url")  # the stored one, with the secret it had given back
+        cfg.base_url = self.flags.base_url  # the stored one, with the secret it had given back
         cfg.timeout = s.get("timeout")
         if cfg.judge:
             cfg.judge_model = s.get("judge_model")
@@ -144,41 +145,40 @@ def read_stored(run_id: str, output_dir: Path) -> Stored:
                   agent_dir=Path(agent_dir) if agent_dir else None, cases_sha256=header.get("cases_sha256"))
 
 
-def open_resume(flags: dict[str, Any]) -> Resume:
-    """Check the command line against the stored run and build the resumed run's flags."""
-    output_dir = Path(flags.get("output_dir") or DEFAULTS["output_dir"])
-    stored = read_stored(flags["resume"], output_dir)
+def open_resume(flags: Flags) -> Resume:
+    """Check the command line against the stored run and derive the resumed run's flags."""
+    output_dir = flags.output_dir or DEFAULTS.output_dir
+    stored = read_stored(str(flags.resume), output_dir)
     if stored.settings.get("scored_from"):
         raise ConfigError(f"run {stored.run_id} scored recorded traces (agent-eval score); it has nothing to "
                           "resume. Score the traces again instead.")
-    for flag in sorted(flags.get("explicit") or ()):
-        if flag in FROM_COMMAND_LINE or flags.get(flag) is None:
+    for flag in sorted(flags.explicit):
+        value = getattr(flags, flag, None)
+        if flag in FROM_COMMAND_LINE or value is None:
             continue
         stored_value = stored.stored_value(flag)
-        given = _given_value(flag, flags[flag])
+        given = _given_value(flag, value)
         if flag in {*_RESULT_FLAGS, "cases"} and _differs(flag, given, stored_value):
             name = "--" + flag.replace("_", "-")
-            raise ConfigError(f"{name} {flags[flag]} conflicts with run {stored.run_id}, which used "
+            raise ConfigError(f"{name} {_show_flag(value)} conflicts with run {stored.run_id}, which used "
                               f"{_show(stored_value)}; a resumed run keeps its settings: drop {name}, or "
                               f"start a new run without --resume.")
     # The lock comes before anything touches the file: a second --resume of a run stops here.
     journal = Journal(stored.path, run_id=stored.run_id, drop_torn=True)
     s = stored.settings
-    resumed = dict(flags)
-    resumed.update(cases=Path(stored.cases_file), filter=list(s.get("filter") or []), repeat=s.get("repeat"),
-                   threshold=s.get("threshold"), no_judge=not s.get("judge", True), agent=s.get("agent"),
-                   model=s.get("model"), max_steps=s.get("max_steps"),
-                   base_url=full_url(s.get("base_url"), "--base-url", flags.get("base_url"),
-                                     os.environ.get("OPENAI_BASE_URL")),
-                   timeout=s.get("timeout"), no_cache=bool(s.get("no_cache")),
-                   judge_model=s.get("judge_model"),
-                   # a timeout makes errors, which a resume runs again: a new one may be given
-                   judge_timeout=flags.get("judge_timeout") or s.get("judge_timeout"),
-                   last_failed=False, last_failed_ids=s.get("last_failed"))
-    if s.get("user"):  # the simulator: a SPEC (file.py:fn) or a model name
-        resumed["user" if ":" in s["user"] else "user_model"] = s["user"]
-    if stored.agent_dir is not None:
-        resumed["agent_dir"] = stored.agent_dir
+    user = s.get("user")  # the simulator: a SPEC (file.py:fn) or a model name
+    resumed = replace(
+        flags, cases=Path(stored.cases_file), filter=tuple(s.get("filter") or ()), repeat=s.get("repeat"),
+        threshold=s.get("threshold"), no_judge=not s.get("judge", True), agent=s.get("agent"),
+        model=s.get("model"), max_steps=s.get("max_steps"),
+        base_url=full_url(s.get("base_url"), "--base-url", flags.base_url, os.environ.get("OPENAI_BASE_URL")),
+        timeout=s.get("timeout"), no_cache=bool(s.get("no_cache")), judge_model=s.get("judge_model"),
+        # a timeout makes errors, which a resume runs again: a new one may be given
+        judge_timeout=flags.judge_timeout or s.get("judge_timeout"),
+        last_failed=False, last_failed_ids=tuple(s["last_failed"]) if s.get("last_failed") is not None else None,
+        user=user if user and ":" in user else flags.user,
+        user_model=user if user and ":" not in user else flags.user_model,
+        agent_dir=stored.agent_dir if stored.agent_dir is not None else flags.agent_dir)
     return Resume(stored, resumed, journal)
 
 
@@ -187,9 +187,14 @@ _RESULT_FLAGS = {"filter", "repeat", "threshold", "no_judge", "agent", "model", 
                  "no_cache", "max_steps", "timeout", "user", "user_model"}
 
 
+def _show_flag(value: Any) -> str:
+    """A flag's value as the command line spelled it (a repeated flag as its values, space-separated)."""
+    return " ".join(map(str, value)) if isinstance(value, tuple) else str(value)
+
+
 def _show(value: Any) -> str:
     if value is None:
         return "no value"
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):
         return " ".join(map(str, value)) or "no value"
     return str(value)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.errors import ConfigError
+from agent_eval.flags import Flags
 
 DEFAULT_MAX_TURNS = 10
 
@@ -45,11 +46,11 @@ def _set(value: Any) -> bool:
     return value is not None and value != ""
 
 
-def resolve_user(flags: Mapping[str, Any], suite_block: Mapping[str, Any], suite_dir: Path,
+def resolve_user(flags: Flags, suite_block: Mapping[str, Any], suite_dir: Path,
                  environ: Mapping[str, str], agent_base_url: str | None,
                  agent_api_key: str | None) -> UserSettings:
     """The simulator from flags, then the environment, then the suite block."""
-    spec, model = flags.get("user"), flags.get("user_model")
+    spec, model = flags.user, flags.user_model
     if _set(spec) and _set(model):
         raise ConfigError("--user and --user-model both name a user simulator; pass only one of them.")
     user = UserSettings()

@@ -18,11 +18,12 @@ from typing import Any
 
 import orjson
 
+from agent_eval.flags import DEFAULTS
 from agent_eval.errors import ConfigError
 from agent_eval.score.judge_prompt import build_prompt, parse_verdict, shorten
 from agent_eval.score.usage import LLMUsage
 
-DEFAULT_TIMEOUT_S = 120.0
+DEFAULT_TIMEOUT_S = DEFAULTS.judge_timeout
 """--judge-timeout: the bound on each judge (and simulator) request, the SDK's retries included."""
 JUDGE_ERROR = "judge error"
 """Every judge error message starts with this, so `rescore` can tell it from an agent-side error."""

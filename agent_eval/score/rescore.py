@@ -8,27 +8,21 @@ gains the judge's agreement per case and overall. A new report is written beside
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import orjson
-from rich.console import Console
 
 from agent_eval.score import stats
-from agent_eval.suite.cases import Suite, case_env, has_only_judged_checks, load_suite
-from agent_eval.run.config import check_judge_timeout, first
+from agent_eval.suite.cases import Suite, case_env, has_only_judged_checks
+from agent_eval.run.config import first
 from agent_eval.score.env_checks import is_env_check
 from agent_eval.score.envdiff import apply_diff, get_path, show_json
 from agent_eval.errors import ConfigError
-from agent_eval.llm import redact_url
-from agent_eval.score.judge import (DEFAULT_TIMEOUT_S, JUDGE_ERROR, build_judge, judge_summary, needs_judge,
-                                    require_judge)
+from agent_eval.score.judge import (JUDGE_ERROR, judge_summary)
 from agent_eval.score.matchers import json_equal
 from agent_eval.score.metrics import case_status, summarize
-from agent_eval.report.files import write_json_report
-from agent_eval.report.model import RESCORE_SHAPE, build_report, load_report, new_run_id, now_iso
+from agent_eval.report.model import build_report, new_run_id, now_iso
 from agent_eval.run.sandbox import EnvTemplate, replay_expected_tools
 from agent_eval.score.pipeline import ScoringContext, score_run
 from agent_eval.run.simulator import user_sim_summary
@@ -49,7 +43,7 @@ def validate_diff_fits(case_id: str, initial_env: Any, diff: list[dict], report_
                           "case (`agent-eval run --filter ...`) instead of rescoring it.")
 
 
-def _judge_settings(old: Mapping[str, Any], suite: Suite, judge_model: str | None,
+def judge_settings(old: Mapping[str, Any], suite: Suite, judge_model: str | None,
                     environ: Mapping[str, str]) -> tuple[str | None, str | None, str | None]:
     """(model, base_url, api_key): the flag, the environment, the report's settings, the suite block."""
     from agent_eval.llm import PLACEHOLDER_KEY, restore_url
@@ -93,31 +87,20 @@ async def _rescore_case(suite: Suite, case: dict, runs: list[dict], ctx: Scoring
     return list(await asyncio.gather(*(one(run) for run in runs)))
 
 
-def _agreement_of(judge: Any, case_id: str) -> float | None:
+def agreement_of(judge: Any, case_id: str) -> float | None:
     votes = judge.agreement.get(case_id, []) if judge is not None else []
     return stats.ratio(sum(votes), len(votes))
 
 
-def rescore_command(report_path: Path, judge_repeat: int | None, no_judge: bool, console: Console,
-                    judge_model: str | None = None, environ: Mapping[str, str] | None = None,
-                    judge_timeout: float = DEFAULT_TIMEOUT_S, quiet: bool = False) -> int:
-    """Re-score a report's traces, write a new report and its HTML page beside it, print it (only the
-    verdict line with `quiet`), and return the exit code."""
-    env = os.environ if environ is None else environ
-    check_judge_timeout(judge_timeout)
-    if judge_repeat is not None and not 1 <= judge_repeat <= 2**31 - 1:
-        raise ConfigError(f"--judge-repeat must be at least 1 and at most {2**31 - 1} (got {judge_repeat}).")
-    if judge_repeat is not None and no_judge:
-        raise ConfigError("--judge-repeat asks the judge again, and --no-judge forbids it; pass one of them.")
-    old = load_report(report_path, RESCORE_SHAPE)
-    suite = load_suite(Path(old["cases_file"]))
-    settings = dict(old.get("settings") or {})
+def select_work(old: Mapping[str, Any], suite: Suite, report_path: Path,
+                judge_on: bool) -> tuple[list[dict], list[Any], list[dict]]:
+    """(the report's entries still in the case file, the ids of those that are not, the cases to score);
+    a trace that no longer fits its case's initial env is exit 2."""
     by_id = {c["id"]: c for c in suite.cases}
     entries = [e for e in old["cases"] if e.get("id") in by_id]
     missing = [e.get("id") for e in old["cases"] if e.get("id") not in by_id]
     if not entries:
         raise ConfigError(f"none of the cases of {report_path} is in {suite.path} anymore.")
-    judge_on = not no_judge
     work = []
     for entry in entries:
         case = by_id[entry["id"]]
@@ -127,51 +110,12 @@ def rescore_command(report_path: Path, judge_repeat: int | None, no_judge: bool,
             if run["trace"].get("state_resource"):
                 continue  # its env started from the server's state, not from the case file
             validate_diff_fits(case["id"], case_env(suite, case), run["trace"].get("final_env_diff") or [],
-                            report_path)
+                               report_path)
         work.append(case)
-    model, base_url, api_key = _judge_settings(old, suite, judge_model, env)
-    judged = needs_judge(work) if judge_on else None
-    if judged is not None:
-        require_judge(model, api_key, judged, suite.path)
-    judge = build_judge(judge_on, model, base_url, api_key, False, work, judge_repeat, judge_timeout)
-    pricing = suite.settings.get("pricing") or {}
-    # The suite's current scorers run on the old traces too.
-    ctx = ScoringContext(pricing=pricing, model=old.get("model"), judge=judge, scorers=suite.scorers)
-    new_entries = asyncio.run(_rescore_all(suite, entries, by_id, judge_on, ctx,
-                                           int(settings.get("concurrency") or 8),
-                                           float(first(settings.get("threshold"), 1.0))))
-    if judge_repeat:
-        for entry in new_entries:
-            entry["judge_agreement"] = _agreement_of(judge, entry["id"])
-    settings.update(judge=judge_on, judge_model=model if judge_on else None,
-                    judge_base_url=redact_url(base_url) if judge_on else None, no_cache=bool(judge_repeat),
-                    judge_timeout=judge_timeout,
-                    judge_repeat=judge_repeat, rescored_from=old.get("run_id"), cases_not_in_file=missing)
-    report = _new_report(old, settings, new_entries, judge, pricing, judge_repeat, suite.scorers)
-    path = Path(report_path).parent / f"{report['run_id']}.json"
-    write_json_report(path, report, ([orjson.dumps(r) for r in e["runs"]] for e in new_entries))
-    from agent_eval.report.html import write_html
-    from agent_eval.report.terminal import render_report, verdict_text
-
-    lines = [f"Rescored report: {path}"]
-    try:
-        lines.append(f"HTML: {write_html(report, path.with_suffix('.html'))}")
-    except OSError as exc:  # an extra output never changes the verdict
-        console.print(f"warning: could not write {path.with_suffix('.html')}: {exc.strerror or exc}",
-                      highlight=False, markup=False)
-    if quiet:
-        console.print(verdict_text(report))
-    else:
-        render_report(report, console)
-    if missing:
-        console.print(f"Not in {suite.path} anymore, so not rescored: {', '.join(map(str, missing))}",
-                      highlight=False, markup=False)
-    for line in lines:
-        console.print(line, highlight=False, markup=False, soft_wrap=True)
-    return report["exit_code"]
+    return entries, missing, work
 
 
-async def _rescore_all(suite: Suite, entries: list[dict], by_id: dict[str, dict], judge_on: bool,
+async def rescore_all(suite: Suite, entries: list[dict], by_id: dict[str, dict], judge_on: bool,
                        ctx: ScoringContext, concurrency: int, threshold: float) -> list[dict]:
     limit = asyncio.Semaphore(max(1, concurrency))
     out = []
@@ -191,7 +135,7 @@ async def _rescore_all(suite: Suite, entries: list[dict], by_id: dict[str, dict]
     return out
 
 
-def _new_report(old: dict, settings: dict, entries: list[dict], judge: Any, pricing: dict,
+def new_report(old: dict, settings: dict, entries: list[dict], judge: Any, pricing: dict,
                 judge_repeat: int | None, scorers: Any) -> dict[str, Any]:
     """The report of a rescore; the write keeps only the top-level keys, so provenance is in settings."""
     rows = [{"id": e["id"], "status": e["status"], "runs": e["runs"]} for e in entries]

@@ -9,11 +9,11 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError
 
 from agent_eval.errors import CaseFileError, Problem
+from agent_eval.flags import MAX_COUNT
 from agent_eval.suite.fields import (args_depth_problems, depth_problems, extra_case_fields, id_problem,
                                      known_fields, unknown_key_message)
 
 JUDGED_CHECKS = ("rubric", "expected_outcome")
-MAX_COUNT = 2**31 - 1  # counts (repeat, max_steps) past this are a typo, not a plan
 DEFAULT_TOOLS = "tools.py"
 
 

@@ -105,3 +105,36 @@ def test_an_output_dir_that_cannot_be_created_is_exit_2(tmp_path: Path) -> None:
                       str(blocker / "reports"), cwd=tmp_path)
     assert proc.returncode == 2
     assert "output directory" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_rescore_writes_junit_markdown_and_a_history_row_that_baseline_last_and_lf_skip(tmp_path: Path) -> None:
+    import sqlite3
+
+    first, report = demo_run(tmp_path, "--no-html")
+    assert first.returncode == 1, first.stderr
+    report_path = tmp_path / "reports" / f"{report['run_id']}.json"
+    junit, markdown = tmp_path / "rescore.xml", tmp_path / "rescore.md"
+    rescore = agent_eval("rescore", str(report_path), "--no-judge", "--quiet", "--junit", str(junit),
+                         "--markdown", str(markdown), cwd=tmp_path)
+    assert rescore.returncode == 1, rescore.stderr  # the same traces, the same honest failures
+    rescored = orjson.loads(next(p for p in (tmp_path / "reports").glob("*.json") if p != report_path).read_bytes())
+    assert f"JUnit: {junit}" in rescore.stdout and f"Markdown: {markdown}" in rescore.stdout
+
+    suite = ET.parse(junit).getroot().find("testsuite")
+    failed = [c for c in rescored["cases"] if c["status"] == "failed"]
+    assert int(suite.get("tests")) == len(rescored["cases"]) and int(suite.get("failures")) == len(failed)
+    assert failed[0]["id"] in markdown.read_text()
+
+    db = tmp_path / "reports" / "history.sqlite"
+    with sqlite3.connect(db) as conn:
+        rows = dict(conn.execute("SELECT run_id, rescored_from FROM runs").fetchall())
+    assert rows == {report["run_id"]: None, rescored["run_id"]: report["run_id"]}
+
+    # The next run gates against the original run, never the rescore, and --lf reads the original too.
+    second, report2 = demo_run(tmp_path, "--no-html", "--baseline", "last", "--lf")
+    assert second.returncode == 1, second.stderr
+    assert report2["gate"]["base_run_id"] == report["run_id"]
+    assert sorted(report2["settings"]["last_failed"]) == sorted(c["id"] for c in report["cases"]
+                                                                if c["status"] in ("failed", "error"))
+    history = agent_eval("history", "--cases", str(CASES), "--output-dir", str(tmp_path / "reports"), cwd=tmp_path)
+    assert f"{rescored['run_id']}" in history.stdout and "rescored" in history.stdout

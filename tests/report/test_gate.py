@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from agent_eval.report import gate
-from agent_eval.report.compare import compare_command
+from agent_eval.commands.compare import compare_command
 from tests.builders import make_report, make_run  # noqa: F401
 from agent_eval.report.gate import (
     ReportError,

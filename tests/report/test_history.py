@@ -14,12 +14,13 @@ from rich.console import Console
 from agent_eval.report.history import (
     baseline_last,
     git_commit_of,
-    history_main,
+    last_failed,
     recent_runs,
     record_run,
     render_history,
     sparkline,
 )
+from agent_eval.commands.history import history_main
 from tests.builders import FIXTURES
 
 FIXTURE = FIXTURES / "sample_report.json"
@@ -92,6 +93,21 @@ def test_baseline_last_is_the_newest_earlier_uninterrupted_run_of_same_file_and_
     assert baseline_last(db, "cases/test_cases.json", "demo.py:agent", "r6") == "r4"
     assert baseline_last(db, "cases/test_cases.json", "demo.py:agent", "r4") is None
     assert baseline_last(db.parent / "none.sqlite", "cases/test_cases.json", "openai", "r6") is None
+
+
+def test_baseline_last_and_last_failed_skip_a_rescore(db: Path) -> None:
+    original = make_report("r1", "2025-01-01T00:00:00")
+    record_run(db, original, None)
+    rescored = make_report("r2", "2025-01-02T00:00:00")
+    rescored["settings"] = {**rescored["settings"], "rescored_from": "r1"}
+    for case in rescored["cases"]:
+        case["status"] = "passed"  # a corrected check: the rescore passes every case
+    record_run(db, rescored, None)
+    assert baseline_last(db, "cases/test_cases.json", "openai", "2025-01-03T00:00:00") == "r1"
+    run_id, ids = last_failed(db, "cases/test_cases.json")
+    assert run_id == "r1" and sorted(ids) == sorted(c["id"] for c in original["cases"]
+                                                  if c["status"] in ("failed", "error"))
+    assert [r["rescored_from"] for r in recent_runs(db, "cases/test_cases.json")] == [None, "r1"]
 
 
 def test_sparkline_maps_min_to_lowest_and_max_to_highest_bar() -> None:

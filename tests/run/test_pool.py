@@ -8,6 +8,7 @@ import pytest
 
 from agent_eval.errors import ConfigError
 from agent_eval.run.config import resolve
+from tests.builders import flags_of
 from agent_eval.run.pool import split_concurrency
 from agent_eval.run.ray_hosts import relocate, runtime_env
 from agent_eval.run.worker import WorkerInit
@@ -47,14 +48,14 @@ def suite(tmp_path: Path):
 
 
 def test_workers_and_ray_settings(suite) -> None:
-    cfg = resolve({}, suite, {})
+    cfg = resolve(flags_of(**{}), suite, {})
     assert (cfg.workers, cfg.ray) == (1, False)
     assert cfg.settings()["workers"] == 1 and cfg.settings()["ray"] is None
-    cfg = resolve({"workers": 3}, suite, {})
+    cfg = resolve(flags_of(**{"workers": 3}), suite, {})
     assert cfg.settings()["workers"] == 3
-    cfg = resolve({"ray_address": "ray://head:10001"}, suite, {})  # an address implies --ray
+    cfg = resolve(flags_of(**{"ray_address": "ray://head:10001"}), suite, {})  # an address implies --ray
     assert cfg.ray and cfg.settings()["ray"] == "ray://head:10001"
-    cfg = resolve({"ray": True, "ray_runtime_env": '{"pip": ["requests"]}'}, suite, {})
+    cfg = resolve(flags_of(ray=True, ray_runtime_env='{"pip": ["requests"]}'), suite, {})
     assert cfg.settings()["ray"] == "local" and cfg.ray_runtime_env == {"pip": ["requests"]}
 
 
@@ -74,17 +75,17 @@ def test_workers_and_ray_settings(suite) -> None:
 ])
 def test_bad_worker_flags_are_configuration_errors(suite, flags: dict, needle: str) -> None:
     with pytest.raises(ConfigError, match=needle):
-        resolve(flags, suite, {})
+        resolve(flags_of(**flags), suite, {})
 
 
 def test_ray_without_ray_installed_names_the_extra(suite, monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)  # as if `import ray` found nothing
     with pytest.raises(ConfigError, match=r"pip install 'agent-eval\[ray\]'"):
-        resolve({"ray": True}, suite, {})
+        resolve(flags_of(**{"ray": True}), suite, {})
 
 
 def test_the_working_dir_is_the_case_folder_without_outputs_and_caches(suite, tmp_path: Path) -> None:
-    cfg = resolve({"ray": True, "ray_runtime_env": '{"env_vars": {"A": "1"}, "excludes": ["*.log"]}'},
+    cfg = resolve(flags_of(ray=True, ray_runtime_env='{"env_vars": {"A": "1"}, "excludes": ["*.log"]}'),
                   suite, {})
     env = runtime_env(cfg, tmp_path, tmp_path / "reports")
     assert env["working_dir"] == str(tmp_path) and env["env_vars"] == {"A": "1"}

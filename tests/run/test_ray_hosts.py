@@ -16,6 +16,7 @@ import pytest
 
 from agent_eval.errors import ConfigError
 from agent_eval.run.config import resolve
+from tests.builders import flags_of
 from agent_eval.run.interrupt import sigint_held
 from agent_eval.run.worker import WorkerInit
 from agent_eval.suite.cases import load_suite
@@ -42,7 +43,7 @@ def write_suite(folder: Path) -> Path:
 
 def worker_init(cases: Path, flags: dict) -> WorkerInit:
     suite = load_suite(cases)
-    cfg = resolve({"ray": True, **flags}, suite, {})
+    cfg = resolve(flags_of(**{"ray": True, **flags}), suite, {})
     digest = hashlib.sha256(cases.read_bytes()).hexdigest()
     return WorkerInit(cfg.cases_file, digest, [c["id"] for c in suite.cases], cfg, cases.parent.resolve())
 

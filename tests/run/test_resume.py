@@ -8,7 +8,8 @@ import orjson
 import pytest
 from rich.console import Console
 
-from agent_eval.run.app import run_command
+from agent_eval.commands.run import run_command
+from tests.builders import flags_of
 from agent_eval.errors import ConfigError
 
 TOOLS = '''
@@ -54,7 +55,7 @@ def make_suite(tmp_path: Path, cases: int = 6) -> Path:
 
 def run(out: Path, **flags) -> int:
     flags = {"output_dir": out, "quiet": True, **flags}
-    return run_command(flags, Console(file=io.StringIO(), width=200), Console(file=io.StringIO()))
+    return run_command(flags_of(**flags), Console(file=io.StringIO(), width=200), Console(file=io.StringIO()))
 
 
 def report_of(out: Path, run_id: str) -> dict:
@@ -204,7 +205,7 @@ def test_a_case_file_changed_since_the_run_started_is_warned_about(tmp_path):
 
     def resume_stderr() -> str:
         err = io.StringIO()
-        run_command({"output_dir": out, "quiet": True, "resume": run_id}, Console(file=io.StringIO()),
+        run_command(flags_of(output_dir=out, quiet=True, resume=run_id), Console(file=io.StringIO()),
                     Console(file=err, width=300))
         return err.getvalue()
 

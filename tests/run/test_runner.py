@@ -8,7 +8,8 @@ import orjson
 import pytest
 from rich.console import Console
 
-from agent_eval.run.app import run_command
+from agent_eval.commands.run import run_command
+from tests.builders import flags_of
 
 TOOLS = '''
 from agent_eval import tool
@@ -80,7 +81,7 @@ def run(path: Path, tmp_path: Path, **flags) -> tuple[int, dict]:
     out = tmp_path / "out"
     flags = {"cases": path, "output_dir": out, "quiet": True, **flags}
     console = Console(file=io.StringIO(), width=200)
-    code = run_command(flags, console, Console(file=io.StringIO()))
+    code = run_command(flags_of(**flags), console, Console(file=io.StringIO()))
     (report_path,) = out.glob("*.json")
     return code, orjson.loads(report_path.read_bytes())
 

@@ -21,6 +21,7 @@ from agent_eval.errors import CaseFileError, ConfigError
 from agent_eval.run.runner import lite_run
 from agent_eval.run.sandbox import EnvTemplate
 from agent_eval.run.scenario import require_user, resolve_user
+from tests.builders import flags_of
 from agent_eval.suite.validation_scenario import validate_scenario_fields, validate_user_block
 from agent_eval.score.pipeline import ScoringContext, score_run
 from agent_eval.run.simulator import OPENING, STOP, LLMSimulator, PythonSimulator, user_sim_summary
@@ -283,25 +284,25 @@ def test_a_case_file_with_scenarios_loads_and_bad_fields_are_reported(tmp_path: 
 def test_the_simulator_comes_from_the_flag_then_the_environment_then_the_suite(tmp_path: Path) -> None:
     block = {"user": {"agent": "sim.py:simulate"}}
     env = {"AGENT_EVAL_USER_MODEL": "env-m"}
-    assert resolve_user({}, block, tmp_path, {}, None, None).spec_base == tmp_path
-    assert resolve_user({}, block, tmp_path, env, "http://a", "ka").model == "env-m"
-    flagged = resolve_user({"user": "mine.py:f"}, block, tmp_path, env, None, None)
+    assert resolve_user(flags_of(**{}), block, tmp_path, {}, None, None).spec_base == tmp_path
+    assert resolve_user(flags_of(**{}), block, tmp_path, env, "http://a", "ka").model == "env-m"
+    flagged = resolve_user(flags_of(**{"user": "mine.py:f"}), block, tmp_path, env, None, None)
     assert (flagged.spec, flagged.model) == ("mine.py:f", None)
-    llm = resolve_user({"user_model": "flag-m"}, block, tmp_path,
+    llm = resolve_user(flags_of(**{"user_model": "flag-m"}), block, tmp_path,
                        {"AGENT_EVAL_USER_API_KEY": "ku"}, "http://agent", "ka")
     assert (llm.label, llm.base_url, llm.api_key) == ("flag-m", "http://agent", "ku")
     with pytest.raises(ConfigError):
-        resolve_user({"user": "a.py:f", "user_model": "m"}, {}, tmp_path, {}, None, None)
+        resolve_user(flags_of(**{"user": "a.py:f", "user_model": "m"}), {}, tmp_path, {}, None, None)
 
 
 def test_a_scenario_case_without_a_simulator_says_what_to_set(tmp_path: Path) -> None:
-    nobody = resolve_user({}, {}, tmp_path, {}, None, None)
+    nobody = resolve_user(flags_of(**{}), {}, tmp_path, {}, None, None)
     with pytest.raises(ConfigError) as info:
         require_user(nobody, [{"id": "q", "query": "hi"}, scenario_case()], "cases.json")
     message = str(info.value)
     assert "'cancel-b7'" in message and "--user" in message and "AGENT_EVAL_USER_MODEL" in message
     require_user(nobody, [{"id": "q", "query": "hi"}], "cases.json")  # no scenario: nothing needed
-    keyless = resolve_user({"user_model": "m"}, {}, tmp_path, {}, None, None)
+    keyless = resolve_user(flags_of(**{"user_model": "m"}), {}, tmp_path, {}, None, None)
     with pytest.raises(ConfigError, match="AGENT_EVAL_USER_API_KEY"):
         require_user(keyless, [scenario_case()], "cases.json")
 

@@ -9,7 +9,9 @@ import pytest
 from rich.console import Console
 
 from agent_eval.errors import ConfigError
-from agent_eval.score.rescore import rescore_command, validate_diff_fits
+from agent_eval.commands.rescore import rescore_command
+from agent_eval.score.rescore import validate_diff_fits
+from tests.builders import flags_of
 from tests.judged_suite import by_id, case, isolate_judge_env, judge_script, run_in_process, judged_suite
 
 
@@ -21,8 +23,9 @@ def judge_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
 def rescore(report_path: Path, **kw: object) -> tuple[int, dict, str]:
     out = io.StringIO()
     before = set(report_path.parent.glob("*.json"))
-    code = rescore_command(report_path, kw.pop("judge_repeat", None), kw.pop("no_judge", False),
-                           Console(file=out, width=250, no_color=True), **kw)
+    console = Console(file=out, width=250, no_color=True)
+    environ = kw.pop("environ", None)
+    code = rescore_command(flags_of(report=report_path, **kw), console, console, environ=environ)
     new = sorted(set(report_path.parent.glob("*.json")) - before)
     return code, orjson.loads(new[-1].read_bytes()), out.getvalue()
 
@@ -92,14 +95,16 @@ def test_no_judge_rescore_skips_rubric_only_cases(loopback, judge_env, tmp_path:
 def test_rescore_rejects_bad_reports_and_flags(tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text("not json")
     with pytest.raises(ConfigError, match="is not a JSON report"):
-        rescore_command(tmp_path / "x.json", None, False, Console(file=io.StringIO()))
+        rescore_command(flags_of(report=tmp_path / "x.json"), Console(file=io.StringIO()), Console())
     (tmp_path / "y.json").write_text('{"schema_version": 1}')
     with pytest.raises(ConfigError, match="no \"cases\" list"):
-        rescore_command(tmp_path / "y.json", None, False, Console(file=io.StringIO()))
+        rescore_command(flags_of(report=tmp_path / "y.json"), Console(file=io.StringIO()), Console())
     with pytest.raises(ConfigError, match="--judge-repeat must be at least 1"):
-        rescore_command(tmp_path / "y.json", 0, False, Console(file=io.StringIO()))
+        rescore_command(flags_of(report=tmp_path / "y.json", judge_repeat=0), Console(file=io.StringIO()),
+                        Console())
     with pytest.raises(ConfigError, match="--no-judge forbids it"):
-        rescore_command(tmp_path / "y.json", 3, True, Console(file=io.StringIO()))
+        rescore_command(flags_of(report=tmp_path / "y.json", judge_repeat=3, no_judge=True),
+                        Console(file=io.StringIO()), Console())
 
 
 @pytest.mark.parametrize("diff, fits", [

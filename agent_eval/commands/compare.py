@@ -1,0 +1,42 @@
+"""`agent-eval compare BASE NEW...`: each new report gated against the base, shown as one matrix."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from agent_eval.report.compare import build_matrix, render_matrix, write_matrix_html, write_matrix_markdown
+from agent_eval.report.gate import ReportError, compare_many, load_report, parse_gate_spec
+
+
+def compare_command(base_path: str | Path, new_paths: list[str | Path], gate_specs: list[str], console: Console,
+                    markdown: Path | None = None, html_out: Path | None = None) -> int:
+    """Gate every new report against the base; 1 if any regressed, 2 on a bad report or gate, else 0."""
+    try:
+        gates = [parse_gate_spec(spec) for spec in gate_specs] or None
+        base = load_report(base_path)
+        news = [load_report(path) for path in new_paths]
+        gated = compare_many(base, news, gates)
+    except ReportError as exc:
+        print(f"agent-eval compare: {exc}", file=sys.stderr)
+        return 2
+    matrix = build_matrix(base, news, gated, [str(base_path), *map(str, new_paths)])
+    if len(news) == 1:
+        from agent_eval.report.gate_table import render_gate
+
+        render_gate(gated[0], console)
+    else:
+        render_matrix(matrix, console)
+    for kind, path, write in (("Markdown", markdown, write_matrix_markdown), ("HTML", html_out, write_matrix_html)):
+        if path is None:
+            continue
+        try:
+            write(matrix, path)
+        except OSError as exc:  # an extra output never changes the verdict
+            print(f"warning: could not write the {kind} comparison {path}: {exc.strerror or exc}", file=sys.stderr)
+        else:
+            console.print(f"{kind}: {path}", highlight=False, markup=False, soft_wrap=True)
+    return 1 if matrix["regression"] else 0
+
+

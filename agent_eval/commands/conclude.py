@@ -1,0 +1,170 @@
+"""The conclusion every command that scores cases shares: the report, its files, the terminal, the exit code.
+
+`finish` builds the report of played (`run`) or recorded (`score`) runs; `conclude` takes any report
+(`rescore` builds its own) and does the rest the same way for all three: the gate against a baseline,
+the exit code, the JSON report, every extra output (HTML, history, JUnit, Markdown), the terminal.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from rich.console import Console
+
+from agent_eval.flags import DEFAULTS
+from agent_eval.records import CaseEntry, Report
+from agent_eval.report.model import EXIT_ERROR, EXIT_INTERRUPTED, build_report, exit_code
+from agent_eval.run.config import RunConfig
+from agent_eval.suite.cases import Suite
+
+RunBytes = Callable[[], Iterable[list[bytes]]]  # per case entry, its runs as JSON bytes; callable again
+
+
+class Journal(Protocol):
+    """The journal's part in the conclusion: where it is, and why it stopped taking runs (if it did)."""
+
+    path: Path
+    failed: str | None
+
+
+class Results(Protocol):
+    """What `finish` reads of the runs a command played or scored (the run scheduler, `score`'s runs)."""
+
+    journal: Journal
+    pool: Any  # the worker pool (run/pool.py, run/ray_hosts.py), or None
+    stopped_early: bool
+    models_used: set[str]
+
+    def case_entries(self) -> list[CaseEntry]: ...
+
+    def spent(self, pricing: dict[str, Any] | None) -> dict[str, dict[str, Any]]: ...
+
+    def run_bytes(self) -> Iterable[list[bytes]]: ...
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """Where a report and its extra files go (what `report.outputs.write_extras` reads)."""
+
+    output_dir: Path  # the report, its page and history.sqlite
+    cases_file: Path
+    html: bool = True
+    junit: Path | None = None
+    markdown: Path | None = None
+
+
+def say(console: Console, line: str) -> None:
+    """One line of plain text: no markup, no highlighting, never wrapped."""
+    console.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
+def finish(results: Results, suite: Suite, cfg: RunConfig, agent_name: str, run_id: str, created_at: str,
+           interrupted: bool, console: Console, err: Console) -> int:
+    """Build the report of `results`, write it with every extra output, print it; a second Ctrl-C here
+    exits at once."""
+    from agent_eval.run.journal import append_usage, read_usage
+    from agent_eval.score.metrics import summarize
+    from agent_eval.score.prices import price_sources
+    from agent_eval.score.usage import add_summaries
+
+    try:
+        if results.journal.failed:
+            say(err, f"error: cannot write the journal {results.journal.path} ({results.journal.failed}); the "
+                     "run took no new runs after that, and no report was written. The runs it flushed are "
+                     f"kept: once the disk has room, finish with: {resume_hint(run_id, cfg.output_dir)}")
+            return EXIT_ERROR
+        entries = results.case_entries()
+        rows = [{"id": e["id"], "status": e["status"], "runs": e["runs"]} for e in entries]
+        report = build_report(run_id=run_id, created_at=created_at, suite=suite.name, agent=agent_name,
+                              model=cfg.model, cases_file=str(cfg.cases_file), settings=cfg.settings(),
+                              summary=summarize(rows, cfg.repeat, suite.scorers), cases=entries,
+                              interrupted=interrupted,
+                              stopped_early=results.stopped_early and not interrupted)
+        pricing = suite.settings.get("pricing")
+        spent = results.spent(pricing)
+        earlier = read_usage(results.journal.path)  # what earlier processes of a resumed run spent
+        try:
+            append_usage(results.journal.path, spent)
+        except OSError as exc:
+            err.print(f"warning: could not record this process's judge and simulator spend beside "
+                      f"{results.journal.path}: {exc.strerror or exc}", highlight=False, markup=False)
+        for key in spent:
+            report["summary"][key] = add_summaries([u[key] for u in earlier if key in u] + [spent[key]])
+        helpers = [(cfg.judge_model, "judge"), (cfg.user_sim.model if cfg.user_sim else None, "user_sim")]
+        models = results.models_used | {m for m, key in helpers if m and report["summary"][key].get("calls")}
+        report["settings"]["prices"] = price_sources(models, pricing)
+        from agent_eval.report.baseline import resolve_baseline
+
+        baseline = resolve_baseline(cfg.baseline, cfg, agent_name, run_id, created_at, err)
+        pool = results.pool
+        code = conclude(report, results.run_bytes, cfg, console, err, interrupted=interrupted, baseline=baseline,
+                        gates=cfg.gates, verbose=cfg.verbose, quiet=cfg.quiet,
+                        abandoned=bool(pool is not None and pool.abandoned), journal=results.journal.path)
+        for crash in pool.crashes if pool is not None else ():
+            say(err, f"warning: a worker crashed; this is a bug in agent-eval, please report it with this "
+                     f"traceback:\n{crash.rstrip()}")
+        if pool is not None and pool.abandoned:
+            say(err, f"error: {pool.abandoned}. They are not_run in the report; play them with: "
+                     f"{resume_hint(run_id, cfg.output_dir)}")
+        if interrupted:
+            say(err, f"Interrupted. Finished runs are saved in {results.journal.path}; "
+                     f"resume with: {resume_hint(run_id, cfg.output_dir)}")
+        return code
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted again: exiting now\n")
+        from agent_eval.run.interrupt import kill_servers
+
+        kill_servers()
+        os._exit(EXIT_INTERRUPTED)
+
+
+def conclude(report: Report, run_bytes: RunBytes, outputs: Any, console: Console, err: Console, *,
+             interrupted: bool = False, baseline: Path | None = None, gates: Sequence[str] = (),
+             verbose: bool = False, quiet: bool = False, abandoned: bool = False,
+             label: str = "JSON report", notes: Sequence[str] = (), journal: Path | None = None) -> int:
+    """Gate, decide the exit code, write the JSON report and every extra output, print; the exit code.
+
+    `outputs` is a RunConfig or an `Outputs`; `notes` are printed after the report, before the files."""
+    from agent_eval.report.baseline import gate_against
+    from agent_eval.report.files import write_json_report
+    from agent_eval.report.outputs import write_extras
+    from agent_eval.report.terminal import render_report, verdict_text
+
+    if baseline is not None and not interrupted:
+        report["gate"] = gate_against(baseline, dict(report), list(gates))
+    regression = bool(report.get("gate") and (report.get("gate") or {}).get("regression"))
+    code = EXIT_INTERRUPTED if interrupted else exit_code(report["cases"], regression,
+                                                          bool(report.get("stopped_early")))
+    if abandoned and code == 0:
+        code = EXIT_ERROR  # runs were left unplayed: the run did not complete
+    report["exit_code"] = code
+    path = outputs.output_dir / f"{report['run_id']}.json"
+    try:
+        write_json_report(path, dict(report), run_bytes())
+    except OSError as exc:
+        problem = f"error: cannot write the JSON report {path} ({exc.strerror or exc})."
+        say(err, problem if journal is None else
+            f"{problem} Every finished run is in the journal {journal}; once the disk is writable, "
+            f"`{resume_hint(report['run_id'], outputs.output_dir)}` writes the report.")
+        return EXIT_ERROR
+    written = write_extras(dict(report), path, run_bytes(), outputs, lambda line: say(err, line))
+    if not quiet or interrupted:
+        render_report(dict(report), console, verbose=verbose)
+    else:
+        console.print(verdict_text(dict(report)))  # --quiet still says how the run ended
+    for line in [*notes, f"{label}: {path}", *written]:
+        say(console, line)
+    return code
+
+
+def resume_hint(run_id: str, output_dir: Path) -> str:
+    """The command that resumes run_id (the output dir is named when it is not the default)."""
+    hint = f"agent-eval run --resume {run_id}"
+    if Path(output_dir) != DEFAULTS.output_dir:
+        hint += f" --output-dir {shlex.quote(str(output_dir))}"
+    return hint

@@ -1,0 +1,36 @@
+"""`agent-eval history`: the recent runs of a suite, with a sparkline per metric."""
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.text import Text
+
+from agent_eval.report.history import HISTORY_FILE, METRIC_COLUMNS, recent_runs, render_history
+
+
+def history_main(cases: str | Path, output_dir: str | Path, last: int, metrics: Sequence[str],
+                 console: Console) -> int:
+    """`agent-eval history`: print the recent runs of the suite in `cases`. Returns the exit code."""
+    unknown = [m for m in metrics if m not in METRIC_COLUMNS]
+    if unknown:
+        console.print(Text.assemble((f"unknown metric {', '.join(unknown)}", "red"),
+                                    f": choose from {', '.join(METRIC_COLUMNS)}"), highlight=False)
+        return 2
+    db = Path(output_dir) / HISTORY_FILE
+    try:
+        rows = recent_runs(db, cases, last)
+    except sqlite3.DatabaseError as exc:
+        from agent_eval.errors import ConfigError
+
+        raise ConfigError(f"cannot read the run history {db} ({exc}); the next `agent-eval run` moves a "
+                          "damaged file aside and starts a new one.") from None
+    if not rows:
+        console.print(f"no runs of {cases} recorded in {db} yet: `agent-eval run` records each run there. "
+                      "History is kept per case file: pass the --cases that your runs used (and their "
+                      "--output-dir).", highlight=False, markup=False)
+        return 0
+    render_history(rows, metrics, console)
+    return 0

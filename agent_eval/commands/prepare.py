@@ -1,0 +1,66 @@
+"""The preparation every command that scores cases shares: read the case file, resolve, select, check.
+
+Everything here runs before anything is played or scored; a problem is a ConfigError or a
+CaseFileError (exit 2, one message naming the file, the case, the field and the fix).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent_eval.errors import ConfigError
+from agent_eval.flags import Flags
+from agent_eval.records import Case
+from agent_eval.run.config import RunConfig, resolve
+from agent_eval.suite.cases import Suite, load_suite, select_cases
+
+
+@dataclass
+class Prepared:
+    """A loaded suite, its resolved settings and the cases selected from it."""
+
+    suite: Suite
+    cfg: RunConfig
+    cases: list[Case]
+
+
+def prepare(flags: Flags, adjust: Callable[[RunConfig], None] | None = None) -> Prepared:
+    """Load the case file, resolve the settings (then `adjust` them), and select the cases.
+
+    `adjust` amends the resolved settings before they are checked (--resume restores stored ones).
+    """
+    suite = load_suite(Path(flags.cases))
+    cfg = resolve(flags, suite)
+    if adjust is not None:
+        adjust(cfg)
+    cases = select_cases(suite.cases, cfg.filters)
+    if not cases:
+        raise ConfigError(f"no case of {suite.path} matches --filter {' '.join(cfg.filters)!r}; "
+                          "`agent-eval list` shows the ids and tags.")
+    return Prepared(suite, cfg, cases)
+
+
+def check_judge(cfg: RunConfig, runnable: list[Case], suite: Suite) -> None:
+    """Exit 2 when a case that will be scored needs the judge and it has no model or key."""
+    from agent_eval.score.judge import needs_judge, require_judge
+
+    judged = needs_judge(runnable) if cfg.judge else None
+    if judged is not None:
+        require_judge(cfg.judge_model, cfg.judge_api_key, judged, suite.path)
+
+
+def check_baseline(cfg: RunConfig) -> None:
+    """Exit 2 when the --baseline report cannot be read or a --gate is unknown."""
+    from agent_eval.report.baseline import validate_baseline
+
+    validate_baseline(Path(cfg.baseline) if cfg.baseline and cfg.baseline != "last" else None, cfg.gates)
+
+
+def make_output_dir(cfg: RunConfig) -> None:
+    """Create --output-dir; one that cannot be created is exit 2."""
+    try:
+        cfg.output_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create the output directory {cfg.output_dir} ({exc.strerror or exc}); "
+                          "pass --output-dir with a writable folder.") from None

@@ -1,0 +1,69 @@
+"""`agent-eval rescore REPORT`: a report's frozen traces re-scored with the case file as it is now.
+
+The new report, its page and its history row (marked `rescored_from`) go beside REPORT; JUnit and
+Markdown are written as `run` writes them. The agent is never called.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import orjson
+from rich.console import Console
+
+from agent_eval.commands.conclude import Outputs, conclude
+from agent_eval.errors import ConfigError
+from agent_eval.flags import DEFAULTS, Flags
+from agent_eval.llm import redact_url
+from agent_eval.report.model import RESCORE_SHAPE, load_report
+from agent_eval.flags import MAX_COUNT
+from agent_eval.run.config import check_judge_timeout, first
+from agent_eval.score.judge import build_judge, needs_judge, require_judge
+from agent_eval.score.pipeline import ScoringContext
+from agent_eval.score.rescore import agreement_of, judge_settings, new_report, rescore_all, select_work
+from agent_eval.suite.cases import load_suite
+
+
+def rescore_command(flags: Flags, console: Console, err: Console, environ: Mapping[str, str] | None = None) -> int:
+    """Re-score flags.report's traces, write the new report and every extra output beside it, print it
+    (only the verdict line with --quiet), and return the exit code."""
+    env = os.environ if environ is None else environ
+    judge_repeat, judge_on = flags.judge_repeat, not flags.no_judge
+    judge_timeout = DEFAULTS.judge_timeout if flags.judge_timeout is None else flags.judge_timeout
+    check_judge_timeout(judge_timeout)
+    if judge_repeat is not None and not 1 <= judge_repeat <= MAX_COUNT:
+        raise ConfigError(f"--judge-repeat must be at least 1 and at most {MAX_COUNT} (got {judge_repeat}).")
+    if judge_repeat is not None and not judge_on:
+        raise ConfigError("--judge-repeat asks the judge again, and --no-judge forbids it; pass one of them.")
+    report_path = Path(str(flags.report))
+    old = load_report(report_path, RESCORE_SHAPE)
+    suite = load_suite(Path(old["cases_file"]))
+    settings = dict(old.get("settings") or {})
+    entries, missing, work = select_work(old, suite, report_path, judge_on)
+    model, base_url, api_key = judge_settings(old, suite, flags.judge_model, env)
+    judged = needs_judge(work) if judge_on else None
+    if judged is not None:
+        require_judge(model, api_key, judged, suite.path)
+    judge = build_judge(judge_on, model, base_url, api_key, False, work, judge_repeat, judge_timeout)
+    pricing = suite.settings.get("pricing") or {}
+    # The suite's current scorers run on the old traces too.
+    ctx = ScoringContext(pricing=pricing, model=old.get("model"), judge=judge, scorers=suite.scorers)
+    by_id = {c["id"]: c for c in suite.cases}
+    new_entries = asyncio.run(rescore_all(suite, entries, by_id, judge_on, ctx,
+                                          int(settings.get("concurrency") or DEFAULTS.concurrency),
+                                          float(first(settings.get("threshold"), DEFAULTS.threshold))))
+    if judge_repeat:
+        for entry in new_entries:
+            entry["judge_agreement"] = agreement_of(judge, entry["id"])
+    settings.update(judge=judge_on, judge_model=model if judge_on else None,
+                    judge_base_url=redact_url(base_url) if judge_on else None, no_cache=bool(judge_repeat),
+                    judge_timeout=judge_timeout,
+                    judge_repeat=judge_repeat, rescored_from=old.get("run_id"), cases_not_in_file=missing)
+    report = new_report(old, settings, new_entries, judge, pricing, judge_repeat, suite.scorers)
+    outputs = Outputs(output_dir=report_path.parent, cases_file=Path(old["cases_file"]), junit=flags.junit,
+                      markdown=flags.markdown)
+    notes = [f"Not in {suite.path} anymore, so not rescored: {', '.join(map(str, missing))}"] if missing else []
+    return conclude(report, lambda: ([orjson.dumps(r) for r in e["runs"]] for e in new_entries), outputs,
+                    console, err, quiet=flags.quiet, label="Rescored report", notes=notes)

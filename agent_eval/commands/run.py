@@ -1,0 +1,190 @@
+"""`agent-eval run`: prepare, play every selected case k times, conclude with the report and the exit code."""
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from agent_eval import llm
+from agent_eval.commands.conclude import finish, say
+from agent_eval.commands.prepare import Prepared, check_baseline, check_judge, make_output_dir, prepare
+from agent_eval.errors import ConfigError
+from agent_eval.flags import Flags
+from agent_eval.records import Case
+from agent_eval.report.model import new_run_id, now_iso
+from agent_eval.run.config import RunConfig, require_llm
+from agent_eval.run.interrupt import Interrupts
+from agent_eval.run.journal import Journal
+from agent_eval.run.runner import Runner
+from agent_eval.run.scenario import require_user
+from agent_eval.run.worker import WorkerInit, build_parts
+from agent_eval.suite.cases import skip_reason
+
+RUNNING = "running"
+SHOW_RETRY_FROM = 3  # without a progress display, an endpoint's retries are printed from this attempt on
+
+
+def prepare_run(flags: Flags, adjust: Callable[[RunConfig], None] | None = None,
+                warn: Callable[[str], None] | None = None) -> Prepared:
+    """The shared preparation, then what only a run checks: --lf, the agent's, judge's and simulator's
+    LLMs, and the baseline; raises CaseFileError / ConfigError (exit 2)."""
+    prepared = prepare(flags, adjust)
+    suite, cfg = prepared.suite, prepared.cfg
+    prepared.cases = _select_last_failed(flags, cfg, prepared.cases, warn or (lambda message: None))
+    runnable = [c for c in prepared.cases if skip_reason(c, os.environ, cfg.judge) is None]
+    if cfg.agent == "openai" and runnable:
+        require_llm(cfg, "openai")
+    check_judge(cfg, runnable, suite)
+    require_user(cfg.user_sim, runnable, suite.path)
+    check_baseline(cfg)
+    return prepared
+
+
+def _select_last_failed(flags: Flags, cfg: RunConfig, cases: list[Case],
+                        warn: Callable[[str], None]) -> list[Case]:
+    """--lf: keep the cases that failed or errored in the newest earlier run of this case file."""
+    ids = flags.last_failed_ids  # a resumed run's stored selection
+    if ids is None and flags.last_failed:
+        from agent_eval.report.history import HISTORY_FILE, last_failed
+
+        db = cfg.output_dir / HISTORY_FILE
+        run_id, found = last_failed(db, cfg.cases_file)
+        if run_id is None:
+            warn(f"--lf: {db} holds no earlier finished run of {cfg.cases_file}; running every selected case.")
+        elif not found:
+            warn(f"--lf: no case failed or errored in the last run ({run_id}); running every selected case.")
+        else:
+            ids = tuple(found)
+    if ids is None:
+        return cases
+    cfg.last_failed = list(ids)
+    wanted = set(ids)
+    kept = [c for c in cases if c["id"] in wanted]
+    if not kept:
+        raise ConfigError(f"--lf: none of the cases that failed last time ({', '.join(sorted(wanted))}) is "
+                          "kept by --filter; drop --filter or --lf.")
+    return kept
+
+
+def run_command(flags: Flags, console: Console, err: Console) -> int:
+    """Run a suite and return the exit code."""
+    resumed = None
+    if flags.resume:
+        from agent_eval.run.resume import open_resume
+
+        resumed = open_resume(flags)
+        flags = resumed.flags
+    prepared = prepare_run(flags, resumed.apply if resumed else None,
+                           lambda message: say(err, f"warning: {message}"))
+    suite, cases, cfg = prepared.suite, prepared.cases, prepared.cfg
+    for warning in suite.warnings:
+        say(err, warning)
+    digest = hashlib.sha256(suite.path.read_bytes()).hexdigest()
+    if resumed and resumed.stored.cases_sha256 not in (None, digest):
+        err.print(f"warning: {suite.path} has changed since run {resumed.run_id} started; its finished runs "
+                  "were scored against the old file (agent-eval rescore re-scores them all).",
+                  highlight=False, markup=False)
+    if suite.servers:
+        from agent_eval.run.mcp_sessions import shared_state_warning
+
+        warning = shared_state_warning(suite.servers, cfg.concurrency)
+        if warning:
+            say(err, warning)
+    agent_dir = flags.agent_dir if flags.agent_dir else (suite.base_dir if flags.agent is None else Path.cwd())
+    agent, simulator, scoring = build_parts(suite, cases, cfg, agent_dir)
+    make_output_dir(cfg)
+    pool = None
+    if cfg.workers != 1 or cfg.ray:  # started here, so that a cluster that cannot be joined is exit 2
+        pool = open_pool(cfg, WorkerInit(cfg.cases_file, digest, [c["id"] for c in cases], cfg,
+                                         agent_dir.resolve()))
+    try:  # whatever ends the run from here on, the pool's on_close runs: a local Ray instance never outlives it
+        note = _idle_workers_note(cfg, len(pool.hosts)) if pool is not None else None
+        if note:
+            say(err, note)
+        run_id = resumed.run_id if resumed else new_run_id()
+        created_at = resumed.created_at if resumed else now_iso()
+        journal = resumed.journal if resumed else Journal(
+            cfg.output_dir / f"{run_id}.jsonl",
+            {"run_id": run_id, "created_at": created_at, "settings": cfg.settings(),
+             "cases_file": str(cfg.cases_file), "agent_dir": str(agent_dir.resolve()), "cases_sha256": digest},
+            run_id=run_id)
+        if journal.failed:
+            raise ConfigError(f"cannot write the journal {journal.path} ({journal.failed}); free some space or "
+                              "pass --output-dir with a writable folder.")
+        progress = _progress(console, cfg)
+        runner = Runner(suite, cases, cfg, agent, scoring, journal,
+                        on_run_done=(lambda: progress.update(progress.task_ids[0], description=RUNNING, advance=1))
+                        if progress else None)
+        runner.simulator = simulator
+        runner.pool = pool
+        if resumed:
+            resumed.restore(runner.restore)
+        with Interrupts() as interrupts:
+            try:
+                if progress:
+                    progress.add_task(RUNNING, total=runner.pending)
+                    progress.start()
+                llm.set_retry_listener(_retry_display(progress, err, cfg.quiet))
+                interrupted = interrupts.run(runner.run())
+            finally:
+                llm.set_retry_listener(None)
+                if progress:
+                    progress.stop()
+                journal.close()
+            return finish(runner, suite, cfg, agent.name, run_id, created_at, interrupted, console, err)
+    finally:
+        if pool is not None:
+            pool.on_close()
+
+
+def _idle_workers_note(cfg: RunConfig, started: int) -> str | None:
+    """One line when --concurrency leaves some of the workers settings.workers records without a slot."""
+    if started >= cfg.workers:
+        return None
+    asked = (f"the {cfg.workers} workers" if cfg.sources.get("workers") == "flag"
+             else f"the {cfg.workers} workers (one per CPU of the Ray cluster)")
+    starts = "1 worker starts" if started == 1 else f"{started} workers start"
+    return (f"note: --concurrency {cfg.concurrency} gives {started} of {asked} a slot; {starts} "
+            f"(settings.workers records {cfg.workers}).")
+
+
+def open_pool(cfg: RunConfig, init: WorkerInit) -> Any:
+    """The workers of --workers N (local processes) or --ray (actors); nothing starts before the run."""
+    if cfg.ray:
+        from agent_eval.run.ray_hosts import open_ray_pool
+
+        return open_ray_pool(cfg, init, cfg.output_dir)
+    from agent_eval.run.pool import ProcessHost, WorkerPool, split_concurrency
+
+    slots = split_concurrency(cfg.concurrency, cfg.workers)
+    return WorkerPool([ProcessHost(number, n, init) for number, n in enumerate(slots)])
+
+
+def _retry_display(progress: Any, err: Console, quiet: bool) -> llm.RetryListener:
+    """Show "retrying <endpoint> (attempt n/8)" while the SDK retries: in the progress display, or, in a
+    log, once per endpoint and attempt from the third on (a dead endpoint is not 39 silent seconds)."""
+    shown: set[tuple[str, int]] = set()
+
+    def show(endpoint: str, attempt: int, most: int) -> None:
+        message = f"retrying {endpoint} (attempt {attempt}/{most})"
+        if progress is not None:
+            progress.update(progress.task_ids[0], description=escape(message))
+        elif not quiet and attempt >= SHOW_RETRY_FROM and (endpoint, attempt) not in shown:
+            shown.add((endpoint, attempt))
+            say(err, message)
+
+    return show
+
+
+def _progress(console: Console, cfg: RunConfig) -> Any:
+    if cfg.quiet or not console.is_terminal:
+        return None
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), console=console, transient=True)

@@ -1,0 +1,66 @@
+"""`agent-eval score TRACES`: recorded runs scored like `run` scores its own; no agent is called."""
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from rich.console import Console
+
+from agent_eval.commands.conclude import finish, say
+from agent_eval.commands.prepare import check_baseline, check_judge, make_output_dir, prepare
+from agent_eval.errors import ConfigError
+from agent_eval.flags import Flags
+from agent_eval.ingest.recordings import match
+from agent_eval.ingest.score_traces import ScoredRuns, load_recordings, plan_cases, print_left_out, score_all
+from agent_eval.report.model import new_run_id, now_iso
+from agent_eval.run.journal import Journal
+
+
+def score_command(flags: Flags, console: Console, err: Console) -> int:
+    """Score the recorded runs in flags.traces against the case file; the exit code of `run`."""
+    from agent_eval.score.judge import build_judge
+    from agent_eval.score.pipeline import ScoringContext
+
+    path = Path(str(flags.traces))
+    prepared = prepare(flags)
+    suite, cfg, selected = prepared.suite, prepared.cfg, prepared.cases
+    fmt, recordings, bad, head = load_recordings(path, flags.format, suite)
+    matched, unmatched = match(recordings, suite.cases)
+    print_left_out(path, bad, unmatched, suite, err)
+    work = [(c, matched[c["id"]]) for c in selected if c["id"] in matched]
+    without = len(selected) - len(work)
+    if not work:
+        raise ConfigError(f"none of the {len(recordings)} recorded run(s) in {path} matches a selected case of "
+                          f"{suite.path} (by metadata.trace_id or case id); import the traces first "
+                          f"(agent-eval import otel {path} --out FILE) or pass --cases with the right file.")
+    # What the recordings say wins over the flags: the agent and model that made them, and their count.
+    cfg.agent = str(head.get("agent") or fmt)
+    cfg.model = head.get("model") or cfg.model
+    cfg.repeat = max(len(recs) for _, recs in work)
+    cfg.sources.update(agent="traces", repeat="traces", **({"model": "traces"} if head.get("model") else {}))
+    cfg.source = {"traces": str(path), "format": fmt}
+    check_baseline(cfg)
+    plans = plan_cases(work, cfg.judge)
+    runnable = [c for c, _, skip in plans if skip is None]
+    check_judge(cfg, runnable, suite)
+    make_output_dir(cfg)
+    run_id, created_at = new_run_id(), now_iso()
+    journal = Journal(cfg.output_dir / f"{run_id}.jsonl",
+                      {"run_id": run_id, "created_at": created_at, "settings": cfg.settings(),
+                       "cases_file": str(cfg.cases_file)})
+    judge = build_judge(cfg.judge, cfg.judge_model, cfg.judge_base_url, cfg.judge_api_key, cfg.no_cache,
+                        runnable, timeout_s=cfg.judge_timeout)
+    ctx = ScoringContext(pricing=suite.settings.get("pricing") or {}, model=cfg.model, judge=judge,
+                         scorers=suite.scorers)
+    scored_runs = ScoredRuns(journal, ctx, cfg.threshold)
+    try:
+        asyncio.run(score_all(suite, plans, ctx, cfg.concurrency, scored_runs))
+    finally:
+        journal.close()
+    code = finish(scored_runs, suite, cfg, cfg.agent, run_id, created_at, False, console, err)
+    if scored_runs.skipped_names:
+        shown = ", ".join(f"{name} ({n} run{'s' if n != 1 else ''})" for name, n in scored_runs.skipped_names.items())
+        say(console, f"Skipped for want of a recorded environment: {shown}")
+    if without:
+        console.print(f"{without} case{'s' if without != 1 else ''} had no trace", highlight=False)
+    return code

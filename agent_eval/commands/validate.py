@@ -1,0 +1,34 @@
+"""`agent-eval validate`: check a case file, and import the code its suite block names; nothing runs."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+
+from agent_eval.commands.conclude import say
+from agent_eval.errors import ConfigError
+from agent_eval.suite.cases import Suite
+
+
+def validate_command(cases: Path, console: Console, err: Console) -> int:
+    """Exit 0 with one line when the case file is valid (its warnings on stderr); exit 2 otherwise."""
+    from agent_eval.suite.cases import load_suite
+
+    suite = load_suite(cases)
+    load_suite_code(suite)
+    for warning in suite.warnings:
+        say(err, warning)
+    console.print(f"{cases}: {len(suite.cases)} cases, valid.", highlight=False, markup=False)
+    return 0
+
+
+def load_suite_code(suite: Suite) -> None:
+    """Import the agent and the user simulator that the suite block names, as `run` would."""
+    from agent_eval.suite.imports import load_callable
+
+    spec = suite.settings.get("agent")
+    user = suite.settings.get("user")
+    named = [("agent", spec), ("user simulator", user.get("agent") if isinstance(user, dict) else None)]
+    for what, ref in named:
+        if isinstance(ref, str) and ref and ref != "openai" and not callable(load_callable(ref, suite.base_dir, what)):
+            raise ConfigError(f"{what} {ref!r} in {suite.path} is not callable; point the SPEC at a function")

@@ -1,0 +1,19 @@
+"""`agent-eval view REPORT`: the self-contained HTML page of a report."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+
+from agent_eval.commands.conclude import say
+
+
+def view_command(report: Path, out: Path | None, console: Console) -> int:
+    """Write the page of `report` to `out` (default: REPORT as .html); exit 0."""
+    from agent_eval.report.html import write_html
+    from agent_eval.report.model import VIEW_SHAPE, load_report
+
+    data = load_report(report, VIEW_SHAPE)
+    path = write_html(data, out or report.with_suffix(".html"))
+    say(console, f"wrote {path}")
+    return 0

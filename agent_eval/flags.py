@@ -1,0 +1,76 @@
+"""The command line's flags as one frozen value, and every setting's default, written once.
+
+The CLI builds a `Flags` (None or empty: not given) and records which flags were typed on the command
+line; `--resume` and `score` derive theirs with `dataclasses.replace`. `run/config.py` resolves them
+against the environment and the suite block, falling back to `DEFAULTS`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Defaults:
+    """Each setting's default, used when no flag, environment variable or suite block sets it."""
+
+    cases: Path = Path("cases/test_cases.json")
+    repeat: int = 1
+    threshold: float = 1.0
+    concurrency: int = 8
+    max_steps: int = 8
+    output_dir: Path = Path("reports")
+    judge_timeout: float = 120.0  # one judge or simulator request, retries included
+    history_last: int = 10  # runs `agent-eval history` shows
+
+
+DEFAULTS = Defaults()
+MAX_COUNT = 2**31 - 1  # a count past this (-k, --concurrency, --max-steps, --workers) is a typo, not a plan
+
+
+@dataclass(frozen=True)
+class Flags:
+    """The flags of one command; None (or an empty tuple, or False) means the flag was not given."""
+
+    cases: Path = DEFAULTS.cases
+    filter: tuple[str, ...] = ()
+    repeat: int | None = None
+    threshold: float | None = None
+    no_judge: bool = False
+    agent: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+    judge_model: str | None = None
+    no_cache: bool = False
+    concurrency: int | None = None
+    max_steps: int | None = None
+    timeout: float | None = None
+    output_dir: Path | None = None
+    quiet: bool = False
+    baseline: str | None = None  # a report path, or "last"
+    junit: Path | None = None
+    markdown: Path | None = None
+    no_html: bool = False
+    resume: str | None = None
+    user: str | None = None
+    user_model: str | None = None
+    judge_timeout: float | None = None
+    gate: tuple[str, ...] = ()
+    verbose: bool = False
+    last_failed: bool = False
+    exitfirst: bool = False
+    workers: int | None = None
+    ray: bool = False
+    ray_address: str | None = None
+    ray_runtime_env: str | None = None  # JSON text, parsed when resolved
+    traces: Path | None = None  # `score`: the recorded runs
+    format: str | None = None  # `score`: their format (None: detected)
+    report: Path | None = None  # `rescore`: the report re-scored
+    judge_repeat: int | None = None  # `rescore`: N uncached judge answers per run
+    last_failed_ids: tuple[str, ...] | None = None  # a resumed run's stored --lf selection
+    agent_dir: Path | None = None  # a resumed run's folder that relative agent SPECs start from
+    explicit: frozenset[str] = frozenset()  # the flags typed on the command line
+
+    def given(self, name: str) -> bool:
+        """Whether the flag `name` was typed on the command line."""
+        return name in self.explicit
