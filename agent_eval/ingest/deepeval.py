@@ -10,7 +10,7 @@ _CONVERSATIONAL = ("scenario", "expected_outcome", "user_description", "persona"
 
 
 def _record_number(where: str) -> str:
-    return where.split()[-1]
+    return where.split()[-1].strip("[]").split("[")[-1]
 
 
 def _tools(value: Any, where: str, field: str) -> list[dict[str, Any]]:
@@ -68,12 +68,42 @@ def _scenario_case(case_id: str, golden: dict[str, Any]) -> dict[str, Any]:
     return case
 
 
+def _turns_case(case_id: str, golden: dict[str, Any]) -> dict[str, Any]:
+    """A ConversationalGolden with turns: user turns -> messages, the assistant turns' tools_called ->
+    expected_tools (collapsed), scenario -> metadata.scenario, expected_outcome the judged criterion."""
+    turns = [t for t in golden["turns"] if isinstance(t, dict)]
+    users = [t["content"] for t in turns if t.get("role") == "user" and isinstance(t.get("content"), str)
+             and t["content"].strip()]
+    if not users:
+        raise ValueError("the conversational golden's turns hold no user turn with content")
+    case: dict[str, Any] = {"id": case_id, **({"query": users[0]} if len(users) == 1 else {"messages": users})}
+    called = [call for i, t in enumerate(turns) if t.get("role") == "assistant"
+              for call in _tools(t.get("tools_called", t.get("toolsCalled")), "", f"turns[{i}].tools_called")]
+    if called:
+        from agent_eval.ingest.otel import collapse
+
+        case["expected_tools"], case["trajectory"] = collapse(called), "unordered"
+    outcome = golden.get("expected_outcome")
+    if isinstance(outcome, str) and outcome.strip():
+        case["expected_outcome"] = outcome
+    elif not called:
+        raise ValueError("nothing to check: no expected_outcome and no tools_called in the turns")
+    metadata = _metadata(golden)
+    if isinstance(golden.get("scenario"), str) and golden["scenario"].strip():
+        metadata["scenario"] = golden["scenario"]
+    if metadata:
+        case["metadata"] = metadata
+    return case
+
+
 def golden_case(where: str, golden: Any) -> dict[str, Any]:
     """One golden as a case; ValueError says why it cannot be mapped."""
     if not isinstance(golden, dict):
         raise ValueError("a golden must be an object")
     name = golden.get("name")
     case_id = name if isinstance(name, str) and name.strip() else f"golden-{_record_number(where)}"
+    if golden.get("input") is None and isinstance(golden.get("turns"), list) and golden["turns"]:
+        return _turns_case(case_id, golden)
     if golden.get("input") is None and any(golden.get(k) is not None for k in _CONVERSATIONAL):
         return _scenario_case(case_id, golden)
     query = golden.get("input")
@@ -81,8 +111,10 @@ def golden_case(where: str, golden: Any) -> dict[str, Any]:
         raise ValueError("no input (the user message)")
     case: dict[str, Any] = {"id": case_id, "query": query}
     tools = _tools(golden.get("expected_tools"), where, "expected_tools")
-    if not tools:
-        tools = _tools(golden.get("tools_called"), where, "tools_called")
+    if not tools:  # the recorded trajectory: its consecutive repeats are a mistake, not a requirement
+        from agent_eval.ingest.otel import collapse
+
+        tools = collapse(_tools(golden.get("tools_called"), where, "tools_called"))
     expected_output = golden.get("expected_output")
     has_output = isinstance(expected_output, str) and bool(expected_output.strip())
     if tools:

@@ -9,10 +9,10 @@ import orjson
 from rich.console import Console
 
 from agent_eval.errors import CaseFileError, ConfigError
-from agent_eval.ingest.records import Unmappable, read_records
+from agent_eval.ingest.records import Unmappable, read_bytes, read_records
 from agent_eval.suite.fields import MAX_DEPTH, id_problem, is_too_deep
 
-FORMATS = ("otel", "deepeval", "inspect")
+FORMATS = ("otel", "deepeval", "inspect", "openai-evals")
 
 
 def map_records(fmt: str, source: Path) -> tuple[list[tuple[str, dict]], list[Unmappable], list[str]]:
@@ -22,11 +22,27 @@ def map_records(fmt: str, source: Path) -> tuple[list[tuple[str, dict]], list[Un
 
         cases, bad, notes = otel_cases(source)
         return [(f"trace {c['metadata']['trace_id']}", c) for c in cases], bad, notes
-    records, bad = read_records(source)
+    if fmt == "inspect":
+        from agent_eval.ingest.inspect_logs import is_inspect_log
+
+        if is_inspect_log(read_bytes(source)):
+            from agent_eval.ingest.inspect_runs import log_cases
+
+            cases, bad = log_cases(source)
+            return cases, bad, []
     if fmt == "deepeval":
         from agent_eval.ingest.deepeval import golden_case as to_case
+        from agent_eval.ingest.deepeval_files import read_goldens
+
+        records, bad = read_goldens(source)
+    elif fmt == "openai-evals":
+        from agent_eval.ingest.openai_evals import eval_case as to_case
+
+        records, bad = read_records(source)
     else:
         from agent_eval.ingest.inspect_samples import sample_case as to_case
+
+        records, bad = read_records(source)
     mapped = []
     for where, record in records:
         if isinstance(record, (dict, list)) and is_too_deep(record):

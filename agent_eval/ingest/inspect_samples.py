@@ -33,7 +33,8 @@ def _user_messages(value: Any) -> list[str]:
     return out
 
 
-def _expect(target: Any) -> dict[str, Any]:
+def expect_of(target: Any) -> dict[str, Any]:
+    """A string target as `icontains`; a list (any one of them) as a case-insensitive `regex`."""
     if isinstance(target, str) and target.strip():
         return {"icontains": target}
     if isinstance(target, list):
@@ -60,7 +61,7 @@ def sample_case(where: str, sample: Any) -> dict[str, Any]:
         case["query"] = users[0]
     else:
         case["messages"] = users
-    case["expect"] = _expect(sample.get("target"))
+    case["expect"] = expect_of(sample.get("target"))
     metadata = sample.get("metadata")
     if isinstance(metadata, dict) and metadata:
         case["metadata"] = metadata

@@ -1,0 +1,99 @@
+"""An Inspect log's samples as cases (one per sample id) and as recorded runs (each epoch a trial)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agent_eval.ingest.inspect_logs import answer, read_samples, recorded_calls, user_turns
+from agent_eval.ingest.inspect_samples import expect_of
+from agent_eval.ingest.otel import collapse
+from agent_eval.ingest.records import Unmappable
+
+
+def _sample_id(where: str, sample: dict[str, Any]) -> str:
+    sample_id = sample.get("id")
+    if isinstance(sample_id, bool) or not isinstance(sample_id, (str, int)) or sample_id == "":
+        raise ValueError("the sample has no id")
+    return str(sample_id)
+
+
+def log_case(where: str, sample: dict[str, Any]) -> dict[str, Any]:
+    """One sample as a case: its user turns, and its target as the check (else its recorded calls)."""
+    users = user_turns(sample)
+    if not users:
+        raise ValueError("no user message in input")
+    case: dict[str, Any] = {"id": _sample_id(where, sample)}
+    if len(users) == 1:
+        case["query"] = users[0]
+    else:
+        case["messages"] = users
+    target = sample.get("target")
+    if target not in (None, "", []):
+        case["expect"] = expect_of(target)
+    else:  # no target: what the recorded run did is the check, its consecutive repeats collapsed
+        calls = [{"name": c["name"], **({"args": c["args"]} if isinstance(c["args"], dict) else {})}
+                 for c in recorded_calls(sample) if not c["invalid"]]
+        case["expected_tools"] = collapse(calls)
+        case["trajectory"] = "unordered" if calls else "subset"
+    metadata = sample.get("metadata")
+    if isinstance(metadata, dict) and metadata:
+        case["metadata"] = metadata
+    return case
+
+
+def log_cases(path: Path) -> tuple[list[tuple[str, dict[str, Any]]], list[Unmappable]]:
+    """(label, case) per sample id of the log (its first epoch), and the samples that do not map."""
+    samples, bad = read_samples(path)
+    out, seen = [], set()
+    for where, sample in sorted(samples, key=lambda s: (s[1].get("epoch") or 0)):
+        try:
+            case = log_case(where, sample)
+        except ValueError as exc:
+            bad.append(Unmappable(where, str(exc)))
+            continue
+        if case["id"] not in seen:
+            seen.add(case["id"])
+            out.append((where, case))
+    return out, bad
+
+
+def log_trace(sample: dict[str, Any]) -> dict[str, Any]:
+    """The report trace of a sample's recorded run: steps from the tool calls, tokens from model_usage."""
+    steps = []
+    for i, call in enumerate(recorded_calls(sample)):
+        args = call["args"] if isinstance(call["args"], dict) else {}
+        steps.append({"step": i, "name": call["name"], "args": args, "output": call["output"],
+                      "error": call["error"], "error_traceback": None,
+                      "invalid_args": "malformed JSON" if call["invalid"] else None, "latency_s": None,
+                      "t_start_s": None, "executed": True})
+    usage = sample.get("model_usage") if isinstance(sample.get("model_usage"), dict) else {}
+    llm_calls = [{"latency_s": None, "prompt_tokens": int(u.get("input_tokens") or 0),
+                  "completion_tokens": int(u.get("output_tokens") or 0), "model": model}
+                 for model, u in usage.items() if isinstance(u, dict)]
+    users = user_turns(sample)
+    final = answer(sample)
+    latency = sample.get("working_time", sample.get("total_time"))
+    latency = float(latency) if isinstance(latency, (int, float)) and not isinstance(latency, bool) else None
+    error = sample.get("error")
+    return {"user_messages": users, "replies": [None] * (len(users) - 1) + [final] if users else [],
+            "final_answer": final, "cards": [], "final_agent": None,
+            "stop_reason": "agent_error" if error else "completed",
+            "agent_error": (error.get("message") if isinstance(error, dict) else str(error)) if error else None,
+            "agent_error_traceback": None, "steps": steps, "llm_calls": llm_calls, "latency_s": latency,
+            "ttfa_s": None, "final_env_diff": [], "has_env": False}
+
+
+def log_recordings(path: Path) -> tuple[list[tuple[str, str, int, dict[str, Any]]], list[Unmappable]]:
+    """(label, sample id, trial, trace) per sample and epoch; epoch 1 is trial 0."""
+    samples, bad = read_samples(path)
+    out = []
+    for where, sample in samples:
+        try:
+            sample_id = _sample_id(where, sample)
+        except ValueError as exc:
+            bad.append(Unmappable(where, str(exc)))
+            continue
+        epoch = sample.get("epoch")
+        trial = epoch - 1 if isinstance(epoch, int) and not isinstance(epoch, bool) and epoch >= 1 else 0
+        out.append((f"sample {sample_id} epoch {trial + 1}", sample_id, trial, log_trace(sample)))
+    return out, bad

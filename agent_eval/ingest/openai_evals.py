@@ -1,0 +1,52 @@
+"""OpenAI Evals datasets as cases (`import openai-evals`): an Evals JSONL (`{"input": [chat messages],
+"ideal": str | [str]}`) and a stored-completions / data-source export (`{"item": {...}}` rows with
+`input` or `messages`, and `ideal` or `expected`)."""
+from __future__ import annotations
+
+from typing import Any
+
+from agent_eval.ingest.inspect_samples import expect_of
+
+SYSTEM_ROLES = ("system", "developer")
+
+
+def _text(content: Any) -> str | None:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [c.get("text") for c in content if isinstance(c, dict) and isinstance(c.get("text"), str)]
+        return "\n".join(texts) if texts else None
+    return None
+
+
+def _users(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    if not isinstance(value, list):
+        raise ValueError("input must be a string or a list of chat messages")
+    users = []
+    for i, message in enumerate(value):
+        if not isinstance(message, dict):
+            raise ValueError(f"input[{i}] is not a chat message object")
+        if message.get("role") == "user" and (text := _text(message.get("content"))):
+            users.append(text)
+    return users
+
+
+def eval_case(where: str, record: Any) -> dict[str, Any]:
+    """One Evals row as a case; ValueError says why it cannot be mapped."""
+    if not isinstance(record, dict):
+        raise ValueError("a row must be an object")
+    item = record["item"] if isinstance(record.get("item"), dict) else record
+    users = _users(item.get("input", item.get("messages")))
+    if not users:
+        raise ValueError("no user message in input (or messages)")
+    ideal = item.get("ideal", item.get("expected"))
+    if ideal in (None, "", []):
+        raise ValueError("no ideal (or expected) answer, so nothing to check")
+    name = item.get("id", record.get("id"))
+    case_id = str(name) if isinstance(name, (str, int)) and not isinstance(name, bool) and str(name).strip() \
+        else f"sample-{where.split()[-1]}"
+    case: dict[str, Any] = {"id": case_id, **({"query": users[0]} if len(users) == 1 else {"messages": users})}
+    case["expect"] = expect_of(ideal)
+    return case
