@@ -57,16 +57,20 @@ class RunLink:
     turn: int = 0
     completions: list[Completion] = field(default_factory=list)
     outcomes: list[Outcome] = field(default_factory=list)
-    mcp: Any = None  # agent_eval.run.bridge_mcp.RunMcp when the mcp package is installed
+    mcp: Any = None  # agent_eval.run.bridge_mcp.McpServer when the mcp package is installed
+    run: Any = None  # the run's RunContext (its sandbox and tool schemas), for the MCP server
     mcp_url: str | None = None
     waits: Any = None  # the run's agent_eval.provider.waits.Waits: its requests' waiting for the limit
     leave: Any = None  # removes the run's path from the endpoint
+    cleanups: list[Any] = field(default_factory=list)  # called once the run has ended (a cmd: agent's folder)
 
     def close(self) -> None:
-        """The run has ended: its path answers 401 from now on."""
+        """The run has ended: its path answers 401 from now on, and its cleanups run."""
         if self.leave is not None:
             self.leave()
             self.leave = None
+        while self.cleanups:
+            self.cleanups.pop()()
 
     def infrastructure_error(self) -> str | None:
         """The provider error of the last request that failed for infrastructure, unless one succeeded after."""
@@ -141,7 +145,9 @@ class Endpoint:
 
         parts = request.path.split("/", 4)
         link = self.links.get(parts[2]) if len(parts) >= 4 and parts[1] == "r" else None
-        if link is None or request.headers.get("Authorization") != f"Bearer {link.token}":
+        auth = request.headers.get("Authorization")
+        # The MCP URL is the run's credential itself (MCP clients seldom set headers); /v1 wants the token.
+        if link is None or auth != f"Bearer {link.token}" and not (parts[3] == "mcp" and auth is None):
             return _error(web, 401, "invalid_api_key", "the run token is missing or wrong: use task.api_key")
         if parts[3] == "mcp" and link.mcp is not None:
             return await link.mcp.handle(request)

@@ -71,7 +71,8 @@ class WorkerInit:
 def build_parts(suite: Suite, cases: list[dict], cfg: RunConfig, agent_dir: Path) -> tuple[Any, Any, Any]:
     """The agent, the user simulator and the scoring context of a run (in the driver and in each worker)."""
     agent = load_agent(cfg.agent, agent_dir, {"model": cfg.model, "base_url": cfg.base_url,
-                                              "api_key": cfg.api_key, "max_steps": cfg.max_steps})
+                                              "api_key": cfg.api_key, "max_steps": cfg.max_steps,
+                                              "cases_dir": str(Path(cfg.cases_file).resolve().parent)})
     simulator = build_simulator(cfg.user_sim)
     judge = build_judge(cfg.judge, cfg.judge_model, cfg.judge_base_url, cfg.judge_api_key, cfg.no_cache, cases,
                         timeout_s=cfg.judge_timeout)

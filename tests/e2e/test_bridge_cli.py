@@ -3,7 +3,9 @@ built-in agent and by the docs/frameworks.md agents on the real Agents SDK, pyda
 The model issues the same calls whoever runs it, so the trajectory metrics and verdicts agree."""
 from __future__ import annotations
 
+import os
 import re
+import sys
 from pathlib import Path
 
 import orjson
@@ -16,6 +18,8 @@ DOCS = (ROOT / "docs" / "frameworks.md").read_text()
 AGENT_FILES = dict(re.findall(r"```python\n# file: (\S+)\n(.*?)```", DOCS, re.S))
 FRAMEWORKS = {"openai-agents": "helpdesk_openai_agents.py:agent", "pydantic-ai": "helpdesk_pydantic_ai.py:agent",
               "langchain": "helpdesk_langchain.py:agent"}
+# Tools only through task.mcp_url / AGENT_EVAL_MCP_URL: the Agents SDK's MCP client, and a program.
+MCP_AGENTS = {"openai-agents-mcp": "helpdesk_openai_agents_mcp.py:agent", "cmd": "cmd:python helpdesk_cmd.py"}
 
 TOOLS = '''
 from agent_eval import tool
@@ -104,7 +108,7 @@ EXPECTED = {  # (recall, precision, params, efficiency, has_loop, invalid_calls,
 COMPLETIONS = {case_id: len(script) for case_id, (_, script, _) in SCRIPTS.items()}
 # Where the framework itself stops the agent: the Agents SDK raises on an unknown tool; LangChain
 # ends when a completion's only call is not JSON (it is kept apart as an invalid tool call).
-STOPPED = {"openai-agents": {"unknown"}, "langchain": {"malformed"}}
+STOPPED = {"openai-agents": {"unknown"}, "langchain": {"malformed"}, "openai-agents-mcp": {"unknown"}}
 
 
 def pick(messages: list[dict]) -> object:
@@ -125,7 +129,8 @@ def suite(folder: Path, agent: str | None = None) -> Path:
 
 def run(folder: Path, base_url: str, *args: str) -> tuple[int, dict, str]:
     out = folder / "out"
-    env = clean_env(OPENAI_API_KEY="real-key", PYTHONPATH=str(ROOT))
+    env = clean_env(OPENAI_API_KEY="real-key", PYTHONPATH=str(ROOT), PATH=f"{Path(sys.executable).parent}:"
+                    f"{os.environ['PATH']}", AGENT_EVAL_JUDGE_API_KEY="never-handed-on")
     done = run_cli("run", "--cases", folder / "cases.json", "--output-dir", out, "--no-html", "--quiet",
                    "--model", "helpdesk-model", "--base-url", base_url, *args, cwd=folder, env=env, timeout=300)
     reports = sorted(out.glob("*.json"), key=lambda p: p.stat().st_mtime)
@@ -148,7 +153,7 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
 
     made = {}
     with LoopbackServer(router(pick)) as srv:
-        for name, spec in {"builtin": "openai", **FRAMEWORKS}.items():
+        for name, spec in {"builtin": "openai", **FRAMEWORKS, **MCP_AGENTS}.items():
             folder = tmp_path_factory.mktemp(name)
             suite(folder)
             code, report, stderr = run(folder, srv.base_url, "--agent", spec)
@@ -165,7 +170,7 @@ def test_the_built_in_agent_gives_the_hand_computed_numbers(reports: dict[str, d
         case_id: 10 * n for case_id, n in COMPLETIONS.items()}
 
 
-@pytest.mark.parametrize("framework", list(FRAMEWORKS))
+@pytest.mark.parametrize("framework", [*FRAMEWORKS, *MCP_AGENTS])
 def test_each_framework_gives_the_built_in_agents_numbers(reports: dict[str, dict], framework: str) -> None:
     runs = by_case(reports[framework])
     stopped = STOPPED.get(framework, set())

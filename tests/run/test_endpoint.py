@@ -196,3 +196,45 @@ def test_a_later_success_clears_an_earlier_failure_and_other_4xx_are_the_agents(
     assert played.error is None
     assert played.trace["final_answer"] == "500 fine 400"
     assert [c["status"] for c in played.trace["llm_calls"]] == [500, 200, 400]
+
+
+def test_the_runs_tools_over_mcp(loopback) -> None:
+    srv = loopback([tool_calls([("lookup", {"key": "a"}, "x1"), ("lookup", {"key": "zz"}, "x2")]), text("a is 1")])
+
+    async def agent(task):
+        import json
+
+        import httpx2
+        from mcp import ClientSession
+        from mcp.client.streamable_http import streamable_http_client
+
+        client = openai.AsyncOpenAI(base_url=task.base_url, api_key=task.api_key, max_retries=0)
+        async with httpx2.AsyncClient() as http, streamable_http_client(task.mcp_url, http_client=http) as (
+                read, write, *_), ClientSession(read, write) as session:
+            await session.initialize()
+            listed = (await session.list_tools()).tools
+            tools = [{"type": "function", "function": {"name": t.name, "description": t.description,
+                                                       "parameters": t.input_schema}} for t in listed]
+            messages = list(task.messages)
+            errors = []
+            while True:
+                answer = (await client.chat.completions.create(model=task.model, messages=messages,
+                                                               tools=tools)).choices[0].message
+                if not answer.tool_calls:
+                    return f"{answer.content} {[t['function']['name'] for t in tools]} {errors}"
+                messages.append(answer.model_dump(exclude_none=True))
+                for call in answer.tool_calls:
+                    result = await session.call_tool(call.function.name, json.loads(call.function.arguments),
+                                                     meta={"call_id": call.id})
+                    errors.append(result.is_error)
+                    messages.append({"role": "tool", "tool_call_id": call.id, "content": result.content[0].text})
+
+    played = play(agent, srv.base_url)
+    trace = played.trace
+    assert played.error is None, played.error
+    assert trace["final_answer"] == "a is 1 ['lookup'] [False, True]"
+    assert [(s["args"], s["executed"], s["output"]) for s in trace["steps"]] == [
+        ({"key": "a"}, True, "1"), ({"key": "zz"}, True, None)]
+    assert trace["steps"][1]["error"].startswith("KeyError")
+    # The tool error reached the model as the built-in agent's observation text.
+    assert srv.requests[1]["messages"][-1]["content"].startswith("Error: KeyError")

@@ -1,0 +1,112 @@
+"""`--agent "cmd:COMMAND ARGS..."`: a program as the agent, started once per user message.
+
+It runs in the case file's folder, in a process group of its own, with the run's recording endpoint in
+OPENAI_BASE_URL / OPENAI_API_KEY / AGENT_EVAL_MODEL and its MCP URL in AGENT_EVAL_MCP_URL; the user
+message comes on stdin, the reply is its stdout.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import shlex
+import shutil
+import signal
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from agent_eval.errors import ConfigError
+from agent_eval.run.agents.base import AgentStop, Reply, RunContext
+from agent_eval.run.agents.python import open_link
+
+PREFIX = "cmd:"
+_PROVIDER_KEY = re.compile(r"^AGENT_EVAL_.*_API_KEY$")
+_RUN_DIR = "agent_eval.cmd_run_dir"
+STDERR_LINES = 20
+
+
+def command_of(spec: str, cases_dir: Path) -> list[str]:
+    """The argv of a `cmd:` SPEC, its program found from the case file's folder; ConfigError otherwise."""
+    try:
+        argv = shlex.split(spec[len(PREFIX):])
+    except ValueError as exc:
+        raise ConfigError(f"--agent {spec!r}: the command cannot be split ({exc}); quote it as a shell would"
+                          ) from None
+    if not argv:
+        raise ConfigError(f"--agent {spec!r} names no command: write cmd:PROGRAM ARGS...")
+    program = argv[0]
+    if os.sep in program:
+        path = Path(program) if Path(program).is_absolute() else cases_dir / program
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            raise ConfigError(f"--agent {spec!r}: {path} is not an executable file (the path is relative to "
+                              f"the case file's folder, {cases_dir}); check the path or chmod +x it")
+        return argv
+    if shutil.which(program, path=os.environ.get("PATH")) is None and shutil.which(str(cases_dir / program)) is None:
+        raise ConfigError(f"--agent {spec!r}: the program {program!r} is not found on PATH (searched from the "
+                          f"case file's folder, {cases_dir}); install it or give its path")
+    return argv
+
+
+def agent_env(environ: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
+    """The program's environment: ours less every AGENT_EVAL_*_API_KEY, plus the run's variables."""
+    env = {k: v for k, v in environ.items() if not _PROVIDER_KEY.match(k)}
+    env.update(extra)
+    return env
+
+
+class CommandAgent:
+    """Starts the command for each user message; stdin the message, stdout the reply."""
+
+    def __init__(self, spec: str, settings: dict[str, Any]) -> None:
+        self.name = spec
+        self.settings = settings
+        self.cwd = Path(settings.get("cases_dir") or ".").resolve()
+        self.argv = command_of(spec, self.cwd)
+
+    async def prepare(self, ctx: RunContext) -> None:
+        await open_link(ctx, self.settings)
+        if _RUN_DIR not in ctx.state:
+            run_dir = Path(tempfile.mkdtemp(prefix="agent-eval-run-"))
+            (run_dir / "state").mkdir()
+            ctx.state[_RUN_DIR] = run_dir
+            ctx.link.cleanups.append(lambda: shutil.rmtree(run_dir, ignore_errors=True))
+
+    async def respond(self, ctx: RunContext) -> Reply:
+        run_dir: Path = ctx.state[_RUN_DIR]
+        link = ctx.link
+        messages = ([{"role": "system", "content": ctx.system_prompt}] if ctx.system_prompt else []) + ctx.messages
+        messages_file = run_dir / "messages.json"
+        messages_file.write_bytes(orjson.dumps(messages))
+        env = agent_env(dict(os.environ), {
+            "OPENAI_BASE_URL": link.base_url, "OPENAI_API_KEY": link.token, "AGENT_EVAL_MODEL": link.model or "",
+            "AGENT_EVAL_MCP_URL": link.mcp_url or "", "AGENT_EVAL_CASE_ID": str(ctx.case["id"]),
+            "AGENT_EVAL_TRIAL": str(ctx.trial), "AGENT_EVAL_STATE_DIR": str(run_dir / "state"),
+            "AGENT_EVAL_MESSAGES_FILE": str(messages_file)})
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *self.argv, cwd=self.cwd, env=env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, start_new_session=True)
+        except OSError as exc:
+            raise AgentStop("agent_error", f"the agent command {self.argv[0]!r} could not start: {exc}") from None
+        try:
+            out, err = await process.communicate((ctx.messages[-1]["content"] + "\n").encode("utf-8", "replace"))
+        except BaseException:  # --timeout or Ctrl-C: the whole process group goes
+            _kill_group(process)
+            with contextlib.suppress(BaseException):
+                await asyncio.shield(process.wait())
+            raise
+        _kill_group(process)  # children it left behind
+        if process.returncode != 0:
+            lines = err.decode("utf-8", "replace").splitlines()[-STDERR_LINES:]
+            raise AgentStop("agent_error", f"the agent command exited with status {process.returncode}",
+                            "\n".join(lines) or None)
+        return Reply(out.decode("utf-8", "replace").strip())
+
+
+def _kill_group(process: Any) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)

@@ -1,0 +1,99 @@
+"""`cmd:` agents: a program started per user message, its environment, its state folder, its failures."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agent_eval.errors import ConfigError
+from agent_eval.run.agents import load_agent
+from agent_eval.run.episode import play_run
+from agent_eval.run.sandbox import EnvTemplate
+from agent_eval.suite.tools import ToolSet
+
+
+def noop(env: dict) -> str:
+    """Do nothing."""
+    return "ok"
+
+
+TOOLS = ToolSet.from_functions([noop])
+
+SCRIPT = '''
+import json, os, pathlib, sys
+message = sys.stdin.readline().rstrip("\\n")
+state = pathlib.Path(os.environ["AGENT_EVAL_STATE_DIR"])
+count = int((state / "n").read_text()) + 1 if (state / "n").exists() else 1
+(state / "n").write_text(str(count))
+keys = sorted(k for k in os.environ if k.startswith("AGENT_EVAL_") and k.endswith("_API_KEY"))
+messages = json.load(open(os.environ["AGENT_EVAL_MESSAGES_FILE"]))
+print(json.dumps({"message": message, "turn": count, "cwd": os.getcwd(), "keys": keys,
+                  "roles": [m["role"] for m in messages], "state": str(state),
+                  "base_url": os.environ["OPENAI_BASE_URL"], "token": os.environ["OPENAI_API_KEY"],
+                  "model": os.environ["AGENT_EVAL_MODEL"], "mcp": os.environ["AGENT_EVAL_MCP_URL"],
+                  "case": os.environ["AGENT_EVAL_CASE_ID"], "trial": os.environ["AGENT_EVAL_TRIAL"]}))
+if message == "fail":
+    print("line one\\nthe last line", file=sys.stderr)
+    sys.exit(3)
+if message == "hang":
+    import subprocess, time
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # a child in its group
+    time.sleep(60)
+'''
+
+
+def play(folder: Path, case: dict, timeout: float | None = None):
+    agent = load_agent(f"cmd:{sys.executable} agent_script.py", folder, {"model": "m1", "cases_dir": str(folder)})
+    return asyncio.run(play_run(case, 1, agent, TOOLS, EnvTemplate({}), "be brief", timeout))
+
+
+@pytest.fixture
+def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "agent_script.py").write_text(SCRIPT)
+    monkeypatch.setenv("AGENT_EVAL_JUDGE_API_KEY", "secret")
+    monkeypatch.setenv("AGENT_EVAL_USER_API_KEY", "secret")
+    return tmp_path
+
+
+def test_the_program_gets_each_message_and_the_runs_variables(folder: Path) -> None:
+    played = play(folder, {"id": "c9", "messages": ["hi", "again"]})
+    first, second = (json.loads(reply) for reply in played.trace["replies"])
+    assert (first["message"], first["turn"], second["message"], second["turn"]) == ("hi", 1, "again", 2)
+    assert first["cwd"] == str(folder) and first["keys"] == []  # no provider key is handed on
+    assert first["roles"] == ["system", "user"] and second["roles"] == ["system", "user", "assistant", "user"]
+    assert first["base_url"].startswith("http://127.0.0.1:") and first["base_url"].endswith("/v1")
+    assert first["token"].startswith("ae-") and first["model"] == "m1" and first["mcp"].endswith("/mcp")
+    assert (first["case"], first["trial"]) == ("c9", "1")
+    assert first["state"] == second["state"] and not Path(first["state"]).exists()  # removed after the run
+
+
+def test_a_non_zero_exit_is_the_agents_error_with_its_stderr(folder: Path) -> None:
+    played = play(folder, {"id": "c1", "query": "fail"})
+    trace = played.trace
+    assert played.error is None
+    assert trace["stop_reason"] == "agent_error"
+    assert trace["agent_error"] == "the agent command exited with status 3"
+    assert trace["agent_error_traceback"] == "line one\nthe last line"
+
+
+def test_timeout_kills_the_process_group(folder: Path) -> None:
+    played = play(folder, {"id": "c1", "query": "hang"}, timeout=2.0)
+    assert played.trace["stop_reason"] == "timeout"
+    time.sleep(0.5)  # the kill is sent at once; let the processes be reaped
+    sleepers = [line for line in os.popen("ps -eo args").read().splitlines() if "time.sleep(60)" in line
+                and "python" in line and "-c" in line]
+    assert sleepers == []
+
+
+def test_a_program_that_is_not_found_is_a_clear_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not found on PATH"):
+        load_agent("cmd:no-such-program-here --x", tmp_path, {"cases_dir": str(tmp_path)})
+    with pytest.raises(ConfigError, match="not an executable file"):
+        load_agent("cmd:./missing.sh", tmp_path, {"cases_dir": str(tmp_path)})
+    with pytest.raises(ConfigError, match="names no command"):
+        load_agent("cmd:  ", tmp_path, {"cases_dir": str(tmp_path)})
