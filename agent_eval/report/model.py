@@ -8,7 +8,7 @@ wrong type is a ReportError (exit 2) naming the file and the key's path, such as
 from __future__ import annotations
 
 import secrets
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +44,7 @@ def new_run_id(now: datetime | None = None) -> str:
 
 def now_iso() -> str:
     """The current UTC time as the report's `created_at`."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def exit_code(entries: list[CaseEntry], regression: bool = False, stopped_early: bool = False) -> int:

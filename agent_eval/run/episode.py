@@ -145,7 +145,7 @@ async def _play(case: dict, trial: int, agent: Any, tools: Any, template: EnvTem
             ctx.messages.append({"role": "assistant", "content": reply.answer})
     except AgentStop as stop:
         stop_reason, agent_error, agent_tb = stop.stop_reason, ctx.fatal or str(stop), stop.traceback
-    except asyncio.TimeoutError:
+    except TimeoutError:
         stop_reason, agent_error = "timeout", f"the agent outran --timeout {timeout:g}s"
     except (InfrastructureError, ServerFault) as exc:
         error = str(exc)

@@ -232,7 +232,7 @@ class WorkerPool:
             host.send(FINISH if graceful else STOP)
         try:
             await asyncio.wait_for(self._drain(runner, inbox), FINISH_GRACE_S if graceful else CANCEL_GRACE_S)
-        except (asyncio.TimeoutError, asyncio.CancelledError):
+        except (TimeoutError, asyncio.CancelledError):
             pass
         finally:
             await asyncio.gather(*(host.close() for host in self.hosts), return_exceptions=True)

@@ -62,9 +62,9 @@ def _problem(record: Any) -> str | None:
         return "it is not a JSON object"
     for key in ("run_id", "case_id"):
         value = record.get(key)
-        if not isinstance(value, str) or not value:
-            if not (key == "case_id" and isinstance(value, int) and not isinstance(value, bool)):
-                return f'"{key}" must be a non-empty string'
+        is_int_id = key == "case_id" and isinstance(value, int) and not isinstance(value, bool)
+        if (not isinstance(value, str) or not value) and not is_int_id:
+            return f'"{key}" must be a non-empty string'
     trial = record.get("trial")
     if not isinstance(trial, int) or isinstance(trial, bool) or trial < 0:
         return '"trial" must be a whole number, 0 or more'

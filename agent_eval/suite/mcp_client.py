@@ -104,7 +104,7 @@ class Connection:
         limit = max(self.timeout, DEFAULT_TIMEOUT_S)
         try:
             await asyncio.wait_for(asyncio.shield(waiter), limit)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise self._fail(f"did not start within {limit:g}s") from None
         finally:
             waiter.cancel()
@@ -169,7 +169,7 @@ class Connection:
         if self._owner is not None and not self._ended.is_set():
             try:
                 await asyncio.wait_for(asyncio.shield(self._ended.wait()), _CLOSE_GRACE_S)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
         self.kill()
         if self._stderr is not None:
@@ -212,7 +212,7 @@ class Connection:
                 return await asyncio.wait_for(make(session), self.timeout)
             async with _timeout(self.timeout):  # a timer handle; anyio.fail_after costs 3x as much per call
                 return await make(session)
-        except (TimeoutError, asyncio.TimeoutError):
+        except TimeoutError:
             if self._ended.is_set():
                 raise self._fail(f"exited during {what}{self._exit_detail()}") from None
             raise self._fail(f"did not answer {what} within {self.timeout:g}s") from None
