@@ -47,10 +47,12 @@ class InfrastructureError(Exception):
 class ProviderError(InfrastructureError):
     """An LLM call that failed after the SDK's retries, or whose answer cannot be read.
 
-    The message names the endpoint (secrets removed) and the model; `status_code` is the HTTP status
-    when the provider answered with one.
+    The message names the endpoint (secrets removed) and the model, and holds no key (redaction.py);
+    `status_code` is the HTTP status when the provider answered with one.
     """
 
     def __init__(self, message: str, status_code: int | None = None) -> None:
-        super().__init__(message)
+        from agent_eval.redaction import redact_secrets
+
+        super().__init__(redact_secrets(message))  # a provider may echo the key in its error body
         self.status_code = status_code

@@ -21,10 +21,11 @@ import orjson
 
 from agent_eval.errors import ProviderError
 from agent_eval.provider import endpoints, retry
+from agent_eval.redaction import PLACEHOLDER_KEY as PLACEHOLDER_KEY  # re-exported: the key of keyless endpoints
+from agent_eval.redaction import remember_secret
+from agent_eval.score.usage import token_count
 
 MAX_RETRIES = retry.hints.MAX_RETRIES
-PLACEHOLDER_KEY = "unused"
-"""The key sent to an endpoint that needs none (Ollama, vLLM, llama.cpp) when no key is set anywhere."""
 
 _SECRET_PARAM = re.compile(r"key|token|secret|password|sig|auth", re.IGNORECASE)
 _SHOWN_CHARS = 300
@@ -69,8 +70,8 @@ class Completion:
 
     content: str | None
     tool_calls: list[dict[str, Any]] = field(default_factory=list)  # wire form, `arguments` a str
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    prompt_tokens: int | None = 0  # None: the provider's count was not a valid one (score/usage.py)
+    completion_tokens: int | None = 0
     model: str | None = None
 
 
@@ -128,6 +129,7 @@ async def shared_client(base_url: str | None, api_key: str | None) -> Any:
     global _CLIENT_CLASS
     loop = asyncio.get_running_loop()
     key = (base_url, api_key)
+    remember_secret(api_key)  # so that an error echoing it is redacted (redaction.py)
     entry = _CLIENTS.get(key)
     if entry is None or entry[0] is not loop:
         if entry is not None:
@@ -263,15 +265,11 @@ def parse_completion(raw: bytes, where: Callable[[], str] = lambda: "") -> Compl
     completion = Completion(content, _tool_calls(calls, where) if calls else [])
     usage = data.get("usage")
     if isinstance(usage, dict):
-        completion.prompt_tokens = _count(usage.get("prompt_tokens"))
-        completion.completion_tokens = _count(usage.get("completion_tokens"))
+        completion.prompt_tokens = token_count(usage.get("prompt_tokens"))
+        completion.completion_tokens = token_count(usage.get("completion_tokens"))
     model = data.get("model")
     completion.model = model if isinstance(model, str) else None
     return completion
-
-
-def _count(value: Any) -> int:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _join_parts(content: Any, where: Callable[[], str]) -> str:

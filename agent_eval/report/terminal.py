@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agent_eval.score.prices import price_hint
+from agent_eval.score.usage import invalid_usage_lines, invalid_usage_of
 from agent_eval.report.fmt import (  # noqa: F401  (re-exported: the section modules format with these)
     NA,
     REASON_MAX_CHARS,
@@ -118,6 +119,8 @@ def render_header(report: Report, console: Console) -> None:
         console.print(Text(line, style="dim"))
     for model in unpriced_models(report):
         console.print(Text(f"cost n/a: {price_hint(model)}", style="yellow"))
+    for why in invalid_usage_lines(report):
+        console.print(Text(why, style="yellow"))
 
 
 def judge_line(report: Report) -> str | None:
@@ -142,6 +145,8 @@ def cost_text(report: Report, value: float | None) -> str:
     """A cost, or why it is n/a: a model without a price."""
     if value is None and unpriced_models(report):
         return f"{NA} (no price for {', '.join(unpriced_models(report))})"
+    if value is None and invalid_usage_of(report)["runs"]:
+        return f"{NA} (invalid token counts)"
     return format_cost(value)
 
 

@@ -20,6 +20,7 @@ from agent_eval.score.matchers import field_names, json_equal, matched_fields
 from agent_eval.score.safety_metrics import safety_metrics, share_true
 from agent_eval.score.custom_summary import summarize_scorers
 from agent_eval.score.prices import token_cost
+from agent_eval.score.usage import TOKEN_KEYS, invalid_counts, sum_tokens
 
 RunMetricGroup = Callable[[dict, dict, list, bool, "float | None"], dict]
 
@@ -111,8 +112,9 @@ def outcome_metrics(case: dict, trace: dict, checks: list, success: bool, cost_u
         "progress": sum(1 for c in checks if c["passed"]) / len(checks) if checks else None,
         "latency_s": trace.get("latency_s"),
         "ttfa_s": trace.get("ttfa_s"),
-        "prompt_tokens": sum(c.get("prompt_tokens") or 0 for c in calls),
-        "completion_tokens": sum(c.get("completion_tokens") or 0 for c in calls),
+        "prompt_tokens": sum_tokens(c.get("prompt_tokens") for c in calls),
+        "completion_tokens": sum_tokens(c.get("completion_tokens") for c in calls),
+        "usage_invalid": invalid_counts(calls),
         "cost_usd": cost_usd,
         "turns": len(trace.get("user_messages") or []) if "scenario" in case else None,
     }
@@ -138,6 +140,7 @@ RUN_METRICS: list[str] = [
     "ttfa_s",
     "prompt_tokens",
     "completion_tokens",
+    "usage_invalid",
     "cost_usd",
     "turns",
 ]
@@ -155,7 +158,9 @@ def run_metrics(case: dict, trace: dict, checks: list[dict], success: bool, cost
 
 def price_usage(llm_calls: list[dict], pricing: dict | None, run_model: str | None) -> float | None:
     """The run's cost in USD from its usage records (suite pricing, then genai-prices); None if a record's
-    model has no price."""
+    model has no price, or a token count is invalid (null) or the run's sum too large for JSON's integers."""
+    if invalid_counts(llm_calls) or any(sum_tokens(c.get(k) for c in llm_calls) is None for k in TOKEN_KEYS):
+        return None
     cost = 0.0
     for call in llm_calls:
         part = token_cost(call.get("model") or run_model, call.get("prompt_tokens") or 0,
@@ -209,8 +214,11 @@ def _pass_hat(d: Counted) -> dict[str, float | None]:
     return {str(k): stats.pass_hat(d.counts, k) for k in range(1, d.repeat + 1)}
 
 
-def _tokens_total(d: Counted) -> int:
-    return sum((m.get("prompt_tokens") or 0) + (m.get("completion_tokens") or 0) for m in d.runs)
+def _tokens_total(d: Counted) -> int | None:
+    # A run whose own sum was too large is null, and so is the suite's sum past 2**53 - 1.
+    if any(m.get(k, 0) is None for m in d.runs for k in TOKEN_KEYS):
+        return None
+    return sum_tokens((m.get("prompt_tokens") or 0) + (m.get("completion_tokens") or 0) for m in d.runs)
 
 
 def _cost_total(d: Counted) -> float | None:

@@ -28,6 +28,12 @@ _timeout = getattr(asyncio, "timeout", None)
 class ServerError(Exception):
     """The MCP server itself failed: infrastructure, never the agent's fault."""
 
+    def __init__(self, *args: object) -> None:
+        from agent_eval.redaction import redact_secrets
+
+        # A server's error text may echo a key: redacted before it is stored or shown.
+        super().__init__(*(redact_secrets(a) if isinstance(a, str) else a for a in args))
+
 
 class ProtocolError(ServerError):
     """The server answered a request with a JSON-RPC error: it is alive, the request failed."""

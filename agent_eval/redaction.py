@@ -1,0 +1,33 @@
+"""Secrets never shown: the configured keys, bearer tokens and OpenAI-style keys in a provider's or a
+server's error text become `***` before the text is stored or shown (URLs have `llm.redact_url`)."""
+from __future__ import annotations
+
+import re
+
+PLACEHOLDER_KEY = "unused"
+"""The key sent to an endpoint that needs none; it is no secret and is never redacted."""
+MIN_SECRET_CHARS = 8
+MASK = "***"
+
+_KNOWN: set[str] = set()
+_BEARER = re.compile(r"(Bearer\s+)[^\s'\",;}\]]+", re.IGNORECASE)
+_SK = re.compile(r"sk-[A-Za-z0-9_-]{16,}")
+
+
+def remember_secret(*keys: str | None) -> None:
+    """Add configured keys (agent, judge, simulator) to those redacted from error text; short keys and
+    the placeholder are not secrets."""
+    for key in keys:
+        if isinstance(key, str) and len(key) >= MIN_SECRET_CHARS and key != PLACEHOLDER_KEY:
+            _KNOWN.add(key)
+
+
+def redact_secrets(text: str) -> str:
+    """text with every remembered key, every `Bearer <token>` and every `sk-...` key replaced by ***."""
+    if not text:
+        return text
+    for key in sorted(_KNOWN, key=len, reverse=True):  # the longest first: a key inside another
+        if key in text:
+            text = text.replace(key, MASK)
+    text = _BEARER.sub(lambda m: m.group(1) + MASK, text)
+    return _SK.sub(MASK, text)
