@@ -11,7 +11,8 @@ from typing import Any
 
 from agent_eval.score.env_checks import env_checks, expected_env_checks
 from agent_eval.score.envdiff import show_json as _show
-from agent_eval.score.matchers import RegexTimeout, match_call, max_matching
+from agent_eval.score.call_matching import max_matching
+from agent_eval.score.matchers import RegexTimeout, match_call
 from agent_eval.score.expect import expect_checks
 from agent_eval.score.safety import authorization_checks, policy_checks
 
@@ -30,18 +31,36 @@ def _check(name: str, verdict: Verdict) -> dict:
 
 
 def _names(steps: list[dict]) -> str:
-    return "[" + ", ".join(str(step.get("name")) for step in steps) + "]"
+    shown = ", ".join(str(step.get("name")) for step in steps[:_SHOWN_NAMES])
+    more = f", ... {len(steps) - _SHOWN_NAMES} more" if len(steps) > _SHOWN_NAMES else ""
+    return f"[{shown}{more}]"
+
+
+_SHOWN_NAMES = 50
 
 
 def _uncovered_detail(expected: list[dict], steps: list[dict], pairing: list[int | None]) -> str:
+    seen_args: dict[Any, list[Any]] = {}  # name -> the args of its first three calls, in one pass
+    for step in steps:
+        shown = seen_args.setdefault(_hashable(step.get("name")), [])
+        if len(shown) < 3:
+            shown.append(step.get("args"))
+    uncovered = [exp for exp, j in zip(expected, pairing, strict=True) if j is None]
     parts = []
-    for exp, j in zip(expected, pairing, strict=True):
-        if j is not None:
-            continue
-        same_name = [s.get("args") for s in steps if s.get("name") == exp.get("name")]
-        seen = f"; calls of it had args {', '.join(_show(a, 80) for a in same_name[:3])}" if same_name else ""
+    for exp in uncovered[:_SHOWN_UNCOVERED]:
+        same_name = seen_args.get(_hashable(exp.get("name")))
+        seen = f"; calls of it had args {', '.join(_show(a, 80) for a in same_name)}" if same_name else ""
         parts.append(_show_call(exp.get("name"), exp.get("args")) + seen)
+    if len(uncovered) > _SHOWN_UNCOVERED:
+        parts.append(f"and {len(uncovered) - _SHOWN_UNCOVERED} more")
     return f"expected calls not covered: {'; '.join(parts)}. Actual calls: {_names(steps)}"
+
+
+_SHOWN_UNCOVERED = 20
+
+
+def _hashable(name: Any) -> Any:
+    return name if isinstance(name, str) or name is None else repr(name)
 
 
 def _covers_expected(expected: list[dict], steps: list[dict]) -> Verdict:

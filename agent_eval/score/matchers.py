@@ -211,32 +211,6 @@ def match_call(expected: dict, step: dict) -> bool:
     return expected.get("name") == step.get("name") and match_args(expected.get("args"), step.get("args"))
 
 
-def max_matching(expected: list[dict], steps: list[dict]) -> list[int | None]:
-    """For each expected call, the index of its step in a maximum one-to-one matching, or None (Kuhn)."""
-    candidates = [[j for j, step in enumerate(steps) if match_call(exp, step)] for exp in expected]
-    owner: list[int | None] = [None] * len(steps)
-
-    # An augmenting path visits each expected call at most once, so the depth is bounded by len(expected).
-    def augment(i: int, seen: list[bool]) -> bool:
-        for j in candidates[i]:
-            if seen[j]:
-                continue
-            seen[j] = True
-            if owner[j] is None or augment(owner[j], seen):
-                owner[j] = i
-                return True
-        return False
-
-    for i in range(len(expected)):
-        if candidates[i]:
-            augment(i, [False] * len(steps))
-    pairing: list[int | None] = [None] * len(expected)
-    for j, i in enumerate(owner):
-        if i is not None:
-            pairing[i] = j
-    return pairing
-
-
 def field_names(expected_args: dict | None) -> list[str]:
     """The *fields* of param_accuracy (docs/metrics.md): the top-level keys whose matcher is not `$ignore`."""
     if not expected_args:

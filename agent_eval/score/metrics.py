@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,11 +16,12 @@ from typing import Any
 from agent_eval.score import stats
 from agent_eval.score.intervals import counted_cases, suite_intervals
 from agent_eval.score.metric_registry import SUITE_METRIC_TABLE
-from agent_eval.score.matchers import field_names, json_equal, matched_fields
+from agent_eval.score.call_matching import max_matched_fields
+from agent_eval.score.matchers import field_names, json_equal
 from agent_eval.score.safety_metrics import safety_metrics, share_true
 from agent_eval.score.custom_summary import summarize_scorers
 from agent_eval.score.prices import token_cost
-from agent_eval.score.usage import TOKEN_KEYS, invalid_counts, sum_tokens
+from agent_eval.score.tokens import TOKEN_KEYS, invalid_counts, sum_tokens
 
 RunMetricGroup = Callable[[dict, dict, list, bool, "float | None"], dict]
 
@@ -48,33 +49,10 @@ def trajectory_metrics(case: dict, trace: dict, checks: list, success: bool, cos
 
 def param_accuracy(expected: list[dict], steps: list[dict]) -> float:
     """Matched fields / all fields under the best one-to-one pairing of same-name calls; 1.0 if no field."""
-    fields_by_name: dict[str, list[dict]] = defaultdict(list)
-    total = 0
-    for call in expected:
-        args = call.get("args") or {}
-        n_fields = len(field_names(args))
-        if n_fields:
-            # Calls without fields add nothing either way, so they stay out of the assignment.
-            fields_by_name[call["name"]].append(args)
-            total += n_fields
+    total = sum(len(field_names(call.get("args") or {})) for call in expected)
     if total == 0:
         return 1.0
-    actual_by_name: dict[str, list[Any]] = defaultdict(list)
-    for step in steps:
-        if step["name"] in fields_by_name:
-            actual_by_name[step["name"]].append(step["args"])
-    matched = 0
-    for name, exp_args in fields_by_name.items():
-        act_args = actual_by_name.get(name)
-        if not act_args:
-            continue
-        weights = [[matched_fields(e, a) for a in act_args] for e in exp_args]
-        if len(exp_args) == 1 or len(act_args) == 1:
-            # The common case: one side is a single call, so the best pair is the best entry.
-            matched += max(max(row) for row in weights)
-        else:
-            matched += stats.max_weight_assignment(weights)
-    return matched / total
+    return max_matched_fields(expected, steps) / total
 
 
 def call_metrics(case: dict, trace: dict, checks: list, success: bool, cost_usd: float | None) -> dict:

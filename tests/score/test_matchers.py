@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from agent_eval.score.call_matching import max_matching
 from agent_eval.score.matchers import (
     field_names,
     is_literal,
@@ -10,7 +11,6 @@ from agent_eval.score.matchers import (
     match_call,
     match_value,
     matched_fields,
-    max_matching,
     validate_matcher,
 )
 
