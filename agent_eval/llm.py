@@ -22,7 +22,7 @@ import orjson
 from agent_eval.errors import ProviderError
 from agent_eval.provider import endpoints, retry
 from agent_eval.redaction import PLACEHOLDER_KEY as PLACEHOLDER_KEY  # re-exported: the key of keyless endpoints
-from agent_eval.redaction import remember_secret
+from agent_eval.redaction import redact_secrets, remember_secret
 from agent_eval.score.tokens import token_count
 
 MAX_RETRIES = retry.hints.MAX_RETRIES
@@ -242,6 +242,7 @@ def _where(client: Any, body: dict[str, Any], retries: int) -> str:
 
 
 def _shorten(text: str) -> str:
+    text = redact_secrets(text)  # before the cut, so that no part of a key is left at the end
     return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + "…"
 
 
