@@ -84,17 +84,18 @@ def _fields(args: Any) -> list[tuple[str, Any]]:
 
 def _group_actual(calls: list[tuple[int, Any]], keys: list[str]) -> tuple[_Side, dict[str, _Values]]:
     """Actual calls grouped by their args restricted to `keys` (all the expected side can look at)."""
-    side, by_key = _Side(), {}
+    side, by_key = _Side(), dict[Hashable, int]()
     for index, args in calls:
+        key: Hashable | None
         if isinstance(args, dict):
-            parts = []
+            parts: list[Hashable] | None = []
             for k in keys:
                 part = canonical(args[k]) if k in args else _ABSENT
                 if part is None:
                     parts = None
                     break
-                parts.append(part)
-            key: Hashable | None = ("d", tuple(parts)) if parts is not None else None
+                parts.append(part)  # type: ignore[union-attr]
+            key = ("d", tuple(parts)) if parts is not None else None
         else:
             key = ("other",)  # not a dict: it matches no field, so all such calls are alike
         side.add(index, args, by_key, key)
@@ -169,7 +170,7 @@ def _pair_one_name(expected: list[dict], exp_ids: list[int], act_calls: list[tup
                    pairing: list[int | None]) -> int:
     keys = sorted({k for i in exp_ids for k, _ in _fields(expected[i].get("args"))})
     actual, values = _group_actual(act_calls, keys)
-    wanted, by_key = _Side(), {}
+    wanted, by_key = _Side(), dict[Hashable, int]()
     for i in exp_ids:
         fields = _fields(expected[i].get("args"))
         if not whole and not fields:

@@ -89,7 +89,8 @@ def invalid_usage_of(report: Mapping[str, Any]) -> dict[str, int]:
             value = metrics.get("usage_invalid") if isinstance(metrics, dict) else None
             if isinstance(value, int) and not isinstance(value, bool) and value > 0:
                 runs, counts = runs + 1, counts + value
-    summary = report.get("summary") if isinstance(report.get("summary"), dict) else {}
+    found = report.get("summary")
+    summary: Mapping[str, Any] = found if isinstance(found, dict) else {}
     helpers = {}
     for key in ("judge", "user_sim"):
         part = summary.get(key)
