@@ -159,6 +159,11 @@ def conclude(report: Report, run_bytes: RunBytes, outputs: Any, console: Console
         console.print(verdict_text(dict(report)))  # --quiet still says how the run ended
     for line in [*notes, f"{label}: {path}", *written]:
         say(console, line)
+    from agent_eval.score.usage import usage_warning
+
+    warning = usage_warning(report)
+    if warning:
+        say(err, warning)
     return code
 
 

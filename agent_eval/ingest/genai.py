@@ -10,6 +10,7 @@ from typing import Any
 
 from agent_eval.ingest.messages import Call, Message, input_messages, output_messages, str_or_none
 from agent_eval.ingest.otlp import Span, json_value
+from agent_eval.score.tokens import sum_tokens, token_count
 
 INFERENCE_OPS = frozenset({"chat", "text_completion", "generate_content"})
 TOOL_OP = "execute_tool"
@@ -40,8 +41,8 @@ class Inference:
     start_ns: int
     end_ns: int | None  # None when the span ends before it starts
     model: str | None
-    input_tokens: int
-    output_tokens: int
+    input_tokens: int | None  # None: a count that is not an integer in 0 .. 2**53 - 1 (score/tokens.py)
+    output_tokens: int | None
 
 
 @dataclass
@@ -63,12 +64,12 @@ class Recorded:
     warnings: list[str] = field(default_factory=list)
 
     @property
-    def input_tokens(self) -> int:
-        return sum(i.input_tokens for i in self.inferences)
+    def input_tokens(self) -> int | None:
+        return sum_tokens(i.input_tokens for i in self.inferences)
 
     @property
-    def output_tokens(self) -> int:
-        return sum(i.output_tokens for i in self.inferences)
+    def output_tokens(self) -> int | None:
+        return sum_tokens(i.output_tokens for i in self.inferences)
 
 
 def operation(span: Span) -> str | None:
@@ -89,12 +90,15 @@ def is_genai(span: Span) -> bool:
         name.startswith("gen_ai.") for name, _ in span.events)
 
 
-def _tokens(span: Span, key: str, older: str) -> int:
+def _tokens(span: Span, key: str, older: str) -> int | None:
+    """The span's token count, 0 when it has none, None when it is not one (1e300, -5, "many")."""
     value = span.attributes.get(key, span.attributes.get(older))
-    try:
-        return max(0, int(value)) if value is not None and not isinstance(value, bool) else 0
-    except (TypeError, ValueError, OverflowError):
-        return 0
+    if isinstance(value, str):  # OTLP/JSON writes an intValue as a string
+        try:
+            value = int(value)
+        except ValueError:
+            return None
+    return token_count(value)
 
 
 def _step_error(span: Span) -> str | None:

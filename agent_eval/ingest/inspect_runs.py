@@ -8,6 +8,7 @@ from agent_eval.ingest.inspect_logs import answer, read_samples, recorded_calls,
 from agent_eval.ingest.inspect_samples import expect_of
 from agent_eval.ingest.otel import collapse
 from agent_eval.ingest.records import Unmappable
+from agent_eval.score.tokens import token_count
 
 
 def _sample_id(where: str, sample: dict[str, Any]) -> str:
@@ -67,8 +68,8 @@ def log_trace(sample: dict[str, Any]) -> dict[str, Any]:
                       "invalid_args": "malformed JSON" if call["invalid"] else None, "latency_s": None,
                       "t_start_s": None, "executed": True})
     usage = sample.get("model_usage") if isinstance(sample.get("model_usage"), dict) else {}
-    llm_calls = [{"latency_s": None, "prompt_tokens": int(u.get("input_tokens") or 0),
-                  "completion_tokens": int(u.get("output_tokens") or 0), "model": model}
+    llm_calls = [{"latency_s": None, "prompt_tokens": token_count(u.get("input_tokens")),
+                  "completion_tokens": token_count(u.get("output_tokens")), "model": model}
                  for model, u in usage.items() if isinstance(u, dict)]
     users = user_turns(sample)
     final = answer(sample)

@@ -12,13 +12,6 @@ from agent_eval.score.tokens import MAX_TOKENS, TOKEN_KEYS, sum_tokens
 if TYPE_CHECKING:
     from agent_eval.llm import Completion
 
-def usage_warning(runs_invalid: int, counts_invalid: int, where: str = "the provider") -> str:
-    """The command's one warning line about impossible token counts."""
-    return (f"warning: {counts_invalid} token count(s) from {where} in {runs_invalid} run(s) were not integers "
-            f"between 0 and 2**53 - 1; they are stored as null (metrics.usage_invalid), and those runs' cost is "
-            "null")
-
-
 @dataclass
 class LLMUsage:
     """API calls, tokens and errors of one helper LLM over a whole run."""
@@ -112,3 +105,16 @@ def invalid_usage_lines(report: Mapping[str, Any]) -> list[str]:
             lines.append(f"cost n/a: {found[key]} token count(s) from {who} were not integers between 0 and "
                          f"2**53 - 1 (summary.{key}.usage_invalid), so its cost is null")
     return lines
+
+
+def usage_warning(report: Mapping[str, Any]) -> str | None:
+    """The command's one warning line about impossible token counts (runs, judge, simulator), or None."""
+    found = invalid_usage_of(report)
+    parts = [f"{found['counts']} in {found['runs']} run(s)" if found["runs"] else "",
+             f"{found['judge']} from the judge" if found["judge"] else "",
+             f"{found['user_sim']} from the user simulator" if found["user_sim"] else ""]
+    shown = ", ".join(p for p in parts if p)
+    if not shown:
+        return None
+    return (f"warning: token counts that are not integers between 0 and 2**53 - 1 ({shown}) are stored as null "
+            "and counted in usage_invalid; the cost they belong to is null")

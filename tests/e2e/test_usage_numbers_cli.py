@@ -12,7 +12,6 @@ from tests.e2e.hardening import agent_eval, all_runs, answer_with_usage
 from tests.judged_suite import case, judged_suite
 from tests.loopback import router
 
-WARNING_WIRED = False  # the stderr warning joins the commands' shared conclusion (house's move) next
 PRICING = {"m": {"input_per_mtok": 1.0, "output_per_mtok": 2.0}}
 # case id -> the prompt_tokens its provider answer carries
 ODD = {"huge-float": 1e300, "negative": -5, "ten-to-29": 10**29, "two-to-63": 2**63, "integral-float": 12.0}
@@ -53,9 +52,8 @@ def test_impossible_provider_token_counts_are_null_and_counted(loopback, tmp_pat
     # tokens: the four odd runs count 0 + 5 each, the good one 12 + 5 -> 20 + 17 = 37
     assert summary["tokens_total"] == 37
     assert "4 token count(s) in 4 run(s)" in done.out  # the header says why the cost is null
-    if WARNING_WIRED:
-        warnings = [line for line in done.err.splitlines() if "2**53" in line]
-        assert len(warnings) == 1 and warnings[0].startswith("warning:"), done.err
+    warnings = [line for line in done.err.splitlines() if "2**53" in line]
+    assert len(warnings) == 1 and warnings[0].startswith("warning:"), done.err
 
 
 def test_an_impossible_count_from_the_judge_nulls_its_cost(loopback, tmp_path: Path) -> None:
@@ -68,8 +66,7 @@ def test_an_impossible_count_from_the_judge_nulls_its_cost(loopback, tmp_path: P
     assert spent["calls"] == 1 and spent["usage_invalid"] == 1 and spent["cost_usd"] is None
     assert spent["prompt_tokens"] == 0 and spent["completion_tokens"] == 5
     assert "from the judge" in done.out
-    if WARNING_WIRED:
-        assert len([line for line in done.err.splitlines() if "2**53" in line]) == 1, done.err
+    assert len([line for line in done.err.splitlines() if "2**53" in line]) == 1, done.err
 
 
 USAGE_AGENT = '''
@@ -108,3 +105,28 @@ def test_an_impossible_record_usage_count_is_the_runs_agent_error(tmp_path: Path
     (run,) = all_runs(done.report)["bad"]
     assert run["trace"]["stop_reason"] == "agent_error"
     assert "between 0 and 2**53 - 1" in run["trace"]["agent_error"]
+
+
+def test_score_of_spans_with_impossible_token_counts(tmp_path: Path) -> None:
+    from tests.otlp_gen import Trace, assistant, export_request, jsonl, user
+
+    trace = Trace("abcd0000000000000000000000000001")
+    agent = trace.agent(0, 1000)
+    trace.chat(10, 100, [user("hello")], [assistant("ok then")], model="m", usage=(10**29, 7), parent=agent)
+    trace.chat(110, 200, [user("hello")], [assistant("ok then")], model="m", usage=(1e300, 3), parent=agent)
+    trace.chat(210, 300, [user("hello")], [assistant("ok then")], model="m", usage=(12, 1), parent=agent)
+    traces = tmp_path / "traces.jsonl"
+    traces.write_bytes(jsonl([export_request(trace.spans)]))
+    cases_file = write_suite(tmp_path, [{"id": "hello", "query": "hello", "expect": {"contains": "ok"},
+                                          "metadata": {"trace_id": "abcd0000000000000000000000000001"}}],
+                             {"name": "usage", "pricing": PRICING})
+    done = agent_eval(tmp_path, "score", traces, "--cases", cases_file, "--no-html")
+    assert done.code == 0, done.err
+    (run,) = all_runs(done.report)["hello"]
+    assert [c["prompt_tokens"] for c in run["trace"]["llm_calls"]] == [None, None, 12]
+    # two null counts; the valid ones sum: prompt 12, completion 7 + 3 + 1 = 11
+    assert run["metrics"]["usage_invalid"] == 2
+    assert (run["metrics"]["prompt_tokens"], run["metrics"]["completion_tokens"]) == (12, 11)
+    assert run["metrics"]["cost_usd"] is None and done.report["summary"]["cost_total_usd"] is None
+    assert len([line for line in done.err.splitlines() if "2**53" in line]) == 1, done.err
+    assert "2 token count(s) in 1 run(s)" in done.out
