@@ -88,7 +88,8 @@ def run(
     repeat: int | None = typer.Option(None, "--repeat", "-k", help=REPEAT_HELP),
     threshold: float | None = typer.Option(None, "--threshold", help=THRESHOLD_HELP),
     no_judge: bool = typer.Option(False, "--no-judge", help="Never call the judge; skip rubric-only cases."),
-    agent: str | None = typer.Option(None, "--agent", help="openai, file.py:function or module:function."),
+    agent: str | None = typer.Option(None, "--agent", help="openai, file.py:function, module:function or "
+                                                         "\"cmd:COMMAND ARGS...\"."),
     model: str | None = typer.Option(None, "--model", help="The agent's model (AGENT_EVAL_MODEL)."),
     base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (OPENAI_BASE_URL)."),
     judge_model: str | None = typer.Option(None, "--judge-model", help=JUDGE_MODEL_HELP),
@@ -151,13 +152,14 @@ def list_cases(
 
 
 @app.command()
-def validate(cases: Path = typer.Option(DEFAULTS.cases, "--cases", help=CASES_HELP)) -> None:
+def validate(cases: Path = typer.Option(DEFAULTS.cases, "--cases", help=CASES_HELP),
+             agent: str | None = typer.Option(None, "--agent", help="Also load this agent, as run would.")) -> None:
     """Check a case file; nothing runs."""
 
     def go() -> int:
         from agent_eval.commands.validate import validate_command
 
-        return validate_command(cases, console, err_console)
+        return validate_command(cases, console, err_console, agent)
 
     guarded(go)
 

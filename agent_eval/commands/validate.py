@@ -10,12 +10,17 @@ from agent_eval.errors import ConfigError
 from agent_eval.suite.cases import Suite
 
 
-def validate_command(cases: Path, console: Console, err: Console) -> int:
-    """Exit 0 with one line when the case file is valid (its warnings on stderr); exit 2 otherwise."""
+def validate_command(cases: Path, console: Console, err: Console, agent: str | None = None) -> int:
+    """Exit 0 with one line when the case file is valid (its warnings on stderr); exit 2 otherwise.
+
+    `agent` (the --agent flag) is loaded as `run` loads it: a path relative to the current directory, a
+    `cmd:` program found from the case file's folder."""
     from agent_eval.suite.cases import load_suite
 
     suite = load_suite(cases)
     load_suite_code(suite)
+    if agent is not None:
+        check_agent(agent, Path.cwd(), suite)
     for warning in suite.warnings:
         say(err, warning)
     console.print(f"{cases}: {len(suite.cases)} cases, valid.", highlight=False, markup=False)
@@ -30,5 +35,23 @@ def load_suite_code(suite: Suite) -> None:
     user = suite.settings.get("user")
     named = [("agent", spec), ("user simulator", user.get("agent") if isinstance(user, dict) else None)]
     for what, ref in named:
-        if isinstance(ref, str) and ref and ref != "openai" and not callable(load_callable(ref, suite.base_dir, what)):
+        if what == "agent" and isinstance(ref, str) and ref:
+            check_agent(ref, suite.base_dir, suite)
+        elif isinstance(ref, str) and ref and ref != "openai" and not callable(
+                load_callable(ref, suite.base_dir, what)):
             raise ConfigError(f"{what} {ref!r} in {suite.path} is not callable; point the SPEC at a function")
+
+
+def check_agent(spec: str, base_dir: Path, suite: Suite) -> None:
+    """ConfigError unless SPEC loads: a callable for a Python agent, a program found for a `cmd:` one."""
+    from agent_eval.suite.imports import load_callable
+
+    if spec == "openai":
+        return
+    if spec.startswith("cmd:"):
+        from agent_eval.run.agents.command import command_of
+
+        command_of(spec, suite.path.resolve().parent)
+        return
+    if not callable(load_callable(spec, base_dir, "agent")):
+        raise ConfigError(f"agent {spec!r} is not callable; point the SPEC at a function")

@@ -218,3 +218,19 @@ def test_the_model_endpoint_down_makes_every_frameworks_runs_error(tmp_path: Pat
         only = by_case(report)["reset"]
         assert only["status"] == "error", name
         assert "503" in only["error"] and "model helpdesk-model" in only["error"] and srv.base_url in only["error"]
+
+
+def test_validate_loads_the_agent_as_run_does(tmp_path: Path) -> None:
+    suite(tmp_path)
+    env = clean_env(PYTHONPATH=str(ROOT), PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+
+    def validate(*args: str):
+        return run_cli("validate", "--cases", tmp_path / "cases.json", *args, cwd=tmp_path, env=env)
+
+    assert validate("--agent", "helpdesk_pydantic_ai.py:agent").returncode == 0
+    assert validate("--agent", "cmd:python helpdesk_cmd.py").returncode == 0
+    missing = validate("--agent", "cmd:no-such-agent-program --fast")
+    assert missing.returncode == 2 and "'no-such-agent-program' is not found on PATH" in missing.stderr
+    assert "Traceback" not in missing.stderr
+    absent = validate("--agent", "nowhere.py:agent")
+    assert absent.returncode == 2 and "nowhere.py" in absent.stderr
