@@ -8,11 +8,12 @@ and kills any server process that outlived its session.
 from __future__ import annotations
 
 import asyncio
+import sys
 from typing import Any
 
-from agent_eval.suite.mcp_client import Connection, ServerError, kill_live_servers
+from agent_eval.suite.mcp_client import Connection, ServerError, kill_live_servers, stray_warnings
 from agent_eval.run.sandbox import EnvTemplate
-from agent_eval.suite.mcp_spec import DEFAULT_TIMEOUT_S, ServerSpec
+from agent_eval.suite.mcp_spec import ServerSpec
 from agent_eval.suite.tools import RemoteTool
 
 _CLOSE_ALL_S = 8.0
@@ -31,9 +32,9 @@ def shared_state_warning(servers: list[ServerSpec], concurrency: int) -> str | N
 class ServerPool:
     """Hands each run its MCP sessions; `aclose` ends every one of them."""
 
-    def __init__(self, servers: list[ServerSpec], timeout: float | None) -> None:
+    def __init__(self, servers: list[ServerSpec], timeout: float | None = None) -> None:
+        """`timeout` is --timeout, which bounds the agent's time: each request has its entry's own."""
         self.servers = servers
-        self.timeout = timeout or DEFAULT_TIMEOUT_S
         self.per_run = [s for s in servers if s.is_per_run]
         self.state = next((s for s in servers if s.state_resource), None)
         self._shared: dict[int, Connection] = {}
@@ -53,7 +54,7 @@ class ServerPool:
         self._spares.setdefault(env_blob, []).append(spare)
 
     def _connection(self, spec: ServerSpec, env_blob: bytes | None) -> Connection:
-        connection = Connection(spec, self.timeout, env_blob)
+        connection = Connection(spec, env_blob)
         self._open.add(connection)
         return connection
 
@@ -107,6 +108,8 @@ class ServerPool:
         for connection in leftovers:
             connection.kill()
         kill_live_servers()
+        for line in stray_warnings():
+            print(line, file=sys.stderr, flush=True)
 
 
 class RunServers:

@@ -8,21 +8,25 @@ not start, exits, breaks the protocol or does not answer in time) is a ServerErr
 from __future__ import annotations
 
 import asyncio
-import contextvars
+import atexit
 import os
-import signal
+import re
+import sys
 import tempfile
+import time
 from typing import Any
 
 import orjson
 
-from agent_eval.suite.mcp_spec import DEFAULT_TIMEOUT_S, ENV_FILE_VAR, ServerSpec
+from agent_eval.suite.mcp_spec import ENV_FILE_VAR, ServerSpec
+from agent_eval.suite.mcp_stdio import LIVE_GROUPS, MAX_MESSAGE, Link, kill_group, stdio_transport
 
-# The process groups of every stdio server alive in this process, so a hard exit can kill them all.
-LIVE_GROUPS: set[int] = set()
-_SPAWNED: contextvars.ContextVar[list | None] = contextvars.ContextVar("agent_eval_mcp_spawned", default=None)
 _CLOSE_GRACE_S = 5.0
 _timeout = getattr(asyncio, "timeout", None)
+_REFUSALS = (401, 403, 404)  # with every 5xx: an HTTP status that is the server's fault, not a tool error
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+# Stray stdout lines per server label: [count, first line]; told once per command (`stray_warnings`).
+_STRAY: dict[str, list] = {}
 
 
 class ServerError(Exception):
@@ -42,56 +46,47 @@ class ProtocolError(ServerError):
 def kill_live_servers() -> None:
     """SIGKILL every stdio server process group still alive (a hard exit: nothing else will run)."""
     for group in list(LIVE_GROUPS):
-        try:
-            os.killpg(group, signal.SIGKILL)
-        except OSError:
-            pass
-        LIVE_GROUPS.discard(group)
+        kill_group(group)
 
 
-def _track_spawns() -> None:
-    """Learn each stdio server's process id as the SDK spawns it (the SDK does not expose it).
+def stray_warnings() -> list[str]:
+    """One warning per server that wrote lines on stdout that are not JSON-RPC, with the count and the
+    first line (inert: control characters escaped); each is told once."""
+    lines = []
+    for label, (count, first) in sorted(_STRAY.items()):
+        shown = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", first or "")[:200]
+        lines.append(f"warning: MCP server {label} wrote {count} line{'s' if count != 1 else ''} on stdout "
+                     f"that {'are' if count != 1 else 'is'} not JSON-RPC (ignored); the first: {shown}")
+    _STRAY.clear()
+    return lines
 
-    The spawn helper is private to the SDK, so this is best effort: without it the SDK's own shutdown
-    (close stdin, SIGTERM, SIGKILL of the server's process group) still runs, only a hard exit cannot kill.
-    """
-    import mcp.client.stdio as stdio
 
-    spawn = getattr(stdio, "_create_platform_compatible_process", None)
-    if spawn is None or getattr(spawn, "_agent_eval", False):
-        return
+def _tell_stray_at_exit() -> None:
+    for line in stray_warnings():
+        print(line, file=sys.stderr, flush=True)
 
-    async def tracked(*args: Any, **kwargs: Any) -> Any:
-        process = await spawn(*args, **kwargs)
-        sink = _SPAWNED.get()
-        if sink is not None:
-            sink.append(process.pid)
-            LIVE_GROUPS.add(process.pid)  # the SDK starts each server in a new session: its group id is its pid
-        return process
 
-    tracked._agent_eval = True  # type: ignore[attr-defined]
-    stdio._create_platform_compatible_process = tracked
-    import atexit
-
-    atexit.register(kill_live_servers)
+atexit.register(_tell_stray_at_exit)
+atexit.register(kill_live_servers)
 
 
 class Connection:
     """One MCP session with `spec`'s server; `start` it, make requests, then `close` it."""
 
-    def __init__(self, spec: ServerSpec, timeout: float, env_blob: bytes | None = None) -> None:
+    def __init__(self, spec: ServerSpec, env_blob: bytes | None = None) -> None:
         self.spec = spec
-        self.timeout = timeout
+        self.timeout = spec.timeout
         self._env_blob = env_blob
         self._env_path: str | None = None
-        self._pids: list[int] = []
+        self.link = Link()
         self._session: Any = None
         self._stop = asyncio.Event()
         self._ready = asyncio.Event()
         self._ended = asyncio.Event()
         self._failure: BaseException | None = None
-        self._stderr: Any = None
         self._owner: asyncio.Task | None = None
+        self._begun = 0.0
+        self._refused: dict[bytes, list[int]] = {}  # a tools/call's (name, args) -> HTTP statuses it got
         self.fault: str | None = None  # set once the server has failed: no request is sent to it again
 
     # ------------------------------------------------------------------ lifecycle
@@ -99,30 +94,29 @@ class Connection:
     def begin(self) -> None:
         """Start the server in the background; `start` waits for it."""
         if self._owner is None:
+            self._begun = time.monotonic()
             self._owner = asyncio.get_running_loop().create_task(self._own(), name=f"mcp {self.spec.label}")
 
     async def start(self) -> None:
-        """Start the server and complete the MCP handshake; ServerError when it cannot."""
+        """Start the server and complete the MCP handshake within the entry's start_timeout (counted from
+        `begin`); ServerError when it cannot."""
         self.begin()
         waiter = asyncio.ensure_future(self._ready.wait())
-        # A process start is not a request: a loaded machine may take seconds, so a short --timeout
-        # does not bound it (the default does, so a server that never starts cannot hang the run).
-        limit = max(self.timeout, DEFAULT_TIMEOUT_S)
+        limit = self.spec.start_timeout
         try:
-            await asyncio.wait_for(asyncio.shield(waiter), limit)
+            await asyncio.wait_for(asyncio.shield(waiter), max(0.0, limit - (time.monotonic() - self._begun)))
         except TimeoutError:
-            raise self._fail(f"did not start within {limit:g}s") from None
+            raise self._fail(f"did not start within start_timeout {limit:g}s{self._stderr_tail()}") from None
         finally:
             waiter.cancel()
         if self._session is None:
-            raise self._fail(f"failed to start: {_describe(self._failure)}{self._stderr_tail()}")
+            raise self._fail(f"failed to start: {self._why()}{self._stderr_tail()}")
 
     async def _own(self) -> None:
         from contextlib import AsyncExitStack
 
         from mcp import ClientSession
 
-        _SPAWNED.set(self._pids)
         try:
             async with AsyncExitStack() as stack:
                 streams = await stack.enter_async_context(self._transport())
@@ -137,8 +131,12 @@ class Connection:
                 raise
         finally:
             self._session = None
-            for pid in self._pids:
-                LIVE_GROUPS.discard(pid)
+            if self.link.pid is not None:
+                kill_group(self.link.pid)
+            if self.link.stray:
+                seen = _STRAY.setdefault(self.spec.label, [0, self.link.first_stray])
+                seen[0] += self.link.stray
+                self.link.stray = 0
             self._ready.set()
             self._ended.set()
             self._remove_env_file()
@@ -150,10 +148,8 @@ class Connection:
             from mcp.shared._httpx_utils import create_mcp_http_client
 
             client = create_mcp_http_client(headers=dict(spec.headers) or None)
+            client.event_hooks["response"].append(self._on_response)
             return streamable_http_client(spec.url, http_client=client)
-        from mcp import StdioServerParameters, stdio_client
-
-        _track_spawns()
         env = {**os.environ, **spec.env}
         if self._env_blob is not None:
             fd, self._env_path = tempfile.mkstemp(prefix="agent-eval-env-", suffix=".json")
@@ -163,9 +159,20 @@ class Connection:
         else:
             env.pop(ENV_FILE_VAR, None)
         program, args = spec.executable()
-        self._stderr = tempfile.TemporaryFile()
-        params = StdioServerParameters(command=program, args=args, env=env, cwd=str(spec.cwd))
-        return stdio_client(params, errlog=self._stderr)
+        return stdio_transport([program, *args], env, str(spec.cwd), self.link)
+
+    async def _on_response(self, response: Any) -> None:
+        """The HTTP status of each tools/call (the mcp client keeps only the JSON-RPC error it makes of it)."""
+        status = response.status_code
+        if status not in _REFUSALS and status < 500:
+            return
+        try:
+            body = orjson.loads(response.request.content)
+        except (orjson.JSONDecodeError, TypeError, AttributeError):
+            return
+        if isinstance(body, dict) and body.get("method") == "tools/call" and isinstance(body.get("params"), dict):
+            params = body["params"]
+            self._refused.setdefault(_call_key(params.get("name"), params.get("arguments")), []).append(status)
 
     async def close(self) -> None:
         """End the session and stop the server; bounded, and a server that lingers is killed."""
@@ -178,18 +185,11 @@ class Connection:
             except TimeoutError:
                 pass
         self.kill()
-        if self._stderr is not None:
-            self._stderr.close()
-            self._stderr = None
 
     def kill(self) -> None:
         """SIGKILL the server's process group now, if it is still alive (synchronous)."""
-        for pid in self._pids:
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except OSError:
-                pass
-            LIVE_GROUPS.discard(pid)
+        if self.link.pid is not None:
+            kill_group(self.link.pid)
         self._remove_env_file()
 
     def _remove_env_file(self) -> None:
@@ -203,7 +203,7 @@ class Connection:
     # ------------------------------------------------------------------ requests
 
     async def _request(self, what: str, make: Any) -> Any:
-        """Run one request in the caller's task, bounded by the timeout.
+        """Run one request in the caller's task, bounded by the entry's timeout.
 
         No task of its own: a shared server's call then costs the round trip and little more. When the
         server exits, the SDK fails the requests in flight ("Connection closed").
@@ -214,15 +214,17 @@ class Connection:
         if session is None:
             raise self._fail(f"has exited{self._exit_detail()}")
         try:
-            if _timeout is None:  # Python 3.10
-                return await asyncio.wait_for(make(session), self.timeout)
             async with _timeout(self.timeout):  # a timer handle; anyio.fail_after costs 3x as much per call
                 return await make(session)
         except TimeoutError:
+            if self.link.fault is not None:
+                raise self._fail(f"{self.link.fault} during {what}") from None
             if self._ended.is_set():
                 raise self._fail(f"exited during {what}{self._exit_detail()}") from None
-            raise self._fail(f"did not answer {what} within {self.timeout:g}s") from None
+            raise self._fail(f"did not answer {what} within timeout {self.timeout:g}s") from None
         except Exception as exc:  # noqa: BLE001 - whatever the transport raises is the server's failure
+            if self.link.fault is not None:
+                raise self._fail(f"{self.link.fault} during {what}") from None
             if _is_protocol_error(exc):  # the server answered with a JSON-RPC error: it is alive
                 raise ProtocolError(f"MCP server {self.spec.label}: {what} failed: {_describe(exc)}") from None
             if _is_closed(exc) or self._ended.is_set():
@@ -248,26 +250,51 @@ class Connection:
         return tools
 
     async def call_tool(self, tool: str, args: dict) -> tuple[str | None, str | None]:
-        """tools/call: (observation, None), or (None, error) when the result has isError."""
+        """tools/call: (observation, None), or (None, error) when the result has isError.
+
+        An HTTP answer of 401, 403, 404 or 5xx is a ServerError naming the status: an expired token or
+        a broken server is not a tool error for the agent to see.
+        """
+        key = _call_key(tool, args) if self.spec.url is not None else None
         try:
             result = await self._request(f"tools/call {tool}", lambda s: s.call_tool(tool, args))
         except ProtocolError as exc:  # e.g. invalid params: the call failed, as a tool error does
+            self._check_status(key, tool)
             return None, f"MCPError: {str(exc).split(' failed: ', 1)[-1]}"
+        self._check_status(key, tool)
         text = observation(result)
         return (None, text or "the tool reported an error") if result.is_error else (text, None)
 
+    def _check_status(self, key: bytes | None, tool: str) -> None:
+        statuses = self._refused.get(key) if key is not None else None
+        if statuses:
+            status = statuses.pop(0)
+            if not statuses:
+                del self._refused[key]
+            raise ServerError(f"MCP server {self.spec.label} answered HTTP {status} to tools/call {tool}")
+
     async def read_json(self, uri: str) -> Any:
-        """resources/read of `uri`, its text parsed as JSON; ServerError when it is not JSON."""
+        """resources/read of `uri`, its text parsed as JSON; ServerError when it is not JSON, is over
+        64 MiB or is nested past MAX_DEPTH levels."""
+        from agent_eval.suite.fields import MAX_DEPTH, is_too_deep
+
         result = await self._request(f"resources/read {uri}", lambda s: s.read_resource(uri))
         parts = [getattr(c, "text", None) for c in result.contents]
         text = next((p for p in parts if p is not None), None)
+        where = f"MCP server {self.spec.label}: the state resource {uri}"
         if text is None:
-            raise ServerError(f"MCP server {self.spec.label}: the state resource {uri} has no text content")
+            raise ServerError(f"{where} has no text content")
+        if len(text) > MAX_MESSAGE // 4 and len(text.encode("utf-8", "replace")) > MAX_MESSAGE:
+            raise ServerError(f"{where} is over the {MAX_MESSAGE // 2**20} MiB limit")
         try:
-            return orjson.loads(text)
+            value = orjson.loads(text)
         except orjson.JSONDecodeError as exc:
-            raise ServerError(f"MCP server {self.spec.label}: the state resource {uri} is not JSON ({exc})") \
-                from None
+            if "recursion" in str(exc).lower():
+                raise ServerError(f"{where} is nested past the depth limit of {MAX_DEPTH} levels") from None
+            raise ServerError(f"{where} is not JSON ({exc})") from None
+        if isinstance(value, (dict, list)) and is_too_deep(value):
+            raise ServerError(f"{where} is nested past the depth limit of {MAX_DEPTH} levels")
+        return value
 
     # ------------------------------------------------------------------ failure details
 
@@ -279,16 +306,13 @@ class Connection:
         return self._stderr_tail()
 
     def _stderr_tail(self) -> str:
-        if self._stderr is None:
-            return ""
-        try:
-            self._stderr.seek(0, os.SEEK_END)
-            size = self._stderr.tell()
-            self._stderr.seek(max(0, size - 2000))
-            tail = self._stderr.read().decode("utf-8", "replace").strip().splitlines()
-        except (OSError, ValueError):
-            return ""
-        return f"; its stderr ends with: {' | '.join(tail[-3:])[-300:]}" if tail else ""
+        tail = self.link.stderr_tail()
+        return f"; its stderr ends with: {' | '.join(tail)[-300:]}" if tail else ""
+
+    def _why(self) -> str:
+        if self.link.fault is not None:
+            return self.link.fault
+        return _describe(self._failure)
 
 
 def observation(result: Any) -> str:
@@ -328,6 +352,14 @@ def _size(data: str, is_base64: bool) -> int:
         return len(data.encode("utf-8", "replace"))
     padding = data.count("=", max(0, len(data) - 2))
     return max(0, len(data) * 3 // 4 - padding)
+
+
+def _call_key(tool: Any, args: Any) -> bytes:
+    """A tools/call as the HTTP hook and the caller both see it: its name and arguments, keys sorted."""
+    try:
+        return orjson.dumps([tool, args], option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    except TypeError:
+        return repr((tool, args)).encode()
 
 
 def _is_closed(exc: BaseException) -> bool:

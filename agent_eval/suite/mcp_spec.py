@@ -10,7 +10,9 @@ from typing import Any
 INSTALL_HINT = "pip install 'agent-eval[mcp]'"
 ENV_FILE_VAR = "AGENT_EVAL_ENV_FILE"
 DEFAULT_TIMEOUT_S = 30.0
-KEYS = ("command", "env", "cwd", "url", "headers", "name", "isolation", "state_resource")
+MAX_TIMEOUT_S = 86400.0
+KEYS = ("command", "env", "cwd", "url", "headers", "name", "isolation", "state_resource", "timeout",
+        "start_timeout")
 ISOLATIONS = ("per_run", "shared")
 # A bare interpreter name means the interpreter agent-eval runs in, so `["python", "server.py"]` finds the
 # packages agent-eval was installed with (a shell's `python` may be another one, without `mcp`).
@@ -30,6 +32,8 @@ class ServerSpec:
     name: str | None = None
     isolation: str = "per_run"
     state_resource: str | None = None
+    timeout: float = DEFAULT_TIMEOUT_S  # seconds one request may take
+    start_timeout: float = DEFAULT_TIMEOUT_S  # seconds the start and `initialize` may take
 
     @property
     def label(self) -> str:
@@ -105,6 +109,12 @@ def parse_server(raw: Any, index: int, base_dir: Path) -> tuple[ServerSpec | Non
     state = body.get("state_resource")
     if state is not None and (not isinstance(state, str) or "://" not in state):
         add("state_resource", "must be the URI of an MCP resource, such as \"state://env\"")
+    for key in ("timeout", "start_timeout"):
+        value = body.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not 0 < value <= MAX_TIMEOUT_S):
+            add(key, f"must be a number of seconds above 0 and at most {MAX_TIMEOUT_S:g} (the default is "
+                     f"{DEFAULT_TIMEOUT_S:g})")
     if problems:
         return None, problems
     folder = (base_dir / cwd) if cwd is not None else base_dir
@@ -113,7 +123,8 @@ def parse_server(raw: Any, index: int, base_dir: Path) -> tuple[ServerSpec | Non
     return ServerSpec(index=index, command=tuple(command or ()), env=dict(body.get("env") or {}),
                       cwd=folder if command is not None else None, url=url,
                       headers=dict(body.get("headers") or {}), name=name, isolation=isolation,
-                      state_resource=state), []
+                      state_resource=state, timeout=float(body.get("timeout") or DEFAULT_TIMEOUT_S),
+                      start_timeout=float(body.get("start_timeout") or DEFAULT_TIMEOUT_S)), []
 
 
 def require_mcp() -> str | None:

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 from agent_eval.errors import ConfigError
-from agent_eval.suite.mcp_spec import DEFAULT_TIMEOUT_S, ServerSpec, parse_server, require_mcp
+from agent_eval.suite.mcp_spec import ServerSpec, parse_server, require_mcp
 from agent_eval.suite.tools import RemoteTool, ToolSet
 
 Problems = list[tuple[str, str]]
@@ -158,7 +158,7 @@ async def _discover_one(server: ServerSpec, blob: bytes | None) -> Any:
     """The server's tools, or a one-paragraph message saying why they cannot be had."""
     from agent_eval.suite.mcp_client import Connection, ServerError
 
-    connection = Connection(server, DEFAULT_TIMEOUT_S, blob if server.is_per_run else None)
+    connection = Connection(server, blob if server.is_per_run else None)
     fix = ("Fix: check that the server runs on its own (the command, its cwd and env)"
            if server.url is None else "Fix: start the server, or correct the url and headers")
     try:
