@@ -292,6 +292,43 @@ def score(
     guarded(go)
 
 
+@app.command()
+def label(
+    report: Path = typer.Argument(..., help="A JSON report with judged runs."),
+    cases: Path | None = typer.Option(None, "--cases", help="The case file (default: the report's cases_file)."),
+    out: Path | None = typer.Option(None, "--out", help="The labels file (default: <report stem>.labels.jsonl)."),
+) -> None:
+    """Label each judged run pass or fail from the terminal; each label is appended to the labels file."""
+
+    def go() -> int:
+        from agent_eval.commands.label import label_command
+
+        return label_command(report, console, sys.stdin, cases=cases, out=out)
+
+    guarded(go)
+
+
+@app.command()
+def calibrate(
+    report: Path = typer.Argument(..., help="A JSON report with judged runs."),
+    labels: Path = typer.Option(..., "--labels", help="The labels file (JSON Lines) of that report."),
+    cases: Path | None = typer.Option(None, "--cases", help="The case file (default: the report's cases_file)."),
+    judge_model: str | None = typer.Option(None, "--judge-model", help=JUDGE_MODEL_HELP),
+    judge_timeout: float | None = judge_timeout_option(),
+    judge_repeat: int | None = typer.Option(None, "--judge-repeat", help="Compare N fresh majority verdicts."),
+    min_kappa: float = typer.Option(0.6, "--min-kappa", help="Exit 1 when the overall kappa is below this."),
+) -> None:
+    """Measure the judge against human labels: agreement, Cohen's kappa, TPR, TNR, every disagreement."""
+
+    def go() -> int:
+        from agent_eval.commands.calibrate import calibrate_command
+
+        return calibrate_command(report, labels, console, cases=cases, judge_model=judge_model,
+                                 judge_timeout=judge_timeout, judge_repeat=judge_repeat, min_kappa=min_kappa)
+
+    guarded(go)
+
+
 def main(argv: Any = None) -> None:
     """Console-script entry point."""
     app(args=argv if argv is not None else sys.argv[1:], prog_name="agent-eval")
