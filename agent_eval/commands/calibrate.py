@@ -63,6 +63,16 @@ def calibrate_command(report: Path, labels: Path, console: Console, *, cases: Pa
     except OSError as exc:
         raise ConfigError(f"cannot write {out} ({exc.strerror or exc}).") from None
     console.print(f"Calibration: {out}", highlight=False, markup=False, soft_wrap=True)
+    page = report.with_suffix(".html")
+    if page.exists():  # the report's page shows the last calibration beside the judge's summary
+        from agent_eval.report.html import write_html
+
+        try:
+            write_html(data, page, calibration=doc)
+        except OSError as exc:  # an extra output never changes the verdict
+            console.print(f"warning: could not rewrite {page}: {exc.strerror or exc}", highlight=False, markup=False)
+        else:
+            console.print(f"HTML: {page}", highlight=False, markup=False, soft_wrap=True)
     code = exit_code(doc, min_kappa)
     kappa = doc["overall"]["kappa"]
     if kappa is None:

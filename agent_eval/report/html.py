@@ -12,7 +12,7 @@ from agent_eval.report.files import write_atomic
 
 MAX_BYTES = 50_000_000
 KEEP_TRACE_STATUSES = ("failed", "error")
-_ASSETS = ("report.html", "report.css", "report.js", "cases.js")
+_ASSETS = ("report.html", "report.css", "report.js", "labels.js", "cases.js")
 
 
 def _asset(name: str) -> str:
@@ -43,10 +43,11 @@ def embed_json(data: Any) -> str:
     return text.replace("</", "<\\/").replace("<!--", "<\\u0021--")
 
 
-def build_html(report: dict[str, Any], *, max_bytes: int = MAX_BYTES) -> str:
-    """Build the one-file HTML page of a report; it makes no request of any kind when opened."""
+def build_html(report: dict[str, Any], *, max_bytes: int = MAX_BYTES, calibration: Any = None) -> str:
+    """Build the one-file HTML page of a report (with its last calibration, when given); it makes no
+    request of any kind when opened."""
     page_report, left_out = trim_traces(report, max_bytes)
-    data = {"report": page_report, "traces_left_out": left_out, "max_bytes": max_bytes}
+    data = {"report": page_report, "traces_left_out": left_out, "max_bytes": max_bytes, "calibration": calibration}
     return page(report, embed_json(data))
 
 
@@ -61,7 +62,7 @@ def page(report_head: dict[str, Any], data_json: str) -> str:
     """Fill the template: title, inline CSS and JS, and the embedded data (already script-safe)."""
     title = f"agent-eval · {report_head.get('suite') or 'suite'} · {report_head.get('run_id') or ''}"
     template = _asset("report.html")
-    script = _asset("report.js") + "\n" + _asset("cases.js")
+    script = "\n".join(_asset(name) for name in _ASSETS if name.endswith(".js"))
     # Assets go in first and the data last, so a marker-like string inside the data is never replaced.
     before, after = template.split("__DATA__", 1)
     before = before.replace("__TITLE__", html.escape(title)).replace("/*__CSS__*/", _asset("report.css"))
@@ -69,9 +70,10 @@ def page(report_head: dict[str, Any], data_json: str) -> str:
     return before + data_json + after
 
 
-def write_html(report: dict[str, Any], path: str | Path, *, max_bytes: int = MAX_BYTES) -> Path:
+def write_html(report: dict[str, Any], path: str | Path, *, max_bytes: int = MAX_BYTES,
+               calibration: Any = None) -> Path:
     """Write the report's page to path (parents created) and return the path."""
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(out, build_html(report, max_bytes=max_bytes))
+    write_atomic(out, build_html(report, max_bytes=max_bytes, calibration=calibration))
     return out

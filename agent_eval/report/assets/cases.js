@@ -34,7 +34,8 @@
     var tags = el("td");
     (c.tags || []).forEach(function (t) { tags.appendChild(el("span", {cls: "tag", text: t})); });
     var tr = el("tr", {"data-id": c.id}, [el("td", null, [A.caseLink(c.id)]),
-      el("td", null, [el("span", {cls: "status " + c.status, text: c.status})]),
+      el("td", null, [el("span", {cls: "status " + c.status, text: c.status}),
+        c.flaky === true ? el("span", {cls: "tag flaky", title: "both passing and failing runs", text: "flaky"}) : null]),
       el("td", {text: c.pass_rate == null ? "n/a" : A.rate(c.pass_rate) + " (" + ok + "/" + counted + ")"}),
       el("td", {text: String(runs.length)}), el("td", {text: A.secs(key.latency)}), tags,
       el("td", {text: key.reason.length > 160 ? key.reason.slice(0, 160) + "…" : key.reason})]);
@@ -145,7 +146,7 @@
       el("span", {cls: /^pass/i.test(j.verdict || "") ? "ok" : "bad", text: j.verdict || "error"}),
       " — " + (j.reason || "") + (j.model ? " (" + j.model + ")" : "")]);
   }
-  function runBlock(r) {
+  function runBlock(r, c) {
     var box = el("div", {cls: "run", "data-trial": String(r.trial)});
     box.appendChild(el("h3", null, ["Run " + r.trial + " · ", el("span", {cls: "status " + r.status, text: r.status}),
       r.escalated ? " · escalated" : ""]));
@@ -158,9 +159,9 @@
         el("span", {cls: k.passed ? "ok" : "bad", text: k.passed ? "✓ " : "✗ "}), el("b", {text: k.name}), " — " + k.detail]));
     });
     box.appendChild(sub("Checks", [(r.checks || []).length ? checks : el("p", {cls: "muted", text: "none"})]));
-    if (r.judge) box.appendChild(sub("Judge", [verdict("rubric", r.judge)]));
+    if (r.judge) box.appendChild(sub("Judge", [verdict("rubric", r.judge), A.labelControls(c, r, "rubric", r.judge)]));
     if (r.judge_expected_outcome) box.appendChild(sub("Judge (expected outcome)", [verdict("expected_outcome",
-      r.judge_expected_outcome)]));
+      r.judge_expected_outcome), A.labelControls(c, r, "expected_outcome", r.judge_expected_outcome)]));
     var sc = r.scorers || {}, se = r.scorer_errors || {};
     if (Object.keys(sc).length || Object.keys(se).length) {
       var kids = Object.keys(sc).map(function (n) {
@@ -190,7 +191,7 @@
     detail.appendChild(el("p", {cls: "muted", text: "tags: " + ((c.tags || []).join(", ") || "none") +
       " · pass rate " + (c.pass_rate == null ? "n/a" : A.rate(c.pass_rate)) +
       (c.skip_reason ? " · skipped: " + c.skip_reason : "")}));
-    (c.runs || []).forEach(function (r) { detail.appendChild(runBlock(r)); });
+    (c.runs || []).forEach(function (r) { detail.appendChild(runBlock(r, c)); });
     rows.forEach(function (r) { r.tr.classList.toggle("selected", r.c.id === id); });
     detail.scrollIntoView();
   }

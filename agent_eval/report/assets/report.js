@@ -110,6 +110,16 @@
         rate(j.agreement)]);
       box.appendChild(helperCard("Judge", "judge-summary", rows));
     }
+    var cal = page.calibration;
+    if (cal && typeof cal === "object" && cal.overall && typeof cal.overall === "object") {
+      var o = cal.overall, m = o.confusion || {}, ci = Array.isArray(o.kappa_ci) && o.kappa_ci.length === 2 &&
+        isNum(o.kappa_ci[0]) && isNum(o.kappa_ci[1]) ? " [" + o.kappa_ci[0].toFixed(2) + ", " + o.kappa_ci[1].toFixed(2) + "]" : "";
+      box.appendChild(helperCard("Judge vs human labels", "calibration-summary", [["labelled runs", num(o.n)],
+        ["agreement", rate(o.agreement)], ["Cohen's kappa", isNum(o.kappa) ? o.kappa.toFixed(3) + ci : "n/a"],
+        ["TPR (judge pass among human pass)", rate(o.tpr)], ["TNR (judge fail among human fail)", rate(o.tnr)],
+        ["tp / fn / fp / tn", [m.tp, m.fn, m.fp, m.tn].map(num).join(" / ")],
+        ["disagreements", num(Array.isArray(cal.disagreements) ? cal.disagreements.length : null)]]));
+    }
     if (u.calls || u.errors) {
       box.appendChild(helperCard("User simulator", "user-sim-summary", [["simulator", st.user || "n/a"],
         ["API calls", num(u.calls)], ["tokens", tokens(u)], ["cost", usd(u.cost_usd)], ["errors", num(u.errors)]]));
