@@ -230,10 +230,15 @@ def history(
     last: int = typer.Option(DEFAULTS.history_last, "--last", min=1, max=MAX_COUNT,
                       help="How many recent runs to show."),
     metric: list[str] | None = typer.Option(None, "--metric", help="A summary metric to show (repeatable)."),
+    case_id: str | None = typer.Option(None, "--case-id", help="Show one case's pass rate over the recent runs."),
 ) -> None:
     """Print the recent runs of the suite, with a sparkline per metric."""
 
     def go() -> int:
+        if case_id is not None:
+            from agent_eval.report.case_history import case_history_main
+
+            return case_history_main(cases, output_dir, case_id, last, console)
         from agent_eval.commands.history import history_main
 
         return history_main(cases, output_dir, last, metric or [], console)
