@@ -68,7 +68,7 @@ def calibrate_command(report: Path, labels: Path, console: Console, *, cases: Pa
         from agent_eval.report.html import write_html
 
         try:
-            write_html(data, page, calibration=doc)
+            write_html(dict(data), page, calibration=doc)
         except OSError as exc:  # an extra output never changes the verdict
             console.print(f"warning: could not rewrite {page}: {exc.strerror or exc}", highlight=False, markup=False)
         else:
@@ -86,7 +86,7 @@ def calibrate_command(report: Path, labels: Path, console: Console, *, cases: Pa
     return code
 
 
-def fresh_verdicts(data: dict[str, Any], report: Path, labels: list[Label], cases: Path | None,
+def fresh_verdicts(data: Mapping[str, Any], report: Path, labels: list[Label], cases: Path | None,
                    judge_model: str | None, judge_timeout: float | None, repeat: int, console: Console,
                    environ: Mapping[str, str]) -> dict[tuple[str, int, str], Verdict | None]:
     """N uncached answers per labelled run of this report, the majority verdict each (None on a tie, an

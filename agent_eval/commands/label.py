@@ -7,6 +7,7 @@ text, the user messages, the final answer and the judge's verdict, then reads `p
 from __future__ import annotations
 
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, TextIO
 
 from rich.console import Console
@@ -36,7 +37,7 @@ def _inert(value: Any) -> Text:
     return Text(escape_control(str(value)))
 
 
-def judged_items(data: dict[str, Any], suite_cases: dict[str, dict]) -> list[tuple[dict, dict, str, tuple]]:
+def judged_items(data: Mapping[str, Any], suite_cases: dict[str, dict]) -> list[tuple[dict, dict, str, tuple]]:
     """(case entry, run, criterion, verdict) for each run and criterion with a usable verdict, in report
     order (trials ascending, rubric before expected_outcome)."""
     from agent_eval.score.judge import CRITERIA
@@ -80,8 +81,8 @@ def read_answer(stdin: TextIO, console: Console) -> tuple[str, str | None]:
         if not raw:
             console.print()
             return "quit", None
-        word, _, note = raw.strip().partition(" ")
-        note = note.strip() or None
+        word, _, rest = raw.strip().partition(" ")
+        note = rest.strip() or None
         if word in ("p", "f"):
             return ("pass" if word == "p" else "fail"), note
         if word in ("s", "q") and note is None:

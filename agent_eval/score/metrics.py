@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -165,7 +165,7 @@ def case_status(runs: list[dict], threshold: float) -> tuple[str, float | None]:
     return "passed", pass_rate
 
 
-def is_flaky(runs: list[dict]) -> bool:
+def is_flaky(runs: Sequence[Mapping[str, Any]]) -> bool:
     """True when the case has 2 or more runs that did not end in error, at least one passing and one failing."""
     outcomes = [bool(r.get("success")) for r in runs if r.get("status") != "error"]
     return len(outcomes) >= 2 and any(outcomes) and not all(outcomes)
