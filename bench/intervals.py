@@ -3,8 +3,9 @@
     .venv/bin/python bench/intervals.py [--runs 100000] [--repeat 5] [--attempts 3]
 
 Builds `--runs` run rows (as the runner keeps them: status, success and the per-run metrics), grouped
-into runs / repeat cases, then times `summarize` (which computes summary.ci) and `suite_intervals` on
-its own, `--attempts` times each, and prints each time and the median.
+into runs / repeat cases, then times `summarize` (which computes summary.ci), `summarize` with the
+interval step switched off, and `suite_intervals` on its own, `--attempts` times each, and prints each
+time and the median.
 """
 from __future__ import annotations
 
@@ -44,7 +45,18 @@ def main() -> None:
     rows = [{"id": f"c{i}", "status": "failed", "runs": [run_row(rng) for _ in range(args.repeat)]}
             for i in range(args.runs // args.repeat)]
     print(f"{len(rows)} cases x {args.repeat} runs = {len(rows) * args.repeat} runs, 2,000 resamples")
+    from agent_eval.score import metrics
+
+    def without_ci() -> None:
+        real = metrics.suite_intervals
+        metrics.suite_intervals = lambda cases, repeat: {}  # type: ignore[assignment]
+        try:
+            summarize(rows, args.repeat)
+        finally:
+            metrics.suite_intervals = real
+
     for name, work in (("summarize (with summary.ci)", lambda: summarize(rows, args.repeat)),
+                       ("summarize without summary.ci", without_ci),
                        ("suite_intervals alone", lambda: suite_intervals(counted_cases(rows), args.repeat))):
         times = []
         for _ in range(args.attempts):

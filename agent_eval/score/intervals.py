@@ -127,8 +127,9 @@ def resampled_values(numer: np.ndarray, denom: np.ndarray, resamples: int = RESA
     for start in range(0, resamples, step):
         rows = min(step, resamples - start)
         idx = rng.integers(0, c, size=(rows, c))
-        flat = (np.arange(rows)[:, None] * c + idx).ravel()
-        counts = np.bincount(flat, minlength=rows * c).reshape(rows, c).astype(float)
+        counts = np.empty((rows, c))
+        for i in range(rows):  # how often each case is drawn in each row (a row-wise bincount is the fastest)
+            counts[i] = np.bincount(idx[i], minlength=c)
         totals = counts @ sums
         top, bottom = totals[:, :m], totals[:, m:]
         defined = bottom > 0
@@ -151,8 +152,14 @@ def suite_intervals(cases: CountedCases, repeat: int,
     if not cases.n:
         return dict.fromkeys(metrics)
     numer, denom = case_sums(cases, repeat, metrics)
-    values = resampled_values(numer, denom)
-    return {name: percentile_interval(values[:, j]) for j, name in enumerate(metrics)}
+    # A metric no case defines is null on every row: it is left out of the resampling.
+    kept = [j for j in range(len(metrics)) if denom[:, j].any()]
+    values = resampled_values(numer[:, kept], denom[:, kept])
+    out: dict[str, list[float] | None] = dict.fromkeys(metrics)
+    names = list(metrics)
+    for column, j in enumerate(kept):
+        out[names[j]] = percentile_interval(values[:, column])
+    return out
 
 
 def pass_hat_interval(cases: CountedCases, k: int) -> list[float] | None:
