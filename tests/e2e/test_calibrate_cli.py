@@ -169,3 +169,16 @@ def _env(tmp_path: Path) -> dict[str, str]:
     from tests.builders import clean_env
 
     return clean_env(XDG_CACHE_HOME=str(tmp_path / "cache"))
+
+
+def test_judge_repeat_never_takes_the_judge_from_the_report(judged, tmp_path: Path) -> None:
+    path, report, judge = judged
+    labels = write_labels(tmp_path / "labels.jsonl", report["run_id"], human_labels(report["run_id"]))
+    calls = judge.count
+    # No judge in the environment: the resolved endpoint is the provider's default, the report's was the
+    # loopback server; exit 2 rather than send the transcripts anywhere.
+    code, out, err = cli(tmp_path, "calibrate", str(path), "--labels", str(labels), "--judge-repeat", "1",
+                         AGENT_EVAL_JUDGE_MODEL="judge-m", OPENAI_API_KEY="sk-test")
+    assert code == 2 and "judged at" in err and "AGENT_EVAL_JUDGE_BASE_URL" in err and "Traceback" not in err
+    assert judge.count == calls
+    assert f"cases: {tmp_path / 'cases.json'}" in out  # named before it was loaded
