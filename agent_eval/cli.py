@@ -236,7 +236,7 @@ def history(
 
     def go() -> int:
         if case_id is not None:
-            from agent_eval.report.case_history import case_history_main
+            from agent_eval.commands.history import case_history_main
 
             return case_history_main(cases, output_dir, case_id, last, console)
         from agent_eval.commands.history import history_main

@@ -17,7 +17,7 @@ import orjson
 from rich.console import Console
 
 from agent_eval.errors import ConfigError
-from agent_eval.report.calibration_table import render_calibration
+from agent_eval.report.calibration_table import calibration_path, render_calibration
 from agent_eval.report.files import write_atomic
 from agent_eval.report.model import load_report
 from agent_eval.score.calibration import Verdict, calibrate, exit_code, report_verdicts, usable_verdict
@@ -28,11 +28,6 @@ _RUN = {"trial!": int, "error": str, "judge": dict, "judge_expected_outcome": di
 CALIBRATE_SHAPE: dict[str, Any] = {"run_id!": str, "cases_file": str, "settings": {"judge_base_url": str},
                                    "cases!": [{"id!": (str, int), "runs": [_RUN]}]}
 """What `calibrate` reads: the run id and each run's verdicts (and traces, with --judge-repeat)."""
-
-
-def calibration_path(report: Path) -> Path:
-    """`<report stem>.calibration.json` beside the report."""
-    return report.with_name(f"{report.stem}.calibration.json")
 
 
 def calibrate_command(report: Path, labels: Path, console: Console, *, cases: Path | None = None,

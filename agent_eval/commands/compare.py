@@ -28,6 +28,9 @@ def compare_command(base_path: str | Path, new_paths: list[str | Path], gate_spe
         render_gate(gated[0], console)
     else:
         render_matrix(matrix, console)
+    from agent_eval.report.compare_intervals import render_compare_intervals
+
+    render_compare_intervals([base, *news], [str(base_path), *map(str, new_paths)], console)
     for kind, path, write in (("Markdown", markdown, write_matrix_markdown), ("HTML", html_out, write_matrix_html)):
         if path is None:
             continue

@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.text import Text
 
+from agent_eval.report.case_history import case_runs, render_case_history
 from agent_eval.report.history import HISTORY_FILE, METRIC_COLUMNS, recent_runs, render_history
 
 
@@ -33,4 +34,23 @@ def history_main(cases: str | Path, output_dir: str | Path, last: int, metrics: 
                       "--output-dir).", highlight=False, markup=False)
         return 0
     render_history(rows, metrics, console)
+    return 0
+
+
+def case_history_main(cases: str | Path, output_dir: str | Path, case_id: str, last: int,
+                      console: Console) -> int:
+    """Print one case's recent results; exit 0 (a note when none is recorded), 2 on an unreadable history."""
+    db = Path(output_dir) / HISTORY_FILE
+    try:
+        rows = case_runs(db, cases, case_id, last)
+    except sqlite3.DatabaseError as exc:
+        from agent_eval.errors import ConfigError
+
+        raise ConfigError(f"cannot read the run history {db} ({exc}); the next `agent-eval run` moves a "
+                          "damaged file aside and starts a new one.") from None
+    if not rows:
+        console.print(Text(f"no run of {cases} recorded in {db} holds case {case_id!r}: check the id "
+                           "(`agent-eval list`), --cases and --output-dir."))
+        return 0
+    render_case_history(case_id, rows, console)
     return 0

@@ -36,12 +36,13 @@ def resolve_judge(data: Mapping[str, Any], report: Path, cases: Path | None, jud
     """(suite, (model, base_url, api_key)): the judge from the flag, the environment and the suite block,
     exactly as `run` resolves it. Exit 2 when that is the provider's default endpoint but the report was
     judged elsewhere (a local server): transcripts are never sent to a place nobody chose."""
+    from agent_eval.flags import Flags
     from agent_eval.run.config import check_judge_timeout, resolve
 
     if judge_timeout is not None:
         check_judge_timeout(judge_timeout)
     suite = load_cases(data, report, cases, console)
-    cfg = resolve({"judge_model": judge_model, "judge_timeout": judge_timeout}, suite, environ)
+    cfg = resolve(Flags(judge_model=judge_model, judge_timeout=judge_timeout), suite, environ)
     if not cfg.judge_model:
         raise ConfigError("the judge has no model: pass --judge-model NAME, set AGENT_EVAL_JUDGE_MODEL, or set "
                           f"\"judge\": {{\"model\": ...}} in the suite block of {suite.path}.")

@@ -9,11 +9,13 @@ from agent_eval.commands.conclude import say
 
 
 def view_command(report: Path, out: Path | None, console: Console) -> int:
-    """Write the page of `report` to `out` (default: REPORT as .html); exit 0."""
+    """Write the page of `report` to `out` (default: REPORT as .html), with the last calibration written
+    beside the report when there is one; exit 0."""
+    from agent_eval.report.calibration_table import read_calibration
     from agent_eval.report.html import write_html
     from agent_eval.report.model import VIEW_SHAPE, load_report
 
     data = load_report(report, VIEW_SHAPE)
-    path = write_html(data, out or report.with_suffix(".html"))
+    path = write_html(data, out or report.with_suffix(".html"), calibration=read_calibration(report))
     say(console, f"wrote {path}")
     return 0

@@ -2,13 +2,30 @@
 disagreement. Drawn only from the calibration document that `<report stem>.calibration.json` holds."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import orjson
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from agent_eval.report.fmt import NA, format_rate
+
+def calibration_path(report: Path) -> Path:
+    """`<report stem>.calibration.json` beside the report."""
+    return report.with_name(f"{report.stem}.calibration.json")
+
+
+def read_calibration(report: Path) -> dict[str, Any] | None:
+    """The last calibration written beside the report, or None when there is none or it is not an object
+    (the page checks every figure it shows)."""
+    try:
+        doc = orjson.loads(calibration_path(report).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
 
 ROWS = (("overall", None), ("rubric", "rubric"), ("expected_outcome", "expected_outcome"))
 

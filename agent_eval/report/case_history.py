@@ -1,5 +1,5 @@
-"""`agent-eval history --case-id ID`: one case's status and pass rate over the recent runs of its suite,
-read from history.sqlite's case_results."""
+"""One case's status and pass rate over the recent runs of its suite, read from history.sqlite's
+case_results (`agent-eval history --case-id ID`)."""
 from __future__ import annotations
 
 import sqlite3
@@ -11,9 +11,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from agent_eval.errors import ConfigError
 from agent_eval.report.fmt import NA, format_rate
-from agent_eval.report.history import HISTORY_FILE, normalize_cases_file, sparkline
+from agent_eval.report.history import normalize_cases_file, sparkline
 
 
 def case_runs(db_path: str | Path, cases_file: str | Path, case_id: str, last: int = 10) -> list[dict[str, Any]]:
@@ -53,20 +52,3 @@ def render_case_history(case_id: str, rows: list[dict[str, Any]], console: Conso
     table.add_section()
     table.add_row("trend", "", "", "", sparkline([r.get("pass_rate") for r in rows]))
     console.print(table)
-
-
-def case_history_main(cases: str | Path, output_dir: str | Path, case_id: str, last: int,
-                      console: Console) -> int:
-    """Print one case's recent results; exit 0 (a note when none is recorded), 2 on an unreadable history."""
-    db = Path(output_dir) / HISTORY_FILE
-    try:
-        rows = case_runs(db, cases, case_id, last)
-    except sqlite3.DatabaseError as exc:
-        raise ConfigError(f"cannot read the run history {db} ({exc}); the next `agent-eval run` moves a "
-                          "damaged file aside and starts a new one.") from None
-    if not rows:
-        console.print(Text(f"no run of {cases} recorded in {db} holds case {case_id!r}: check the id "
-                           "(`agent-eval list`), --cases and --output-dir."))
-        return 0
-    render_case_history(case_id, rows, console)
-    return 0

@@ -4,6 +4,7 @@ These describe each report on its own; the gate's verdicts come from its own tes
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich import box
@@ -17,12 +18,12 @@ from agent_eval.score.intervals import CI_METRICS, counted_cases, pass_hat_inter
 from agent_eval.score.metric_registry import label_of
 
 
-def _repeat(report: dict[str, Any]) -> int:
+def _repeat(report: Mapping[str, Any]) -> int:
     repeat = (report.get("settings") or {}).get("repeat")
     return repeat if isinstance(repeat, int) and not isinstance(repeat, bool) and repeat > 0 else 1
 
 
-def _pass_hat_at(report: dict[str, Any], k: int) -> tuple[float, float] | None:
+def _pass_hat_at(report: Mapping[str, Any], k: int) -> tuple[float, float] | None:
     """pass^k's interval at k: the report's own when k is its K, else computed from its cases."""
     if k == _repeat(report):
         return interval_of(report, "pass_hat_k")
@@ -31,7 +32,7 @@ def _pass_hat_at(report: dict[str, Any], k: int) -> tuple[float, float] | None:
     return None if interval is None else (interval[0], interval[1])
 
 
-def interval_table(reports: list[dict[str, Any]]) -> list[tuple[str, list[tuple[float, float] | None]]]:
+def interval_table(reports: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[tuple[float, float] | None]]]:
     """(label, one interval or None per report) for each suite rate that has an interval in any report."""
     k = min(_repeat(r) for r in reports)
     rows = []
@@ -47,7 +48,7 @@ def interval_table(reports: list[dict[str, Any]]) -> list[tuple[str, list[tuple[
     return rows
 
 
-def render_compare_intervals(reports: list[dict[str, Any]], paths: list[str], console: Console) -> None:
+def render_compare_intervals(reports: Sequence[Mapping[str, Any]], paths: list[str], console: Console) -> None:
     """A table of each report's 95% intervals side by side; nothing when no report has any."""
     rows = interval_table(reports)
     if not rows:

@@ -1,6 +1,7 @@
 """The terminal's defensible numbers: summary.ci shown beside the rates, and the flaky cases named."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
@@ -11,7 +12,7 @@ from agent_eval.report.cases_section import case_pass_counts
 from agent_eval.report.fmt import NA, format_rate
 from agent_eval.score.metric_registry import label_of
 
-Report = dict[str, Any]
+Report = Mapping[str, Any]
 
 
 def interval_of(report: Report, name: str) -> tuple[float, float] | None:

@@ -48,3 +48,17 @@ def test_flaky_cases_and_intervals_of_a_real_run(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "history of case mixed: 1 run(s)" in done.stdout and report["run_id"] in done.stdout
     assert "0.667" in done.stdout
+
+    # compare: both reports' intervals side by side (the second run alternates the other way round)
+    done = run_cli("run", "--cases", cases_file, "--repeat", "3", "--concurrency", "1", "--output-dir", out_dir,
+                   "--no-html")
+    second = orjson.loads(next(p for p in out_dir.glob("*.json") if p.stem != report["run_id"]).read_bytes())
+    base_path = out_dir / f"{report['run_id']}.json"
+    done = run_cli("compare", base_path, out_dir / f"{second['run_id']}.json")
+    assert "95% intervals" in done.stdout, done.stdout + done.stderr
+    table = done.stdout.split("95% intervals")[1]
+    line = next(row for row in table.splitlines() if row.strip().startswith("pass@1 "))
+    b_low, b_high = report["summary"]["ci"]["pass_at_1"]
+    n_low, n_high = second["summary"]["ci"]["pass_at_1"]
+    assert f"[{b_low:.2f}, {b_high:.2f}]" in line and f"[{n_low:.2f}, {n_high:.2f}]" in line
+    assert "pass^3" in table

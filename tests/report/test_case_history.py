@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from agent_eval.report.case_history import case_history_main, case_runs
+from agent_eval.commands.history import case_history_main
+from agent_eval.report.case_history import case_runs
 from agent_eval.report.history import record_run
 from tests.report.test_history import make_report
 

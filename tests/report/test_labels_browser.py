@@ -86,11 +86,14 @@ def test_clicked_labels_download_and_calibrate_the_same_report(browser, judged_p
     assert doc["overall"]["kappa"] == pytest.approx(1 / 6)
     assert doc["other_run"] == doc["unknown_runs"] == doc["no_verdict"] == []
     # calibrate rewrote the report's page, which now shows the calibration beside the judge's summary
-    page = browser.new_page()
-    page.goto(page_path.as_uri())
-    page.wait_for_selector("#calibration-summary")
-    assert "0.167" in page.inner_text("#calibration-summary")
-    page.close()
+    viewed = tmp_path / "viewed.html"
+    assert run_cli("view", path, "--out", viewed).returncode == 0  # view reads the .calibration.json too
+    for shown in (page_path, viewed):
+        page = browser.new_page()
+        page.goto(shown.as_uri())
+        page.wait_for_selector("#calibration-summary")
+        assert "0.167" in page.inner_text("#calibration-summary")
+        page.close()
 
 
 def test_the_page_shows_intervals_flaky_cases_and_the_calibration(browser, judged_page, tmp_path: Path) -> None:  # noqa: F811
