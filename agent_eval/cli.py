@@ -38,6 +38,9 @@ CONCURRENCY_HELP = f"Runs at once (default {DEFAULTS.concurrency})."
 MAX_STEPS_HELP = f"Model completions per user turn (default {DEFAULTS.max_steps})."
 OUTPUT_DIR_HELP = f"Where reports go (default {DEFAULTS.output_dir})."
 JUDGE_MODEL_HELP = "The judge's model (AGENT_EVAL_JUDGE_MODEL)."
+OTEL_HELP = "Also write each run as an OpenTelemetry GenAI trace (OTLP/JSON lines) here."
+OTLP_HELP = "Also POST each run's trace here as OTLP/HTTP JSON (e.g. http://127.0.0.1:4318/v1/traces)."
+LOGS_HELP = "An OTLP logs export whose GenAI events hold the traces' messages."
 JUDGE_TIMEOUT_HELP = ("Seconds each judge or simulator request may take, retries included "
                       f"(default {DEFAULTS.judge_timeout:g}).")
 
@@ -116,6 +119,8 @@ def run(
     ray: bool = typer.Option(False, "--ray", help="Place the workers on Ray (pip install 'agent-eval[ray]')."),
     ray_address: str | None = typer.Option(None, "--ray-address", help="Join this Ray cluster (implies --ray)."),
     ray_runtime_env: str | None = typer.Option(None, "--ray-runtime-env", help="Ray's runtime_env, as JSON."),
+    otel: Path | None = typer.Option(None, "--otel", help=OTEL_HELP),
+    otlp_endpoint: str | None = typer.Option(None, "--otlp-endpoint", help=OTLP_HELP),
 ) -> None:
     """Run the suite: every selected case k times, scored, reported, with a CI exit code."""
     # --resume compares only the flags typed on the command line with the run's stored settings.
@@ -126,7 +131,7 @@ def run(
                         timeout=timeout, output_dir=output_dir, quiet=quiet, judge_model=judge_model,
                         no_cache=no_cache, user=user, user_model=user_model, judge_timeout=judge_timeout,
                         workers=workers, ray=ray, ray_address=ray_address, ray_runtime_env=ray_runtime_env,
-                        resume=resume)
+                        resume=resume, otel=otel, otlp_endpoint=otlp_endpoint)
 
     def go() -> int:
         from agent_eval.commands.run import run_command
@@ -175,12 +180,15 @@ def rescore(
     junit: Path | None = typer.Option(None, "--junit", help="Also write JUnit XML here."),
     markdown: Path | None = typer.Option(None, "--markdown", help="Also append a Markdown summary here."),
     quiet: bool = typer.Option(False, "--quiet", help="Print only the verdict line."),
+    otel: Path | None = typer.Option(None, "--otel", help=OTEL_HELP),
+    otlp_endpoint: str | None = typer.Option(None, "--otlp-endpoint", help=OTLP_HELP),
 ) -> None:
     """Re-score a report's frozen traces with the current case file; the agent is never called.
 
     Writes the new report, its HTML page and its history row beside the old one."""
     flags = build_flags(ctx, report=report, judge_repeat=judge_repeat, no_judge=no_judge, judge_model=judge_model,
-                        judge_timeout=judge_timeout, junit=junit, markdown=markdown, quiet=quiet)
+                        judge_timeout=judge_timeout, junit=junit, markdown=markdown, quiet=quiet, otel=otel,
+                        otlp_endpoint=otlp_endpoint)
 
     def go() -> int:
         from agent_eval.commands.rescore import rescore_command
@@ -248,17 +256,18 @@ def history(
 
 @app.command("import")
 def import_cases(
-    fmt: str = typer.Argument(..., metavar="FORMAT", help="otel, deepeval or inspect."),
-    source: Path = typer.Argument(..., help="The file to import (JSON or JSON Lines)."),
+    fmt: str = typer.Argument(..., metavar="FORMAT", help="otel, deepeval, inspect or openai-evals."),
+    source: Path = typer.Argument(..., help="The file to import (JSON, JSON Lines, CSV, protobuf or an .eval log)."),
     out: Path | None = typer.Option(None, "--out", help="Write the case file here (default: stdout)."),
     tools: str | None = typer.Option(None, "--tools", help="The tools module the cases are validated against."),
+    logs: Path | None = typer.Option(None, "--logs", help=LOGS_HELP),
 ) -> None:
-    """Write a case file from other tools' files: OpenTelemetry traces, deepeval goldens, Inspect samples."""
+    """Write a case file from other tools' files: OpenTelemetry traces, deepeval, Inspect, OpenAI Evals."""
 
     def go() -> int:
         from agent_eval.commands.import_cases import import_command
 
-        return import_command(fmt, source, out, tools, console, err_console)
+        return import_command(fmt, source, out, tools, console, err_console, logs)
 
     guarded(go)
 
@@ -266,9 +275,10 @@ def import_cases(
 @app.command()
 def score(
     ctx: typer.Context,
-    traces: Path = typer.Argument(..., help="Recorded runs: OTLP/JSON traces, or an agent-eval report or journal."),
+    traces: Path = typer.Argument(..., help="Recorded runs: OTLP traces, an Inspect log, or an agent-eval report."),
     cases: Path = typer.Option(DEFAULTS.cases, "--cases", help=CASES_HELP),
-    fmt: str | None = typer.Option(None, "--format", help="otel or agent-eval (default: detected from the file)."),
+    fmt: str | None = typer.Option(None, "--format", help="otel, inspect or agent-eval (default: detected)."),
+    logs: Path | None = typer.Option(None, "--logs", help=LOGS_HELP),
     filter: list[str] | None = typer.Option(None, "--filter", help=FILTER_HELP),
     threshold: float | None = typer.Option(None, "--threshold", help=THRESHOLD_HELP),
     no_judge: bool = typer.Option(False, "--no-judge", help="Never call the judge; skip rubric-only cases."),
@@ -282,12 +292,14 @@ def score(
     no_html: bool = typer.Option(False, "--no-html", help="Do not write the HTML page."),
     quiet: bool = typer.Option(False, "--quiet", help="Print only the verdict line."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Every failed check, and the whole case table."),
+    otel: Path | None = typer.Option(None, "--otel", help=OTEL_HELP),
+    otlp_endpoint: str | None = typer.Option(None, "--otlp-endpoint", help=OTLP_HELP),
 ) -> None:
     """Score recorded runs with the case file's checks, judge and scorers; no agent is called."""
     flags = build_flags(ctx, traces=traces, cases=cases, format=fmt, filter=filter, threshold=threshold,
                         no_judge=no_judge, judge_model=judge_model, judge_timeout=judge_timeout, output_dir=output_dir,
                         baseline=baseline, gate=gate, junit=junit, markdown=markdown, no_html=no_html, quiet=quiet,
-                        verbose=verbose)
+                        verbose=verbose, logs=logs, otel=otel, otlp_endpoint=otlp_endpoint)
 
     def go() -> int:
         from agent_eval.commands.score import score_command

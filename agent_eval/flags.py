@@ -67,6 +67,9 @@ class Flags:
     format: str | None = None  # `score`: their format (None: detected)
     report: Path | None = None  # `rescore`: the report re-scored
     judge_repeat: int | None = None  # `rescore`: N uncached judge answers per run
+    otel: Path | None = None  # --otel FILE: the runs as OTLP/JSON lines
+    otlp_endpoint: str | None = None  # --otlp-endpoint URL: the runs POSTed as OTLP/HTTP JSON
+    logs: Path | None = None  # `score`: GenAI content in OTLP log records beside the traces
     last_failed_ids: tuple[str, ...] | None = None  # a resumed run's stored --lf selection
     agent_dir: Path | None = None  # a resumed run's folder that relative agent SPECs start from
     explicit: frozenset[str] = frozenset()  # the flags typed on the command line

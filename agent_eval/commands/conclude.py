@@ -56,6 +56,8 @@ class Outputs:
     html: bool = True
     junit: Path | None = None
     markdown: Path | None = None
+    otel: Path | None = None
+    otlp_endpoint: str | None = None
 
 
 def say(console: Console, line: str) -> None:
@@ -152,7 +154,7 @@ def conclude(report: Report, run_bytes: RunBytes, outputs: Any, console: Console
             f"{problem} Every finished run is in the journal {journal}; once the disk is writable, "
             f"`{resume_hint(report['run_id'], outputs.output_dir)}` writes the report.")
         return EXIT_ERROR
-    written = write_extras(dict(report), path, run_bytes(), outputs, lambda line: say(err, line))
+    written = write_extras(dict(report), path, run_bytes, outputs, lambda line: say(err, line))
     if not quiet or interrupted:
         render_report(dict(report), console, verbose=verbose)
     else:

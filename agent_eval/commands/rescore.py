@@ -63,7 +63,7 @@ def rescore_command(flags: Flags, console: Console, err: Console, environ: Mappi
                     judge_repeat=judge_repeat, rescored_from=old.get("run_id"), cases_not_in_file=missing)
     report = new_report(old, settings, new_entries, judge, pricing, judge_repeat, suite.scorers)
     outputs = Outputs(output_dir=report_path.parent, cases_file=Path(old["cases_file"]), junit=flags.junit,
-                      markdown=flags.markdown)
+                      markdown=flags.markdown, otel=flags.otel, otlp_endpoint=flags.otlp_endpoint)
     notes = [f"Not in {suite.path} anymore, so not rescored: {', '.join(map(str, missing))}"] if missing else []
     return conclude(report, lambda: ([orjson.dumps(r) for r in e["runs"]] for e in new_entries), outputs,
                     console, err, quiet=flags.quiet, label="Rescored report", notes=notes)

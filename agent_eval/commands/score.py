@@ -24,7 +24,7 @@ def score_command(flags: Flags, console: Console, err: Console) -> int:
     path = Path(str(flags.traces))
     prepared = prepare(flags)
     suite, cfg, selected = prepared.suite, prepared.cfg, prepared.cases
-    fmt, recordings, bad, head = load_recordings(path, flags.format, suite)
+    fmt, recordings, bad, head = load_recordings(path, flags.format, suite, flags.logs)
     matched, unmatched = match(recordings, suite.cases)
     print_left_out(path, bad, unmatched, suite, err)
     work = [(c, matched[c["id"]]) for c in selected if c["id"] in matched]

@@ -15,12 +15,16 @@ from agent_eval.suite.fields import MAX_DEPTH, id_problem, is_too_deep
 FORMATS = ("otel", "deepeval", "inspect", "openai-evals")
 
 
-def map_records(fmt: str, source: Path) -> tuple[list[tuple[str, dict]], list[Unmappable], list[str]]:
+def map_records(fmt: str, source: Path, logs: Path | None = None,
+                ) -> tuple[list[tuple[str, dict]], list[Unmappable], list[str]]:
     """(record label, case) for every record that maps, the records that do not, and notes."""
+    if logs is not None and fmt != "otel":
+        raise ConfigError(f"--logs {logs} joins OTLP log records to OpenTelemetry spans; it goes with "
+                          f"`import otel`, not `import {fmt}`.")
     if fmt == "otel":
         from agent_eval.ingest.otel import otel_cases
 
-        cases, bad, notes = otel_cases(source)
+        cases, bad, notes = otel_cases(source, logs)
         return [(f"trace {c['metadata']['trace_id']}", c) for c in cases], bad, notes
     if fmt == "inspect":
         from agent_eval.ingest.inspect_logs import is_inspect_log

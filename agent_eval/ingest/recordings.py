@@ -1,6 +1,7 @@
 """Recorded runs for `score`: read from OTLP/JSON traces or from our own report or journal, and matched to cases."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,6 @@ import orjson
 from agent_eval.errors import ConfigError
 from agent_eval.ingest.records import Unmappable, read_bytes
 
-FORMATS = ("otel", "agent-eval")
 
 
 @dataclass
@@ -27,8 +27,12 @@ class Recording:
 
 
 def detect_format(path: Path) -> str:
-    """`agent-eval` for one of our JSON reports or journals, else `otel`."""
+    """`inspect` for an Inspect log, `agent-eval` for one of our JSON reports or journals, else `otel`."""
+    from agent_eval.ingest.inspect_logs import is_inspect_log
+
     data = read_bytes(path)
+    if is_inspect_log(data):
+        return "inspect"
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError:
@@ -130,3 +134,39 @@ def match(recordings: list[Recording], cases: list[dict]) -> tuple[dict[str, lis
         else:
             matched.setdefault(case_id, []).append(rec)
     return matched, unmatched
+
+
+def inspect_recordings(path: Path) -> tuple[list[Recording], list[Unmappable], str | None]:
+    """The samples of an Inspect log as recordings (each epoch a trial), and the model most used."""
+    from collections import Counter
+
+    from agent_eval.ingest.inspect_runs import log_recordings
+
+    runs, bad = log_recordings(path)
+    models = Counter(c["model"] for _, _, _, trace in runs for c in trace["llm_calls"] if c.get("model"))
+    out = [Recording(label, trace, case_id=sample_id, trial=trial) for label, sample_id, trial, trace in runs]
+    return out, bad, models.most_common(1)[0][0] if models else None
+
+
+Loaded = tuple[list[Recording], list[Unmappable], dict[str, Any]]
+
+
+def _otel(path: Path, tools: Any, logs: Path | None) -> Loaded:
+    recordings, bad, model = otel_recordings(path, tools, logs)
+    return recordings, bad, {"agent": "otel", "model": model}
+
+
+def _inspect(path: Path, tools: Any, logs: Path | None) -> Loaded:
+    recordings, bad, model = inspect_recordings(path)
+    return recordings, bad, {"agent": "inspect", "model": model}
+
+
+def _agent_eval(path: Path, tools: Any, logs: Path | None) -> Loaded:
+    return agent_eval_recordings(path)
+
+
+# The formats `score --format` reads: one row each (the same names as `import`).
+LOADERS: dict[str, Callable[[Path, Any, Path | None], Loaded]] = {
+    "otel": _otel, "inspect": _inspect, "agent-eval": _agent_eval,
+}
+FORMATS = tuple(LOADERS)

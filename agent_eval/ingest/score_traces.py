@@ -14,7 +14,7 @@ from typing import Any
 from rich.console import Console
 
 from agent_eval.errors import ConfigError
-from agent_eval.ingest.recordings import FORMATS, Recording, agent_eval_recordings, detect_format, otel_recordings
+from agent_eval.ingest.recordings import LOADERS, Recording, detect_format
 from agent_eval.run.journal import Journal
 from agent_eval.run.runner import helper_spend, lite_run
 from agent_eval.score.metrics import case_status
@@ -135,14 +135,15 @@ async def _score_case(suite: Suite, case: dict, recordings: list[Recording], ctx
     return sorted(runs, key=lambda run: run["trial"])
 
 
-def load_recordings(path: Path, fmt: str | None, suite: Suite) -> tuple[str, list[Recording], list, dict[str, Any]]:
+def load_recordings(path: Path, fmt: str | None, suite: Suite, logs: Path | None = None,
+                    ) -> tuple[str, list[Recording], list, dict[str, Any]]:
     fmt = fmt or detect_format(path)
-    if fmt not in FORMATS:
-        raise ConfigError(f"--format {fmt!r} is not known; use otel or agent-eval.")
-    if fmt == "otel":
-        recordings, bad, model = otel_recordings(path, suite.tools)
-        return fmt, recordings, bad, {"agent": "otel", "model": model}
-    recordings, bad, head = agent_eval_recordings(path)
+    if fmt not in LOADERS:
+        raise ConfigError(f"--format {fmt!r} is not known; use one of {', '.join(LOADERS)}.")
+    if logs is not None and fmt != "otel":
+        raise ConfigError(f"--logs {logs} joins OTLP log records to OpenTelemetry spans; {path} is read as "
+                          f"{fmt}. Drop --logs, or pass --format otel.")
+    recordings, bad, head = LOADERS[fmt](path, suite.tools, logs)
     return fmt, recordings, bad, head
 
 

@@ -33,9 +33,11 @@ def write_page(report: dict[str, Any], report_path: Path, run_bytes: Any, out: P
     write_atomic(out, page_from_json(report, orjson.dumps(trimmed), left_out))
 
 
-def write_extras(report: dict[str, Any], report_path: Path, run_bytes: Any, cfg: Any,
+def write_extras(report: dict[str, Any], report_path: Path, run_bytes: Callable[[], Any], cfg: Any,
                  warn: Callable[[str], None]) -> list[str]:
-    """HTML page (unless --no-html), history row, and the optional JUnit and Markdown files.
+    """HTML page (unless --no-html), history row, and the optional JUnit, Markdown and OTel outputs.
+
+    `run_bytes()` yields, per case entry, its runs as JSON bytes (each output that reads them calls it).
 
     Returns one "kind: path" line per file written, for the closing lines of the terminal output. A file
     that cannot be written never changes the verdict: `warn` gets one line with its path and the reason.
@@ -46,7 +48,7 @@ def write_extras(report: dict[str, Any], report_path: Path, run_bytes: Any, cfg:
     outputs: list[tuple[str, Path, Callable[[], Any]]] = []
     if cfg.html:
         page_path = report_path.with_suffix(".html")
-        outputs.append(("HTML", page_path, lambda: write_page(report, report_path, run_bytes, page_path)))
+        outputs.append(("HTML", page_path, lambda: write_page(report, report_path, run_bytes(), page_path)))
     db = cfg.output_dir / "history.sqlite"
     outputs.append(("history", db, lambda: record_run_or_recover(db, report, git_commit_of(cfg.cases_file),
                                                                  warn)))
@@ -58,15 +60,31 @@ def write_extras(report: dict[str, Any], report_path: Path, run_bytes: Any, cfg:
         from agent_eval.report.markdown import write_markdown
 
         outputs.append(("Markdown", cfg.markdown, lambda: write_markdown(report, cfg.markdown)))
+    if getattr(cfg, "otel", None) is not None:
+        from agent_eval.report.otel import write_otel
+
+        outputs.append(("OTel", cfg.otel, lambda: write_otel(report, run_bytes(), cfg.otel)))
+    if getattr(cfg, "otlp_endpoint", None):
+        outputs.append(("OTLP", cfg.otlp_endpoint, lambda: send_otlp(report, run_bytes(), cfg.otlp_endpoint, warn)))
     for kind, path, write in outputs:
         try:
             write()
         except (OSError, sqlite3.Error) as exc:
             warn(f"warning: could not write the {kind} file {path}: {_reason(exc)}; the verdict is unchanged.")
             continue
-        if kind != "history":
+        if kind not in ("history", "OTLP"):
             written.append(f"{kind}: {path}")
     return written
+
+
+def send_otlp(report: dict[str, Any], run_bytes: Any, url: str, warn: Callable[[str], None]) -> None:
+    """POST each run's trace to the OTLP endpoint; failures are one warning with their count."""
+    from agent_eval.report.otel import export_requests
+    from agent_eval.report.otlp_post import post_requests, warning
+
+    sent, failed, reason = post_requests(url, export_requests(report, run_bytes))
+    if failed:
+        warn(warning(url, failed, sent + failed, reason))
 
 
 def _reason(exc: BaseException) -> str:

@@ -42,6 +42,8 @@ class RunConfig:
     baseline: str | None = None  # a report path, or "last"
     junit: Path | None = None
     markdown: Path | None = None
+    otel: Path | None = None  # --otel FILE
+    otlp_endpoint: str | None = None  # --otlp-endpoint URL
     gates: list[str] = field(default_factory=list)  # --gate METRIC[=MAX_DROP], against the baseline
     source: dict[str, str] | None = None  # `score`: the recorded traces scored, {"traces", "format"}
     judge_timeout: float = DEFAULTS.judge_timeout
@@ -66,6 +68,7 @@ class RunConfig:
             "last_failed": self.last_failed,
             **({"scored_from": self.source} if self.source else {}),
             "workers": self.workers, "ray": (self.ray_address or "local") if self.ray else None,
+            "otel": str(self.otel) if self.otel else None, "otlp_endpoint": redact_url(self.otlp_endpoint),
         }
 
 
@@ -132,6 +135,7 @@ def resolve(flags: Flags, suite: Suite, environ: Mapping[str, str] | None = None
     cfg.user = cfg.user_sim.label
     src["user"] = cfg.user_sim.source
     cfg.baseline, cfg.junit, cfg.markdown = flags.baseline, flags.junit, flags.markdown
+    cfg.otel, cfg.otlp_endpoint = flags.otel, flags.otlp_endpoint
     cfg.gates = list(flags.gate or [])
     if cfg.gates and not cfg.baseline:
         raise ConfigError("--gate needs --baseline REPORT (or --baseline last): a gate compares this run "

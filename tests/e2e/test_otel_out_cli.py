@@ -10,7 +10,6 @@ import pytest
 from google.protobuf.json_format import ParseDict
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from agent_eval.report.otel import write_otel
 from tests.builders import clean_env, run_cli, write_suite
 from tests.e2e.test_import_score_cli import only_report
 from tests.recorders.agent import SCRIPT, TURNS
@@ -36,14 +35,14 @@ EXPECTED = [{"name": "lookup_order", "args": {"order_id": 42}},
 TRAJECTORY = ("tool_recall", "tool_precision", "param_accuracy", "step_efficiency", "has_loop", "tool_errors")
 
 
-def _run(loopback, tmp_path):
+def _run(loopback, tmp_path, *extra):
     server = loopback(list(SCRIPT) * 2)  # two trials, played one after the other
     cases = write_suite(tmp_path, [{"id": "refund", "messages": TURNS, "expected_tools": EXPECTED,
                                     "trajectory": "unordered", "expect": {"icontains": "transit"}}],
                         {"name": "shop", "tools": "tools.py"}, files={"tools.py": TOOLS})
     out = tmp_path / "out"
     done = run_cli("run", "--cases", cases, "--model", "gpt-test", "--base-url", server.base_url, "--repeat", 2,
-                   "--concurrency", 1, "--output-dir", out, "--no-html", cwd=tmp_path,
+                   "--concurrency", 1, "--output-dir", out, "--no-html", *extra, cwd=tmp_path,
                    env=clean_env(OPENAI_API_KEY="k"))
     assert done.returncode == 0, done.stdout + done.stderr
     return cases, only_report(out)
@@ -62,9 +61,9 @@ def _as_proto(request: dict) -> ExportTraceServiceRequest:
 
 
 def test_otel_output_follows_the_genai_conventions_and_scores_back_to_the_same_metrics(loopback, tmp_path):
-    cases, report = _run(loopback, tmp_path)
     path = tmp_path / "runs.otel.jsonl"
-    write_otel(report, ([orjson.dumps(r) for r in c["runs"]] for c in report["cases"]), path)
+    cases, report = _run(loopback, tmp_path, "--otel", path)
+    assert report["settings"]["otel"] == str(path)
     lines = path.read_bytes().splitlines()
     assert len(lines) == 2  # one export request per run
     for trial, line in enumerate(lines):
@@ -105,7 +104,8 @@ def test_otel_output_follows_the_genai_conventions_and_scores_back_to_the_same_m
     assert "already taken" in imported.stderr or "duplicate case id" in imported.stderr
 
     out = tmp_path / "scored"
-    scored = run_cli("score", path, "--cases", cases, "--output-dir", out, "--no-html", cwd=tmp_path)
+    scored = run_cli("score", path, "--cases", cases, "--output-dir", out, "--no-html", "--otel",
+                     tmp_path / "scored.otel.jsonl", cwd=tmp_path)
     assert scored.returncode == 0, scored.stdout + scored.stderr
     again = only_report(out)
     before = {r["trial"]: r["metrics"] for r in report["cases"][0]["runs"]}
@@ -119,3 +119,70 @@ def test_otel_output_follows_the_genai_conventions_and_scores_back_to_the_same_m
         # the root span covers its children, so the waits latency_s leaves out may add a few microseconds
         assert after[trial]["latency_s"] == pytest.approx(before[trial]["latency_s"], abs=1e-3)
         assert (after[trial]["prompt_tokens"], after[trial]["completion_tokens"]) == (750, 75)
+
+    # score and rescore write the same kind of file for their own runs
+    assert len((tmp_path / "scored.otel.jsonl").read_bytes().splitlines()) == 2
+    (report_path,) = out.glob("*.json")
+    rescored = run_cli("rescore", report_path, "--otel", tmp_path / "rescored.otel.jsonl", cwd=tmp_path)
+    assert rescored.returncode == 0, rescored.stdout + rescored.stderr
+    assert len((tmp_path / "rescored.otel.jsonl").read_bytes().splitlines()) == 2
+
+
+class _Collector:
+    """A loopback OTLP/HTTP receiver: it keeps each POST's headers and JSON body, and answers `code`."""
+
+    def __init__(self, code: int = 200) -> None:
+        import http.server
+        import threading
+
+        received = self.received = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                received.append((dict(self.headers), orjson.loads(body)))
+                self.send_response(code)
+                self.end_headers()
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/v1/traces"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_otlp_endpoint_gets_each_run_with_the_headers_and_failures_never_change_the_verdict(loopback, tmp_path):
+    collector = _Collector()
+    try:
+        server = loopback(list(SCRIPT) * 2)
+        cases = write_suite(tmp_path, [{"id": "refund", "messages": TURNS, "expected_tools": EXPECTED,
+                                        "trajectory": "unordered"}],
+                            {"name": "shop", "tools": "tools.py"}, files={"tools.py": TOOLS})
+        env = clean_env(OPENAI_API_KEY="k", OTEL_EXPORTER_OTLP_HEADERS="x-team=evals,authorization=Bearer%20t")
+        done = run_cli("run", "--cases", cases, "--model", "gpt-test", "--base-url", server.base_url, "--repeat", 2,
+                       "--concurrency", 1, "--output-dir", tmp_path / "out", "--no-html", "--otlp-endpoint",
+                       collector.url, cwd=tmp_path, env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert len(collector.received) == 2  # one export request per run
+        headers, body = collector.received[0]
+        assert headers["x-team"] == "evals" and headers["authorization"] == "Bearer t"
+        assert headers["Content-Type"] == "application/json"
+        assert body["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["name"] == "invoke_agent shop"
+    finally:
+        collector.close()
+    refusing = _Collector(code=503)
+    try:
+        server = loopback(list(SCRIPT) * 2)
+        done = run_cli("run", "--cases", cases, "--model", "gpt-test", "--base-url", server.base_url, "--repeat", 2,
+                       "--concurrency", 1, "--output-dir", tmp_path / "out2", "--no-html", "--otlp-endpoint",
+                       refusing.url, cwd=tmp_path, env=clean_env(OPENAI_API_KEY="k"))
+        assert done.returncode == 0, done.stdout + done.stderr  # the verdict is the run's, not the collector's
+        warnings = [line for line in done.stderr.splitlines() if "--otlp-endpoint" in line]
+        assert len(warnings) == 1 and "2 of 2 run trace(s)" in warnings[0] and "HTTP 503" in warnings[0]
+    finally:
+        refusing.close()

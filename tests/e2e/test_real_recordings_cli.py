@@ -24,6 +24,7 @@ SETUPS = {
     "openai-v2, root and execute_tool spans": ("openai-v2", ["--root", "--tool-spans"]),
     "openai-v2, span only": ("openai-v2", []),
     "openai-v2, execute_tool spans, no root": ("openai-v2", ["--tool-spans"]),
+    "openai-v2, content in log events": ("openai-v2", ["--root", "--content", "events"]),
     "openinference, plain": ("openinference", []),
     "openinference, agent and tool spans": ("openinference", ["--root", "--tool-spans"]),
 }
