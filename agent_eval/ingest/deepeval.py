@@ -121,7 +121,7 @@ def golden_case(where: str, golden: Any) -> dict[str, Any]:
         case["expected_tools"] = tools
         case["trajectory"] = "unordered"
     elif has_output:
-        case["rubric"] = RUBRIC + expected_output
+        case["rubric"] = RUBRIC + str(expected_output)
     else:
         raise ValueError("nothing to check: no expected_tools, tools_called or expected_output")
     if has_output:

@@ -58,8 +58,9 @@ def read_goldens(path: Path) -> tuple[list[tuple[str, Any]], list[Unmappable]]:
         return _csv_records(data)
     records, bad = read_records(path)
     if len(records) == 1 and isinstance(records[0][1], dict):
-        doc = records[0][1]
-        run = doc.get("testRunData") if isinstance(doc.get("testRunData"), dict) else doc
+        doc: dict[str, Any] = records[0][1]
+        inner = doc.get("testRunData")
+        run: dict[str, Any] = inner if isinstance(inner, dict) else doc
         if "testCases" in run or "conversationalTestCases" in run:
             cases = [(f"testCases[{i}]", c) for i, c in enumerate(run.get("testCases") or [])]
             cases += [(f"conversationalTestCases[{i}]", c) for i, c in enumerate(run.get("conversationalTestCases")

@@ -118,9 +118,14 @@ def _text(content: Any, attachments: dict[str, Any]) -> str | None:
     return None
 
 
+def _attachments(sample: dict[str, Any]) -> dict[str, Any]:
+    found = sample.get("attachments")
+    return found if isinstance(found, dict) else {}
+
+
 def user_turns(sample: dict[str, Any]) -> list[str]:
     """The user turns of the sample's input (system, assistant and tool messages dropped)."""
-    attachments = sample.get("attachments") if isinstance(sample.get("attachments"), dict) else {}
+    attachments = _attachments(sample)
     value = _resolve(sample.get("input"), attachments)
     if isinstance(value, str):
         return [value] if value.strip() else []
@@ -135,7 +140,7 @@ def user_turns(sample: dict[str, Any]) -> list[str]:
 
 def recorded_calls(sample: dict[str, Any]) -> list[dict[str, Any]]:
     """The assistant messages' tool calls in order, each with its result and error from the tool message."""
-    attachments = sample.get("attachments") if isinstance(sample.get("attachments"), dict) else {}
+    attachments = _attachments(sample)
     results: dict[str, dict[str, Any]] = {}
     for message in sample.get("messages") or ():
         if isinstance(message, dict) and message.get("role") == "tool" and message.get("tool_call_id") is not None:
@@ -159,7 +164,7 @@ def recorded_calls(sample: dict[str, Any]) -> list[dict[str, Any]]:
 
 def answer(sample: dict[str, Any]) -> str | None:
     """The text of the sample's last assistant message."""
-    attachments = sample.get("attachments") if isinstance(sample.get("attachments"), dict) else {}
+    attachments = _attachments(sample)
     for message in reversed(sample.get("messages") or []):
         if isinstance(message, dict) and message.get("role") == "assistant":
             return _text(message.get("content"), attachments)

@@ -67,7 +67,8 @@ def log_trace(sample: dict[str, Any]) -> dict[str, Any]:
                       "error": call["error"], "error_traceback": None,
                       "invalid_args": "malformed JSON" if call["invalid"] else None, "latency_s": None,
                       "t_start_s": None, "executed": True})
-    usage = sample.get("model_usage") if isinstance(sample.get("model_usage"), dict) else {}
+    found = sample.get("model_usage")
+    usage: dict[str, Any] = found if isinstance(found, dict) else {}
     llm_calls = [{"latency_s": None, "prompt_tokens": token_count(u.get("input_tokens")),
                   "completion_tokens": token_count(u.get("output_tokens")), "model": model}
                  for model, u in usage.items() if isinstance(u, dict)]

@@ -36,7 +36,7 @@ def _responses_items(items: Any) -> list[dict[str, Any]]:
         elif kind in (None, "message") and item.get("role"):
             content = item.get("content")
             if isinstance(content, list):
-                content = "\n".join(c.get("text") for c in content
+                content = "\n".join(str(c["text"]) for c in content
                                     if isinstance(c, dict) and isinstance(c.get("text"), str)) or None
             out.append({"role": item["role"], "content": content})
     return out

@@ -36,10 +36,10 @@ def _text_of(content: Any) -> str | None:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        texts = [item if isinstance(item, str) else item.get("text") if isinstance(item.get("text"), str)
+        found = [item if isinstance(item, str) else item.get("text") if isinstance(item.get("text"), str)
                  else item.get("content") for item in content
                  if isinstance(item, str) or (isinstance(item, dict) and item.get("type", "text") == "text")]
-        texts = [t for t in texts if isinstance(t, str)]
+        texts = [t for t in found if isinstance(t, str)]
         return "\n".join(texts) if texts else None
     return None
 
@@ -51,7 +51,8 @@ def _message(raw: Any) -> Message | None:
         return None
     msg = Message(role=str(raw.get("role") or ""), text=None)
     texts: list[str] = []
-    for part in raw.get("parts") if isinstance(raw.get("parts"), list) else ():
+    parts = raw.get("parts")
+    for part in parts if isinstance(parts, list) else ():
         if not isinstance(part, dict):
             continue
         kind = part.get("type")
@@ -65,9 +66,11 @@ def _message(raw: Any) -> Message | None:
     text = _text_of(raw.get("content"))
     if text is not None:
         texts.append(text)
-    for tc in raw.get("tool_calls") if isinstance(raw.get("tool_calls"), list) else ():
+    tool_calls = raw.get("tool_calls")
+    for tc in tool_calls if isinstance(tool_calls, list) else ():
         if isinstance(tc, dict):
-            fn = tc.get("function") if isinstance(tc.get("function"), dict) else tc
+            function = tc.get("function")
+            fn: dict[str, Any] = function if isinstance(function, dict) else tc
             msg.calls.append(Call(str_or_none(tc.get("id")), str(fn.get("name") or ""),
                                   json_value(fn.get("arguments"))))
     if msg.role == "tool" and raw.get("tool_call_id") is not None:
@@ -102,7 +105,7 @@ def _indexed(span: Span, kind: str) -> list[Message] | None:
         return None
     out = []
     for _, fields in sorted(found.items()):
-        calls = {}
+        calls: dict[int, dict[str, Any]] = {}
         for key, value in fields.items():
             parts = key.split(".")
             if len(parts) == 3 and parts[0] == "tool_calls" and parts[1].isdigit():

@@ -14,7 +14,7 @@ def _text(content: Any) -> str | None:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        texts = [c.get("text") for c in content if isinstance(c, dict) and isinstance(c.get("text"), str)]
+        texts = [str(c["text"]) for c in content if isinstance(c, dict) and isinstance(c.get("text"), str)]
         return "\n".join(texts) if texts else None
     return None
 

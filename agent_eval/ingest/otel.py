@@ -97,7 +97,8 @@ def recorded_case(rec: Recorded) -> tuple[dict[str, Any], list[str]]:
 def otel_cases(path: Path, logs: Path | None = None) -> tuple[list[dict[str, Any]], list[Unmappable], list[str]]:
     """The cases of an OTLP file, its unmappable records, and notes on what cases left out."""
     recorded, bad = read_recorded(path, logs)
-    cases, notes = [], []
+    cases: list[dict[str, Any]] = []
+    notes: list[str] = []
     seen: dict[str, str] = {}
     for rec in recorded:
         case, case_notes = recorded_case(rec)

@@ -20,7 +20,7 @@ _CHOICE = "gen_ai.choice"
 
 
 def _records(doc: Any) -> list[Any]:
-    found = []
+    found: list[Any] = []
     for rl in doc.get("resourceLogs") or [] if isinstance(doc, dict) else []:
         for sl in (rl.get("scopeLogs") or []) if isinstance(rl, dict) else []:
             found.extend((sl.get("logRecords") or []) if isinstance(sl, dict) else [])

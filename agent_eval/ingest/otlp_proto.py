@@ -35,7 +35,8 @@ def _bodies(data: bytes) -> list[tuple[str, bytes]] | str:
     """The request bodies with their labels, or why the framing is broken."""
     if data[:1] == bytes([_FIELD_1_LEN]):
         return [("request 1", data)]
-    out, at = [], 0
+    out: list[tuple[str, bytes]] = []
+    at = 0
     while at < len(data):
         if at + 4 > len(data):
             return f"request {len(out) + 1}: {len(data) - at} trailing byte(s), not a 4-byte length"
@@ -49,8 +50,8 @@ def _bodies(data: bytes) -> list[tuple[str, bytes]] | str:
 
 def read_protobuf(data: bytes, kind: str = "traces") -> tuple[list[tuple[str, Any]], list[Unmappable]]:
     """The requests of a protobuf file as OTLP/JSON-shaped dicts (ids base64), each with its label."""
-    from google.protobuf.json_format import MessageToDict
-    from google.protobuf.message import DecodeError
+    from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]
+    from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
     cls = _message_class(kind)
     bodies = _bodies(data)

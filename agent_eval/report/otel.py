@@ -132,7 +132,7 @@ def run_spans(head: dict[str, Any], case_id: str, run: dict[str, Any]) -> list[d
             span["status"] = {"code": STATUS_ERROR}
         spans.append(span)
     # latency_s leaves out waiting for the provider's rate limit: the root still spans all its children
-    last = max(int(s["endTimeUnixNano"]) for s in spans)
+    last = max(int(str(s["endTimeUnixNano"])) for s in spans)
     agent["endTimeUnixNano"] = str(max(end, last))
     return spans
 
