@@ -21,6 +21,18 @@ def compare_command(base_path: str | Path, new_paths: list[str | Path], gate_spe
     except ReportError as exc:
         print(f"agent-eval compare: {exc}", file=sys.stderr)
         return 2
+    suites = {str(r.get("suite")) for r in [base, *news] if r.get("suite") is not None}
+    if len(suites) > 1:
+        print(f"warning: these reports are of different suites ({', '.join(sorted(suites))}); their cases are "
+              "paired by id alone", file=sys.stderr)
+    empty = [(path, g["nothing_to_gate"]) for path, g in zip(new_paths, gated, strict=True)
+             if g.get("nothing_to_gate")]
+    if empty:
+        for path, why in empty:
+            against = f" {path} against {base_path}" if len(news) > 1 else ""
+            print(f"agent-eval compare: nothing to gate{against}: {why}. No verdict is possible; check that the "
+                  "reports are of the same suite and that the new run's cases did not all error.", file=sys.stderr)
+        return 2
     matrix = build_matrix(base, news, gated, [str(base_path), *map(str, new_paths)])
     if len(news) == 1:
         from agent_eval.report.gate_table import render_gate

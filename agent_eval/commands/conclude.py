@@ -144,6 +144,11 @@ def conclude(report: Report, run_bytes: RunBytes, outputs: Any, console: Console
                                                           bool(report.get("stopped_early")))
     if abandoned and code == 0:
         code = EXIT_ERROR  # runs were left unplayed: the run did not complete
+    empty = (report.get("gate") or {}).get("nothing_to_gate") if not interrupted else None
+    if empty:
+        say(err, f"error: --baseline {baseline}: nothing to gate: {empty}. No verdict is possible.")
+        if code == 0:
+            code = EXIT_ERROR  # a gate that compares nothing is never "no regression"
     report["exit_code"] = code
     path = outputs.output_dir / f"{report['run_id']}.json"
     try:

@@ -175,6 +175,7 @@ def paired_gate(base: dict, new: dict, gates: list[tuple[str, float]] | None = N
                 "use --repeat 3 or more to list regressed cases")
     return {
         "base_run_id": base.get("run_id"), "new_run_id": new.get("run_id"),
+        "nothing_to_gate": _why_nothing_to_gate(b_cases, n_cases, both, common, rows, bootstrapped),
         "metrics": rows, "m": len(bootstrapped), "alpha": ALPHA, "resamples": RESAMPLES, "seed": SEED, "k": k,
         "cases_common": len(common),
         "only_in_base": [i for i in b_cases if i not in n_cases],
@@ -182,6 +183,22 @@ def paired_gate(base: dict, new: dict, gates: list[tuple[str, float]] | None = N
         "excluded_cases": [i for i in both if i not in set(common)],
         "regressed_cases": regressed_cases, "note": note, "regression": False,
     }, bootstrapped
+
+
+def _why_nothing_to_gate(b_cases: dict, n_cases: dict, both: list[str], common: list[str], rows: list[dict],
+                         bootstrapped: list) -> str | None:
+    """Why this pair gates nothing (no shared case id, or no gated metric with a value on both sides),
+    or None when it gates something: a gate that compares nothing must never read as "no regression"."""
+    if not both:
+        return (f"the reports share no case id (the base has {len(b_cases)} case(s), the new report "
+                f"{len(n_cases)}); cases are paired by id")
+    if bootstrapped:
+        return None
+    if not common:
+        return (f"none of the {len(both)} shared case(s) is counted in both reports (each was skipped, errored "
+                "or not run in one of them)")
+    names = ", ".join(row["metric"] for row in rows)
+    return f"no gated metric ({names}) has a value in both reports over the {len(common)} common case(s)"
 
 
 def _decide(row: dict, deltas: np.ndarray, level: float) -> None:

@@ -81,7 +81,9 @@ def render_gate(gate: dict, console: Console) -> None:
     console.print(table)
     for line in gate_notes(gate):
         console.print(line, markup=False, highlight=False)
-    if gate["regression"]:
+    if gate.get("nothing_to_gate"):
+        console.print(Text.assemble(("Gate: nothing to gate", "bold magenta"), f": {gate['nothing_to_gate']} (exit 2)"))
+    elif gate["regression"]:
         console.print(Text.assemble(("Gate: REGRESSION", "bold red"), " (exit 1)"))
     else:
         console.print(Text("Gate: no regression", style="green"))

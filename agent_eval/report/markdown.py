@@ -105,7 +105,8 @@ def failing_lines(report: dict) -> list[str]:
 
 def gate_lines(gate: dict) -> list[str]:
     """The regression gate: its table, its notes and its overall verdict."""
-    verdict = "❌ **regression**" if gate.get("regression") else "✅ no regression"
+    verdict = ("⚠️ **nothing to gate**" if gate.get("nothing_to_gate") else
+               "❌ **regression**" if gate.get("regression") else "✅ no regression")
     base = f" vs `{gate['base_run_id']}`" if gate.get("base_run_id") else ""
     rows = [[*cells[:-1], f"**{cells[-1]}**" if cells[-1] == "regressed" else cells[-1]]
             for cells in gate_rows(gate)]
