@@ -19,11 +19,13 @@ def tools(task: Any) -> list[Any]:
             # The arguments go to the sandbox as the model sent them: it validates them, not LangChain.
             return (), {"call": (parse_arguments(tool_input), tool_call_id)}
 
-        async def _arun(self, call: tuple[Any, str | None], **_: Any) -> str:
-            return await observe(task, self.name, call[0], call[1])
+        async def _arun(self, *_: Any, **kwargs: Any) -> str:  # type: ignore[override]
+            args, call_id = kwargs["call"]
+            return await observe(task, self.name, args, call_id)
 
-        def _run(self, call: tuple[Any, str | None], **_: Any) -> str:
-            return task._observation_sync(self.name, call[0], call[1])
+        def _run(self, *_: Any, **kwargs: Any) -> str:  # type: ignore[override]
+            args, call_id = kwargs["call"]
+            return task._observation_sync(self.name, args, call_id)
 
     async def unused(**_: Any) -> str:  # StructuredTool wants a function; SuiteTool runs its own
         raise NotImplementedError
@@ -38,5 +40,7 @@ def chat_model(task: Any) -> Any:
     from langchain_openai import ChatOpenAI
 
     base_url, api_key = endpoint_of(task)
-    return ChatOpenAI(model=task.model or "gpt-4o-mini", base_url=base_url, api_key=api_key, max_retries=0,
-                      timeout=None)
+    from pydantic import SecretStr
+
+    return ChatOpenAI(model=task.model or "gpt-4o-mini", base_url=base_url, api_key=SecretStr(api_key),
+                      max_retries=0, timeout=None)

@@ -22,8 +22,10 @@ def toolset(task: Any) -> Any:
         async def invoke(ctx: Any, _name: str = name, **args: Any) -> str:
             return await observe(task, _name, args, getattr(ctx, "tool_call_id", None))
 
-        made.append(Tool.from_schema(invoke, name=name, description=description, json_schema=parameters,
-                                     takes_ctx=True))
+        made_tool = Tool.from_schema(invoke, name=name, description=description, json_schema=parameters,
+                                     takes_ctx=True)
+        made_tool.strict = False  # strict mode (or its guess at it) would rewrite the schema
+        made.append(made_tool)
     return FunctionToolset(made, max_retries=_RETRIES)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import MutableMapping
 from typing import Any
 
 from agent_eval.run.endpoint import RunLink
@@ -92,7 +93,7 @@ class McpServer:
 
         response: web.StreamResponse | None = None
 
-        async def send(message: dict[str, Any]) -> None:
+        async def send(message: MutableMapping[str, Any]) -> None:
             nonlocal response
             if message["type"] == "http.response.start":
                 response = web.StreamResponse(status=message["status"], headers={

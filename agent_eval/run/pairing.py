@@ -73,10 +73,10 @@ def settle(link: RunLink, steps: list[dict[str, Any]], turn_steps: list[int], to
     for completion in link.completions:
         for call in completion.calls:
             args = _parsed(call.arguments)
-            index = _match(steps, taken, by_id, call, args)
-            if index is not None:
-                taken[index] = True
-                issued.append((turn_of[index], index, None))
+            found = _match(steps, taken, by_id, call, args)
+            if found is not None:
+                taken[found] = True
+                issued.append((turn_of[found], found, None))
             elif not tools.has(call.name) and call.name in completion.offered:
                 framework_calls.append({"name": call.name, "args": args})
             else:
@@ -84,12 +84,12 @@ def settle(link: RunLink, steps: list[dict[str, Any]], turn_steps: list[int], to
     ordered: list[tuple[int, dict[str, Any]]] = []
     free = [index for index in range(len(steps)) if not taken[index]]  # tool calls made without the model
     cursor = 0
-    for turn, index, unexecuted in issued:
-        if index is not None:
-            while cursor < len(free) and free[cursor] < index:
+    for turn, paired, unexecuted in issued:
+        if paired is not None:
+            while cursor < len(free) and free[cursor] < paired:
                 ordered.append((turn_of[free[cursor]], steps[free[cursor]]))
                 cursor += 1
-            ordered.append((turn, steps[index]))
+            ordered.append((turn, steps[paired]))
         else:
             ordered.append((turn, unexecuted))  # type: ignore[arg-type]
     ordered.extend((turn_of[index], steps[index]) for index in free[cursor:])

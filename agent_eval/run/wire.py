@@ -162,7 +162,8 @@ class StreamReader:
     def _read_call_delta(self, call: Any) -> None:
         if not isinstance(call, dict):
             return
-        index = call.get("index") if isinstance(call.get("index"), int) else len(self._chat_calls)
+        given = call.get("index")
+        index: int = given if isinstance(given, int) else len(self._chat_calls)
         entry = self._chat_calls.setdefault(index, [None, "", []])
         if isinstance(call.get("id"), str):
             entry[0] = call["id"]

@@ -234,3 +234,26 @@ def test_validate_loads_the_agent_as_run_does(tmp_path: Path) -> None:
     assert "Traceback" not in missing.stderr
     absent = validate("--agent", "nowhere.py:agent")
     assert absent.returncode == 2 and "nowhere.py" in absent.stderr
+
+
+def comparable(report: dict) -> tuple:
+    """A report without what may differ between one process and workers (times, the provider's figures)."""
+    timed = ("latency", "ttfa", "provider", "rate_limit")
+    summary = {k: v for k, v in report["summary"].items() if not k.startswith(timed)}
+    runs = {case["id"]: [(run["status"], run["success"], {k: v for k, v in run["metrics"].items()
+                                                          if not k.startswith(timed)},
+                          [(s["name"], s["args"], s["executed"], s["error"]) for s in run["trace"]["steps"]])
+                         for run in case["runs"]] for case in report["cases"]}
+    return summary, runs
+
+
+@pytest.mark.parametrize("framework", list(FRAMEWORKS))
+def test_workers_give_the_same_report_as_one_process(reports: dict[str, dict], framework: str,
+                                                     tmp_path: Path) -> None:
+    from tests.loopback import LoopbackServer
+
+    with LoopbackServer(router(pick)) as srv:
+        suite(tmp_path)
+        code, report, stderr = run(tmp_path, srv.base_url, "--agent", FRAMEWORKS[framework], "--workers", "2")
+    assert report, stderr
+    assert (code, comparable(report)) == (reports[framework]["_code"], comparable(reports[framework]))

@@ -47,15 +47,15 @@ class Task:
         `call_id` is the model's id of the call, when the agent has it (it pairs the step with the
         model's completion)."""
         output, error = self._ctx.sandbox.call(name, args, call_id)
-        if error is not None:
-            raise ToolError(error)
+        if error is not None or output is None:  # exactly one of them is set
+            raise ToolError(error or "the tool gave no observation")
         return output
 
     async def acall_tool(self, name: str, /, *, call_id: str | None = None, **args: Any) -> str:
         """The async twin of call_tool."""
         output, error = await self._ctx.sandbox.acall(name, args, call_id)
-        if error is not None:
-            raise ToolError(error)
+        if error is not None or output is None:  # exactly one of them is set
+            raise ToolError(error or "the tool gave no observation")
         return output
 
     async def _observation(self, name: str, args: Any, call_id: str | None = None) -> str:
@@ -66,7 +66,7 @@ class Task:
             output, error = await self._ctx.sandbox.acall(name, args, call_id)
         except ToolError as exc:  # the run has ended
             return f"Error: {exc}"
-        return output if error is None else f"Error: {error}"
+        return f"Error: {error}" if error is not None else output or ""
 
     def _observation_sync(self, name: str, args: Any, call_id: str | None = None) -> str:
         """The sync twin of `_observation`, for a framework's sync tool path."""
@@ -74,7 +74,7 @@ class Task:
             output, error = self._ctx.sandbox.call(name, args, call_id)
         except ToolError as exc:
             return f"Error: {exc}"
-        return output if error is None else f"Error: {error}"
+        return f"Error: {error}" if error is not None else output or ""
 
     def record_usage(self, prompt_tokens: int, completion_tokens: int, model: str | None = None,
                      latency_s: float | None = None) -> None:
