@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from agent_eval.ingest import logfire, openinference
+from agent_eval.ingest import logfire, openinference, traceloop
 from agent_eval.ingest.otlp import Span
 
 Translate = Callable[[Span], "dict[str, Any] | None"]
@@ -17,6 +17,7 @@ Translate = Callable[[Span], "dict[str, Any] | None"]
 CONVENTIONS: dict[str, Translate] = {
     "openinference": openinference.translate,
     "logfire": logfire.translate,
+    "traceloop": traceloop.translate,
 }
 
 
@@ -35,5 +36,4 @@ def to_genai(spans: list[Span]) -> list[Span]:
                 span.attributes.setdefault(key, value)
         else:
             kept.append(span)
-            continue
     return kept

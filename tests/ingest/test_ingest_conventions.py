@@ -171,3 +171,36 @@ def test_a_call_the_model_issued_that_no_tool_span_ran_is_not_executed(tmp_path)
     assert steps[1]["t_start_s"] == 0.01  # when the chat span that issued it ended
 
 
+
+
+def test_openllmetry_flattened_messages_and_its_tool_decorator_spans(tmp_path):
+    """OpenLLMetry's shapes (traceloop's opentelemetry-instrumentation-openai and its @tool decorator),
+    written by hand: the library is not installed here."""
+    t = Trace(TID)
+    wf = t.span("refund_flow.workflow", 0, 300, key_values({"traceloop.span.kind": "workflow",
+                                                           "traceloop.entity.name": "refund_flow"}))
+    t.span("openai.chat", 10, 100, key_values({
+        "llm.request.type": "chat", "gen_ai.system": "openai", "gen_ai.request.model": "gpt-test",
+        "gen_ai.prompt.0.role": "system", "gen_ai.prompt.0.content": "sys",
+        "gen_ai.prompt.1.role": "user", "gen_ai.prompt.1.content": "Refund order 42",
+        "gen_ai.completion.0.role": "assistant", "gen_ai.completion.0.finish_reason": "tool_calls",
+        "gen_ai.completion.0.tool_calls.0.id": "c1", "gen_ai.completion.0.tool_calls.0.name": "refund",
+        "gen_ai.completion.0.tool_calls.0.arguments": '{"order_id": 42}',
+        "gen_ai.usage.prompt_tokens": 30, "gen_ai.usage.completion_tokens": 5}), parent=wf)
+    t.span("refund.tool", 110, 150, key_values({"traceloop.span.kind": "tool", "traceloop.entity.name": "refund",
+                                                "traceloop.entity.input": '{"args": [], "kwargs": {"order_id": 42}}',
+                                                "traceloop.entity.output": '"ok"'}), parent=wf)
+    t.span("openai.chat", 160, 290, key_values({
+        "llm.request.type": "chat", "gen_ai.request.model": "gpt-test",
+        "gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": "Refund order 42",
+        "gen_ai.completion.0.role": "assistant", "gen_ai.completion.0.content": "Refunded.",
+        "gen_ai.usage.prompt_tokens": 40, "gen_ai.usage.completion_tokens": 6}), parent=wf)
+    path = tmp_path / "openllmetry.jsonl"
+    path.write_bytes(jsonl([export_request(t.spans)]))
+    (case,), bad, _ = otel_cases(path)
+    assert not bad
+    assert case["query"] == "Refund order 42"
+    assert case["expected_tools"] == [{"name": "refund", "args": {"order_id": 42}}]
+    # 30+40, 5+6 over the two chat spans; the workflow span is the agent, not a model call
+    assert case["metadata"]["recorded_usage"] == {"prompt_tokens": 70, "completion_tokens": 11}
+    assert case["metadata"]["recorded_answer"] == "Refunded."
