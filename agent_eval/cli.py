@@ -65,9 +65,11 @@ def guarded(fn: Callable[[], int]) -> None:
         err_console.print(Text.assemble(("error:", "red"), " "), end="", highlight=False)
         err_console.print(str(exc), highlight=False, markup=False)
         code = 2
-    except KeyboardInterrupt:  # Ctrl-C before a run started (loading, validating): nothing to save
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM before a run started (loading, validating)
+        from agent_eval.run.interrupt import INTERRUPTED, TERMINATED, Terminated
+
         err_console.print("interrupted", highlight=False)
-        code = 130
+        code = TERMINATED if isinstance(exc, Terminated) else INTERRUPTED
     raise typer.Exit(code)
 
 
@@ -347,7 +349,17 @@ def calibrate(
 
 
 def main(argv: Any = None) -> None:
-    """Console-script entry point."""
+    """Console-script entry point. As the command (no `argv`), it is the subreaper of what it starts, and
+    no descendant outlives it; SIGTERM is a Ctrl-C (exit 143)."""
+    if argv is None:
+        import atexit
+
+        from agent_eval.run.interrupt import terminate_as_interrupt
+        from agent_eval.run.reaper import become_subreaper, end_descendants
+
+        become_subreaper()
+        atexit.register(end_descendants)
+        terminate_as_interrupt()
     app(args=argv if argv is not None else sys.argv[1:], prog_name="agent-eval")
 
 

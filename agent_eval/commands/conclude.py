@@ -66,7 +66,7 @@ def say(console: Console, line: str) -> None:
 
 
 def finish(results: Results, suite: Suite, cfg: RunConfig, agent_name: str, run_id: str, created_at: str,
-           interrupted: bool, console: Console, err: Console) -> int:
+           interrupted: bool, console: Console, err: Console, stop_code: int = EXIT_INTERRUPTED) -> int:
     """Build the report of `results`, write it with every extra output, print it; a second Ctrl-C here
     exits at once."""
     from agent_eval.run.journal import append_usage, read_usage
@@ -104,7 +104,8 @@ def finish(results: Results, suite: Suite, cfg: RunConfig, agent_name: str, run_
 
         baseline = resolve_baseline(cfg.baseline, cfg, agent_name, run_id, created_at, err)
         pool = results.pool
-        code = conclude(report, results.run_bytes, cfg, console, err, interrupted=interrupted, baseline=baseline,
+        code = conclude(report, results.run_bytes, cfg, console, err, interrupted=interrupted, stop_code=stop_code,
+                        baseline=baseline,
                         gates=cfg.gates, verbose=cfg.verbose, quiet=cfg.quiet,
                         abandoned=bool(pool is not None and pool.abandoned), journal=results.journal.path)
         for crash in pool.crashes if pool is not None else ():
@@ -122,11 +123,12 @@ def finish(results: Results, suite: Suite, cfg: RunConfig, agent_name: str, run_
         from agent_eval.run.interrupt import kill_servers
 
         kill_servers()
-        os._exit(EXIT_INTERRUPTED)
+        os._exit(stop_code)
 
 
 def conclude(report: Report, run_bytes: RunBytes, outputs: Any, console: Console, err: Console, *,
-             interrupted: bool = False, baseline: Path | None = None, gates: Sequence[str] = (),
+             interrupted: bool = False, stop_code: int = EXIT_INTERRUPTED, baseline: Path | None = None,
+             gates: Sequence[str] = (),
              verbose: bool = False, quiet: bool = False, abandoned: bool = False,
              label: str = "JSON report", notes: Sequence[str] = (), journal: Path | None = None) -> int:
     """Gate, decide the exit code, write the JSON report and every extra output, print; the exit code.
@@ -140,7 +142,7 @@ def conclude(report: Report, run_bytes: RunBytes, outputs: Any, console: Console
     if baseline is not None and not interrupted:
         report["gate"] = gate_against(baseline, dict(report), list(gates))
     regression = bool(report.get("gate") and (report.get("gate") or {}).get("regression"))
-    code = EXIT_INTERRUPTED if interrupted else exit_code(report["cases"], regression,
+    code = stop_code if interrupted else exit_code(report["cases"], regression,
                                                           bool(report.get("stopped_early")))
     if abandoned and code == 0:
         code = EXIT_ERROR  # runs were left unplayed: the run did not complete

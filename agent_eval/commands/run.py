@@ -136,7 +136,8 @@ def run_command(flags: Flags, console: Console, err: Console) -> int:
                 if progress:
                     progress.stop()
                 journal.close()
-            return finish(runner, suite, cfg, agent.name, run_id, created_at, interrupted, console, err)
+            return finish(runner, suite, cfg, agent.name, run_id, created_at, interrupted, console, err,
+                          stop_code=interrupts.exit_code)
     finally:
         if pool is not None:
             pool.on_close()

@@ -50,6 +50,7 @@ EXIT_MEANINGS = {
     1: ("FAIL", "red", "a case failed or the baseline gate found a regression"),
     2: ("ERROR", "magenta", "a case ended in an infrastructure error, or every case was skipped"),
     130: ("INTERRUPTED", "yellow", "interrupted; resume with --resume"),
+    143: ("INTERRUPTED", "yellow", "stopped by SIGTERM; resume with --resume"),
 }
 
 

@@ -1,4 +1,4 @@
-"""Ctrl-C during a run: the first stops the run cleanly, a second exits at once."""
+"""Ctrl-C (or SIGTERM) during a run: the first stops the run cleanly, a second exits at once."""
 from __future__ import annotations
 
 import asyncio
@@ -11,40 +11,67 @@ from types import FrameType
 from typing import Any
 
 INTERRUPTED = 130
+TERMINATED = 143  # 128 + SIGTERM: what `timeout`, docker and Kubernetes send is Ctrl-C, told apart
+_STOPS = (signal.SIGINT, signal.SIGTERM)
 # Tasks still alive after the run (an agent that ignores cancellation) get this long, then are left.
 LEFTOVER_GRACE_S = 1.0
 
 
-class Interrupts:
-    """Owns SIGINT while a run and its report are under way (use as a context manager).
+def exit_code_of(signum: int) -> int:
+    """The exit code of a run that `signum` stopped: 143 for SIGTERM, else 130."""
+    return TERMINATED if signum == signal.SIGTERM else INTERRUPTED
 
-    The first SIGINT cancels the coroutine given to `run`, so the runner stops starting runs,
-    cancels those in flight and flushes the journal; the caller then writes the partial report.
-    A second SIGINT exits with 130 at once, without waiting for anything.
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM outside a run (loading, validating): handled as a Ctrl-C there, with exit 143."""
+
+
+def terminate_as_interrupt() -> None:
+    """From now on SIGTERM raises Terminated (a KeyboardInterrupt) in the main thread."""
+    if threading.current_thread() is threading.main_thread():
+        def raise_terminated(signum: int, frame: FrameType | None) -> None:
+            raise Terminated()
+
+        signal.signal(signal.SIGTERM, raise_terminated)
+
+
+class Interrupts:
+    """Owns SIGINT and SIGTERM while a run and its report are under way (use as a context manager).
+
+    The first of them cancels the coroutine given to `run`, so the runner stops starting runs,
+    cancels those in flight and flushes the journal; the caller then writes the partial report, and
+    exits with `exit_code` (130, or 143 for SIGTERM). A second exits at once, without waiting.
     """
 
     def __init__(self) -> None:
         self.count = 0
+        self.signum: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task | None = None
-        self._previous: Any = None
+        self._previous: dict[int, Any] = {}
+
+    @property
+    def exit_code(self) -> int:
+        return exit_code_of(self.signum) if self.signum is not None else INTERRUPTED
 
     def __enter__(self) -> Interrupts:
         if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+            for signum in _STOPS:
+                self._previous[signum] = signal.signal(signum, self._on_sigint)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
-            self._previous = None
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)
+        self._previous = {}
 
     def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
         self.count += 1
+        self.signum = self.signum or signum
         if self.count > 1:
             os.write(2, b"\ninterrupted again: exiting now\n")
             kill_servers()
-            os._exit(INTERRUPTED)
+            os._exit(exit_code_of(signum))
         loop, task = self._loop, self._task
         if loop is not None and task is not None and not task.done():
             # A signal handler runs between bytecodes of the loop's thread: wake the loop safely.
@@ -92,24 +119,29 @@ def sigint_held() -> Iterator[None]:
         if len(held) > 1:
             os.write(2, b"\ninterrupted again: exiting now\n")
             kill_servers()
-            os._exit(INTERRUPTED)
+            os._exit(exit_code_of(signum))
 
-    previous = signal.signal(signal.SIGINT, hold)
+    previous = {signum: signal.signal(signum, hold) for signum in _STOPS}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         if held:
-            signal.raise_signal(signal.SIGINT)  # to the handler the block found: KeyboardInterrupt, or a run's
+            signal.raise_signal(held[0])  # to the handler the block found: KeyboardInterrupt, or a run's
 
 
 def kill_servers() -> None:
-    """Kill every MCP server process still alive: an exit that skips the run's own cleanup must not leak one."""
+    """Kill every MCP server process, and every other descendant, still alive: an exit that skips the
+    run's own cleanup must not leak one."""
     import sys
 
     client = sys.modules.get("agent_eval.suite.mcp_client")
     if client is not None:
         client.kill_live_servers()
+    from agent_eval.run.reaper import end_descendants
+
+    end_descendants()
 
 
 def _wind_down(loop: asyncio.AbstractEventLoop) -> None:

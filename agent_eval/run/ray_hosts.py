@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import sys
 import re
 from contextlib import nullcontext
 from pathlib import Path
@@ -37,6 +38,40 @@ def runtime_env(cfg: Any, case_dir: Path, output_dir: Path) -> dict[str, Any]:
         pass  # the output dir is outside the working_dir
     env.update(working_dir=str(case_dir), excludes=excludes)
     return env
+
+
+_SECRET_NAMES = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+
+
+def secret_env_var_warnings(env: dict[str, Any]) -> list[str]:
+    """A warning for each runtime_env env_vars name that looks like a secret: Ray logs runtime_envs."""
+    names = [n for n in (env.get("env_vars") or {}) if any(word in str(n).upper() for word in _SECRET_NAMES)]
+    return [f"warning: --ray-runtime-env env_vars {name} looks like a secret, and Ray writes runtime "
+            "environments to its logs (readable by anyone on the cluster's machines). agent-eval passes "
+            "its own keys to the workers itself; set other secrets on the cluster instead." for name in names]
+
+
+def without_keys(init: WorkerInit) -> tuple[WorkerInit, dict[str, str | None]]:
+    """`init` without the agent's, judge's and simulator's keys (it goes to Ray's object store), and
+    those keys, which reach each actor as constructor arguments."""
+    cfg = init.cfg
+    keys = {"api_key": cfg.api_key, "judge_api_key": cfg.judge_api_key,
+            "user_api_key": cfg.user_sim.api_key if cfg.user_sim is not None else None}
+    user = dataclasses.replace(cfg.user_sim, api_key=None) if cfg.user_sim is not None else None
+    bare = dataclasses.replace(cfg, api_key=None, judge_api_key=None, user_sim=user)
+    return dataclasses.replace(init, cfg=bare), keys
+
+
+def with_keys(init: WorkerInit, keys: dict[str, str | None]) -> WorkerInit:
+    """The inverse of `without_keys`, in the actor."""
+    if not keys:
+        return init
+    cfg = init.cfg
+    user = (dataclasses.replace(cfg.user_sim, api_key=keys.get("user_api_key")) if cfg.user_sim is not None
+            else None)
+    full = dataclasses.replace(cfg, api_key=keys.get("api_key"), judge_api_key=keys.get("judge_api_key"),
+                               user_sim=user)
+    return dataclasses.replace(init, cfg=full)
 
 
 def relocate(init: WorkerInit) -> WorkerInit:
@@ -74,9 +109,9 @@ class RayWorker:
     run): tracebacks and messages read as in a one-process run.
     """
 
-    def __init__(self, init: WorkerInit, case_dir: str) -> None:
+    def __init__(self, init: WorkerInit, case_dir: str, keys: dict[str, str | None] | None = None) -> None:
         copy = str(Path.cwd())
-        self.core, problem = load_core(_anchored(init))
+        self.core, problem = load_core(_anchored(with_keys(init, keys or {})))
         self.problem = problem.replace(copy, case_dir) if problem else problem
         self._copy, self._shown = copy.encode(), dumps_safe(case_dir)[1][1:-1]  # as they read inside JSON
 
@@ -103,9 +138,11 @@ class RayWorker:
 class RayHost:
     """One actor, spoken to through the same messages as a worker process."""
 
-    def __init__(self, number: int, slots: int, actor_class: Any, init_ref: Any, case_dir: str) -> None:
+    def __init__(self, number: int, slots: int, actor_class: Any, init_ref: Any, case_dir: str,
+                 keys: dict[str, str | None] | None = None) -> None:
         self.number, self.slots = number, slots
         self._actor_class, self._init_ref, self._case_dir = actor_class, init_ref, case_dir
+        self._keys = keys or {}  # constructor arguments: held by the actor, never in a runtime_env or the store
         self.actor: Any = None
         self._tasks: set[asyncio.Task] = set()
         self._lost: str | None = None
@@ -114,15 +151,15 @@ class RayHost:
     def start(self, deliver: Any) -> None:
         self._deliver = deliver
         try:  # one more than the slots, so that asking what it spent never queues behind its runs
-            self.actor = self._actor_class.options(max_concurrency=self.slots + 1).remote(self._init_ref,
-                                                                                          self._case_dir)
+            self.actor = self._actor_class.options(max_concurrency=self.slots + 1).remote(
+                self._init_ref, self._case_dir, self._keys)
         except Exception as exc:  # noqa: BLE001 - whatever Ray refuses, the run says it and exits 2
             self._cannot_start(exc)
             return
         self._spawn(self._check_ready())
 
     def replacement(self) -> RayHost:
-        return RayHost(self.number, self.slots, self._actor_class, self._init_ref, self._case_dir)
+        return RayHost(self.number, self.slots, self._actor_class, self._init_ref, self._case_dir, self._keys)
 
     def _cannot_start(self, exc: Exception) -> None:
         """Ray could not create the actor, or set up its runtime_env: a start-up problem, then a gone worker."""
@@ -219,7 +256,9 @@ def open_ray_pool(cfg: Any, init: WorkerInit, output_dir: Path) -> WorkerPool:
     case_dir = init.cases_file.parent
     env = runtime_env(cfg, case_dir, output_dir)
     _check_runtime_env(env)
-    moved = relocate(init)
+    for line in secret_env_var_warnings(env):
+        print(line, file=sys.stderr, flush=True)
+    moved, keys = without_keys(relocate(init))
     try:
         # Ctrl-C is held while a local instance starts: cut in half, it leaves processes nobody can stop.
         with nullcontext() if cfg.ray_address else sigint_held():
@@ -233,7 +272,7 @@ def open_ray_pool(cfg: Any, init: WorkerInit, output_dir: Path) -> WorkerPool:
             raise ConfigError(start_failure(exc, cfg, case_dir, output_dir)) from None
         raise
     cfg.workers = workers  # the report's settings.workers: how many were asked for, Ray's CPU count by default
-    hosts = [RayHost(number, slots, actor_class, init_ref, str(case_dir))
+    hosts = [RayHost(number, slots, actor_class, init_ref, str(case_dir), keys)
              for number, slots in enumerate(split_concurrency(cfg.concurrency, workers))]
     return WorkerPool(hosts, on_close=stop_ray)
 

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from subprocess import PIPE
 from typing import Any
 
+from agent_eval.run.reaper import disown, own
+
 MAX_MESSAGE = 64 * 2**20
 STDERR_KEPT = 64 * 2**10
 _CHUNK = 2**16
@@ -66,6 +68,7 @@ async def stdio_transport(command: list[str], env: dict[str, str], cwd: str, lin
                                        start_new_session=True)
     link.pid = process.pid
     LIVE_GROUPS.add(process.pid)  # a new session: its process group id is its pid
+    own(process.pid)  # anyio waits for it: the reaper must not
     read_send, read_recv = anyio.create_memory_object_stream[Any](0)
     write_send, write_recv = anyio.create_memory_object_stream[Any](0)
 
@@ -134,6 +137,8 @@ async def stdio_transport(command: list[str], env: dict[str, str], cwd: str, lin
                 group.cancel_scope.cancel()
     finally:
         kill_group(process.pid)  # whatever of its group is left: the session is over
+        if process.returncode is not None:
+            disown(process.pid)
 
 
 async def _stop(process: Any) -> None:
