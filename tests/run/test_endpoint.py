@@ -238,3 +238,25 @@ def test_the_runs_tools_over_mcp(loopback) -> None:
     assert trace["steps"][1]["error"].startswith("KeyError")
     # The tool error reached the model as the built-in agent's observation text.
     assert srv.requests[1]["messages"][-1]["content"].startswith("Error: KeyError")
+
+
+def test_a_client_that_hangs_up_cancels_the_upstream_call(loopback) -> None:
+    from tests.loopback import stall
+
+    srv = loopback([stall(None)])
+
+    async def agent(task):
+        client = openai.AsyncOpenAI(base_url=task.base_url, api_key=task.api_key, max_retries=0)
+        try:
+            await asyncio.wait_for(client.chat.completions.create(model=task.model, messages=task.messages), 1.0)
+        except (TimeoutError, openai.APITimeoutError):
+            pass
+        for _ in range(100):  # the endpoint notices the hang-up on its own loop turn
+            if task._ctx.llm_calls[0]["status"] is not None:
+                break
+            await asyncio.sleep(0.05)
+        return "gave up"
+
+    played = play(agent, srv.base_url)
+    assert played.error is None  # the agent's own choice, not an outage
+    assert [c["status"] for c in played.trace["llm_calls"]] == ["client_closed"]
