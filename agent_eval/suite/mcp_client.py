@@ -22,7 +22,6 @@ from agent_eval.suite.mcp_spec import ENV_FILE_VAR, ServerSpec
 from agent_eval.suite.mcp_stdio import LIVE_GROUPS, MAX_MESSAGE, Link, kill_group, stdio_transport
 
 _CLOSE_GRACE_S = 5.0
-_timeout = getattr(asyncio, "timeout", None)
 _REFUSALS = (401, 403, 404)  # with every 5xx: an HTTP status that is the server's fault, not a tool error
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 # Stray stdout lines per server label: [count, first line]; told once per command (`stray_warnings`).
@@ -214,7 +213,7 @@ class Connection:
         if session is None:
             raise self._fail(f"has exited{self._exit_detail()}")
         try:
-            async with _timeout(self.timeout):  # a timer handle; anyio.fail_after costs 3x as much per call
+            async with asyncio.timeout(self.timeout):  # a timer handle; anyio.fail_after costs 3x as much per call
                 return await make(session)
         except TimeoutError:
             if self.link.fault is not None:
@@ -267,7 +266,7 @@ class Connection:
 
     def _check_status(self, key: bytes | None, tool: str) -> None:
         statuses = self._refused.get(key) if key is not None else None
-        if statuses:
+        if key is not None and statuses:
             status = statuses.pop(0)
             if not statuses:
                 del self._refused[key]

@@ -66,6 +66,8 @@ async def stdio_transport(command: list[str], env: dict[str, str], cwd: str, lin
 
     process = await anyio.open_process(command, stdin=PIPE, stdout=PIPE, stderr=PIPE, env=env, cwd=cwd,
                                        start_new_session=True)
+    stdin, stdout, stderr = process.stdin, process.stdout, process.stderr
+    assert stdin is not None and stdout is not None and stderr is not None  # all three are pipes
     link.pid = process.pid
     LIVE_GROUPS.add(process.pid)  # a new session: its process group id is its pid
     own(process.pid)  # anyio waits for it: the reaper must not
@@ -89,7 +91,7 @@ async def stdio_transport(command: list[str], env: dict[str, str], cwd: str, lin
         async with read_send:
             try:
                 while True:
-                    chunk = await process.stdout.receive(_CHUNK)
+                    chunk = await stdout.receive(_CHUNK)
                     start = len(buffer)
                     buffer += chunk
                     cut = buffer.find(b"\n", start)
@@ -110,14 +112,14 @@ async def stdio_transport(command: list[str], env: dict[str, str], cwd: str, lin
             async with write_recv:
                 async for message in write_recv:
                     data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
-                    await process.stdin.send(data.encode())
+                    await stdin.send(data.encode())
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             await read_send.aclose()  # the server is gone: requests in flight end now
 
     async def read_stderr() -> None:
         try:
             while True:
-                link.keep_stderr(await process.stderr.receive(_CHUNK))
+                link.keep_stderr(await stderr.receive(_CHUNK))
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             pass
 
