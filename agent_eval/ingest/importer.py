@@ -9,57 +9,27 @@ import orjson
 from rich.console import Console
 
 from agent_eval.errors import CaseFileError, ConfigError
-from agent_eval.ingest.records import Unmappable, read_bytes, read_records
-from agent_eval.suite.fields import MAX_DEPTH, id_problem, is_too_deep
+from agent_eval.ingest.formats import IMPORT_FORMATS
+from agent_eval.ingest.records import TOO_DEEP, Unmappable
+from agent_eval.suite.fields import id_problem, is_too_deep
 
-FORMATS = ("otel", "deepeval", "inspect", "openai-evals")
+FORMATS = IMPORT_FORMATS  # the names `import` takes (ingest/formats.py holds the table)
 
 
 def map_records(fmt: str, source: Path, logs: Path | None = None,
                 ) -> tuple[list[tuple[str, dict]], list[Unmappable], list[str]]:
     """(record label, case) for every record that maps, the records that do not, and notes."""
-    if logs is not None and fmt != "otel":
+    from agent_eval.ingest.formats import FORMATS
+
+    row = FORMATS.get(fmt)
+    if row is None or row.cases is None:
+        raise ConfigError(f"unknown import format {fmt!r}; use one of {', '.join(IMPORT_FORMATS)}.")
+    if logs is not None and not row.takes_logs:
         raise ConfigError(f"--logs {logs} joins OTLP log records to OpenTelemetry spans; it goes with "
                           f"`import otel`, not `import {fmt}`.")
-    if fmt == "otel":
-        from agent_eval.ingest.otel import otel_cases
-
-        cases, bad, notes = otel_cases(source, logs)
-        return [(f"trace {c['metadata']['trace_id']}", c) for c in cases], bad, notes
-    if fmt == "inspect":
-        from agent_eval.ingest.inspect_logs import is_inspect_log
-
-        if is_inspect_log(read_bytes(source)):
-            from agent_eval.ingest.inspect_runs import log_cases
-
-            cases, bad = log_cases(source)
-            return cases, bad, []
-    if fmt == "deepeval":
-        from agent_eval.ingest.deepeval import golden_case as to_case
-        from agent_eval.ingest.deepeval_files import read_goldens
-
-        records, bad = read_goldens(source)
-    elif fmt == "openai-evals":
-        from agent_eval.ingest.openai_evals import eval_case as to_case
-
-        records, bad = read_records(source)
-    else:
-        from agent_eval.ingest.inspect_samples import sample_case as to_case
-
-        records, bad = read_records(source)
-    mapped = []
-    for where, record in records:
-        if isinstance(record, (dict, list)) and is_too_deep(record):
-            bad.append(Unmappable(where, TOO_DEEP))
-            continue
-        try:
-            mapped.append((where, to_case(where, record)))
-        except ValueError as exc:
-            bad.append(Unmappable(where, str(exc)))
-    return mapped, bad, []
+    return row.cases(source, logs)
 
 
-TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels; no case or run could hold it"
 
 
 def screen(cases: list[tuple[str, dict]], bad: list[Unmappable]) -> list[tuple[str, dict]]:

@@ -1,7 +1,6 @@
 """Recorded runs for `score`: read from OTLP/JSON traces or from our own report or journal, and matched to cases."""
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -146,27 +145,3 @@ def inspect_recordings(path: Path) -> tuple[list[Recording], list[Unmappable], s
     models = Counter(c["model"] for _, _, _, trace in runs for c in trace["llm_calls"] if c.get("model"))
     out = [Recording(label, trace, case_id=sample_id, trial=trial) for label, sample_id, trial, trace in runs]
     return out, bad, models.most_common(1)[0][0] if models else None
-
-
-Loaded = tuple[list[Recording], list[Unmappable], dict[str, Any]]
-
-
-def _otel(path: Path, tools: Any, logs: Path | None) -> Loaded:
-    recordings, bad, model = otel_recordings(path, tools, logs)
-    return recordings, bad, {"agent": "otel", "model": model}
-
-
-def _inspect(path: Path, tools: Any, logs: Path | None) -> Loaded:
-    recordings, bad, model = inspect_recordings(path)
-    return recordings, bad, {"agent": "inspect", "model": model}
-
-
-def _agent_eval(path: Path, tools: Any, logs: Path | None) -> Loaded:
-    return agent_eval_recordings(path)
-
-
-# The formats `score --format` reads: one row each (the same names as `import`).
-LOADERS: dict[str, Callable[[Path, Any, Path | None], Loaded]] = {
-    "otel": _otel, "inspect": _inspect, "agent-eval": _agent_eval,
-}
-FORMATS = tuple(LOADERS)

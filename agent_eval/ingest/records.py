@@ -9,6 +9,9 @@ from typing import Any
 import orjson
 
 from agent_eval.errors import ConfigError
+from agent_eval.suite.fields import MAX_DEPTH, is_too_deep
+
+TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels; no case or run could hold it"
 
 
 @dataclass(frozen=True)
@@ -69,3 +72,18 @@ def map_each(records: list[tuple[str, Any]], to_case: Callable[[str, Any], dict[
         except ValueError as exc:
             bad.append(Unmappable(where, str(exc)))
     return cases, bad
+
+
+def map_each_record(records: list[tuple[str, Any]], to_case: Callable[[str, Any], dict[str, Any]],
+                    bad: list[Unmappable]) -> tuple[list[tuple[str, dict[str, Any]]], list[Unmappable]]:
+    """(label, case) of each record that maps; the others (too deep, or refused by to_case) join `bad`."""
+    mapped = []
+    for where, record in records:
+        if isinstance(record, (dict, list)) and is_too_deep(record):
+            bad.append(Unmappable(where, TOO_DEEP))
+            continue
+        try:
+            mapped.append((where, to_case(where, record)))
+        except ValueError as exc:
+            bad.append(Unmappable(where, str(exc)))
+    return mapped, bad

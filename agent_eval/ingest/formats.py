@@ -1,0 +1,99 @@
+"""The formats `import FORMAT` and `score --format` read: one table serving both commands.
+
+A row names a reader of cases (for `import`) and a reader of recorded runs (for `score`); a format
+that only one command reads leaves the other None. Adding a format is one reader module and one row.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agent_eval.ingest.records import Unmappable, map_each_record
+
+Mapped = tuple[list[tuple[str, dict[str, Any]]], list[Unmappable], list[str]]  # (label, case), left out, notes
+Loaded = tuple[list[Any], list[Unmappable], dict[str, Any]]  # recordings, left out, {"agent", "model"}
+
+
+@dataclass(frozen=True)
+class Format:
+    """One format: how `import` reads its cases and how `score` reads its recorded runs."""
+
+    cases: Callable[[Path, Path | None], Mapped] | None = None
+    runs: Callable[[Path, Any, Path | None], Loaded] | None = None
+    takes_logs: bool = False  # --logs joins OTLP log records to this format's spans
+
+
+def _otel_cases(source: Path, logs: Path | None) -> Mapped:
+    from agent_eval.ingest.otel import otel_cases
+
+    cases, bad, notes = otel_cases(source, logs)
+    return [(f"trace {c['metadata']['trace_id']}", c) for c in cases], bad, notes
+
+
+def _per_record(to_case: Callable[[str, Any], dict[str, Any]], read: Callable[[Path], Any]) -> Callable[..., Mapped]:
+    def cases(source: Path, logs: Path | None) -> Mapped:
+        records, bad = read(source)
+        mapped, bad = map_each_record(records, to_case, bad)
+        return mapped, bad, []
+    return cases
+
+
+def _deepeval_cases(source: Path, logs: Path | None) -> Mapped:
+    from agent_eval.ingest.deepeval import golden_case
+    from agent_eval.ingest.deepeval_files import read_goldens
+
+    return _per_record(golden_case, read_goldens)(source, logs)
+
+
+def _inspect_cases(source: Path, logs: Path | None) -> Mapped:
+    from agent_eval.ingest.inspect_logs import is_inspect_log
+    from agent_eval.ingest.records import read_bytes, read_records
+
+    if is_inspect_log(read_bytes(source)):
+        from agent_eval.ingest.inspect_runs import log_cases
+
+        cases, bad = log_cases(source)
+        return cases, bad, []
+    from agent_eval.ingest.inspect_samples import sample_case
+
+    return _per_record(sample_case, read_records)(source, logs)
+
+
+def _evals_cases(source: Path, logs: Path | None) -> Mapped:
+    from agent_eval.ingest.openai_evals import eval_case
+    from agent_eval.ingest.records import read_records
+
+    return _per_record(eval_case, read_records)(source, logs)
+
+
+def _otel_runs(path: Path, tools: Any, logs: Path | None) -> Loaded:
+    from agent_eval.ingest.recordings import otel_recordings
+
+    recordings, bad, model = otel_recordings(path, tools, logs)
+    return recordings, bad, {"agent": "otel", "model": model}
+
+
+def _inspect_runs(path: Path, tools: Any, logs: Path | None) -> Loaded:
+    from agent_eval.ingest.recordings import inspect_recordings
+
+    recordings, bad, model = inspect_recordings(path)
+    return recordings, bad, {"agent": "inspect", "model": model}
+
+
+def _agent_eval_runs(path: Path, tools: Any, logs: Path | None) -> Loaded:
+    from agent_eval.ingest.recordings import agent_eval_recordings
+
+    return agent_eval_recordings(path)
+
+
+FORMATS: dict[str, Format] = {
+    "otel": Format(cases=_otel_cases, runs=_otel_runs, takes_logs=True),
+    "deepeval": Format(cases=_deepeval_cases),
+    "inspect": Format(cases=_inspect_cases, runs=_inspect_runs),
+    "openai-evals": Format(cases=_evals_cases),
+    "agent-eval": Format(runs=_agent_eval_runs),
+}
+IMPORT_FORMATS = tuple(name for name, row in FORMATS.items() if row.cases is not None)
+SCORE_FORMATS = tuple(name for name, row in FORMATS.items() if row.runs is not None)
