@@ -119,8 +119,7 @@ def run_command(flags: Flags, console: Console, err: Console) -> int:
         progress = _progress(console, cfg)
         runner = Runner(suite, cases, cfg, agent, scoring, journal,
                         on_run_done=(lambda: progress.update(progress.task_ids[0], description=RUNNING, advance=1))
-                        if progress else None)
-        runner.simulator = simulator
+                        if progress else None, simulator=simulator)
         runner.pool = pool
         if resumed:
             resumed.restore(runner.restore)

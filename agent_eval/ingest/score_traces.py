@@ -17,7 +17,8 @@ from agent_eval.errors import ConfigError
 from agent_eval.ingest.formats import FORMATS, SCORE_FORMATS
 from agent_eval.ingest.recordings import Recording, detect_format
 from agent_eval.run.journal import Journal
-from agent_eval.run.runner import helper_spend, lite_run
+from agent_eval.run.player import helper_spend
+from agent_eval.run.runner import lite_run
 from agent_eval.score.metrics import case_status
 from agent_eval.score.pipeline import ScoringContext, score_run
 from agent_eval.suite.cases import Suite, case_env, skip_reason

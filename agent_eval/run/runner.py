@@ -1,90 +1,27 @@
-"""Trials x cases under a concurrency limit, with timeouts, progress and the journal."""
+"""The scheduler: trials x cases under a concurrency limit, -x, the journal and the case entries.
+
+Each run is played by a `Player` (run/player.py); under --workers or --ray the worker pool plays them
+and this object journals what comes back, so the rest of the run does not know where runs were played.
+"""
 from __future__ import annotations
 
 import asyncio
-import gc
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from agent_eval import llm
-from agent_eval.suite.cases import Suite, case_env, skip_reason
+from agent_eval.suite.cases import Suite, skip_reason
 from agent_eval.run.config import RunConfig
 from agent_eval.run.dialogue import compact_dialogue
-from agent_eval.run.episode import play_run
-from agent_eval.run.journal import FLUSH_EVERY_S, Journal, encode_run
+from agent_eval.run.journal import FLUSH_EVERY_S, Journal
+from agent_eval.run.player import CaseSlot, Player, helper_spend
 from agent_eval.score.metrics import case_status
-from agent_eval.run.sandbox import EnvTemplate, replay_expected_tools
-from agent_eval.score.judge import judge_summary
-from agent_eval.score.pipeline import ScoringContext, score_run
-from agent_eval.score.usage import add_summaries
-from agent_eval.run.simulator import user_sim_summary
+from agent_eval.score.pipeline import ScoringContext
 
+__all__ = ["CANCEL_GRACE_S", "CaseSlot", "Runner", "helper_spend", "lite_run", "run_models"]
 
 CANCEL_GRACE_S = 3.0
-GC_EVERY_RUNS = 256
-
-
-class GcPacer:
-    """Garbage collection while runs are played: automatic collection off, a young one every few runs.
-
-    Each run's env copy allocates an object per JSON value (hundreds of thousands for a large env), and
-    automatic collection would rescan the other runs' envs again and again, tripling the copy's cost.
-    Envs and traces are trees that reference counting frees, so collection runs only every
-    GC_EVERY_RUNS finished runs, for the few cycles (exceptions, asyncio internals) left behind. The
-    suite and its envs are long-lived: they are frozen, so that no collection rescans them.
-    """
-
-    def __init__(self) -> None:
-        self.finished = 0
-        self._was_enabled = True
-
-    def pause(self) -> None:
-        gc.collect()
-        gc.freeze()
-        self._was_enabled = gc.isenabled()
-        gc.disable()
-
-    def resume(self) -> None:
-        gc.unfreeze()
-        if self._was_enabled:
-            gc.enable()
-
-    def run_finished(self) -> None:
-        self.finished += 1
-        if self.finished % GC_EVERY_RUNS == 0:
-            # Generation 0 holds only what was allocated since the last collection and is alive; every
-            # 8th time generation 1 too, for cycles promoted while their run was still in flight.
-            gc.collect(1 if self.finished % (8 * GC_EVERY_RUNS) == 0 else 0)
-
-
-@dataclass
-class CaseSlot:
-    """One selected case while it runs: its env template (built lazily, freed when done) and results."""
-
-    case: dict[str, Any]
-    trials: list[int]
-    skip: str | None = None
-    runs: dict[int, dict[str, Any]] = field(default_factory=dict)  # trial -> run without trace
-    offsets: dict[int, tuple[int, int]] = field(default_factory=dict)  # trial -> journal position
-    template: EnvTemplate | None = None
-    expected_env: dict | None = None
-    in_flight: int = 0
-
-    def prepare(self, suite: Suite, shared: Callable[[], EnvTemplate]) -> None:
-        if self.template is None:
-            own = self.case.get("initial_env") is not None
-            self.template = EnvTemplate(case_env(suite, self.case)) if own else shared()
-            expected = self.case.get("expected_env")
-            if expected == "replay":
-                expected = replay_expected_tools(suite.tools, self.template, self.case["expected_tools"])
-            self.expected_env = expected
-
-    def release_if_idle(self, remaining: int) -> None:
-        if self.in_flight == 0 and remaining == 0:
-            self.template = None
-            self.expected_env = None
 
 
 def run_models(trace: dict[str, Any], default: str | None) -> set[str]:
@@ -108,34 +45,20 @@ class Runner:
 
     def __init__(self, suite: Suite, cases: list[dict], cfg: RunConfig, agent: Any, scoring: ScoringContext,
                  journal: Journal, environ: dict[str, str] | None = None,
-                 on_run_done: Callable[[], None] | None = None) -> None:
-        self.suite, self.cfg, self.agent, self.scoring, self.journal = suite, cfg, agent, scoring, journal
+                 on_run_done: Callable[[], None] | None = None, simulator: Any = None) -> None:
+        self.suite, self.cfg, self.scoring, self.journal = suite, cfg, scoring, journal
         environ = os.environ if environ is None else environ
         self.slots = [CaseSlot(c, list(range(cfg.repeat)), skip_reason(c, environ, cfg.judge)) for c in cases]
         self.on_run_done = on_run_done or (lambda: None)
-        self.system_prompt = suite.settings.get("system_prompt")
-        self.simulator: Any = None  # agent_eval.run.simulator: plays the user of scenario cases
-        self._shared_template: EnvTemplate | None = None
+        self.player = Player(suite, cfg, agent, scoring, simulator)
+        self.player.upcoming = lambda: None if self._stopping else self._next_slot()
         self._by_id: dict[str, CaseSlot] | None = None
-        self.servers: Any = None  # agent_eval.run.mcp_sessions.ServerPool when the suite has MCP servers
-        if suite.servers:
-            from agent_eval.run.mcp_sessions import ServerPool
-
-            self.servers = ServerPool(suite.servers, cfg.timeout)
         self._cursor = 0
         self._indexed: Iterator[tuple[int, int]] | None = None
         self.pool: Any = None  # agent_eval.run.pool.WorkerPool under --workers N or --ray
         self._stopping = False
-        self._trace_json: dict[tuple[int, int], bytes] = {}  # (slot, trial) -> the trace as play_run encoded it
         self.stopped_early = False  # -x saw a failed run and took no new runs after it
         self.models_used: set[str] = set()  # every model whose tokens a run recorded (settings.prices)
-        self.gc = GcPacer()
-
-    def _suite_template(self) -> EnvTemplate:
-        """The suite's env, serialised once for every case that adds nothing to it (it may be megabytes)."""
-        if self._shared_template is None:
-            self._shared_template = EnvTemplate(self.suite.initial_env)
-        return self._shared_template
 
     def restore(self, case_id: str, trial: int, run: dict[str, Any], position: tuple[int, int]) -> None:
         """Take a journaled run as done (--resume); a trial's latest record wins; errored runs run again."""
@@ -176,19 +99,6 @@ class Runner:
                 return slot
         return None
 
-    def _env_blob(self, slot: CaseSlot) -> bytes | None:
-        """The initial env a per-run MCP server gets, where the case or the suite gives one."""
-        given = slot.case.get("initial_env") is not None or self.suite.settings.get("initial_env") is not None
-        return slot.template.blob if given and slot.template is not None else None
-
-    def _prestart_next(self) -> None:
-        """Start the next run's per-run MCP servers now, so their start is off the critical path."""
-        upcoming = None if self._stopping else self._next_slot()
-        if upcoming is not None:
-            upcoming.prepare(self.suite, self._suite_template)
-            # One set per run taken, for the run after it: each run then finds the set started for it.
-            self.servers.prestart(self._env_blob(upcoming))
-
     def take(self, n: int) -> list[tuple[int, int]]:
         """Up to n pending (slot index, trial) pairs in case order; fewer only when no more will come."""
         if self._indexed is None:
@@ -215,9 +125,9 @@ class Runner:
         Here, or on the worker processes or Ray actors of `self.pool` (--workers N, --ray): either way
         this process alone journals, so the rest of the run does not know where the runs were played.
         """
-        if self.pool is None and self.uses_llm():
+        if self.pool is None and self.player.uses_llm():
             llm.preload()  # not inside the first run's time
-        self.gc.pause()
+        self.player.gc.pause()
         try:
             if self.pool is not None:
                 await self.pool.run(self)
@@ -225,15 +135,9 @@ class Runner:
                 await self._run_here()
         finally:
             self._stopping = True
-            if self.servers is not None:
-                await self.servers.aclose()  # no MCP server outlives the run, Ctrl-C included
+            await self.player.aclose()  # no MCP server outlives the run, Ctrl-C included
             self.journal.flush()
-            self.gc.resume()
-
-    def uses_llm(self) -> bool:
-        """True when a run here calls a model through agent_eval.llm (the agent, the judge, the simulator)."""
-        return (getattr(self.agent, "name", None) == "openai" or self.scoring.judge is not None
-                or getattr(self.simulator, "model", None) is not None)
+            self.player.gc.resume()
 
     async def _run_here(self) -> None:
         work = self._work()
@@ -258,35 +162,11 @@ class Runner:
             await asyncio.sleep(FLUSH_EVERY_S)
             self.journal.flush_if_pending()
 
-    async def play(self, slot: CaseSlot, trial: int) -> dict[str, Any]:
-        """Play and score one run of a prepared slot: the run record, trace included."""
-        simulator = self.simulator if slot.case.get("scenario") is not None else None
-        blob = None
-        if self.servers is not None:
-            blob = self._env_blob(slot)
-            self._prestart_next()
-        played = await play_run(slot.case, trial, self.agent, self.suite.tools, slot.template,
-                                self.system_prompt, self.cfg.timeout, simulator, self.servers, blob)
-        if played.trace_json is not None:  # encoded once: the journal splices it in as it is
-            self._trace_json[(id(slot), trial)] = played.trace_json
-        return await score_run(slot.case, trial, played.trace, played.final_env, slot.expected_env,
-                               played.error, self.scoring)
-
-    def take_trace_json(self, slot: CaseSlot, trial: int) -> bytes | None:
-        """The trace of a run just played, as play_run encoded it (once), for the journal line."""
-        return self._trace_json.pop((id(slot), trial), None)
-
     async def _worker(self, work: Iterator[tuple[int, int]]) -> None:
         for index, trial in work:
             slot = self.slots[index]
-            slot.prepare(self.suite, self._suite_template)
-            slot.in_flight += 1
-            try:
-                run = await self.play(slot, trial)
-            finally:
-                slot.in_flight -= 1
             # As stored: a value JSON cannot hold is converted, in the kept row too (as a worker sends it).
-            run, run_json = encode_run(run, self.take_trace_json(slot, trial))
+            run, run_json = await self.player.play_encoded(slot, trial)
             position = self.journal.append_json(slot.case["id"], trial, run_json)
             if position is None:  # the journal cannot be written: take no new run (the caller exits 2)
                 self._stopping = True
@@ -312,12 +192,12 @@ class Runner:
         slot.runs[trial] = lite
         if lite["status"] == "failed" and self.cfg.exitfirst and not self._stopping:
             self._stopping = self.stopped_early = True  # -x: runs in flight finish, no new one starts
-        self.gc.run_finished()
+        self.player.gc.run_finished()
         self.on_run_done()
 
     def spent(self, pricing: dict | None) -> dict[str, dict[str, Any]]:
         """summary.judge and summary.user_sim of this process, plus every worker's."""
-        return helper_spend(self.scoring, self.simulator, pricing, self.pool.spent if self.pool else [])
+        return self.player.spent(pricing, self.pool.spent if self.pool else [])
 
     def case_entries(self) -> list[dict[str, Any]]:
         """The `cases` entries, with runs lacking their traces (they stay in the journal)."""
@@ -346,10 +226,3 @@ class Runner:
                     chunk.append(f.read(length))
                 yield chunk
 
-
-def helper_spend(scoring: ScoringContext, simulator: Any, pricing: dict | None,
-                 workers: list[dict[str, Any]] | tuple = ()) -> dict[str, dict[str, Any]]:
-    """summary.judge and summary.user_sim: this process's judge and simulator, plus what workers reported."""
-    mine = {"judge": judge_summary(scoring.judge, pricing), "user_sim": user_sim_summary(simulator, pricing)}
-    parts = [mine, *workers]
-    return {key: add_summaries([p[key] for p in parts if key in p]) for key in mine}

@@ -20,11 +20,11 @@ import orjson
 
 from agent_eval import llm
 from agent_eval.errors import CaseFileError, ConfigError
-from agent_eval.run.journal import encode_run
 from agent_eval.run.jsonsafe import dumps_safe
 from agent_eval.run.agents import load_agent
 from agent_eval.run.config import RunConfig
-from agent_eval.run.runner import Runner, lite_run, run_models
+from agent_eval.run.player import CaseSlot, Player
+from agent_eval.run.runner import lite_run, run_models
 from agent_eval.run.simulator import build_simulator
 from agent_eval.run.threads import describe_user_error
 from agent_eval.score.judge import build_judge
@@ -82,7 +82,7 @@ def build_parts(suite: Suite, cases: list[dict], cfg: RunConfig, agent_dir: Path
 
 
 class WorkerCore:
-    """One worker's copy of the run: the suite loaded from the same path, played by the same Runner code."""
+    """One worker's copy of the run: the suite loaded from the same path, played by the same Player code."""
 
     def __init__(self, init: WorkerInit) -> None:
         if hashlib.sha256(init.cases_file.read_bytes()).hexdigest() != init.cases_sha256:
@@ -94,45 +94,36 @@ class WorkerCore:
             raise ConfigError(f"{init.cases_file} has no case {missing[0]!r} on this worker.")
         cases = [by_id[case_id] for case_id in init.case_ids]
         agent, simulator, scoring = build_parts(suite, cases, init.cfg, init.agent_dir)
-        self.runner = Runner(suite, cases, init.cfg, agent, scoring, journal=None)  # type: ignore[arg-type]
-        self.runner.simulator = simulator
-        for slot in self.runner.slots:
-            slot.trials = []  # the driver hands out the trials; none is this worker's to take
+        self.player = Player(suite, init.cfg, agent, scoring, simulator)
+        # The driver hands out the trials; none is this worker's to take.
+        self.slots = [CaseSlot(case, []) for case in cases]
         self._newest = -1  # runs come in case order: a case before this one will not come again
-        if self.runner.uses_llm():
+        if self.player.uses_llm():
             llm.preload()  # not inside the first run's time
-        self.runner.gc.pause()  # the same collection regime as a run played in one process
+        self.player.gc.pause()  # the same collection regime as a run played in one process
         self.spent_changed = False  # a run since the last report called the judge or the simulator
 
     async def play(self, index: int, trial: int) -> bytes:
         """Play one run; the RESULT payload: `[index, trial, lite run, models]`, a newline, the run's JSON."""
         self._newest = max(self._newest, index)
-        slot = self.runner.slots[index]
-        slot.prepare(self.runner.suite, self.runner._suite_template)
-        slot.in_flight += 1
-        try:
-            run = await self.runner.play(slot, trial)
-        finally:
-            slot.in_flight -= 1
+        slot = self.slots[index]
+        run, run_json = await self.player.play_encoded(slot, trial)
         # A case's env template is freed once no run of it is in flight and a later case has come.
         slot.release_if_idle(1 if index == self._newest else 0)
-        self.runner.gc.run_finished()
+        self.player.gc.run_finished()
         if run.get("judge") is not None or slot.case.get("scenario") is not None:
             self.spent_changed = True
-        # As stored: a value JSON cannot hold (a scorer's huge int, a lone surrogate) is converted.
-        run, run_json = encode_run(run, self.runner.take_trace_json(slot, trial))
-        head = [index, trial, lite_run(run, slot.case), sorted(run_models(run["trace"], self.runner.cfg.model))]
+        head = [index, trial, lite_run(run, slot.case), sorted(run_models(run["trace"], self.player.cfg.model))]
         return dumps_safe(head)[1] + b"\n" + run_json  # a bad head must not crash the worker either
 
     async def close(self) -> None:
         """End this worker's MCP servers, if the suite has any."""
-        if self.runner.servers is not None:
-            await self.runner.servers.aclose()
-        self.runner.gc.resume()
+        await self.player.aclose()
+        self.player.gc.resume()
 
     def spent(self) -> dict[str, Any]:
         """summary.judge and summary.user_sim of this worker alone."""
-        return self.runner.spent(self.runner.suite.settings.get("pricing"))
+        return self.player.spent(self.player.suite.settings.get("pricing"))
 
 
 def load_core(init: WorkerInit) -> tuple[WorkerCore | None, str | None]:

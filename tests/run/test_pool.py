@@ -112,7 +112,7 @@ def test_finished_runs_travel_together_and_come_apart_unchanged() -> None:
 def test_the_gc_pacer_turns_automatic_collection_off_and_back() -> None:
     import gc
 
-    from agent_eval.run.runner import GC_EVERY_RUNS, GcPacer
+    from agent_eval.run.player import GC_EVERY_RUNS, GcPacer
 
     assert gc.isenabled()
     pacer = GcPacer()

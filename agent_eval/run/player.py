@@ -1,0 +1,175 @@
+"""Playing one run: its case slot's env template, the episode (agent, tools, user), and its scoring.
+
+The scheduler (`run/runner.py`) and the workers (`run/worker.py`, under --workers or --ray) both play
+every run through a `Player`, so a run played here or on a worker is the same code.
+"""
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_eval.run.config import RunConfig
+from agent_eval.run.episode import play_run
+from agent_eval.run.journal import encode_run
+from agent_eval.run.sandbox import EnvTemplate, replay_expected_tools
+from agent_eval.score.judge import judge_summary
+from agent_eval.score.pipeline import ScoringContext, score_run
+from agent_eval.score.usage import add_summaries
+from agent_eval.run.simulator import user_sim_summary
+from agent_eval.suite.cases import Suite, case_env
+
+GC_EVERY_RUNS = 256
+
+
+class GcPacer:
+    """Garbage collection while runs are played: automatic collection off, a young one every few runs.
+
+    Each run's env copy allocates an object per JSON value (hundreds of thousands for a large env), and
+    automatic collection would rescan the other runs' envs again and again, tripling the copy's cost.
+    Envs and traces are trees that reference counting frees, so collection runs only every
+    GC_EVERY_RUNS finished runs, for the few cycles (exceptions, asyncio internals) left behind. The
+    suite and its envs are long-lived: they are frozen, so that no collection rescans them.
+    """
+
+    def __init__(self) -> None:
+        self.finished = 0
+        self._was_enabled = True
+
+    def pause(self) -> None:
+        gc.collect()
+        gc.freeze()
+        self._was_enabled = gc.isenabled()
+        gc.disable()
+
+    def resume(self) -> None:
+        gc.unfreeze()
+        if self._was_enabled:
+            gc.enable()
+
+    def run_finished(self) -> None:
+        self.finished += 1
+        if self.finished % GC_EVERY_RUNS == 0:
+            # Generation 0 holds only what was allocated since the last collection and is alive; every
+            # 8th time generation 1 too, for cycles promoted while their run was still in flight.
+            gc.collect(1 if self.finished % (8 * GC_EVERY_RUNS) == 0 else 0)
+
+
+@dataclass
+class CaseSlot:
+    """One selected case while it runs: its env template (built lazily, freed when done) and results."""
+
+    case: dict[str, Any]
+    trials: list[int]
+    skip: str | None = None
+    runs: dict[int, dict[str, Any]] = field(default_factory=dict)  # trial -> run without trace
+    offsets: dict[int, tuple[int, int]] = field(default_factory=dict)  # trial -> journal position
+    template: EnvTemplate | None = None
+    expected_env: dict | None = None
+    in_flight: int = 0
+
+    def prepare(self, suite: Suite, shared: Callable[[], EnvTemplate]) -> None:
+        if self.template is None:
+            own = self.case.get("initial_env") is not None
+            self.template = EnvTemplate(case_env(suite, self.case)) if own else shared()
+            expected = self.case.get("expected_env")
+            if expected == "replay":
+                expected = replay_expected_tools(suite.tools, self.template, self.case["expected_tools"])
+            self.expected_env = expected
+
+    def release_if_idle(self, remaining: int) -> None:
+        if self.in_flight == 0 and remaining == 0:
+            self.template = None
+            self.expected_env = None
+
+
+class Player:
+    """Plays and scores one run of a case slot; holds what every run shares (agent, tools, MCP servers)."""
+
+    def __init__(self, suite: Suite, cfg: RunConfig, agent: Any, scoring: ScoringContext,
+                 simulator: Any = None) -> None:
+        self.suite, self.cfg, self.agent, self.scoring = suite, cfg, agent, scoring
+        self.simulator = simulator  # agent_eval.run.simulator: plays the user of scenario cases
+        self.system_prompt = suite.settings.get("system_prompt")
+        self.servers: Any = None  # agent_eval.run.mcp_sessions.ServerPool when the suite has MCP servers
+        if suite.servers:
+            from agent_eval.run.mcp_sessions import ServerPool
+
+            self.servers = ServerPool(suite.servers, cfg.timeout)
+        # The slot whose run starts next, for its MCP servers to start early (the scheduler knows it).
+        self.upcoming: Callable[[], CaseSlot | None] = lambda: None
+        self.gc = GcPacer()
+        self._shared_template: EnvTemplate | None = None
+        self._trace_json: dict[tuple[int, int], bytes] = {}  # (slot, trial) -> the trace as play_run encoded it
+
+    def suite_template(self) -> EnvTemplate:
+        """The suite's env, serialised once for every case that adds nothing to it (it may be megabytes)."""
+        if self._shared_template is None:
+            self._shared_template = EnvTemplate(self.suite.initial_env)
+        return self._shared_template
+
+    def prepare(self, slot: CaseSlot) -> None:
+        """Build the slot's env template and expected env, if not built yet."""
+        slot.prepare(self.suite, self.suite_template)
+
+    def uses_llm(self) -> bool:
+        """True when a run here calls a model through agent_eval.llm (the agent, the judge, the simulator)."""
+        return (getattr(self.agent, "name", None) == "openai" or self.scoring.judge is not None
+                or getattr(self.simulator, "model", None) is not None)
+
+    def _env_blob(self, slot: CaseSlot) -> bytes | None:
+        """The initial env a per-run MCP server gets, where the case or the suite gives one."""
+        given = slot.case.get("initial_env") is not None or self.suite.settings.get("initial_env") is not None
+        return slot.template.blob if given and slot.template is not None else None
+
+    def _prestart_next(self) -> None:
+        """Start the next run's per-run MCP servers now, so their start is off the critical path."""
+        upcoming = self.upcoming()
+        if upcoming is not None:
+            self.prepare(upcoming)
+            # One set per run taken, for the run after it: each run then finds the set started for it.
+            self.servers.prestart(self._env_blob(upcoming))
+
+    async def play(self, slot: CaseSlot, trial: int) -> dict[str, Any]:
+        """Play and score one run of a prepared slot: the run record, trace included."""
+        simulator = self.simulator if slot.case.get("scenario") is not None else None
+        blob = None
+        if self.servers is not None:
+            blob = self._env_blob(slot)
+            self._prestart_next()
+        played = await play_run(slot.case, trial, self.agent, self.suite.tools, slot.template,
+                                self.system_prompt, self.cfg.timeout, simulator, self.servers, blob)
+        if played.trace_json is not None:  # encoded once: the journal splices it in as it is
+            self._trace_json[(id(slot), trial)] = played.trace_json
+        return await score_run(slot.case, trial, played.trace, played.final_env, slot.expected_env,
+                               played.error, self.scoring)
+
+    async def play_encoded(self, slot: CaseSlot, trial: int) -> tuple[dict[str, Any], bytes]:
+        """Prepare the slot, play and score one run, and encode it as stored: (the run, its JSON line).
+
+        A value JSON cannot hold (a scorer's huge int, a lone surrogate) is converted, in the run too."""
+        self.prepare(slot)
+        slot.in_flight += 1
+        try:
+            run = await self.play(slot, trial)
+        finally:
+            slot.in_flight -= 1
+        return encode_run(run, self._trace_json.pop((id(slot), trial), None))
+
+    async def aclose(self) -> None:
+        """End the MCP servers of the suite, if it has any: none outlives the run."""
+        if self.servers is not None:
+            await self.servers.aclose()
+
+    def spent(self, pricing: dict | None, workers: list[dict[str, Any]] | tuple = ()) -> dict[str, dict[str, Any]]:
+        """summary.judge and summary.user_sim of this player, plus what workers reported."""
+        return helper_spend(self.scoring, self.simulator, pricing, workers)
+
+
+def helper_spend(scoring: ScoringContext, simulator: Any, pricing: dict | None,
+                 workers: list[dict[str, Any]] | tuple = ()) -> dict[str, dict[str, Any]]:
+    """summary.judge and summary.user_sim: this process's judge and simulator, plus what workers reported."""
+    mine = {"judge": judge_summary(scoring.judge, pricing), "user_sim": user_sim_summary(simulator, pricing)}
+    parts = [mine, *workers]
+    return {key: add_summaries([p[key] for p in parts if key in p]) for key in mine}
