@@ -21,14 +21,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import runpy
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import orjson
@@ -37,45 +34,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.loopback import LoopbackServer, text, tool_calls  # noqa: E402
-
-RECORDS = 200
-TOOLS_PY = '''"""The overhead benchmark's one tool."""
-
-TOOLS_SCHEMA = [{"type": "function", "function": {
-    "name": "lookup", "description": "Read one record.",
-    "parameters": {"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]}}}]
-
-
-def lookup(key: str, env: dict) -> str:
-    return env["records"].get(key, {}).get("value", "missing")
-
-
-TOOL_REGISTRY = {"lookup": lookup}
-'''
-
-
-def write_suite(directory: Path, cases: int) -> Path:
-    """A tools.py and a case file of `cases` cases sharing a ~40 KB initial_env."""
-    (directory / "tools.py").write_text(TOOLS_PY)
-    records = {f"k{i}": {"value": f"value-{i}", "note": "x" * 120, "tags": ["a", "b", i]}
-               for i in range(RECORDS)}
-    suite = {"name": "overhead", "tools": "tools.py", "initial_env": {"records": records}}
-    rows = [{"id": f"case-{n:05d}", "query": f"What is the value of k{n % RECORDS}?",
-             "expect": {"contains": f"value-{n % RECORDS}"}} for n in range(cases)]
-    path = directory / "test_cases.json"
-    path.write_bytes(orjson.dumps({"suite": suite, "cases": rows}))
-    return path
-
-
-def answer(request: dict, index: int):
-    """Tool call after the user's message, text after the tool's; stateless, as both loops need."""
-    messages = request.get("messages") or []
-    last = messages[-1] if messages else {}
-    if last.get("role") == "tool":
-        return text(f"The value is {last.get('content')}.")
-    match = re.search(r"k\d+", str(last.get("content", "")))
-    return tool_calls([("lookup", {"key": match.group(0) if match else "k0"})])
+from bench.harness import answer, child_env, runner_command, timed, write_suite  # noqa: E402
+from tests.loopback import LoopbackServer  # noqa: E402
 
 
 # --- (a) and (c), the bare loops, run as child processes -------------------------------------------
@@ -163,46 +123,6 @@ def lean_child(base_url: str, cases_path: str, concurrency: int) -> None:
 
 
 # --- measuring --------------------------------------------------------------------------------------
-def timed(command: list[str], env: dict[str, str], limit_s: float) -> dict:
-    """Run a child to completion (killed after `limit_s`): wall and CPU seconds, peak RSS, exit code."""
-    with tempfile.TemporaryFile() as out:
-        started = time.perf_counter()
-        child = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
-        while True:
-            pid, wait_status, usage = os.wait4(child.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.perf_counter() - started > limit_s:
-                child.kill()
-                pid, wait_status, usage = os.wait4(child.pid, 0)
-                break
-            time.sleep(0.005)
-        wall = time.perf_counter() - started
-        child.returncode = os.waitstatus_to_exitcode(wait_status)
-        out.seek(0)
-        tail = out.read().decode("utf-8", "replace")[-2000:]
-    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "rss_mib": usage.ru_maxrss / 1024,
-            "code": child.returncode, "tail": tail}
-
-
-def runner_command() -> list[str] | None:
-    """How to start the CLI: the venv's script, else the module, else None (not written yet)."""
-    script = Path(sys.executable).parent / "agent-eval"
-    if script.exists():
-        return [str(script)]
-    if shutil.which("agent-eval"):
-        return ["agent-eval"]
-    if (ROOT / "agent_eval" / "cli.py").exists():
-        return [sys.executable, "-c", "import sys; from agent_eval.cli import main; sys.exit(main())"]
-    return None
-
-
-def child_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_EVAL_"))}
-    env.update(OPENAI_API_KEY="bench", PYTHONPATH=str(ROOT), COLUMNS="200", NO_COLOR="1")
-    return env
-
-
 def runner_factory(args: argparse.Namespace, srv: LoopbackServer, cases_path: Path, tmp: Path):
     """The CLI command for attempt n, or None after saying clearly why it cannot be timed yet."""
     command = runner_command()
@@ -228,9 +148,10 @@ def runner_factory(args: argparse.Namespace, srv: LoopbackServer, cases_path: Pa
     return make_command
 
 
-def run_once(label: str, command: list[str], srv: LoopbackServer, expected: int, limit_s: float) -> dict:
+def run_once(label: str, command: list[str], srv: LoopbackServer, expected: int, limit_s: float,
+             code: Path = ROOT) -> dict:
     before = srv.count
-    result = timed(command, child_env(), limit_s)
+    result = timed(command, child_env(code), limit_s)
     served = srv.count - before
     last = result["tail"].strip().splitlines()[-1] if result["tail"].strip() else ""
     print(f"  {label:9} {result['wall_s']:6.2f} s wall  {result['cpu_s']:6.2f} s CPU  "
@@ -241,6 +162,27 @@ def run_once(label: str, command: list[str], srv: LoopbackServer, expected: int,
     if result["code"] != 0:
         print(f"{label}: exit {result['code']}\n{result['tail']}", file=sys.stderr)
     return result
+
+
+def against(args: argparse.Namespace, make_runner, srv: LoopbackServer, expected: int, limit: float) -> int:
+    """--against DIR: the runner of DIR and this tree's, interleaved; medians and their ratio."""
+    if make_runner is None:
+        return 1
+    other, mine = args.against.resolve(), ROOT
+    runs: dict[Path, list[dict]] = {other: [], mine: []}
+    for attempt in range(args.repeats):
+        for code in (other, mine):
+            label = "against" if code == other else "this tree"
+            runs[code].append(run_once(label, make_runner(2 * attempt + (code == mine)), srv, expected, limit, code))
+    print(f"(load average now {os.getloadavg()[0]:.2f})")
+    if any(r["code"] != 0 for r in runs[other] + runs[mine]):
+        return 1
+    before, after = median_of(runs[other]), median_of(runs[mine])
+    for name, m in ((f"runner of {other}", before), ("runner of this tree", after)):
+        print(f"{name}: median {m['wall_s']:.2f} s wall, {m['cpu_s']:.2f} s CPU, peak RSS {m['rss_mib']:.1f} MiB")
+    print(f"this tree / {other}: {after['wall_s'] / before['wall_s']:.3f} wall, "
+          f"{after['cpu_s'] / before['cpu_s']:.3f} CPU")
+    return 0
 
 
 def median_of(results: list[dict]) -> dict:
@@ -256,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bare-child", nargs=3, metavar=("BASE_URL", "CASES", "CONCURRENCY"),
                         help=argparse.SUPPRESS)
     parser.add_argument("--lean", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--against", type=Path, metavar="DIR",
+                        help="Time only the runner: this tree's against the agent_eval of checkout DIR, interleaved.")
     parser.add_argument("--throughput", action="store_true",
                         help="Completions/s at --workers 1, --workers 2 and --ray (bench/throughput.py).")
     parser.add_argument("--no-ray", action="store_true", help="--throughput without the Ray configuration.")
@@ -284,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
         bare_command = [sys.executable, str(Path(__file__).resolve()), "--bare-child", srv.base_url,
                         str(cases_path), str(args.concurrency)]
         make_runner = runner_factory(args, srv, cases_path, Path(tmp))
+        if args.against is not None:
+            return against(args, make_runner, srv, expected, limit)
         lean_command = [*bare_command, "--lean"]
         bare_runs: list[dict] = []
         lean_runs: list[dict] = []

@@ -23,7 +23,7 @@ import threading
 import time
 from pathlib import Path
 
-from bench.overhead import answer, child_env, runner_command, timed, write_suite
+from bench.harness import answer, child_env, runner_command, timed, write_suite
 from tests.loopback import LoopbackServer
 
 CONFIGS = {"workers 1": [], "workers 2": ["--workers", "2"], "ray, 2 workers": ["--ray", "--workers", "2"]}
