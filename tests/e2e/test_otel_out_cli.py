@@ -6,7 +6,6 @@ import base64
 import hashlib
 
 import orjson
-import pytest
 from google.protobuf.json_format import ParseDict
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
@@ -116,8 +115,9 @@ def test_otel_output_follows_the_genai_conventions_and_scores_back_to_the_same_m
         # E = 3 expected calls, A = 4 calls (lookup_order(42) twice): 3/3, 3/4, 4/4 fields, min(1, 3/4)
         assert (after[trial]["tool_recall"], after[trial]["tool_precision"]) == (1.0, 0.75)
         assert (after[trial]["param_accuracy"], after[trial]["step_efficiency"]) == (1.0, 0.75)
-        # the root span covers its children, so the waits latency_s leaves out may add a few microseconds
-        assert after[trial]["latency_s"] == pytest.approx(before[trial]["latency_s"], abs=1e-3)
+        # latency_s leaves out time spent waiting on agent-eval's own rate limiter, while the root span
+        # covers all its children: the span-measured latency is never shorter
+        assert after[trial]["latency_s"] >= before[trial]["latency_s"] - 1e-6
         assert (after[trial]["prompt_tokens"], after[trial]["completion_tokens"]) == (750, 75)
 
     # score and rescore write the same kind of file for their own runs
