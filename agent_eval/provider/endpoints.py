@@ -55,6 +55,14 @@ class Endpoint:
                 "retry_wait_s": round(self.retry_wait_s, 3), "min_concurrency": self.window.smallest}
 
 
+def settings_of(cfg: Any, ceiling: int | None = None) -> Settings:
+    """The settings of a run's config (agent_eval.run.config.RunConfig): the ceiling is its --concurrency
+    unless a worker's slots are given."""
+    return Settings(ceiling=ceiling or cfg.concurrency, rate_limit=getattr(cfg, "rate_limit", None),
+                    judge_rate_limit=getattr(cfg, "judge_rate_limit", None),
+                    retry_budget_s=getattr(cfg, "retry_budget", None) or DEFAULT_RETRY_BUDGET_S)
+
+
 _settings = Settings()
 _endpoints: dict[tuple[str, str, str | None], Endpoint] = {}
 _buckets: dict[tuple[str, str | None], TokenBucket] = {}

@@ -20,8 +20,9 @@ from agent_eval import llm
 from agent_eval.errors import ConfigError
 from agent_eval.run.episode import build_trace
 from agent_eval.run.runner import CANCEL_GRACE_S, Runner, lite_run
-from agent_eval.run.worker import (BATCH, CRASHED, FAILED, FINISH, READY, RESULT, RETRY, SPENT, STOP, USAGE,
-                                   WorkerInit, process_main, unpack_results)
+from agent_eval.provider.endpoints import WindowBoard
+from agent_eval.run.worker import (BATCH, CRASHED, FAILED, FINISH, LIMITS, READY, RESULT, RETRY, SPENT, STOP, USAGE,
+                                   WINDOW, WorkerInit, process_main, unpack_results)
 from agent_eval.score.pipeline import ScoringContext, score_run
 
 Deliver = Callable[["Host", "bytes | None"], None]  # a worker's message, or None once it is gone
@@ -130,6 +131,9 @@ class WorkerPool:
         self.abandoned: str | None = None  # why runs were left unplayed: no worker was left to play them
         self._ready: set[Any] = set()  # hosts whose worker loaded the suite
         self._last_loss = ""  # how the latest lost worker died
+        self.board = WindowBoard()  # every worker's windows, for the progress line
+        self.on_window: Callable[[], None] = lambda: None  # the progress line redraws the board
+        self._split = 0  # how many workers each --rate-limit is split among
 
     @property
     def spent(self) -> list[dict[str, Any]]:
@@ -153,8 +157,10 @@ class WorkerPool:
         flusher = asyncio.create_task(runner.flush_periodically())
         graceful = False
         try:
+            self._split = len(self.hosts)
             for host in self.hosts:
                 host.start(deliver)
+                self._send_limits(host)
                 self._held[host] = set()
             self._refill(runner)
             while any(self._held.values()):
@@ -162,12 +168,31 @@ class WorkerPool:
                 while not inbox.empty():
                     await self._handle(runner, *inbox.get_nowait())
                 self._refill(runner)
+                self._resplit(runner)
             if runner.pending and not runner.stopping:
                 self.abandoned = f"no worker was left to play {runner.pending} run(s): {self._last_loss}"
             graceful = True
         finally:
             flusher.cancel()
             await self._close(runner, inbox, graceful)
+
+    def _send_limits(self, host: Any) -> None:
+        """A worker's window ceiling (its slots) and its part of each --rate-limit."""
+        host.send(LIMITS + orjson.dumps({"ceiling": host.slots, "share": 1.0 / max(1, self._split)}))
+
+    def _resplit(self, runner: Runner) -> None:
+        """Once every run is handed out, a worker with none left is done: the others share its part of the
+        rate limits (and its windows leave the progress line)."""
+        if runner.pending and not runner.stopping:
+            return
+        busy = [host for host, held in self._held.items() if held]
+        for host, held in self._held.items():
+            if not held:
+                self.board.forget(host.number)
+        if busy and len(busy) < self._split:
+            self._split = len(busy)
+            for host in busy:
+                self._send_limits(host)
 
     def _refill(self, runner: Runner) -> None:
         for host, held in self._held.items():
@@ -200,6 +225,9 @@ class WorkerPool:
             self._spent[host] = orjson.loads(payload)
         elif kind == RETRY:
             llm.notify_retry(*orjson.loads(payload))
+        elif kind == WINDOW:
+            self.board.update(host.number, *orjson.loads(payload))
+            self.on_window()  # the progress line shows it
         elif kind == FAILED:
             raise ConfigError(f"worker {host.number} cannot start: {payload.decode(errors='replace')}")
 
@@ -222,6 +250,8 @@ class WorkerPool:
             self.hosts.append(fresh)
             self._held[fresh] = set()
             fresh.start(self._deliver)
+            self._send_limits(fresh)
+        self.board.forget(host.number)
 
     async def _close(self, runner: Runner, inbox: asyncio.Queue, graceful: bool) -> None:
         """Ask every live worker for what it spent and let it end; after a grace period, end it."""

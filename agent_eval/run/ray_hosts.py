@@ -21,7 +21,7 @@ from agent_eval.run.config import require_ray
 from agent_eval.run.interrupt import sigint_held
 from agent_eval.run.jsonsafe import dumps_safe
 from agent_eval.run.pool import WorkerPool, split_concurrency
-from agent_eval.run.worker import (BATCH, CRASHED, FAILED, READY, RESULT, SPENT, STOP, USAGE, WorkerInit,
+from agent_eval.run.worker import (BATCH, CRASHED, FAILED, LIMITS, READY, RESULT, SPENT, STOP, USAGE, WorkerInit,
                                    load_core, pack_results)
 
 CLOSE_GRACE_S = 2.0
@@ -131,6 +131,13 @@ class RayWorker:
     def spent(self) -> bytes:
         return orjson.dumps(self.core.spent())
 
+    async def limits(self, payload: bytes) -> None:
+        """The driver's LIMITS: this actor's window ceiling and its part of each --rate-limit."""
+        from agent_eval.provider import endpoints
+
+        limits = orjson.loads(payload)
+        endpoints.set_limits(limits["ceiling"], limits["share"])
+
     async def close(self) -> None:
         await self.core.close()
 
@@ -219,6 +226,9 @@ class RayHost:
         if self.actor is None:
             return  # Ray refused to create it: the pool has been told
         kind = message[:1]
+        if kind == LIMITS:
+            self._spawn(self._call(self.actor.limits, message[1:]))
+            return
         if kind == BATCH:
             for index, trial in orjson.loads(message[1:]):
                 self._spawn(self._play(index, trial))

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from agent_eval import llm
+from agent_eval.provider import endpoints
 from agent_eval.suite.cases import Suite, skip_reason
 from agent_eval.run.config import RunConfig
 from agent_eval.run.dialogue import compact_dialogue
@@ -125,6 +126,7 @@ class Runner:
         Here, or on the worker processes or Ray actors of `self.pool` (--workers N, --ray): either way
         this process alone journals, so the rest of the run does not know where the runs were played.
         """
+        endpoints.configure(endpoints.settings_of(self.cfg))  # windows at --concurrency, the limits
         if self.pool is None and self.player.uses_llm():
             llm.preload()  # not inside the first run's time
         self.player.gc.pause()

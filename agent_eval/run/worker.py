@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from agent_eval import llm
+from agent_eval.provider import endpoints
 from agent_eval.errors import CaseFileError, ConfigError
 from agent_eval.run.jsonsafe import dumps_safe
 from agent_eval.run.agents import load_agent
@@ -40,6 +41,8 @@ RESULT, USAGE = b"R", b"U"  # worker -> driver: finished runs (pack_results); wh
 SPENT, RETRY = b"P", b"T"  # worker -> driver: what it has spent so far; a model request being retried
 FAILED, CRASHED = b"E", b"X"  # worker -> driver: it cannot start (a message); a bug (a traceback)
 READY = b"Y"  # worker -> driver: the suite, agent and scorers loaded; a worker lost after this is replaced
+LIMITS = b"L"  # driver -> worker: {"ceiling": its slots, "share": its part of each --rate-limit}
+WINDOW = b"W"  # worker -> driver: an endpoint's window changed size ([endpoint, size, ceiling])
 
 
 def pack_results(results: list[bytes]) -> bytes:
@@ -98,6 +101,7 @@ class WorkerCore:
         # The driver hands out the trials; none is this worker's to take.
         self.slots = [CaseSlot(case, []) for case in cases]
         self._newest = -1  # runs come in case order: a case before this one will not come again
+        endpoints.configure(endpoints.settings_of(init.cfg))  # until the driver sends this worker's LIMITS
         if self.player.uses_llm():
             llm.preload()  # not inside the first run's time
         self.player.gc.pause()  # the same collection regime as a run played in one process
@@ -122,8 +126,9 @@ class WorkerCore:
         self.player.gc.resume()
 
     def spent(self) -> dict[str, Any]:
-        """summary.judge and summary.user_sim of this worker alone."""
-        return self.player.spent(self.player.suite.settings.get("pricing"))
+        """summary.judge, summary.user_sim and summary.provider of this worker alone."""
+        return {**self.player.spent(self.player.suite.settings.get("pricing")),
+                "provider": endpoints.provider_summary()}
 
 
 def load_core(init: WorkerInit) -> tuple[WorkerCore | None, str | None]:
@@ -188,6 +193,8 @@ async def _serve(conn: Connection, init: WorkerInit) -> None:
         _send(conn, RETRY + orjson.dumps([endpoint, attempt, most]))
 
     llm.set_retry_listener(retrying)
+    endpoints.set_window_listener(lambda endpoint, size, ceiling: _send(conn, WINDOW + orjson.dumps(
+        [endpoint, size, ceiling])))
 
     def send_finished() -> None:
         _send(conn, RESULT + pack_results(finished))
@@ -217,6 +224,9 @@ async def _serve(conn: Connection, init: WorkerInit) -> None:
                 task = asyncio.create_task(play(index, trial))
                 tasks.add(task)
                 task.add_done_callback(done)
+        elif kind == LIMITS:
+            limits = orjson.loads(payload)
+            endpoints.set_limits(limits["ceiling"], limits["share"])
         elif kind in (FINISH, STOP):
             if kind == STOP:
                 for task in tasks:

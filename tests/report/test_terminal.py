@@ -252,3 +252,22 @@ def test_formats():
     assert format_cost(12.345) == "$12.35"
     assert format_seconds(0.1234) == "0.123s"
     assert trim("a" * 150).endswith("…") and len(trim("a" * 150)) == terminal.REASON_MAX_CHARS
+
+
+def test_the_provider_line_shows_only_rate_limited_endpoints():
+    report = make_report()
+    report["settings"]["concurrency"] = 50
+    report["summary"]["provider"] = [
+        {"role": "agent", "base_url": "http://h/v1", "model": "m", "requests": 1331, "rate_limited": 731,
+         "retries": 731, "retry_wait_s": 84.4, "min_concurrency": 9},
+        {"role": "judge", "base_url": "http://h/v1", "model": "m", "requests": 12, "rate_limited": 0,
+         "retries": 0, "retry_wait_s": 0.0, "min_concurrency": 50},
+        {"role": "user", "base_url": "http://u/v1", "model": "s", "requests": 5, "rate_limited": 2,
+         "retries": 2, "retry_wait_s": 2.25, "min_concurrency": 25},
+    ]
+    assert terminal.provider_rows(report) == [
+        ("provider", "429 x 731, waited 84 s, concurrency 50 -> 9"),  # 84.4 s shown whole past 10 s
+        ("provider (user)", "429 x 2, waited 2.2 s, concurrency 50 -> 25"),  # 2.25 to one decimal
+    ]
+    del report["summary"]["provider"]
+    assert terminal.provider_rows(report) == []  # an older report: no line
