@@ -45,6 +45,12 @@ JUDGE_TIMEOUT_HELP = ("Seconds each judge or simulator request may take, retries
                       f"(default {DEFAULTS.judge_timeout:g}).")
 
 
+RATE_LIMIT_HELP = ("RPM[:BURST]: at most RPM requests a minute to the agent's endpoint, BURST at once "
+                   "(AGENT_EVAL_RATE_LIMIT, the suite's rate_limit; default: none, the window adapts).")
+JUDGE_RATE_LIMIT_HELP = "RPM[:BURST] for the judge's and the simulator's endpoints (default: none)."
+RETRY_BUDGET_HELP = "Seconds one request may keep retrying rate limits, from its first attempt (default 600)."
+
+
 def judge_timeout_option() -> Any:
     """The `--judge-timeout SECONDS` option, shared by run, rescore and score (None: the default)."""
     return typer.Option(None, "--judge-timeout", help=JUDGE_TIMEOUT_HELP)
@@ -123,6 +129,9 @@ def run(
     ray_runtime_env: str | None = typer.Option(None, "--ray-runtime-env", help="Ray's runtime_env, as JSON."),
     otel: Path | None = typer.Option(None, "--otel", help=OTEL_HELP),
     otlp_endpoint: str | None = typer.Option(None, "--otlp-endpoint", help=OTLP_HELP),
+    rate_limit: str | None = typer.Option(None, "--rate-limit", help=RATE_LIMIT_HELP),
+    judge_rate_limit: str | None = typer.Option(None, "--judge-rate-limit", help=JUDGE_RATE_LIMIT_HELP),
+    retry_budget: float | None = typer.Option(None, "--retry-budget", help=RETRY_BUDGET_HELP),
 ) -> None:
     """Run the suite: every selected case k times, scored, reported, with a CI exit code."""
     # --resume compares only the flags typed on the command line with the run's stored settings.
@@ -133,6 +142,7 @@ def run(
                         timeout=timeout, output_dir=output_dir, quiet=quiet, judge_model=judge_model,
                         no_cache=no_cache, user=user, user_model=user_model, judge_timeout=judge_timeout,
                         workers=workers, ray=ray, ray_address=ray_address, ray_runtime_env=ray_runtime_env,
+                        rate_limit=rate_limit, judge_rate_limit=judge_rate_limit, retry_budget=retry_budget,
                         resume=resume, otel=otel, otlp_endpoint=otlp_endpoint)
 
     def go() -> int:

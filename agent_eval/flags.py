@@ -21,6 +21,7 @@ class Defaults:
     max_steps: int = 8
     output_dir: Path = Path("reports")
     judge_timeout: float = 120.0  # one judge or simulator request, retries included
+    retry_budget: float = 600.0  # seconds one request may keep retrying rate limits
     history_last: int = 10  # runs `agent-eval history` shows
 
 
@@ -63,6 +64,9 @@ class Flags:
     ray: bool = False
     ray_address: str | None = None
     ray_runtime_env: str | None = None  # JSON text, parsed when resolved
+    rate_limit: str | None = None  # RPM[:BURST], parsed when resolved
+    judge_rate_limit: str | None = None
+    retry_budget: float | None = None
     traces: Path | None = None  # `score`: the recorded runs
     format: str | None = None  # `score`: their format (None: detected)
     report: Path | None = None  # `rescore`: the report re-scored

@@ -42,7 +42,7 @@ class Results(Protocol):
 
     def case_entries(self) -> list[CaseEntry]: ...
 
-    def spent(self, pricing: dict[str, Any] | None) -> dict[str, dict[str, Any]]: ...
+    def spent(self, pricing: dict[str, Any] | None) -> dict[str, Any]: ...
 
     def run_bytes(self) -> Iterable[list[bytes]]: ...
 
@@ -72,6 +72,7 @@ def finish(results: Results, suite: Suite, cfg: RunConfig, agent_name: str, run_
     from agent_eval.run.journal import append_usage, read_usage
     from agent_eval.score.metrics import summarize
     from agent_eval.score.prices import price_sources
+    from agent_eval.provider.endpoints import merge_summaries
     from agent_eval.score.usage import add_summaries
 
     try:
@@ -96,7 +97,11 @@ def finish(results: Results, suite: Suite, cfg: RunConfig, agent_name: str, run_
             err.print(f"warning: could not record this process's judge and simulator spend beside "
                       f"{results.journal.path}: {exc.strerror or exc}", highlight=False, markup=False)
         for key in spent:
-            report["summary"][key] = add_summaries([u[key] for u in earlier if key in u] + [spent[key]])
+            if key == "provider":  # a list per endpoint (section 18): the processes ran one after the other
+                report["summary"][key] = merge_summaries([*(u.get(key) for u in earlier), spent[key]],
+                                                         concurrent=False)
+            else:
+                report["summary"][key] = add_summaries([u[key] for u in earlier if key in u] + [spent[key]])
         helpers = [(cfg.judge_model, "judge"), (cfg.user_sim.model if cfg.user_sim else None, "user_sim")]
         models = results.models_used | {m for m, key in helpers if m and report["summary"][key].get("calls")}
         report["settings"]["prices"] = price_sources(models, pricing)

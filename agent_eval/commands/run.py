@@ -15,6 +15,8 @@ from agent_eval.commands.conclude import finish, say
 from agent_eval.commands.prepare import Prepared, check_baseline, check_judge, make_output_dir, prepare
 from agent_eval.errors import ConfigError
 from agent_eval.flags import Flags
+from agent_eval.provider import endpoints
+from agent_eval.provider.endpoints import WindowBoard
 from agent_eval.records import Case
 from agent_eval.report.model import new_run_id, now_iso
 from agent_eval.run.config import RunConfig, require_llm
@@ -117,9 +119,10 @@ def run_command(flags: Flags, console: Console, err: Console) -> int:
             raise ConfigError(f"cannot write the journal {journal.path} ({journal.failed}); free some space or "
                               "pass --output-dir with a writable folder.")
         progress = _progress(console, cfg)
+        board = pool.board if pool is not None else WindowBoard()
         runner = Runner(suite, cases, cfg, agent, scoring, journal,
-                        on_run_done=(lambda: progress.update(progress.task_ids[0], description=RUNNING, advance=1))
-                        if progress else None, simulator=simulator)
+                        on_run_done=(lambda: progress.update(progress.task_ids[0], description=_status(board),
+                                                             advance=1)) if progress else None, simulator=simulator)
         runner.pool = pool
         if resumed:
             resumed.restore(runner.restore)
@@ -129,9 +132,19 @@ def run_command(flags: Flags, console: Console, err: Console) -> int:
                     progress.add_task(RUNNING, total=runner.pending)
                     progress.start()
                 llm.set_retry_listener(_retry_display(progress, err, cfg.quiet))
+                on_window = _window_display(progress, err, cfg.quiet, board)
+
+                def window_changed(endpoint: str, size: int, ceiling: int) -> None:
+                    board.update(None, endpoint, size, ceiling)
+                    on_window()
+
+                endpoints.set_window_listener(window_changed)
+                if pool is not None:
+                    pool.on_window = on_window
                 interrupted = interrupts.run(runner.run())
             finally:
                 llm.set_retry_listener(None)
+                endpoints.set_window_listener(None)
                 if progress:
                     progress.stop()
                 journal.close()
@@ -171,12 +184,39 @@ def _retry_display(progress: Any, err: Console, quiet: bool) -> llm.RetryListene
     shown: set[tuple[str, int]] = set()
 
     def show(endpoint: str, attempt: int, most: int) -> None:
-        message = f"retrying {endpoint} (attempt {attempt}/{most})"
+        # A rate-limited request has no cap: past the 8th attempt it is the window's business (below).
+        capped = attempt <= most
+        message = f"retrying {endpoint} (attempt {attempt}/{most})" if capped else (
+            f"retrying {endpoint} (attempt {attempt}, rate limited)")
         if progress is not None:
             progress.update(progress.task_ids[0], description=escape(message))
-        elif not quiet and attempt >= SHOW_RETRY_FROM and (endpoint, attempt) not in shown:
+        elif capped and not quiet and attempt >= SHOW_RETRY_FROM and (endpoint, attempt) not in shown:
             shown.add((endpoint, attempt))
             say(err, message)
+
+    return show
+
+
+def _status(board: WindowBoard) -> str:
+    """The progress line between retries: "running", or the windows below their ceiling."""
+    line = board.line()
+    return escape(line) if line else RUNNING
+
+
+def _window_display(progress: Any, err: Console, quiet: bool, board: WindowBoard) -> Callable[[], None]:
+    """Show "rate limited: 9 of 50 in flight" while a window is below its ceiling: in the progress display,
+    or, in a log, each time the windows reach a new low (a handful of lines, never one per 429)."""
+    lowest: list[int] = []
+
+    def show() -> None:
+        if progress is not None:
+            progress.update(progress.task_ids[0], description=_status(board))
+            return
+        line = board.line()
+        size = board.in_flight()
+        if line and not quiet and (not lowest or size < lowest[0]):
+            lowest[:] = [size]
+            say(err, line)
 
     return show
 

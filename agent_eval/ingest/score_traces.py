@@ -59,7 +59,7 @@ class ScoredRuns:
     def case_entries(self) -> list[dict[str, Any]]:
         return self._entries
 
-    def spent(self, pricing: dict | None) -> dict[str, dict[str, Any]]:
+    def spent(self, pricing: dict | None) -> dict[str, Any]:
         return helper_spend(self.scoring, self.simulator, pricing)
 
     def run_bytes(self) -> Iterator[list[bytes]]:

@@ -187,6 +187,10 @@ class WindowBoard:
         for key in [k for k in self._windows if k[0] == where]:
             del self._windows[key]
 
+    def in_flight(self) -> int:
+        """The sum of every window's size (what may be in flight at once, over all processes)."""
+        return sum(size for size, _ in self._windows.values())
+
     def line(self) -> str | None:
         """"rate limited: 9 of 50 in flight" (one part per endpoint below its ceiling), or None."""
         totals: dict[str, list[int]] = {}

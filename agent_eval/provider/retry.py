@@ -76,12 +76,18 @@ async def send(ep: Endpoint, attempt: Callable[[], Awaitable[T]], timeout_s: flo
     waits = RequestWaits()
     retries, counted = 0, 0.0  # counted: time towards the timeout (not waiting for the limit)
     first_at: float | None = None
-    waits.begin()
+    mark = time.perf_counter()  # from here, a wait for a place or a token is waiting for the limit
     try:
         while True:
+            # Waiting for a place or a token is opened before the wait, so that --timeout never counts it
+            # (an interval already open since a rate-limited attempt simply goes on).
+            if ep.window.is_full():
+                waits.begin(mark)
             await ep.window.acquire()
             try:
                 if ep.bucket is not None:
+                    if ep.bucket.would_wait():
+                        waits.begin(mark)
                     await ep.bucket.take()
                 sent_at = time.perf_counter()
                 waits.end()
@@ -128,7 +134,7 @@ async def send(ep: Endpoint, attempt: Callable[[], Awaitable[T]], timeout_s: flo
             ep.retry_wait_s += wait
             if kind == "retry":
                 counted += wait
-                waits.begin()  # waiting again, for a place and a token
+                mark = time.perf_counter()
     finally:
         waits.end()
 

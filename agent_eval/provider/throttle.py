@@ -9,6 +9,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+_EPSILON = 1e-9
 HALVE_EVERY_S = 1.0
 """A window is halved at most once a second: a burst of 429s from one overload halves it once."""
 
@@ -32,11 +33,11 @@ class Window:
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._on_change = on_change or (lambda window: None)
 
-    async def acquire(self) -> None:
-        """Wait for a place in the window, then take it."""
+    async def acquire(self) -> bool:
+        """Wait for a place in the window, then take it; True when it had to wait."""
         if self.in_flight < self.size and not self._waiters:
             self.in_flight += 1
-            return
+            return False
         waiter = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
         try:
@@ -47,6 +48,11 @@ class Window:
             else:
                 self._waiters.remove(waiter)
             raise
+        return True
+
+    def is_full(self) -> bool:
+        """True when a request asking now would wait for a place."""
+        return self.in_flight >= self.size or bool(self._waiters)
 
     def release(self) -> None:
         """Give a place back (the request ended, or sleeps before a retry)."""
@@ -125,8 +131,9 @@ def parse_rate_limit(text: str) -> RateLimit:
 class TokenBucket:
     """A client-side token bucket: `rate` tokens a second, at most `capacity` saved up.
 
-    Each request takes a token at once, possibly running the balance below zero, and sleeps until its
-    token would have come: requests leave in arrival order, spaced 1/rate apart once the burst is spent.
+    Requests take tokens one at a time, in arrival order (a FIFO lock): the one at the head sleeps until
+    its token has come. A stall of the event loop saves up no more than `capacity` tokens, so it never
+    turns into a burst the provider would answer with 429s.
     """
 
     def __init__(self, limit: RateLimit, share: float = 1.0, clock: Callable[[], float] = time.monotonic) -> None:
@@ -136,23 +143,37 @@ class TokenBucket:
         self.set_share(share)
         self.tokens = self.capacity
         self._at = clock()
+        self._lock: asyncio.Lock | None = None
 
     def set_share(self, share: float) -> None:
         """This process's part of the limit (1/N of it among N workers that still have runs to play)."""
         self.rate = self.limit.rpm / 60.0 * share
         self.capacity = max(1.0, self.limit.burst * share)
 
-    def reserve(self) -> float:
-        """Take a token; the seconds to wait before the request that took it may be sent."""
+    def _refill(self) -> None:
         now = self._clock()
         self.tokens = min(self.capacity, self.tokens + (now - self._at) * self.rate)
         self._at = now
-        self.tokens -= 1.0
-        return 0.0 if self.tokens >= 0 else -self.tokens / self.rate
 
-    async def take(self) -> float:
-        """Wait for a token; the seconds waited."""
-        wait = self.reserve()
-        if wait > 0:
-            await asyncio.sleep(wait)
-        return wait
+    def try_take(self) -> float:
+        """Take a token when one is there (0.0); else the seconds until one will be (nothing is taken)."""
+        self._refill()
+        if self.tokens >= 1.0 - _EPSILON:  # a token that has come, give or take the clock's rounding
+            self.tokens = max(0.0, self.tokens - 1.0)
+            return 0.0
+        return (1.0 - self.tokens) / self.rate
+
+    def would_wait(self) -> bool:
+        """True when a request asking now would wait for its token."""
+        if self._lock is not None and self._lock.locked():
+            return True
+        self._refill()
+        return self.tokens < 1.0 - _EPSILON
+
+    async def take(self) -> None:
+        """Wait for a token, in arrival order, and take it."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            while (wait := self.try_take()) > 0:
+                await asyncio.sleep(wait)

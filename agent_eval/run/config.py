@@ -11,6 +11,7 @@ from typing import Any
 from agent_eval.errors import ConfigError
 from agent_eval.llm import PLACEHOLDER_KEY, redact_url
 from agent_eval.flags import DEFAULTS, MAX_COUNT, Flags
+from agent_eval.provider.throttle import RateLimit, parse_rate_limit
 from agent_eval.suite.cases import Suite
 
 
@@ -55,6 +56,9 @@ class RunConfig:
     ray: bool = False
     ray_address: str | None = None  # None under --ray: a new local Ray instance, started and stopped
     ray_runtime_env: dict[str, Any] | None = None
+    rate_limit: RateLimit | None = None  # --rate-limit: the agent's endpoints
+    judge_rate_limit: RateLimit | None = None  # --judge-rate-limit: the judge's and the simulator's
+    retry_budget: float = DEFAULTS.retry_budget
 
     def settings(self) -> dict[str, Any]:
         """The report's `settings` block: no keys, no secrets (URLs are shown with theirs replaced by ***)."""
@@ -69,7 +73,13 @@ class RunConfig:
             **({"scored_from": self.source} if self.source else {}),
             "workers": self.workers, "ray": (self.ray_address or "local") if self.ray else None,
             "otel": str(self.otel) if self.otel else None, "otlp_endpoint": redact_url(self.otlp_endpoint),
+            "rate_limit": _shown(self.rate_limit), "judge_rate_limit": _shown(self.judge_rate_limit),
+            "retry_budget": self.retry_budget,
         }
+
+
+def _shown(limit: RateLimit | None) -> str | None:
+    return str(limit) if limit is not None else None
 
 
 def first(*values: Any) -> Any:
@@ -142,8 +152,35 @@ def resolve(flags: Flags, suite: Suite, environ: Mapping[str, str] | None = None
                           "with a baseline run.")
     cfg.verbose, cfg.exitfirst = bool(flags.verbose), bool(flags.exitfirst)
     _resolve_workers(cfg, flags)
+    _resolve_limits(cfg, flags, env, block)
     _check_ranges(cfg)
     return cfg
+
+
+def _resolve_limits(cfg: RunConfig, flags: Flags, env: Mapping[str, str], block: Mapping[str, Any]) -> None:
+    """--rate-limit (then AGENT_EVAL_RATE_LIMIT, then the suite's rate_limit), --judge-rate-limit, --retry-budget."""
+    suite_limit = block.get("rate_limit")
+    raw = pick(cfg.sources, "rate_limit", ("flag", flags.rate_limit), ("env", env.get("AGENT_EVAL_RATE_LIMIT")),
+               ("suite", None if suite_limit is None else str(suite_limit)))
+    where = {"flag": "--rate-limit", "env": "AGENT_EVAL_RATE_LIMIT", "suite": f"the suite's rate_limit in "
+             f"{cfg.cases_file}"}.get(cfg.sources["rate_limit"], "--rate-limit")
+    cfg.rate_limit = _rate_limit(raw, where)
+    judge_raw = pick(cfg.sources, "judge_rate_limit", ("flag", flags.judge_rate_limit))
+    cfg.judge_rate_limit = _rate_limit(judge_raw, "--judge-rate-limit")
+    cfg.retry_budget = float(pick(cfg.sources, "retry_budget", ("flag", flags.retry_budget),
+                                  default=DEFAULTS.retry_budget))
+    if not math.isfinite(cfg.retry_budget) or cfg.retry_budget <= 0:
+        raise ConfigError(f"--retry-budget must be a positive number of seconds (got {cfg.retry_budget}); the "
+                          f"default is {DEFAULTS.retry_budget:g}.")
+
+
+def _rate_limit(raw: str | None, where: str) -> RateLimit | None:
+    if raw is None:
+        return None
+    try:
+        return parse_rate_limit(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}.") from None
 
 
 def _resolve_workers(cfg: RunConfig, flags: Flags) -> None:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_eval.provider import endpoints
 from agent_eval.run.config import RunConfig
 from agent_eval.run.episode import play_run
 from agent_eval.run.journal import encode_run
@@ -162,14 +163,17 @@ class Player:
         if self.servers is not None:
             await self.servers.aclose()
 
-    def spent(self, pricing: dict | None, workers: list[dict[str, Any]] | tuple = ()) -> dict[str, dict[str, Any]]:
+    def spent(self, pricing: dict | None, workers: list[dict[str, Any]] | tuple = ()) -> dict[str, Any]:
         """summary.judge and summary.user_sim of this player, plus what workers reported."""
         return helper_spend(self.scoring, self.simulator, pricing, workers)
 
 
 def helper_spend(scoring: ScoringContext, simulator: Any, pricing: dict | None,
-                 workers: list[dict[str, Any]] | tuple = ()) -> dict[str, dict[str, Any]]:
-    """summary.judge and summary.user_sim: this process's judge and simulator, plus what workers reported."""
+                 workers: list[dict[str, Any]] | tuple = ()) -> dict[str, Any]:
+    """summary.judge, summary.user_sim and summary.provider: this process's, plus what workers reported."""
     mine = {"judge": judge_summary(scoring.judge, pricing), "user_sim": user_sim_summary(simulator, pricing)}
     parts = [mine, *workers]
-    return {key: add_summaries([p[key] for p in parts if key in p]) for key in mine}
+    spent: dict[str, Any] = {key: add_summaries([p[key] for p in parts if key in p]) for key in mine}
+    spent["provider"] = endpoints.merge_summaries([endpoints.provider_summary(),
+                                                   *(p.get("provider") for p in workers)])
+    return spent

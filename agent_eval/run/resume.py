@@ -17,7 +17,7 @@ from agent_eval.run.journal import Journal, scan_runs
 
 # Flags that never change results: they always come from the command line of the resumed run.
 FROM_COMMAND_LINE = {"concurrency", "quiet", "output_dir", "resume", "workers", "ray", "ray_address",
-                     "ray_runtime_env"}
+                     "ray_runtime_env", "rate_limit", "judge_rate_limit", "retry_budget"}
 
 
 def _same_path(given: Any, stored: Any) -> bool:

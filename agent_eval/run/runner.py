@@ -197,7 +197,7 @@ class Runner:
         self.player.gc.run_finished()
         self.on_run_done()
 
-    def spent(self, pricing: dict | None) -> dict[str, dict[str, Any]]:
+    def spent(self, pricing: dict | None) -> dict[str, Any]:
         """summary.judge and summary.user_sim of this process, plus every worker's."""
         return self.player.spent(pricing, self.pool.spent if self.pool else [])
 

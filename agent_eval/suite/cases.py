@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, ValidationError, field_validator
 
 from agent_eval.errors import CaseFileError, Problem
 from agent_eval.flags import MAX_COUNT
@@ -59,6 +59,16 @@ class SuiteBlock(_Strict):
     policy: Any = None
     user: Any = None
     scorers: Any = None
+    rate_limit: StrictStr | StrictInt | StrictFloat | None = None  # RPM[:BURST], like --rate-limit
+
+    @field_validator("rate_limit")
+    @classmethod
+    def _known_rate_limit(cls, value: Any) -> Any:
+        if value is not None:
+            from agent_eval.provider.throttle import parse_rate_limit
+
+            parse_rate_limit(str(value))  # its ValueError says what is wrong
+        return value
 
 
 class CaseModel(BaseModel):

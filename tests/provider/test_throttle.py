@@ -101,9 +101,31 @@ def test_a_cancelled_waiter_leaves_no_place_taken() -> None:
 def test_the_bucket_spends_its_burst_then_spaces_requests_at_its_rate() -> None:
     clock = FakeClock()
     bucket = TokenBucket(RateLimit(600, 2), clock=clock)  # 600/min = 10 a second, burst 2
-    assert [bucket.reserve() for _ in range(4)] == pytest.approx([0.0, 0.0, 0.1, 0.2])  # tokens 1, 0, -1, -2
-    clock.now += 0.5  # +5 tokens: -2 + 5 = 3, held at the capacity 2
-    assert bucket.reserve() == 0.0
+    assert [bucket.try_take() for _ in range(3)] == pytest.approx([0.0, 0.0, 0.1])  # the third waits 1/10 s
+    assert bucket.would_wait()
+    clock.now += 0.1
+    assert bucket.try_take() == 0.0  # its token has come
+    clock.now += 10.0  # a long stall saves up no more than the burst
+    assert [bucket.try_take() for _ in range(3)] == pytest.approx([0.0, 0.0, 0.1])
+
+
+def test_requests_take_their_tokens_in_arrival_order_at_the_rate() -> None:
+    async def scenario() -> list[tuple[str, float]]:
+        bucket = TokenBucket(RateLimit(1200))  # 20 a second, burst 1: one every 50 ms
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        order: list[tuple[str, float]] = []
+
+        async def request(name: str) -> None:
+            await bucket.take()
+            order.append((name, loop.time() - start))
+
+        await asyncio.gather(*(request(n) for n in "abcd"))
+        return order
+
+    order = asyncio.run(scenario())
+    assert [name for name, _ in order] == ["a", "b", "c", "d"]
+    assert order[-1][1] >= 0.14  # three waits of 50 ms after the first token (timer slack aside)
 
 
 def test_a_workers_share_splits_the_rate_and_the_burst() -> None:
