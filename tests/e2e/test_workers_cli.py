@@ -158,7 +158,7 @@ def without_workers(report: dict) -> dict:
     settings = {k: v for k, v in report["settings"].items() if k not in differ}
     settings["sources"] = {k: v for k, v in settings.get("sources", {}).items() if k not in differ}
     report = dict(report, settings=settings)
-    # summary.provider counts HTTP requests and windows, which differ like the judge's calls (DESIGN 18).
+    # summary.provider counts HTTP requests and windows, which differ like the judge's calls.
     report["summary"] = {k: v for k, v in report["summary"].items() if k not in ("judge", "provider")}
     return comparable(report)
 
