@@ -185,6 +185,7 @@ def validate(cases: Path = typer.Option(DEFAULTS.cases, "--cases", help=CASES_HE
 def rescore(
     ctx: typer.Context,
     report: Path = typer.Argument(..., help="A JSON report written by `agent-eval run`."),
+    cases: Path | None = typer.Option(None, "--cases", help="The case file (default: the report's cases_file)."),
     judge_repeat: int | None = typer.Option(None, "--judge-repeat", help="N uncached judge answers per run."),
     no_judge: bool = typer.Option(False, "--no-judge", help="Never call the judge; skip rubric-only cases."),
     judge_model: str | None = typer.Option(None, "--judge-model", help=JUDGE_MODEL_HELP),
@@ -198,8 +199,8 @@ def rescore(
     """Re-score a report's frozen traces with the current case file; the agent is never called.
 
     Writes the new report, its HTML page and its history row beside the old one."""
-    flags = build_flags(ctx, report=report, judge_repeat=judge_repeat, no_judge=no_judge, judge_model=judge_model,
-                        judge_timeout=judge_timeout, junit=junit, markdown=markdown, quiet=quiet, otel=otel,
+    flags = build_flags(ctx, report=report, cases=cases, judge_repeat=judge_repeat, no_judge=no_judge,
+                        judge_model=judge_model, judge_timeout=judge_timeout, junit=junit, markdown=markdown, quiet=quiet, otel=otel,
                         otlp_endpoint=otlp_endpoint)
 
     def go() -> int:

@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 from rich.console import Console
 
-from agent_eval.commands.conclude import Outputs, conclude
+from agent_eval.commands.conclude import Outputs, conclude, say
 from agent_eval.errors import ConfigError
 from agent_eval.flags import DEFAULTS, Flags
 from agent_eval.llm import redact_url
@@ -22,7 +22,8 @@ from agent_eval.flags import MAX_COUNT
 from agent_eval.run.config import check_judge_timeout, first
 from agent_eval.score.judge import build_judge, needs_judge, require_judge
 from agent_eval.score.pipeline import ScoringContext
-from agent_eval.score.rescore import agreement_of, judge_settings, new_report, rescore_all, select_work
+from agent_eval.score.report_judge import judge_for_report, report_cases_file
+from agent_eval.score.rescore import agreement_of, new_report, rescore_all, select_work
 from agent_eval.suite.cases import load_suite
 
 
@@ -39,11 +40,13 @@ def rescore_command(flags: Flags, console: Console, err: Console, environ: Mappi
         raise ConfigError("--judge-repeat asks the judge again, and --no-judge forbids it; pass one of them.")
     report_path = Path(str(flags.report))
     old = load_report(report_path, RESCORE_SHAPE)
-    suite = load_suite(Path(old["cases_file"]))
+    cases_file = report_cases_file(old, report_path, flags.cases if flags.given("cases") else None,
+                                   lambda line: say(err, line))
+    suite = load_suite(cases_file)
     settings = dict(old.get("settings") or {})
     entries, missing, work = select_work(old, suite, report_path, judge_on)
-    model, base_url, api_key = judge_settings(old, suite, flags.judge_model, env)
     judged = needs_judge(work) if judge_on else None
+    model, base_url, api_key = judge_for_report(old, suite, flags.judge_model, judged is not None, env)
     if judged is not None:
         require_judge(model, api_key, judged, suite.path)
     judge = build_judge(judge_on, model, base_url, api_key, False, work, judge_repeat, judge_timeout)
@@ -52,7 +55,8 @@ def rescore_command(flags: Flags, console: Console, err: Console, environ: Mappi
     ctx = ScoringContext(pricing=pricing, model=old.get("model"), judge=judge, scorers=suite.scorers)
     by_id = {c["id"]: c for c in suite.cases}
     new_entries = asyncio.run(rescore_all(suite, entries, by_id, judge_on, ctx,
-                                          int(settings.get("concurrency") or DEFAULTS.concurrency),
+                                          min(int(settings.get("concurrency") or DEFAULTS.concurrency),
+                                              DEFAULTS.concurrency * 8),
                                           float(first(settings.get("threshold"), DEFAULTS.threshold))))
     if judge_repeat:
         for entry in new_entries:
@@ -61,8 +65,8 @@ def rescore_command(flags: Flags, console: Console, err: Console, environ: Mappi
                     judge_base_url=redact_url(base_url) if judge_on else None, no_cache=bool(judge_repeat),
                     judge_timeout=judge_timeout,
                     judge_repeat=judge_repeat, rescored_from=old.get("run_id"), cases_not_in_file=missing)
-    report = new_report(old, settings, new_entries, judge, pricing, judge_repeat, suite.scorers)
-    outputs = Outputs(output_dir=report_path.parent, cases_file=Path(old["cases_file"]), junit=flags.junit,
+    report = new_report(old, settings, new_entries, judge, pricing, judge_repeat, suite.scorers, str(cases_file))
+    outputs = Outputs(output_dir=report_path.parent, cases_file=cases_file, junit=flags.junit,
                       markdown=flags.markdown, otel=flags.otel, otlp_endpoint=flags.otlp_endpoint)
     notes = [f"Not in {suite.path} anymore, so not rescored: {', '.join(map(str, missing))}"] if missing else []
     return conclude(report, lambda: ([orjson.dumps(r) for r in e["runs"]] for e in new_entries), outputs,

@@ -91,7 +91,7 @@ _DIFF_ENTRY = {"path!": list}
 _TRACE = {"stop_reason!": str, "agent_error": str, "steps": [{"name!": str}], "llm_calls!": [dict], "replies": [str],
           "user_messages": [str], "final_env_diff": [_DIFF_ENTRY]}
 RESCORE_SHAPE: dict[str, Any] = {
-    "run_id": str, "suite": str, "agent": str, "model": str, "cases_file!": str, "interrupted": bool,
+    "run_id": str, "suite": str, "agent": str, "model": str, "cases_file": str, "interrupted": bool,
     "settings": {"repeat": int, "threshold": NUMBER, "concurrency": int}, "summary": {"user_sim": dict},
     "cases!": [{"id!": (str, int), "status": str, "skip_reason": str,
                 "runs": [{"trial!": int, "error": str, "checks": [_CHECK], "trace!": _TRACE}]}],

@@ -120,13 +120,8 @@ def resolve(flags: Flags, suite: Suite, environ: Mapping[str, str] | None = None
     cfg.base_url = pick(src, "base_url", ("flag", flags.base_url), ("env", env.get("OPENAI_BASE_URL")))
     # A local server (Ollama, vLLM, llama.cpp) takes no key: a set base URL without one sends a placeholder.
     cfg.api_key = first(env.get("OPENAI_API_KEY"), PLACEHOLDER_KEY if cfg.base_url else None)
-    cfg.judge_model = pick(src, "judge_model", ("flag", flags.judge_model),
-                           ("env", env.get("AGENT_EVAL_JUDGE_MODEL")), ("suite", judge_block.get("model")),
-                           ("agent", cfg.model))
-    cfg.judge_base_url = pick(src, "judge_base_url", ("env", env.get("AGENT_EVAL_JUDGE_BASE_URL")),
-                              ("agent", cfg.base_url))
-    cfg.judge_api_key = first(env.get("AGENT_EVAL_JUDGE_API_KEY"), cfg.api_key,
-                              PLACEHOLDER_KEY if cfg.judge_base_url else None)
+    cfg.judge_model, cfg.judge_base_url, cfg.judge_api_key = resolve_judge(
+        flags.judge_model, judge_block, env, cfg.model, cfg.base_url, cfg.api_key, src)
     cfg.judge_timeout = float(pick(src, "judge_timeout", ("flag", flags.judge_timeout),
                                    default=DEFAULTS.judge_timeout))
     cfg.no_cache = bool(pick(src, "no_cache", ("flag", flags.no_cache or None), default=False))
@@ -181,6 +176,27 @@ def _rate_limit(raw: str | None, where: str) -> RateLimit | None:
         return parse_rate_limit(raw)
     except ValueError as exc:
         raise ConfigError(f"{where}: {exc}.") from None
+
+
+def resolve_judge(judge_model: str | None, judge_block: Mapping[str, Any], env: Mapping[str, str],
+                  model: str | None, base_url: str | None, api_key: str | None,
+                  sources: dict[str, str] | None = None) -> tuple[str | None, str | None, str | None]:
+    """The judge's (model, base_url, api_key): --judge-model, the environment, the suite's judge block, then
+    the agent's (model, base_url, api_key as resolved); the one rule of `run`, `rescore`, `label`, `calibrate`."""
+    src = {} if sources is None else sources
+    judge_model = pick(src, "judge_model", ("flag", judge_model), ("env", env.get("AGENT_EVAL_JUDGE_MODEL")),
+                       ("suite", judge_block.get("model")), ("agent", model))
+    judge_base_url = pick(src, "judge_base_url", ("env", env.get("AGENT_EVAL_JUDGE_BASE_URL")), ("agent", base_url))
+    judge_api_key = first(env.get("AGENT_EVAL_JUDGE_API_KEY"), api_key, PLACEHOLDER_KEY if judge_base_url else None)
+    return judge_model, judge_base_url, judge_api_key
+
+
+def resolve_agent_llm(suite_block: Mapping[str, Any], env: Mapping[str, str], model: str | None = None,
+                      base_url: str | None = None) -> tuple[str | None, str | None, str | None]:
+    """The agent's (model, base_url, api_key) from the flags given, the environment and the suite block."""
+    model = first(model, env.get("AGENT_EVAL_MODEL"), suite_block.get("model"))
+    base_url = first(base_url, env.get("OPENAI_BASE_URL"))
+    return model, base_url, first(env.get("OPENAI_API_KEY"), PLACEHOLDER_KEY if base_url else None)
 
 
 def _resolve_workers(cfg: RunConfig, flags: Flags) -> None:

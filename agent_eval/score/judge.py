@@ -55,9 +55,13 @@ def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
     return root / "agent-eval" / "judge"
 
 
-def cache_key(model: str, messages: list[dict[str, str]]) -> str:
-    """sha256 of the judge model and the full prompt."""
-    return hashlib.sha256(orjson.dumps({"model": model, "messages": messages})).hexdigest()
+def cache_key(model: str, messages: list[dict[str, str]], base_url: str | None = None) -> str:
+    """sha256 of the judge's endpoint (secrets removed; "" for the provider's default), model and full
+    prompt: a verdict from another endpoint is never served."""
+    from agent_eval.llm import redact_url
+
+    endpoint = (redact_url(base_url) or "").rstrip("/")
+    return hashlib.sha256(orjson.dumps({"base_url": endpoint, "model": model, "messages": messages})).hexdigest()
 
 
 class JudgeCache:
@@ -185,7 +189,7 @@ class Judge:
 
     async def _ask(self, messages: list[dict[str, str]]) -> Answer:
         """One answer per distinct prompt in this process: memo, then disk cache, then the API."""
-        key = cache_key(self.model, messages)
+        key = cache_key(self.model, messages, self.base_url)
         task = self._asked.get(key)
         if task is not None:
             self.usage.cache_hits += 1
@@ -216,7 +220,7 @@ class Judge:
         self.usage.add(answer)
         text = answer.content or ""
         if self.cache is not None and parse_verdict(text) is not None:
-            self.cache.put(key or cache_key(self.model, messages), self.model, text)
+            self.cache.put(key or cache_key(self.model, messages, self.base_url), self.model, text)
         return text, None
 
     def summary(self, pricing: Mapping[str, Any] | None) -> dict[str, Any]:

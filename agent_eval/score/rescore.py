@@ -15,7 +15,6 @@ from typing import Any
 
 from agent_eval.score import stats
 from agent_eval.suite.cases import Suite, case_env, has_only_judged_checks
-from agent_eval.run.config import first
 from agent_eval.score.env_checks import is_env_check
 from agent_eval.score.envdiff import apply_diff, get_path, show_json
 from agent_eval.errors import ConfigError
@@ -41,25 +40,6 @@ def validate_diff_fits(case_id: str, initial_env: Any, diff: list[dict], report_
         raise ConfigError(f"case {case_id!r}: the trace in {report_path} no longer fits the case file: at "
                           f"{where} the run started from {was}, and the initial env is now {now}. Re-run the "
                           "case (`agent-eval run --filter ...`) instead of rescoring it.")
-
-
-def judge_settings(old: Mapping[str, Any], suite: Suite, judge_model: str | None,
-                    environ: Mapping[str, str]) -> tuple[str | None, str | None, str | None]:
-    """(model, base_url, api_key): the flag, the environment, the report's settings, the suite block."""
-    from agent_eval.llm import PLACEHOLDER_KEY, restore_url
-
-    settings = old.get("settings") or {}
-    model = first(judge_model, environ.get("AGENT_EVAL_JUDGE_MODEL"), settings.get("judge_model"),
-                  (suite.settings.get("judge") or {}).get("model"), old.get("model"))
-    given = (environ.get("AGENT_EVAL_JUDGE_BASE_URL"), environ.get("OPENAI_BASE_URL"))
-    stored = first(settings.get("judge_base_url"), settings.get("base_url"))
-    base_url = first(given[0], restore_url(stored, *given), given[1])
-    if stored and base_url is None:
-        raise ConfigError(f"the judge's endpoint {stored} holds a secret that reports never store; set "
-                          "AGENT_EVAL_JUDGE_BASE_URL (or OPENAI_BASE_URL) to the full URL.")
-    api_key = first(environ.get("AGENT_EVAL_JUDGE_API_KEY"), environ.get("OPENAI_API_KEY"),
-                    PLACEHOLDER_KEY if base_url else None)
-    return model, base_url, api_key
 
 
 async def _rescore_case(suite: Suite, case: dict, runs: list[dict], ctx: ScoringContext,
@@ -136,10 +116,14 @@ async def rescore_all(suite: Suite, entries: list[dict], by_id: dict[str, dict],
 
 
 def new_report(old: dict, settings: dict, entries: list[dict], judge: Any, pricing: dict,
-                judge_repeat: int | None, scorers: Any) -> dict[str, Any]:
+                judge_repeat: int | None, scorers: Any, cases_file: str) -> dict[str, Any]:
     """The report of a rescore; the write keeps only the top-level keys, so provenance is in settings."""
     rows = [{"id": e["id"], "status": e["status"], "runs": e["runs"]} for e in entries]
-    summary = summarize(rows, int(settings.get("repeat") or 1), scorers)
+    # The report's counts never size work: K is what its cases hold, whatever settings.repeat claims.
+    held = max((len(e["runs"]) for e in entries), default=1) or 1
+    stored = settings.get("repeat")
+    settings["repeat"] = min(stored, held) if isinstance(stored, int) and stored >= 1 else held
+    summary = summarize(rows, settings["repeat"], scorers)
     summary["judge"] = judge_summary(judge, pricing)
     # Rescoring never calls the simulator: the dialogues, and what they cost, are those of the old run.
     summary["user_sim"] = (old.get("summary") or {}).get("user_sim") or user_sim_summary(None, None)
@@ -148,5 +132,5 @@ def new_report(old: dict, settings: dict, entries: list[dict], judge: Any, prici
         summary["judge"]["agreement"] = stats.ratio(sum(votes), len(votes))
         summary["judge"]["agreement_runs"] = len(votes)
     return build_report(run_id=new_run_id(), created_at=now_iso(), suite=old.get("suite"), agent=old.get("agent"),
-                        model=old.get("model"), cases_file=old["cases_file"], settings=settings, summary=summary,
+                        model=old.get("model"), cases_file=cases_file, settings=settings, summary=summary,
                         cases=entries, interrupted=bool(old.get("interrupted")))

@@ -99,9 +99,9 @@ def test_an_unusable_answer_left_in_the_cache_by_an_older_version_is_a_miss(loop
     from agent_eval.score.judge import cache_key
     from agent_eval.score.judge_prompt import build_prompt
 
-    key = cache_key("judge-model", build_prompt(TRACE, CASE["rubric"]))
-    JudgeCache(tmp_path).put(key, "judge-model", "maybe")
     srv = loopback([text("FAIL\nno amount")])
+    key = cache_key("judge-model", build_prompt(TRACE, CASE["rubric"]), srv.base_url)
+    JudgeCache(tmp_path).put(key, "judge-model", "maybe")
     outcome = asyncio.run(make_judge(srv, tmp_path).judge_run(CASE, TRACE))
     assert srv.count == 1 and outcome.records["judge"]["verdict"] == "FAIL"
 
