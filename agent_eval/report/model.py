@@ -7,6 +7,7 @@ wrong type is a ReportError (exit 2) naming the file and the key's path, such as
 """
 from __future__ import annotations
 
+import re
 import secrets
 from datetime import datetime, UTC
 from pathlib import Path
@@ -40,6 +41,14 @@ def new_run_id(now: datetime | None = None) -> str:
     """`YYYYmmdd-HHMMSS-<6 hex>`."""
     now = now or datetime.now()
     return now.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+
+
+_RUN_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{6}")
+
+
+def is_run_id(value: object) -> bool:
+    """True when value has the form of a run id, `YYYYmmdd-HHMMSS-<6 hex>` (so it is safe as a file name)."""
+    return isinstance(value, str) and _RUN_ID.fullmatch(value) is not None
 
 
 def now_iso() -> str:
@@ -81,10 +90,10 @@ def build_report(*, run_id: str, created_at: str, suite: str | None, agent: str 
 NUMBER = (int, float)
 _CHECK = {"name": str, "passed": bool, "detail": str}
 _RUN_SCORES = {"trial": int, "status": str, "success": (bool, int), "metrics": dict, "scorers": dict}
-_CASE_GATE = {"id!": (str, int), "status": str, "runs": [_RUN_SCORES]}
+_CASE_GATE = {"id!": (str, int), "status": str, "pass_rate": NUMBER, "runs": [_RUN_SCORES]}
 
-COMPARE_SHAPE: dict[str, Any] = {"run_id": str, "agent": str, "model": str, "settings": {"repeat": int},
-                                 "cases!": [_CASE_GATE]}
+COMPARE_SHAPE: dict[str, Any] = {"run_id": str, "suite": str, "agent": str, "model": str,
+                                 "settings": {"repeat": int}, "summary": dict, "cases!": [_CASE_GATE]}
 """What `compare` and `--baseline` read."""
 
 _DIFF_ENTRY = {"path!": list}
@@ -104,8 +113,9 @@ SCORE_SHAPE: dict[str, Any] = {"agent": str, "model": str, "settings": {"agent":
 """What `score --format agent-eval` reads: the runs' traces, scored against a case file (a journal's runs
 are checked against SCORE_RUN_SHAPE)."""
 
-VIEW_SHAPE: dict[str, Any] = {"suite": str, "run_id": str,
-                              "cases!": [{"status": str, "runs": [{"status": str, "trace": dict}]}]}
+VIEW_SHAPE: dict[str, Any] = {"suite": str, "run_id": str, "settings": dict, "summary": dict,
+                              "cases!": [{"status": str, "pass_rate": NUMBER, "runs": [
+                                  {"status": str, "metrics": dict, "trace": {"steps": [dict]}}]}]}
 """What `view` reads before it embeds the report in the page."""
 
 

@@ -127,6 +127,11 @@ class Resume:
 
 def read_stored(run_id: str, output_dir: Path) -> Stored:
     """The journal header of run_id; a missing or unreadable journal is a ConfigError (exit 2)."""
+    from agent_eval.report.model import is_run_id
+
+    if not is_run_id(run_id):
+        raise ConfigError(f"--resume {run_id!r} is not a run id; a run id has the form YYYYmmdd-HHMMSS-<6 hex> "
+                          "(such as 20260101-120000-a1b2c3), as in the report's file name.")
     path = output_dir / f"{run_id}.jsonl"
     if not path.is_file():
         raise ConfigError(f"cannot resume run {run_id!r}: its journal {path} does not exist; check the run "
@@ -139,8 +144,13 @@ def read_stored(run_id: str, output_dir: Path) -> Stored:
     except (orjson.JSONDecodeError, KeyError, TypeError):
         raise ConfigError(f"cannot resume run {run_id!r}: the first line of {path} is not a run header; "
                           f"the file is damaged or not an agent-eval journal.") from None
+    stored_id = header.get("run_id") or run_id
+    if not is_run_id(stored_id):
+        raise ConfigError(f"cannot resume run {run_id!r}: the journal {path} names the run {str(stored_id)[:80]!r}, "
+                          "which is not a run id (YYYYmmdd-HHMMSS-<6 hex>); the journal is damaged or forged, and "
+                          "nothing is written from it.")
     agent_dir = header.get("agent_dir")
-    return Stored(run_id=header.get("run_id") or run_id, created_at=header.get("created_at") or "",
+    return Stored(run_id=stored_id, created_at=header.get("created_at") or "",
                   path=path, settings=settings, cases_file=cases_file,
                   agent_dir=Path(agent_dir) if agent_dir else None, cases_sha256=header.get("cases_sha256"))
 
