@@ -86,7 +86,7 @@ def _is_explicit(ctx: typer.Context, name: str) -> bool:
 
 def build_flags(ctx: typer.Context, **given: Any) -> Flags:
     """The command's flags as one frozen value, with the names of those typed on the command line."""
-    values = {name: tuple(value) if isinstance(value, list) else value
+    values: dict[str, Any] = {name: tuple(value) if isinstance(value, list) else value
               for name, value in given.items() if value is not None}
     return Flags(**values, explicit=frozenset(name for name in given if _is_explicit(ctx, name)))
 

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from typing import Any
 from pathlib import Path
 
 from rich.console import Console
@@ -15,8 +17,8 @@ def compare_command(base_path: str | Path, new_paths: list[str | Path], gate_spe
     """Gate every new report against the base; 1 if any regressed, 2 on a bad report or gate, else 0."""
     try:
         gates = [parse_gate_spec(spec) for spec in gate_specs] or None
-        base = load_report(base_path)
-        news = [load_report(path) for path in new_paths]
+        base: dict[str, Any] = dict(load_report(base_path))
+        news: list[dict[str, Any]] = [dict(load_report(path)) for path in new_paths]
         gated = compare_many(base, news, gates)
     except ReportError as exc:
         print(f"agent-eval compare: {exc}", file=sys.stderr)
@@ -43,15 +45,17 @@ def compare_command(base_path: str | Path, new_paths: list[str | Path], gate_spe
     from agent_eval.report.compare_intervals import render_compare_intervals
 
     render_compare_intervals([base, *news], [str(base_path), *map(str, new_paths)], console)
-    for kind, path, write in (("Markdown", markdown, write_matrix_markdown), ("HTML", html_out, write_matrix_html)):
-        if path is None:
+    outputs: list[tuple[str, Path | None, Callable[[dict[str, Any], Path], None]]] = [
+        ("Markdown", markdown, write_matrix_markdown), ("HTML", html_out, write_matrix_html)]
+    for kind, out_path, write in outputs:
+        if out_path is None:
             continue
         try:
-            write(matrix, path)
+            write(matrix, out_path)
         except OSError as exc:  # an extra output never changes the verdict
-            print(f"warning: could not write the {kind} comparison {path}: {exc.strerror or exc}", file=sys.stderr)
+            print(f"warning: could not write the {kind} comparison {out_path}: {exc.strerror or exc}", file=sys.stderr)
         else:
-            console.print(f"{kind}: {path}", highlight=False, markup=False, soft_wrap=True)
+            console.print(f"{kind}: {out_path}", highlight=False, markup=False, soft_wrap=True)
     return 1 if matrix["regression"] else 0
 
 

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from rich.console import Console
 
 from agent_eval.flags import DEFAULTS
-from agent_eval.records import CaseEntry, Report
+from agent_eval.records import Report
 from agent_eval.report.model import EXIT_ERROR, EXIT_INTERRUPTED, build_report, exit_code
 from agent_eval.run.config import RunConfig
 from agent_eval.suite.cases import Suite
@@ -28,19 +28,24 @@ RunBytes = Callable[[], Iterable[list[bytes]]]  # per case entry, its runs as JS
 class Journal(Protocol):
     """The journal's part in the conclusion: where it is, and why it stopped taking runs (if it did)."""
 
-    path: Path
-    failed: str | None
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def failed(self) -> str | None: ...
 
 
 class Results(Protocol):
     """What `finish` reads of the runs a command played or scored (the run scheduler, `score`'s runs)."""
 
-    journal: Journal
     pool: Any  # the worker pool (run/pool.py, run/ray_hosts.py), or None
     stopped_early: bool
     models_used: set[str]
 
-    def case_entries(self) -> list[CaseEntry]: ...
+    @property
+    def journal(self) -> Journal: ...
+
+    def case_entries(self) -> list[dict[str, Any]]: ...
 
     def spent(self, pricing: dict[str, Any] | None) -> dict[str, Any]: ...
 
@@ -85,7 +90,8 @@ def finish(results: Results, suite: Suite, cfg: RunConfig, agent_name: str, run_
         rows = [{"id": e["id"], "status": e["status"], "runs": e["runs"]} for e in entries]
         report = build_report(run_id=run_id, created_at=created_at, suite=suite.name, agent=agent_name,
                               model=cfg.model, cases_file=str(cfg.cases_file), settings=cfg.settings(),
-                              summary=summarize(rows, cfg.repeat, suite.scorers), cases=entries,
+                              summary=summarize(rows, cfg.repeat, suite.scorers),
+                              cases=entries,  # type: ignore[arg-type]  # plain dicts of the CaseEntry keys
                               interrupted=interrupted,
                               stopped_early=results.stopped_early and not interrupted)
         pricing = suite.settings.get("pricing")

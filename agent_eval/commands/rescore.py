@@ -65,7 +65,7 @@ def rescore_command(flags: Flags, console: Console, err: Console, environ: Mappi
                     judge_base_url=redact_url(base_url) if judge_on else None, no_cache=bool(judge_repeat),
                     judge_timeout=judge_timeout,
                     judge_repeat=judge_repeat, rescored_from=old.get("run_id"), cases_not_in_file=missing)
-    report = new_report(old, settings, new_entries, judge, pricing, judge_repeat, suite.scorers, str(cases_file))
+    report = new_report(dict(old), settings, new_entries, judge, pricing, judge_repeat, suite.scorers, str(cases_file))
     outputs = Outputs(output_dir=report_path.parent, cases_file=cases_file, junit=flags.junit,
                       markdown=flags.markdown, otel=flags.otel, otlp_endpoint=flags.otlp_endpoint)
     notes = [f"Not in {suite.path} anymore, so not rescored: {', '.join(map(str, missing))}"] if missing else []

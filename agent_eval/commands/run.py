@@ -17,7 +17,6 @@ from agent_eval.errors import ConfigError
 from agent_eval.flags import Flags
 from agent_eval.provider import endpoints
 from agent_eval.provider.endpoints import WindowBoard
-from agent_eval.records import Case
 from agent_eval.report.model import new_run_id, now_iso
 from agent_eval.run.config import RunConfig, require_llm
 from agent_eval.run.interrupt import Interrupts
@@ -47,8 +46,8 @@ def prepare_run(flags: Flags, adjust: Callable[[RunConfig], None] | None = None,
     return prepared
 
 
-def _select_last_failed(flags: Flags, cfg: RunConfig, cases: list[Case],
-                        warn: Callable[[str], None]) -> list[Case]:
+def _select_last_failed(flags: Flags, cfg: RunConfig, cases: list[dict[str, Any]],
+                        warn: Callable[[str], None]) -> list[dict[str, Any]]:
     """--lf: keep the cases that failed or errored in the newest earlier run of this case file."""
     ids = flags.last_failed_ids  # a resumed run's stored selection
     if ids is None and flags.last_failed:
@@ -94,9 +93,9 @@ def run_command(flags: Flags, console: Console, err: Console) -> int:
     if suite.servers:
         from agent_eval.run.mcp_sessions import shared_state_warning
 
-        warning = shared_state_warning(suite.servers, cfg.concurrency)
-        if warning:
-            say(err, warning)
+        shared = shared_state_warning(suite.servers, cfg.concurrency)
+        if shared:
+            say(err, shared)
     agent_dir = flags.agent_dir if flags.agent_dir else (suite.base_dir if flags.agent is None else Path.cwd())
     agent, simulator, scoring = build_parts(suite, cases, cfg, agent_dir)
     make_output_dir(cfg)

@@ -41,9 +41,10 @@ class ScoredRuns:
         self._offsets: list[list[tuple[int, int]]] = []
 
     def add(self, case: dict, runs: list[dict], skip: str | None = None) -> None:
-        offsets = [self.journal.append(case["id"], run["trial"], run) for run in runs]
-        self.models_used.update(c.get("model") or self.scoring.model for run in runs
-                                for c in run["trace"].get("llm_calls") or () if c.get("model") or self.scoring.model)
+        written = [self.journal.append(case["id"], run["trial"], run) for run in runs]
+        offsets = [p for p in written if p is not None]  # a journal that failed stops the report anyway
+        self.models_used.update(m for run in runs for c in run["trace"].get("llm_calls") or ()
+                                if (m := c.get("model") or self.scoring.model))
         lite = [lite_run(run, case) for run in runs]
         for run in runs:
             for check in run.get("skipped_checks") or ():
@@ -121,8 +122,9 @@ async def _score_case(suite: Suite, case: dict, recordings: list[Recording], ctx
         from agent_eval.run.sandbox import EnvTemplate, replay_expected_tools
 
         expected = replay_expected_tools(suite.tools, EnvTemplate(initial), case["expected_tools"])
-    trials = [r.trial for r in recordings]
-    if None in trials or len(set(trials)) != len(trials):
+    given = [r.trial for r in recordings]
+    trials = [t for t in given if t is not None]
+    if len(trials) != len(given) or len(set(trials)) != len(trials):
         trials = list(range(len(recordings)))
 
     async def one(rec: Recording, trial: int) -> dict:

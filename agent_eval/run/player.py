@@ -139,6 +139,7 @@ class Player:
         if self.servers is not None:
             blob = self._env_blob(slot)
             self._prestart_next()
+        assert slot.template is not None, "play() runs a prepared slot"
         played = await play_run(slot.case, trial, self.agent, self.suite.tools, slot.template,
                                 self.system_prompt, self.cfg.timeout, simulator, self.servers, blob)
         if played.trace_json is not None:  # encoded once: the journal splices it in as it is

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from agent_eval import llm
@@ -45,11 +45,11 @@ class Runner:
     """Runs the selected cases of a suite and keeps only small per-run rows in memory."""
 
     def __init__(self, suite: Suite, cases: list[dict], cfg: RunConfig, agent: Any, scoring: ScoringContext,
-                 journal: Journal, environ: dict[str, str] | None = None,
+                 journal: Journal, environ: Mapping[str, str] | None = None,
                  on_run_done: Callable[[], None] | None = None, simulator: Any = None) -> None:
         self.suite, self.cfg, self.scoring, self.journal = suite, cfg, scoring, journal
-        environ = os.environ if environ is None else environ
-        self.slots = [CaseSlot(c, list(range(cfg.repeat)), skip_reason(c, environ, cfg.judge)) for c in cases]
+        env: Mapping[str, str] = os.environ if environ is None else environ
+        self.slots = [CaseSlot(c, list(range(cfg.repeat)), skip_reason(c, env, cfg.judge)) for c in cases]
         self.on_run_done = on_run_done or (lambda: None)
         self.player = Player(suite, cfg, agent, scoring, simulator)
         self.player.upcoming = lambda: None if self._stopping else self._next_slot()

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 
+from agent_eval.records import Report
 from agent_eval.score import stats
 from agent_eval.suite.cases import Suite, case_env, has_only_judged_checks
 from agent_eval.score.env_checks import is_env_check
@@ -116,7 +117,7 @@ async def rescore_all(suite: Suite, entries: list[dict], by_id: dict[str, dict],
 
 
 def new_report(old: dict, settings: dict, entries: list[dict], judge: Any, pricing: dict,
-                judge_repeat: int | None, scorers: Any, cases_file: str) -> dict[str, Any]:
+                judge_repeat: int | None, scorers: Any, cases_file: str) -> Report:
     """The report of a rescore; the write keeps only the top-level keys, so provenance is in settings."""
     rows = [{"id": e["id"], "status": e["status"], "runs": e["runs"]} for e in entries]
     # The report's counts never size work: K is what its cases hold, whatever settings.repeat claims.
@@ -133,4 +134,5 @@ def new_report(old: dict, settings: dict, entries: list[dict], judge: Any, prici
         summary["judge"]["agreement_runs"] = len(votes)
     return build_report(run_id=new_run_id(), created_at=now_iso(), suite=old.get("suite"), agent=old.get("agent"),
                         model=old.get("model"), cases_file=cases_file, settings=settings, summary=summary,
-                        cases=entries, interrupted=bool(old.get("interrupted")))
+                        cases=entries,  # type: ignore[arg-type]  # plain dicts of the CaseEntry keys
+                        interrupted=bool(old.get("interrupted")))

@@ -1,6 +1,7 @@
 """Load and validate a case file: both shapes, the suite block, paths, env merging."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -363,7 +364,7 @@ def select_cases(cases: list[dict], filters: list[str]) -> list[dict]:
     return [c for c in cases if any(f in c["id"] or any(f in t for t in c.get("tags", ())) for f in filters)]
 
 
-def skip_reason(case: dict, environ: dict[str, str], judge_on: bool) -> str | None:
+def skip_reason(case: dict, environ: Mapping[str, str], judge_on: bool) -> str | None:
     """Why a case is skipped, or None when it runs."""
     missing = [name for name in case.get("requires", ()) if not environ.get(name)]
     if missing:
