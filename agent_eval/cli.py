@@ -200,8 +200,8 @@ def rescore(
 
     Writes the new report, its HTML page and its history row beside the old one."""
     flags = build_flags(ctx, report=report, cases=cases, judge_repeat=judge_repeat, no_judge=no_judge,
-                        judge_model=judge_model, judge_timeout=judge_timeout, junit=junit, markdown=markdown, quiet=quiet, otel=otel,
-                        otlp_endpoint=otlp_endpoint)
+                        judge_model=judge_model, judge_timeout=judge_timeout, junit=junit, markdown=markdown,
+                        quiet=quiet, otel=otel, otlp_endpoint=otlp_endpoint)
 
     def go() -> int:
         from agent_eval.commands.rescore import rescore_command
