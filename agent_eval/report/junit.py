@@ -73,7 +73,7 @@ def build_junit(report: dict[str, Any]) -> ET.ElementTree:
         cases.append(element)
     seconds = sum(_seconds(c) for c in report.get("cases") or [])
     counts = {"tests": str(len(cases)), "failures": str(outcomes["failed"]), "errors": str(outcomes["error"])}
-    root = ET.Element("testsuites", name="agent-eval", time=f"{seconds:.3f}", **counts)
+    root = ET.Element("testsuites", {"name": "agent-eval", "time": f"{seconds:.3f}", **counts})
     attrs = {"name": suite, **counts, "skipped": str(outcomes["skipped"]), "time": f"{seconds:.3f}"}
     if report.get("created_at"):
         attrs["timestamp"] = str(report["created_at"])

@@ -58,7 +58,7 @@ def _span(value: str) -> str:
     return f"{fence}{padded}{fence}"
 
 
-def _table(header: list[str], rows: list[list[str]], right: set[int] = frozenset()) -> list[str]:
+def _table(header: list[str], rows: list[list[str]], right: frozenset[int] | set[int] = frozenset()) -> list[str]:
     align = ["---:" if i in right else ":---" for i in range(len(header))]
     return [f"| {' | '.join(header)} |", f"| {' | '.join(align)} |",
             *(f"| {' | '.join(cell(c) for c in row)} |" for row in rows)]
