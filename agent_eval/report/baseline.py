@@ -21,16 +21,16 @@ def resolve_baseline(spec: str | None, cfg: Any, agent_name: str, run_id: str, c
 
     db = cfg.output_dir / "history.sqlite"
     try:
-        run_id = baseline_last(db, cfg.cases_file, agent_name, created_at, exclude_run_id=run_id) \
+        found = baseline_last(db, cfg.cases_file, agent_name, created_at, exclude_run_id=run_id) \
             if db.exists() else None
     except sqlite3.DatabaseError as exc:  # a damaged history: the run goes on without a gate
         err.print(f"warning: cannot read {db} ({exc}); no gate this time.", highlight=False, markup=False)
         return None
-    if run_id is None:
+    if found is None:
         err.print(f"warning: --baseline last found no earlier finished run of {cfg.cases_file} with agent "
                   f"{agent_name} in {db}; no gate this time.", highlight=False, markup=False)
         return None
-    return cfg.output_dir / f"{run_id}.json"
+    return cfg.output_dir / f"{found}.json"
 
 
 def validate_baseline(path: Path | None, gate_specs: list[str]) -> None:
@@ -54,6 +54,6 @@ def gate_against(path: Path, report: dict[str, Any], gate_specs: list[str]) -> d
 
     try:
         gates = [parse_gate_spec(spec) for spec in gate_specs] or None
-        return compare_reports(load_report(path), report, gates)
+        return compare_reports(dict(load_report(path)), report, gates)
     except ReportError as exc:
         raise ConfigError(f"--baseline: {exc}") from None

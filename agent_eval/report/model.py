@@ -11,7 +11,7 @@ import re
 import secrets
 from datetime import datetime, UTC
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 
@@ -187,4 +187,4 @@ def load_report(path: str | Path, shape: dict[str, Any] = COMPARE_SHAPE) -> Repo
     if problem:
         raise ReportError(f"{path}: {problem}; the report is damaged or was not written by agent-eval "
                           "(re-run the suite, or fix that key).")
-    return report
+    return cast("Report", report)
