@@ -272,8 +272,10 @@ def _check_ranges(cfg: RunConfig) -> None:
                         ("--max-steps", cfg.max_steps)):
         if not 1 <= count <= MAX_COUNT:
             raise ConfigError(f"{flag} must be at least 1 and at most {MAX_COUNT} (got {count}).")
-    if not 0.0 <= cfg.threshold <= 1.0:
-        raise ConfigError(f"--threshold must be between 0 and 1 (got {cfg.threshold}).")
+    if not 0.0 < cfg.threshold <= 1.0:
+        where = "--threshold" if cfg.sources.get("threshold") != "suite" else f"defaults.threshold in {cfg.cases_file}"
+        raise ConfigError(f"{where} must be above 0 and at most 1 (got {cfg.threshold}); a threshold of 0 passes "
+                          "a case that never succeeds.")
     if cfg.gates and not cfg.baseline:
         raise ConfigError("--gate compares against a baseline; add --baseline REPORT (or --baseline last).")
     if cfg.timeout is not None and not (0 < cfg.timeout < math.inf):

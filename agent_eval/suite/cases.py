@@ -39,7 +39,7 @@ Count = Annotated[StrictInt, Field(ge=1, le=MAX_COUNT)]
 
 class Defaults(_Strict):
     repeat: Count | None = None
-    threshold: Annotated[StrictFloat | StrictInt, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
+    threshold: Annotated[StrictFloat | StrictInt, Field(gt=0, le=1, allow_inf_nan=False)] | None = None
 
 
 class SuiteBlock(_Strict):

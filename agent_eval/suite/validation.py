@@ -10,6 +10,7 @@ from agent_eval.score.safety import safety_of
 from agent_eval.suite.fields import args_key_problems, expect_problems, unknown_key_message  # noqa: F401
 from agent_eval.suite.validation_safety import validate_case_safety
 from agent_eval.suite.validation_scenario import validate_scenario_fields
+from agent_eval.suite.validation_vacuous import vacuous_checks
 
 
 def deterministic_checks(case: dict, suite: Any = None) -> list[str]:
@@ -72,6 +73,7 @@ def validate_case(case: dict, suite: Any) -> list[tuple[str, str]]:
         if fault.get("delay_ms") is not None and fault["delay_ms"] < 0:
             add(f"faults[{i}].delay_ms", "must be >= 0")
     problems.extend(validate_case_safety(case, suite))
+    problems.extend(vacuous_checks(case))
     if getattr(suite, "servers", None):
         from agent_eval.suite.mcp_tools import check_case_env
 

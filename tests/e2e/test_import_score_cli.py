@@ -97,7 +97,7 @@ def case_file(tmp_path: Path, **suite) -> Path:
          "expected_tools": [{"name": "lookup_order", "args": {"order_id": 42}},
                             {"name": "refund", "args": {"order_id": 42, "amount": 9.5}}],
          "trajectory": "unordered"},
-        {"id": f"trace-{TID_B[:12]}", "query": "hi", "expected_tools": [], "trajectory": "unordered",
+        {"id": f"trace-{TID_B[:12]}", "query": "hi", "expected_tools": [], "trajectory": "subset",
          "expect": {"icontains": "hello"}},
         {"id": "search", "query": "blue shoes?", "metadata": {"trace_id": TID_C},
          "expected_tools": [{"name": "search", "args": {"q": {"$regex": "blue.*"}}}], "trajectory": "unordered",
