@@ -8,7 +8,8 @@ from typing import Any
 def vacuous_checks(case: dict[str, Any]) -> list[tuple[str, str]]:
     """(field, message with the fix) for each check of the case that passes whatever the run does."""
     problems: list[tuple[str, str]] = []
-    expect = case.get("expect") if isinstance(case.get("expect"), dict) else {}
+    raw = case.get("expect")
+    expect: dict[str, Any] = raw if isinstance(raw, dict) else {}
     pattern = expect.get("regex")
     if pattern == "" or pattern == [] or (isinstance(pattern, list) and "" in pattern):
         problems.append(("expect.regex", "an empty pattern matches every answer, so the check cannot fail; "
