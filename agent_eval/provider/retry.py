@@ -2,8 +2,11 @@
 
 Each attempt waits for a place in its endpoint's window and for the token bucket, then is sent. A failed
 attempt is classified (`hints.classify`): rate-limited answers are retried until `--retry-budget` is
-spent, other retryable ones at most 8 times, the rest not at all. Waiting for the limit is recorded on
-the current run (`waits`) and does not count towards the request's timeout.
+spent, other retryable ones at most 8 times, the rest not at all; no wait may outrun what is left of the
+budget. Waiting for a place, for a token, and every retried attempt (from its start to the start of the
+next attempt) is recorded on the current run (`waits`): none of it is the agent's time (--timeout,
+latency). `timeout_s` (--judge-timeout) bounds a judge or simulator request as a whole with its
+retries, but not the time it spends waiting for the rate limit (a place, a token, a 429).
 """
 from __future__ import annotations
 
@@ -74,7 +77,7 @@ async def send(ep: Endpoint, attempt: Callable[[], Awaitable[T]], timeout_s: flo
     succeeded, or RequestFailed / RequestTimedOut. `shown` is the endpoint as the progress line names it."""
     cfg = settings()
     waits = RequestWaits()
-    retries, counted = 0, 0.0  # counted: time towards the timeout (not waiting for the limit)
+    retries, counted = 0, 0.0  # counted: towards `timeout_s` (--judge-timeout): retried attempts but not a 429's
     first_at: float | None = None
     mark = time.perf_counter()  # from here, a wait for a place or a token is waiting for the limit
     try:
@@ -111,20 +114,20 @@ async def send(ep: Endpoint, attempt: Callable[[], Awaitable[T]], timeout_s: flo
             if kind == "rate_limited":
                 ep.rate_limited += 1
                 ep.window.rate_limited()
-                waits.begin(sent_at)  # a rate-limited attempt is waiting too
             else:
                 counted += time.perf_counter() - sent_at
             if kind == "final":
                 raise RequestFailed(failed, retries, _not_retried(status, headers, code))
             if kind == "retry" and retries >= hints.MAX_RETRIES:
                 raise RequestFailed(failed, retries)
+            # A retried attempt, of any kind, is waiting: from its start to the start of the next one.
+            waits.begin(sent_at)
             hint = hints.provider_hint(headers, time.time())
             wait = hints.retry_wait(kind, hint, retries, _draw.random())
-            if kind == "rate_limited":
-                left = cfg.retry_budget_s - (time.perf_counter() - first_at)
-                if wait > left:
-                    raise RequestFailed(failed, retries, _over_budget(hint, wait, left, cfg.retry_budget_s))
-            elif timeout_s is not None and counted + wait >= timeout_s:
+            left = cfg.retry_budget_s - (time.perf_counter() - first_at)
+            if wait > left:
+                raise RequestFailed(failed, retries, _over_budget(hint, wait, left, cfg.retry_budget_s))
+            if kind == "retry" and timeout_s is not None and counted + wait >= timeout_s:
                 await asyncio.sleep(max(0.0, timeout_s - counted))
                 raise RequestTimedOut(retries)
             retries += 1
@@ -134,7 +137,7 @@ async def send(ep: Endpoint, attempt: Callable[[], Awaitable[T]], timeout_s: flo
             ep.retry_wait_s += wait
             if kind == "retry":
                 counted += wait
-                mark = time.perf_counter()
+            mark = time.perf_counter()
     finally:
         waits.end()
 

@@ -112,6 +112,26 @@ def test_waiting_for_the_limit_is_not_the_agents_time(loopback, tmp_path: Path) 
     assert all(call["latency_s"] < 1.0 for call in run["trace"]["llm_calls"])
 
 
+def test_retried_server_errors_are_waiting_too_not_the_agents_time(loopback, tmp_path: Path) -> None:
+    cases = provider_suite(tmp_path, ["a"])
+    replies = iter([status(500, headers={"retry-after": "2"}), status(502, headers={"retry-after": "2"})])
+
+    def script(request: dict, index: int):
+        # Two server errors, each asking for 2 s, then answers: 4 s of retries against --timeout 1.
+        return next(replies, None) or answer(request["messages"])
+
+    srv = loopback(script)
+    code, report, output = run_cli(tmp_path, cases, srv.base_url, "--timeout", "1")
+    assert code == 0, output
+    (run,) = report["cases"][0]["runs"]
+    assert run["status"] == "passed" and run["trace"]["stop_reason"] == "completed"
+    # From the first attempt to the start of the answered one: at least the two 2 s hints.
+    assert run["trace"]["rate_limit_wait_s"] >= 4.0
+    assert run["trace"]["latency_s"] < 1.0 and run["trace"]["ttfa_s"] < 1.0
+    (entry,) = [e for e in report["summary"]["provider"] if e["role"] == "agent"]
+    assert entry["retries"] == 2 and entry["rate_limited"] == 0
+
+
 def test_a_client_side_rate_limit_keeps_the_providers_429s_near_zero(tmp_path: Path) -> None:
     cases = provider_suite(tmp_path, [f"c{n:02d}" for n in range(30)])
     # The provider allows 20 a second (1200 a minute), burst 5; the client keeps 1080 a minute, burst 1.
