@@ -1,4 +1,4 @@
-"""A loopback OpenAI-compatible Chat Completions server for scripted tests and benchmarks.
+"""A loopback OpenAI-compatible server (Chat Completions, and Responses) for scripted tests and benchmarks.
 
 The one place that knows the wire format. Usage::
 
@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+
+from tests.loopback_wire import chat_events, response_body, response_events
 
 __all__ = [
     "LoopbackServer",
@@ -151,30 +153,6 @@ def _coerce(reply: ReplyLike) -> Reply:
     if isinstance(reply, (list, tuple)):
         return tool_calls(reply)
     raise TypeError(f"loopback: a script produced {type(reply).__name__}, not a Reply")
-
-
-def _events(request: dict, completion: dict) -> bytes:
-    """A completion as Chat Completions stream events: role, content, one chunk per tool call, the finish,
-    the usage chunk when `stream_options.include_usage` asks for it, then [DONE]."""
-    options = request.get("stream_options") or {}
-    with_usage = isinstance(options, dict) and options.get("include_usage") is True
-    choice = completion["choices"][0]
-    message = choice["message"]
-    head = {k: completion[k] for k in ("id", "object", "created", "model")} | {"object": "chat.completion.chunk"}
-    deltas: list[dict] = [{"role": "assistant", "content": ""}]
-    if message.get("content"):
-        deltas.append({"content": message["content"]})
-    for index, call in enumerate(message.get("tool_calls") or ()):
-        deltas.append({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
-                                       "function": {"name": call["function"]["name"], "arguments": ""}}]})
-        deltas.append({"tool_calls": [{"index": index, "function": {"arguments": call["function"]["arguments"]}}]})
-    chunks = [{**head, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
-    chunks.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]})
-    if with_usage:
-        for chunk in chunks:
-            chunk["usage"] = None
-        chunks.append({**head, "choices": [], "usage": completion["usage"]})
-    return b"".join(b"data: " + orjson.dumps(chunk) + b"\n\n" for chunk in chunks) + b"data: [DONE]\n\n"
 
 
 def _error_body(code: int, message: str) -> dict:
@@ -342,8 +320,9 @@ class LoopbackServer:
         path = path.split("?", 1)[0].rstrip("/")
         if method == "GET" and path.endswith("/models"):
             return 200, {"object": "list", "data": [{"id": "loopback", "object": "model"}]}, {}
-        if method != "POST" or not path.endswith("/chat/completions"):
-            message = f"loopback serves POST /v1/chat/completions, not {method} {path}"
+        responses = path.endswith("/responses")
+        if method != "POST" or not (path.endswith("/chat/completions") or responses):
+            message = f"loopback serves POST /v1/chat/completions and /v1/responses, not {method} {path}"
             return 404, _error_body(404, message), {}
         try:
             request = orjson.loads(raw)
@@ -353,12 +332,12 @@ class LoopbackServer:
             number = len(self._requests)
             self._requests.append(request if self._keep else None)  # type: ignore[arg-type]
             self._headers.append(headers if self._keep else None)  # type: ignore[arg-type]
-        code, body, extra = await self._reply_to(request, number + 1)
+        code, body, extra = await self._reply_to(request, number + 1, responses)
         with self._lock:
             self._statuses[number] = code
         return code, body, extra
 
-    async def _reply_to(self, request: dict, number: int) -> tuple[int, Any, dict]:
+    async def _reply_to(self, request: dict, number: int, responses: bool = False) -> tuple[int, Any, dict]:
         if self.latency_s > 0:
             await asyncio.sleep(self.latency_s)
         if "_raw" in request:
@@ -374,8 +353,13 @@ class LoopbackServer:
             reply = reply.then or text("")
         if reply.message is None:
             return reply.status, reply.body if reply.body is not None else {}, dict(reply.headers)
+        if responses:
+            body = response_body(request, reply.message, reply.usage, number)
+            if request.get("stream"):
+                return reply.status, response_events(body), {**reply.headers, "content-type": "text/event-stream"}
+            return reply.status, body, dict(reply.headers)
         if request.get("stream"):
-            return reply.status, _events(request, self._completion(request, reply)), {
+            return reply.status, chat_events(request, self._completion(request, reply)), {
                 **reply.headers, "content-type": "text/event-stream"}
         return reply.status, self._completion(request, reply), dict(reply.headers)
 
