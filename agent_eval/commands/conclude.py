@@ -18,9 +18,11 @@ from rich.console import Console
 
 from agent_eval.flags import DEFAULTS
 from agent_eval.records import Report
+from agent_eval.report.otlp_post import RunSender
 from agent_eval.report.model import EXIT_ERROR, EXIT_INTERRUPTED, build_report, exit_code
 from agent_eval.run.config import RunConfig
 from agent_eval.suite.cases import Suite
+from agent_eval.run.journal import Journal as JournalFile
 
 RunBytes = Callable[[], Iterable[list[bytes]]]  # per case entry, its runs as JSON bytes; callable again
 
@@ -65,15 +67,25 @@ class Outputs:
     otlp_endpoint: str | None = None
 
 
+def offer_runs(journal: JournalFile, url: str | None, head: dict[str, Any]) -> RunSender | None:
+    """With --otlp-endpoint, a sender that each run journaled from here on is offered to as it finishes."""
+    if not url:
+        return None
+    sender = RunSender(url, head)
+    journal.on_append = sender.offer
+    return sender
+
+
 def say(console: Console, line: str) -> None:
     """One line of plain text: no markup, no highlighting, never wrapped."""
     console.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
 def finish(results: Results, suite: Suite, cfg: RunConfig, agent_name: str, run_id: str, created_at: str,
-           interrupted: bool, console: Console, err: Console, stop_code: int = EXIT_INTERRUPTED) -> int:
+           interrupted: bool, console: Console, err: Console, stop_code: int = EXIT_INTERRUPTED,
+           sender: RunSender | None = None) -> int:
     """Build the report of `results`, write it with every extra output, print it; a second Ctrl-C here
-    exits at once."""
+    exits at once. `sender` is the --otlp-endpoint sender the runs were offered to as they finished."""
     from agent_eval.run.journal import append_usage, read_usage
     from agent_eval.score.metrics import summarize
     from agent_eval.score.prices import price_sources
@@ -118,7 +130,8 @@ def finish(results: Results, suite: Suite, cfg: RunConfig, agent_name: str, run_
         code = conclude(report, results.run_bytes, cfg, console, err, interrupted=interrupted, stop_code=stop_code,
                         baseline=baseline,
                         gates=cfg.gates, verbose=cfg.verbose, quiet=cfg.quiet,
-                        abandoned=bool(pool is not None and pool.abandoned), journal=results.journal.path)
+                        abandoned=bool(pool is not None and pool.abandoned), journal=results.journal.path,
+                        sender=sender)
         for crash in pool.crashes if pool is not None else ():
             say(err, f"warning: a worker crashed; this is a bug in agent-eval, please report it with this "
                      f"traceback:\n{crash.rstrip()}")
@@ -141,7 +154,8 @@ def conclude(report: Report, run_bytes: RunBytes, outputs: Any, console: Console
              interrupted: bool = False, stop_code: int = EXIT_INTERRUPTED, baseline: Path | None = None,
              gates: Sequence[str] = (),
              verbose: bool = False, quiet: bool = False, abandoned: bool = False,
-             label: str = "JSON report", notes: Sequence[str] = (), journal: Path | None = None) -> int:
+             label: str = "JSON report", notes: Sequence[str] = (), journal: Path | None = None,
+             sender: RunSender | None = None) -> int:
     """Gate, decide the exit code, write the JSON report and every extra output, print; the exit code.
 
     `outputs` is a RunConfig or an `Outputs`; `notes` are printed after the report, before the files."""
@@ -172,7 +186,7 @@ def conclude(report: Report, run_bytes: RunBytes, outputs: Any, console: Console
             f"{problem} Every finished run is in the journal {journal}; once the disk is writable, "
             f"`{resume_hint(report['run_id'], outputs.output_dir)}` writes the report.")
         return EXIT_ERROR
-    written = write_extras(dict(report), path, run_bytes, outputs, lambda line: say(err, line))
+    written = write_extras(dict(report), path, run_bytes, outputs, lambda line: say(err, line), sender)
     if not quiet or interrupted:
         render_report(dict(report), console, verbose=verbose)
     else:

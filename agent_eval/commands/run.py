@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from agent_eval import llm
-from agent_eval.commands.conclude import finish, say
+from agent_eval.commands.conclude import finish, offer_runs, say
 from agent_eval.commands.prepare import Prepared, check_baseline, check_judge, make_output_dir, prepare
 from agent_eval.errors import ConfigError
 from agent_eval.flags import Flags
@@ -117,6 +117,8 @@ def run_command(flags: Flags, console: Console, err: Console) -> int:
         if journal.failed:
             raise ConfigError(f"cannot write the journal {journal.path} ({journal.failed}); free some space or "
                               "pass --output-dir with a writable folder.")
+        sender = offer_runs(journal, cfg.otlp_endpoint, {"run_id": run_id, "created_at": created_at,
+                                                          "suite": suite.name, "model": cfg.model})
         progress = _progress(console, cfg)
         board = pool.board if pool is not None else WindowBoard()
         runner = Runner(suite, cases, cfg, agent, scoring, journal,
@@ -148,7 +150,7 @@ def run_command(flags: Flags, console: Console, err: Console) -> int:
                     progress.stop()
                 journal.close()
             return finish(runner, suite, cfg, agent.name, run_id, created_at, interrupted, console, err,
-                          stop_code=interrupts.exit_code)
+                          stop_code=interrupts.exit_code, sender=sender)
     finally:
         if pool is not None:
             pool.on_close()

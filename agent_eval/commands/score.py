@@ -6,7 +6,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from agent_eval.commands.conclude import finish, say
+from agent_eval.commands.conclude import finish, offer_runs, say
 from agent_eval.commands.prepare import check_baseline, check_judge, make_output_dir, prepare
 from agent_eval.errors import ConfigError
 from agent_eval.flags import Flags
@@ -48,6 +48,8 @@ def score_command(flags: Flags, console: Console, err: Console) -> int:
     journal = Journal(cfg.output_dir / f"{run_id}.jsonl",
                       {"run_id": run_id, "created_at": created_at, "settings": cfg.settings(),
                        "cases_file": str(cfg.cases_file)})
+    sender = offer_runs(journal, cfg.otlp_endpoint, {"run_id": run_id, "created_at": created_at,
+                                                      "suite": suite.name, "model": cfg.model})
     judge = build_judge(cfg.judge, cfg.judge_model, cfg.judge_base_url, cfg.judge_api_key, cfg.no_cache,
                         runnable, timeout_s=cfg.judge_timeout)
     ctx = ScoringContext(pricing=suite.settings.get("pricing") or {}, model=cfg.model, judge=judge,
@@ -57,7 +59,7 @@ def score_command(flags: Flags, console: Console, err: Console) -> int:
         asyncio.run(score_all(suite, plans, ctx, cfg.concurrency, scored_runs))
     finally:
         journal.close()
-    code = finish(scored_runs, suite, cfg, cfg.agent, run_id, created_at, False, console, err)
+    code = finish(scored_runs, suite, cfg, cfg.agent, run_id, created_at, False, console, err, sender=sender)
     if scored_runs.skipped_names:
         shown = ", ".join(f"{name} ({n} run{'s' if n != 1 else ''})" for name, n in scored_runs.skipped_names.items())
         say(console, f"Skipped for want of a recorded environment: {shown}")

@@ -8,7 +8,7 @@ file back (`agent_eval.case_id` / `agent_eval.trial` first). See docs/import-and
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -50,7 +50,7 @@ def _ns(origin: int, seconds: Any) -> int:
     return origin + int(round(float(seconds) * 1e9)) if isinstance(seconds, (int, float)) else origin
 
 
-def _origin(trace: dict[str, Any], created_at: str | None) -> int:
+def _origin(trace: dict[str, Any], created_at: Any) -> int:
     """The run's start in Unix ns: the trace's own record, else the report's created_at."""
     started = trace.get("started_at_unix_ns")
     if isinstance(started, int) and not isinstance(started, bool):
@@ -82,7 +82,7 @@ def _events(run: dict[str, Any], at: int) -> list[dict[str, Any]]:
     return events
 
 
-def run_spans(head: dict[str, Any], case_id: str, run: dict[str, Any]) -> list[dict[str, Any]]:
+def run_spans(head: Mapping[str, Any], case_id: str, run: dict[str, Any]) -> list[dict[str, Any]]:
     """The spans of one run: invoke_agent, then its chat and execute_tool children."""
     trace = run.get("trace") or {}
     trial = int(run.get("trial") or 0)
@@ -137,14 +137,17 @@ def run_spans(head: dict[str, Any], case_id: str, run: dict[str, Any]) -> list[d
     return spans
 
 
+def export_request(report: Mapping[str, Any], spans: list[dict[str, Any]]) -> dict[str, Any]:
+    """One OTLP/JSON ExportTraceServiceRequest holding `spans` (of one run or several) of the report."""
+    resource = {"attributes": _attrs({"service.name": "agent-eval", "agent_eval.run_id": report.get("run_id")})}
+    return {"resourceSpans": [{"resource": resource, "scopeSpans": [{"scope": {"name": SCOPE}, "spans": spans}]}]}
+
+
 def export_requests(report: dict[str, Any], run_bytes: Iterable[list[bytes]]) -> Iterator[dict[str, Any]]:
     """One OTLP/JSON ExportTraceServiceRequest per run of the report (its runs given as JSON bytes)."""
-    resource = {"attributes": _attrs({"service.name": "agent-eval", "agent_eval.run_id": report.get("run_id")})}
     for case, runs in zip(report["cases"], run_bytes, strict=True):
         for raw in runs:
-            spans = run_spans(report, str(case["id"]), orjson.loads(raw))
-            yield {"resourceSpans": [{"resource": resource,
-                                      "scopeSpans": [{"scope": {"name": SCOPE}, "spans": spans}]}]}
+            yield export_request(report, run_spans(report, str(case["id"]), orjson.loads(raw)))
 
 
 def write_otel(report: dict[str, Any], run_bytes: Iterable[list[bytes]], path: Path) -> None:

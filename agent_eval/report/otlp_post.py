@@ -1,10 +1,16 @@
-"""`--otlp-endpoint URL`: each run's trace POSTed as OTLP/HTTP JSON, with OTEL_EXPORTER_OTLP_HEADERS.
+"""`--otlp-endpoint URL`: each run's trace POSTed as OTLP/HTTP JSON as it finishes, with OTEL_EXPORTER_OTLP_HEADERS.
 
-A failed POST never changes a verdict: the command gets one warning with the count and the first reason.
+`RunSender.offer` is all the run's hot path does: it hands the run's JSON to a bounded queue, and a thread
+of its own builds the spans and POSTs whatever has queued up as one request. A run that finds the queue
+full is sent at the command's end from the report instead, so none is lost and no run waits for the
+collector. A failed POST never changes a verdict: the command gets one warning with the count and the
+first reason.
 """
 from __future__ import annotations
 
 import os
+import queue
+import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import unquote
@@ -13,6 +19,10 @@ import orjson
 
 HEADERS_ENV = "OTEL_EXPORTER_OTLP_HEADERS"
 TIMEOUT_S = 10.0
+QUEUE_RUNS = 256  # runs waiting for the sender thread; past that a run is sent at the end
+BATCH_RUNS = 64  # the most runs one POST carries
+GIVE_UP_AFTER = 3  # consecutive failed POSTs after which the rest of the command's runs are not tried
+_DONE = None
 
 
 def otlp_headers(env: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -26,28 +36,98 @@ def otlp_headers(env: Mapping[str, str] | None = None) -> dict[str, str]:
     return headers
 
 
-def post_requests(url: str, requests: Iterable[dict[str, Any]], headers: dict[str, str] | None = None,
-                  ) -> tuple[int, int, str | None]:
-    """POST each export request to url: (sent, failed, the first failure's reason)."""
+class RunSender:
+    """POSTs the traces of one command's runs to `url`, from a background thread, as the runs finish.
+
+    `head` holds what every run's spans name (the report's run_id, created_at, suite and model).
+    """
+
+    def __init__(self, url: str, head: Mapping[str, Any], headers: Mapping[str, str] | None = None) -> None:
+        import httpx  # noqa: F401  # here, not first on the sender thread while the run imports it too
+
+        import agent_eval.report.otel  # noqa: F401
+        self.url, self.head = url, dict(head)
+        self.headers = {**otlp_headers(), **(headers or {}), "Content-Type": "application/json"}
+        self.sent = self.failed = 0
+        self.reason: str | None = None
+        self._queue: queue.Queue[tuple[str, bytes] | None] = queue.Queue(QUEUE_RUNS)
+        self._deferred: set[tuple[str, int]] = set()  # runs that found the queue full
+        self._thread: threading.Thread | None = None
+        self._failed_in_a_row = 0
+
+    def offer(self, case_id: str, trial: int, run_json: bytes) -> None:
+        """Queue one finished run (never blocks); a full queue leaves it for `finish`."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._send_queued, name="otlp-sender", daemon=True)
+            self._thread.start()
+        try:
+            self._queue.put_nowait((case_id, run_json))
+        except queue.Full:
+            self._deferred.add((case_id, trial))
+
+    def finish(self, report: Mapping[str, Any], run_bytes: Iterable[list[bytes]], every_run: bool = False,
+               ) -> tuple[int, int, str | None]:
+        """Send what is still queued, then the runs of `report` that found the queue full (with
+        `every_run`, all of them: a command whose runs were never offered); (sent, failed, first reason)."""
+        if self._thread is not None:
+            self._queue.put(_DONE)
+            self._thread.join()
+        rest = [(str(case["id"]), raw) for case, raws in zip(report["cases"], run_bytes, strict=True)
+                for lite, raw in zip(case["runs"], raws, strict=True)
+                if every_run or (str(case["id"]), int(lite.get("trial") or 0)) in self._deferred]
+        if rest:
+            with _client() as client:
+                for start in range(0, len(rest), BATCH_RUNS):
+                    self._post(client, rest[start:start + BATCH_RUNS])
+        return self.sent, self.failed, self.reason
+
+    def _send_queued(self) -> None:
+        with _client() as client:
+            while True:
+                item = self._queue.get()
+                batch: list[tuple[str, bytes]] = []
+                while item is not _DONE:
+                    batch.append(item)
+                    if len(batch) == BATCH_RUNS:
+                        break
+                    try:
+                        item = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                if batch:
+                    self._post(client, batch)
+                if item is _DONE:
+                    return
+
+    def _post(self, client: Any, batch: list[tuple[str, bytes]]) -> None:
+        """One POST of the batch's runs (their spans in one export request); counts each run."""
+        import httpx
+
+        from agent_eval.report.otel import export_request, run_spans
+
+        if self._failed_in_a_row >= GIVE_UP_AFTER:
+            self.failed += len(batch)  # the collector is down: the rest is counted, not tried
+            return
+        spans = [span for case_id, raw in batch for span in run_spans(self.head, case_id, orjson.loads(raw))]
+        try:
+            response = client.post(self.url, content=orjson.dumps(export_request(self.head, spans)),
+                                   headers=self.headers)
+            why = None if 200 <= response.status_code < 300 else f"HTTP {response.status_code}"
+        except (httpx.HTTPError, ValueError, OSError) as exc:
+            why = f"{type(exc).__name__}: {exc}"
+        if why is None:
+            self.sent += len(batch)
+            self._failed_in_a_row = 0
+        else:
+            self.failed += len(batch)
+            self.reason = self.reason or why
+            self._failed_in_a_row += 1
+
+
+def _client() -> Any:
     import httpx
 
-    sent = failed = 0
-    reason: str | None = None
-    all_headers = {**otlp_headers(), **(headers or {}), "Content-Type": "application/json"}
-    with httpx.Client(timeout=TIMEOUT_S) as client:
-        for request in requests:
-            try:
-                response = client.post(url, content=orjson.dumps(request), headers=all_headers)
-                ok = 200 <= response.status_code < 300
-                why = None if ok else f"HTTP {response.status_code}"
-            except (httpx.HTTPError, ValueError, OSError) as exc:
-                ok, why = False, f"{type(exc).__name__}: {exc}"
-            if ok:
-                sent += 1
-            else:
-                failed += 1
-                reason = reason or why
-    return sent, failed, reason
+    return httpx.Client(timeout=TIMEOUT_S)
 
 
 def warning(url: str, failed: int, total: int, reason: str | None) -> str:

@@ -4,10 +4,13 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_eval.report.files import write_atomic
 from agent_eval.report.html import MAX_BYTES, KEEP_TRACE_STATUSES, page_from_json
+
+if TYPE_CHECKING:
+    from agent_eval.report.otlp_post import RunSender
 
 
 def write_page(report: dict[str, Any], report_path: Path, run_bytes: Any, out: Path) -> None:
@@ -34,10 +37,11 @@ def write_page(report: dict[str, Any], report_path: Path, run_bytes: Any, out: P
 
 
 def write_extras(report: dict[str, Any], report_path: Path, run_bytes: Callable[[], Any], cfg: Any,
-                 warn: Callable[[str], None]) -> list[str]:
+                 warn: Callable[[str], None], sender: RunSender | None = None) -> list[str]:
     """HTML page (unless --no-html), history row, and the optional JUnit, Markdown and OTel outputs.
 
     `run_bytes()` yields, per case entry, its runs as JSON bytes (each output that reads them calls it).
+    `sender` is the --otlp-endpoint sender the runs were offered to as they finished, if any.
 
     Returns one "kind: path" line per file written, for the closing lines of the terminal output. A file
     that cannot be written never changes the verdict: `warn` gets one line with its path and the reason.
@@ -65,7 +69,8 @@ def write_extras(report: dict[str, Any], report_path: Path, run_bytes: Callable[
 
         outputs.append(("OTel", cfg.otel, lambda: write_otel(report, run_bytes(), cfg.otel)))
     if getattr(cfg, "otlp_endpoint", None):
-        outputs.append(("OTLP", cfg.otlp_endpoint, lambda: send_otlp(report, run_bytes(), cfg.otlp_endpoint, warn)))
+        outputs.append(("OTLP", cfg.otlp_endpoint, lambda: send_otlp(report, run_bytes(), cfg.otlp_endpoint, warn,
+                                                                     sender)))
     for kind, path, write in outputs:
         try:
             write()
@@ -77,12 +82,14 @@ def write_extras(report: dict[str, Any], report_path: Path, run_bytes: Callable[
     return written
 
 
-def send_otlp(report: dict[str, Any], run_bytes: Any, url: str, warn: Callable[[str], None]) -> None:
-    """POST each run's trace to the OTLP endpoint; failures are one warning with their count."""
-    from agent_eval.report.otel import export_requests
-    from agent_eval.report.otlp_post import post_requests, warning
+def send_otlp(report: dict[str, Any], run_bytes: Any, url: str, warn: Callable[[str], None],
+              sender: RunSender | None = None) -> None:
+    """Finish sending the runs' traces (every run, when none was offered as it finished); failures are one
+    warning with their count."""
+    from agent_eval.report.otlp_post import RunSender, warning
 
-    sent, failed, reason = post_requests(url, export_requests(report, run_bytes))
+    every_run = sender is None
+    sent, failed, reason = (sender or RunSender(url, report)).finish(report, run_bytes, every_run=every_run)
     if failed:
         warn(warning(url, failed, sent + failed, reason))
 

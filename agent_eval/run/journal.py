@@ -4,7 +4,7 @@ from __future__ import annotations
 import fcntl
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ class Journal:
                  drop_torn: bool = False) -> None:
         self.path = path
         self.failed: str | None = None
+        self.on_append: Callable[[str, int, bytes], None] | None = None  # told of each run once it is written
         self._file = open(path, "ab")
         try:
             fcntl.flock(self._file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -68,6 +69,8 @@ class Journal:
         prefix = run_prefix(case_id, trial)
         offset = self._file.tell() + len(prefix)
         self._write(prefix + run_bytes + b"}\n")
+        if self.on_append is not None and not self.failed:
+            self.on_append(case_id, trial, run_bytes)
         self._pending += 1
         if self._pending >= FLUSH_EVERY_RUNS or time.monotonic() - self._last_flush >= FLUSH_EVERY_S:
             self.flush()

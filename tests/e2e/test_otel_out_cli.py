@@ -129,13 +129,16 @@ def test_otel_output_follows_the_genai_conventions_and_scores_back_to_the_same_m
 
 
 class _Collector:
-    """A loopback OTLP/HTTP receiver: it keeps each POST's headers and JSON body, and answers `code`."""
+    """A loopback OTLP/HTTP receiver: it keeps each POST's headers and JSON body, and answers `code`.
+
+    GET answers the number of distinct trace ids received so far (what an agent mid-run asks)."""
 
     def __init__(self, code: int = 200) -> None:
         import http.server
         import threading
 
         received = self.received = []
+        collector = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802
@@ -144,12 +147,27 @@ class _Collector:
                 self.send_response(code)
                 self.end_headers()
 
+            def do_GET(self) -> None:  # noqa: N802
+                body = str(len(collector.trace_ids())).encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
             def log_message(self, *args) -> None:
                 pass
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_port}/v1/traces"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def spans(self) -> list:
+        """Every span received, decoded by opentelemetry-proto."""
+        return [s for _, body in list(self.received) for rs in _as_proto(body).resource_spans
+                for ss in rs.scope_spans for s in ss.spans]
+
+    def trace_ids(self) -> set[str]:
+        return {s.trace_id.hex() for s in self.spans()}
 
     def close(self) -> None:
         self.server.shutdown()
@@ -168,7 +186,10 @@ def test_otlp_endpoint_gets_each_run_with_the_headers_and_failures_never_change_
                        "--concurrency", 1, "--output-dir", tmp_path / "out", "--no-html", "--otlp-endpoint",
                        collector.url, cwd=tmp_path, env=env)
         assert done.returncode == 0, done.stdout + done.stderr
-        assert len(collector.received) == 2  # one export request per run
+        # each run's trace, whether it went alone or in a batch with the other
+        assert {hashlib.sha256(f"{only_report(tmp_path / 'out')['run_id']}/refund/{t}".encode()).hexdigest()[:32]
+                for t in (0, 1)} == collector.trace_ids()
+        assert len([s for s in collector.spans() if s.name == "invoke_agent shop"]) == 2
         headers, body = collector.received[0]
         assert headers["x-team"] == "evals" and headers["authorization"] == "Bearer t"
         assert headers["Content-Type"] == "application/json"
@@ -186,3 +207,78 @@ def test_otlp_endpoint_gets_each_run_with_the_headers_and_failures_never_change_
         assert len(warnings) == 1 and "2 of 2 run trace(s)" in warnings[0] and "HTTP 503" in warnings[0]
     finally:
         refusing.close()
+
+
+# The second case's agent asks the collector how many run traces it holds before it answers: the first
+# case's run has finished by then (--concurrency 1), so its trace must already be there.
+WAITING_AGENT = '''
+import os
+import time
+import urllib.request
+
+
+def agent(task):
+    if task.case_id == "first":
+        return "first done"
+    seen = "0"
+    for _ in range(600):  # a bound on waiting, not a measurement: the answer says what was seen
+        seen = urllib.request.urlopen(os.environ["COLLECTOR_URL"]).read().decode()
+        if seen != "0":
+            break
+        time.sleep(0.05)
+    return f"the collector held {seen} trace(s)"
+'''
+
+
+def test_otlp_endpoint_gets_each_run_as_it_finishes_and_score_and_rescore_send_theirs(tmp_path):
+    collector = _Collector()
+    try:
+        cases = write_suite(tmp_path, [{"id": "first", "query": "go", "expect": {"icontains": "done"}},
+                                       {"id": "second", "query": "go", "expect": {"icontains": "held 1 trace"}}],
+                            {"name": "live", "agent": "agent.py:agent"}, files={"agent.py": WAITING_AGENT})
+        env = clean_env(COLLECTOR_URL=collector.url)
+        out = tmp_path / "out"
+        done = run_cli("run", "--cases", cases, "--concurrency", 1, "--output-dir", out, "--no-html",
+                       "--otlp-endpoint", collector.url, cwd=tmp_path, env=env)
+        assert done.returncode == 0, done.stdout + done.stderr  # "second" saw first's trace mid-run
+        report = only_report(out)
+        assert [c["status"] for c in report["cases"]] == ["passed", "passed"]
+        roots = [s for s in collector.spans() if s.name == "invoke_agent live"]
+        assert sorted({kv.key: kv.value for kv in r.attributes}["agent_eval.case_id"].string_value
+                      for r in roots) == ["first", "second"]
+        assert "--otlp-endpoint" not in done.stderr
+
+        (report_path,) = out.glob("*.json")
+        before = len(collector.trace_ids())
+        rescored = run_cli("rescore", report_path, "--otlp-endpoint", collector.url, cwd=tmp_path, env=env)
+        assert rescored.returncode == 0, rescored.stdout + rescored.stderr
+        assert len(collector.trace_ids()) == before + 2  # the rescored report is a new run id: two new traces
+
+        otel = tmp_path / "runs.otel.jsonl"
+        again = run_cli("rescore", report_path, "--otel", otel, cwd=tmp_path, env=env)
+        assert again.returncode == 0, again.stderr
+        scored = run_cli("score", otel, "--cases", cases, "--output-dir", tmp_path / "scored", "--no-html",
+                         "--otlp-endpoint", collector.url, cwd=tmp_path, env=env)
+        assert scored.returncode == 0, scored.stdout + scored.stderr
+        assert len(collector.trace_ids()) == before + 4
+    finally:
+        collector.close()
+
+
+def test_an_unreachable_collector_is_one_warning_and_the_report_is_whole(tmp_path):
+    import socket
+
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}/v1/traces"
+    cases = write_suite(tmp_path, [{"id": f"c{i}", "query": "go", "expect": {"icontains": "done"}} for i in range(5)],
+                        {"name": "live", "agent": "agent.py:agent"},
+                        files={"agent.py": "def agent(task):\n    return 'done'\n"})
+    out = tmp_path / "out"
+    done = run_cli("run", "--cases", cases, "--output-dir", out, "--no-html", "--otlp-endpoint", url,
+                   cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = only_report(out)
+    assert [c["status"] for c in report["cases"]] == ["passed"] * 5 and report["exit_code"] == 0
+    warnings = [line for line in done.stderr.splitlines() if "--otlp-endpoint" in line]
+    assert len(warnings) == 1 and "5 of 5 run trace(s)" in warnings[0] and "ConnectError" in warnings[0]
