@@ -73,6 +73,7 @@ class Completion:
     prompt_tokens: int | None = 0  # None: the provider's count was not a valid one (score/usage.py)
     completion_tokens: int | None = 0
     model: str | None = None
+    retries: int = 0  # attempts after the first one that was answered
 
 
 # --- retries: the loop is agent_eval.provider.retry's; the progress display's hook is re-exported here ---
@@ -166,19 +167,25 @@ async def complete(base_url: str | None, api_key: str | None, body: dict[str, An
     `timeout_s` bounds the request, its retries included but not its waiting for the rate limit.
     `role` (agent, judge, user) names the endpoint's window and its line of `summary.provider`.
     """
-    content = await send_raw(base_url, api_key, body, timeout_s=timeout_s, timeout_flag=timeout_flag, role=role)
+    attempts = [0]
+    content = await send_raw(base_url, api_key, body, timeout_s=timeout_s, timeout_flag=timeout_flag, role=role,
+                             attempts=attempts)
     client = await shared_client(base_url, api_key)
-    return parse_completion(content, lambda: _where(client, body, 0))
+    completion = parse_completion(content, lambda: _where(client, body, 0))
+    completion.retries = attempts[0] - 1
+    return completion
 
 
 async def send_raw(base_url: str | None, api_key: str | None, body: dict[str, Any] | bytes,
                    path: str = "/chat/completions", *, model: str | None = None, timeout_s: float | None = None,
-                   timeout_flag: str = "--judge-timeout", role: str = "agent") -> bytes:
+                   timeout_flag: str = "--judge-timeout", role: str = "agent",
+                   attempts: list[int] | None = None) -> bytes:
     """POST one request through agent-eval's retry loop, the endpoint's window and its token bucket; the
     answered body as bytes, or a ProviderError naming the endpoint, the model and the retries.
 
     `body` is a dict (encoded here) or bytes sent as they are; `model` names the endpoint's model when
     `body` is bytes (else `body["model"]`). Waiting for the limit is recorded on the current run.
+    `attempts`, when given, has its first item raised by one for each attempt sent.
     """
     client = await shared_client(base_url, api_key)
     if model is None and isinstance(body, dict):
@@ -186,7 +193,12 @@ async def send_raw(base_url: str | None, api_key: str | None, body: dict[str, An
     ep = endpoints.endpoint(role, client.endpoint, model)
     shown = {"model": model}
     try:
-        response = await retry.send(ep, lambda: _post(client, body, path), timeout_s, client.endpoint)
+        def attempt() -> Any:
+            if attempts is not None:
+                attempts[0] += 1
+            return _post(client, body, path)
+
+        response = await retry.send(ep, attempt, timeout_s, client.endpoint)
     except retry.RequestTimedOut as exc:
         raise ProviderError(f"no answer within {timeout_flag} {timeout_s:g}s"
                             f"{_where(client, shown, exc.retries)}") from None

@@ -130,6 +130,9 @@ def test_retried_server_errors_are_waiting_too_not_the_agents_time(loopback, tmp
     assert run["trace"]["latency_s"] < 1.0 and run["trace"]["ttfa_s"] < 1.0
     (entry,) = [e for e in report["summary"]["provider"] if e["role"] == "agent"]
     assert entry["retries"] == 2 and entry["rate_limited"] == 0
+    # The built-in agent's calls carry what the recording endpoint's do: path, final status, retries.
+    assert [(c["path"], c["status"], c["retries"]) for c in run["trace"]["llm_calls"]] == [
+        ("/chat/completions", 200, 2), ("/chat/completions", 200, 0)]
 
 
 def test_a_client_side_rate_limit_keeps_the_providers_429s_near_zero(tmp_path: Path) -> None:

@@ -38,7 +38,8 @@ class OpenAIAgent:
             ctx.llm_calls.append({"latency_s": time.perf_counter() - started - waited,
                                   "t_start_s": started - ctx.sandbox.t0,
                                   "prompt_tokens": answer.prompt_tokens,
-                                  "completion_tokens": answer.completion_tokens, "model": self.model})
+                                  "completion_tokens": answer.completion_tokens, "model": self.model,
+                                  "path": "/chat/completions", "status": 200, "retries": answer.retries})
             calls = answer.tool_calls
             turn: dict[str, Any] = {"role": "assistant", "content": answer.content}
             if calls:
