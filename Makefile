@@ -21,6 +21,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m ruff check agent_eval tests bench cases
+	$(PY) -m mypy agent_eval
 	$(PY) -m pytest
 
 # The unit tests only (no CLI subprocess, no browser): the quick loop while editing.

@@ -304,10 +304,11 @@ def _tool_calls(calls: Any, where: Callable[[], str]) -> list[dict[str, Any]]:
     wire = []
     for k, call in enumerate(calls):
         function = call.get("function") if isinstance(call, dict) else None
-        name = function.get("name") if isinstance(function, dict) else None
+        if not isinstance(function, dict):
+            raise ProviderError(f"the provider's tool call {k + 1} has no function{where()}")
+        name = function.get("name")
         if not isinstance(name, str):
-            what = "no function" if not isinstance(function, dict) else "a function without a name"
-            raise ProviderError(f"the provider's tool call {k + 1} has {what}{where()}")
+            raise ProviderError(f"the provider's tool call {k + 1} has a function without a name{where()}")
         arguments = function.get("arguments")
         if arguments is None:
             arguments = "{}"

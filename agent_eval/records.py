@@ -61,7 +61,7 @@ class Trace(TypedDict, total=False):
     """What one run produced, frozen when it ended; scoring reads only this and the case."""
 
     user_messages: list[str]
-    replies: list[str]
+    replies: list[str | None]  # None: an imported turn whose reply was not recorded
     final_answer: str | None
     cards: list[dict[str, Any]]
     final_agent: str | None
@@ -70,12 +70,15 @@ class Trace(TypedDict, total=False):
     agent_error_traceback: str | None
     steps: list[Step]
     llm_calls: list[dict[str, Any]]
-    latency_s: float
+    latency_s: float | None  # None: an imported run that was not timed
     ttfa_s: float | None
+    rate_limit_wait_s: float  # time spent waiting for the provider's rate limit (not the agent's)
     final_env_diff: list[dict[str, Any]]
     turn_steps: list[int]
     framework_calls: list[dict[str, Any]]  # calls of a framework's own tools (agents on the endpoint)
     started_at_unix_ns: int | None  # the wall clock when the run started (the spans of --otel)
+    trace_id: str | None  # an imported run: the recording's trace id
+    has_env: bool  # False: an imported run recorded no environment, so env checks are skipped
 
 
 class RunRecord(TypedDict, total=False):

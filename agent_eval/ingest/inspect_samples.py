@@ -11,8 +11,8 @@ def _text(content: Any) -> str | None:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        texts = [c.get("text") for c in content if isinstance(c, dict) and c.get("type", "text") == "text"]
-        texts = [t for t in texts if isinstance(t, str)]
+        texts = [t for c in content if isinstance(c, dict) and c.get("type", "text") == "text"
+                 and isinstance(t := c.get("text"), str)]
         return "\n".join(texts) if texts else None
     return None
 

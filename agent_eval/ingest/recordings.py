@@ -1,6 +1,7 @@
 """Recorded runs for `score`: read from OTLP/JSON traces or from our own report or journal, and matched to cases."""
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,7 @@ import orjson
 
 from agent_eval.errors import ConfigError
 from agent_eval.ingest.records import Unmappable, read_bytes
+
 
 
 
@@ -60,12 +62,12 @@ def otel_recordings(path: Path, tools: Any, logs: Path | None = None,
     return out, bad, models.most_common(1)[0][0] if models else None
 
 
-def _journal_runs(path: Path, bad: list[Unmappable]) -> list[tuple[Any, Any, dict]]:
+def _journal_runs(path: Path, bad: list[Unmappable]) -> list[tuple[str | int, int, dict[str, Any]]]:
     """A journal's runs (a trial's latest line wins); a run of the wrong shape is reported and left out."""
     from agent_eval.report.model import SCORE_RUN_SHAPE, shape_problem
     from agent_eval.run.journal import scan_runs
 
-    latest: dict[tuple[Any, Any], dict] = {}
+    latest: dict[tuple[str | int, int], dict[str, Any]] = {}
     for case_id, trial, run, _ in scan_runs(path, strict=False):
         problem = shape_problem(run, SCORE_RUN_SHAPE, "run")
         if problem is not None or not isinstance(case_id, (str, int)) or not isinstance(trial, int):
@@ -85,18 +87,22 @@ def agent_eval_recordings(path: Path) -> tuple[list[Recording], list[Unmappable]
         doc = orjson.loads(data)
     except orjson.JSONDecodeError:
         doc = None
+    head: Mapping[str, Any]
+    runs: Sequence[tuple[str | int, int, Mapping[str, Any]]]
     if isinstance(doc, dict):
-        head = load_report(path, SCORE_SHAPE)
-        runs = [(entry["id"], run.get("trial", j), run) for entry in head["cases"]
+        report = load_report(path, SCORE_SHAPE)
+        head = report
+        runs = [(entry["id"], run.get("trial", j), run) for entry in report["cases"]
                 for j, run in enumerate(entry.get("runs") or [])]
     else:
         try:
-            head = orjson.loads(data.split(b"\n", 1)[0])
+            first = orjson.loads(data.split(b"\n", 1)[0])
         except orjson.JSONDecodeError:
-            head = None
-        if not isinstance(head, dict) or "run_id" not in head:
+            first = None
+        if not isinstance(first, dict) or "run_id" not in first:
             raise ConfigError(f"{path} is neither an agent-eval JSON report nor a journal (<run_id>.jsonl); "
                               "pass --format otel for OpenTelemetry traces.")
+        head = first
         runs = _journal_runs(path, bad)
     out = []
     for case_id, trial, run in runs:
@@ -105,7 +111,7 @@ def agent_eval_recordings(path: Path) -> tuple[list[Recording], list[Unmappable]
         out.append(Recording(f"case {case_id} trial {trial}", trace, case_id=str(case_id), trial=trial,
                              trace_id=trace_id if isinstance(trace_id, str) else None, error=run.get("error"),
                              has_env=trace.get("has_env") is not False))
-    settings = head.get("settings") if isinstance(head.get("settings"), dict) else {}
+    settings = given if isinstance(given := head.get("settings"), dict) else {}
     return out, bad, {"agent": head.get("agent") or settings.get("agent"),
                       "model": head.get("model") or settings.get("model")}
 

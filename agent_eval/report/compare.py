@@ -30,7 +30,7 @@ def build_matrix(base: dict, news: list[dict], gated: list[dict], paths: list[st
     """The comparison as plain data: columns, a row per gated metric, and the cases whose status differs."""
     columns = [_who(base, paths[0])] + [_who(r, p) for r, p in zip(news, paths[1:], strict=True)]
     rows = []
-    summary = base.get("summary") if isinstance(base.get("summary"), dict) else {}
+    summary = given if isinstance(given := base.get("summary"), dict) else {}
     for i, first in enumerate(gated[0]["metrics"]):
         name = first["metric"]
         # The base's own figure over all its cases; each pair's figures are over their common cases.

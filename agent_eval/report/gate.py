@@ -147,7 +147,7 @@ def paired_gate(base: dict, new: dict, gates: list[tuple[str, float]] | None = N
                  for s, v in zip(stats, evaluate(stats, identity), strict=True)]
         row = {"metric": name, "direction": metric_direction(name), "max_drop": max_drop,
                "base": point[0], "new": point[1], "delta": None, "ci": None, "verdict": "n/a"}
-        if None not in point:
+        if point[0] is not None and point[1] is not None:
             row["delta"] = point[1] - point[0]
             pending.append((row, stats))
         rows.append(row)

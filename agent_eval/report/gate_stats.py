@@ -46,6 +46,10 @@ def _metric(run: dict, key: str) -> Any:
     return (run.get("metrics") or {}).get(key)
 
 
+def _metric_getter(key: str) -> Callable[[dict], Any]:
+    return lambda run: _metric(run, key)
+
+
 def _mean_of(get: Callable[[dict], Any]) -> Callable[[Runs, int], Stat]:
     """Mean over the runs where the value is not null: per case (sum, count)."""
 
@@ -130,7 +134,7 @@ METRICS: dict[str, Callable[[Runs, int], Stat]] = {
     "pass_at_1": _binomial_mean(lambda n, c, k: c / n, use_k=False),
     "pass_hat_k": _binomial_mean(_pass_hat_term, use_k=True),
     "pass_at_k": _binomial_mean(_pass_at_term, use_k=True),
-    **{m: _mean_of(lambda r, m=m: _metric(r, m)) for m in
+    **{m: _mean_of(_metric_getter(m)) for m in
        ("tool_recall", "tool_precision", "param_accuracy", "step_efficiency", "progress", "groundedness")},
     "loop_rate": _ratio_of(lambda r: float(bool(_metric(r, "has_loop"))), _ONE),
     "recovery_rate": _ratio_of(lambda r: float(bool(_metric(r, "recovered"))),
@@ -138,7 +142,7 @@ METRICS: dict[str, Callable[[Runs, int], Stat]] = {
     "invalid_call_rate": _ratio_of(lambda r: float(_metric(r, "invalid_calls") or 0),
                                    lambda r: float(_metric(r, "tool_calls") or 0)),
     # The safety rates are shares of True among the runs where the flag is not null.
-    **{m: _mean_of(lambda r, key=key: _metric(r, key)) for m, key in (
+    **{m: _mean_of(_metric_getter(key)) for m, key in (
         ("unauthorized_block_rate", "blocked_correctly"), ("policy_compliance", "policy_compliant"),
         ("injection_resistance", "injection_resisted"))},
     "latency_mean_s": _mean_of(lambda r: _metric(r, "latency_s")),
@@ -196,8 +200,9 @@ def evaluate(stats: list[Stat], weights: np.ndarray) -> list[np.ndarray]:
     slots: list[tuple[int, ...]] = []
     for stat in stats:
         if stat.kind != "percentile":
+            assert stat.num is not None and (stat.kind == "sum" or stat.den is not None)
             slots.append((len(columns),) if stat.kind == "sum" else (len(columns), len(columns) + 1))
-            columns += [stat.num] if stat.kind == "sum" else [stat.num, stat.den]
+            columns += [stat.num] if stat.kind == "sum" or stat.den is None else [stat.num, stat.den]
         else:
             slots.append(())
     # One matrix product reads the (10,000 x cases) weights once for every sum and ratio.
@@ -217,6 +222,7 @@ def evaluate(stats: list[Stat], weights: np.ndarray) -> list[np.ndarray]:
 
 def _weighted_percentile(stat: Stat, weights: np.ndarray, chunk: int = 1000) -> np.ndarray:
     """numpy's linear-interpolation percentile of the pooled values, each repeated by its case's weight."""
+    assert stat.values is not None and stat.owner is not None  # a percentile Stat holds both
     order = np.argsort(stat.values, kind="stable")
     values, owner = stat.values[order], stat.owner[order]
     out = np.full(weights.shape[0], np.nan)

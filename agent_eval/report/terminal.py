@@ -270,7 +270,8 @@ def verdict_text(report: Report) -> Text:
     """One line: the exit code and what it means for this run."""
     s = _summary(report)
     code = report.get("exit_code")
-    word, style, meaning = EXIT_MEANINGS.get(code, ("EXIT", "bold", "unexpected exit code"))
+    word, style, meaning = EXIT_MEANINGS.get(code if isinstance(code, int) else -1,
+                                             ("EXIT", "bold", "unexpected exit code"))
     if code == 1 and report.get("stopped_early"):
         meaning = (f"{s.get('cases_failed') or 0} case(s) failed; -x stopped the run after the first failed run "
                    f"({s.get('cases_not_run') or 0} case(s) not run)")

@@ -147,7 +147,7 @@ class RunServers:
     async def read_state(self) -> Any:
         """The suite's env as its state resource holds it now; ServerError when it cannot be read."""
         spec = self.pool.state
-        if spec is None:
+        if spec is None or spec.state_resource is None:
             return None
         try:
             return await self.connections[spec.index].read_json(spec.state_resource)

@@ -21,8 +21,8 @@ from agent_eval.run.config import require_ray
 from agent_eval.run.interrupt import sigint_held
 from agent_eval.run.jsonsafe import dumps_safe
 from agent_eval.run.pool import WorkerPool, split_concurrency
-from agent_eval.run.worker import (BATCH, CRASHED, FAILED, LIMITS, READY, RESULT, SPENT, STOP, USAGE, WorkerInit,
-                                   load_core, pack_results)
+from agent_eval.run.worker import (BATCH, CRASHED, FAILED, LIMITS, READY, RESULT, SPENT, STOP, USAGE, WorkerCore,
+                                   WorkerInit, load_core, pack_results)
 
 CLOSE_GRACE_S = 2.0
 SKIPPED = [".git", ".venv", "__pycache__"]  # never shipped with the working_dir, wherever they are
@@ -78,15 +78,14 @@ def relocate(init: WorkerInit) -> WorkerInit:
     """Paths inside the case file's folder made relative to it: an actor runs in its copy (the working_dir)."""
     case_dir = init.cases_file.parent
 
-    def inside(path: Path | None) -> Path | None:
-        if path is None:
-            return None
+    def inside(path: Path) -> Path:
         try:
             return path.resolve().relative_to(case_dir)
         except ValueError:
             return path  # outside the folder: it must exist on the cluster at the same path
 
-    user = dataclasses.replace(init.cfg.user_sim, spec_base=inside(init.cfg.user_sim.spec_base))
+    base = init.cfg.user_sim.spec_base
+    user = dataclasses.replace(init.cfg.user_sim, spec_base=None if base is None else inside(base))
     cfg = dataclasses.replace(init.cfg, user_sim=user)
     return dataclasses.replace(init, cases_file=Path(init.cases_file.name), agent_dir=inside(init.agent_dir),
                                cfg=cfg)
@@ -118,18 +117,24 @@ class RayWorker:
     def ready(self) -> str | None:
         return self.problem
 
+    def _loaded(self) -> WorkerCore:
+        if self.core is None:  # the driver plays nothing on an actor whose ready() named a problem
+            raise RuntimeError(f"this worker did not start: {self.problem}")
+        return self.core
+
     async def play(self, index: int, trial: int) -> tuple[bytes, bytes | None]:
         """The run's RESULT bytes, and what the actor has spent when this run called the judge or simulator."""
-        result = await self.core.play(index, trial)
+        result = await self._loaded().play(index, trial)
         if self._copy in result:
             result = result.replace(self._copy, self._shown)
-        if not self.core.spent_changed:
+        core = self._loaded()
+        if not core.spent_changed:
             return result, None
-        self.core.spent_changed = False
-        return result, orjson.dumps(self.core.spent())
+        core.spent_changed = False
+        return result, orjson.dumps(core.spent())
 
     def spent(self) -> bytes:
-        return orjson.dumps(self.core.spent())
+        return orjson.dumps(self._loaded().spent())
 
     async def limits(self, payload: bytes) -> None:
         """The driver's LIMITS: this actor's window ceiling and its part of each --rate-limit."""
@@ -139,7 +144,7 @@ class RayWorker:
         endpoints.set_limits(limits["ceiling"], limits["share"])
 
     async def close(self) -> None:
-        await self.core.close()
+        await self._loaded().close()
 
 
 class RayHost:

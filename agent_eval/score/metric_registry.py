@@ -28,7 +28,6 @@ class SuiteMetric:
         return "lower" if self.lower_is_better else "higher"
 
 
-_LOWER = {"lower_is_better": True}
 SUITE_METRIC_TABLE: tuple[SuiteMetric, ...] = (
     SuiteMetric("pass_at_1", "pass@1", gate_rank=1, short="pass@1"),
     SuiteMetric("pass_hat", "pass^1..k", in_history=False),  # a dict {"1": .., "K": ..}, gated as pass_hat.<k>
@@ -39,23 +38,23 @@ SUITE_METRIC_TABLE: tuple[SuiteMetric, ...] = (
     SuiteMetric("param_accuracy", "param accuracy", gate_rank=3, short="params"),
     SuiteMetric("step_efficiency", "step efficiency"),
     SuiteMetric("progress", "progress"),
-    SuiteMetric("loop_rate", "loop rate", **_LOWER),
+    SuiteMetric("loop_rate", "loop rate", lower_is_better=True),
     SuiteMetric("recovery_rate", "recovery rate"),
-    SuiteMetric("invalid_call_rate", "invalid-call rate", **_LOWER),
+    SuiteMetric("invalid_call_rate", "invalid-call rate", lower_is_better=True),
     SuiteMetric("unauthorized_block_rate", "unauthorized blocked"),
     SuiteMetric("policy_compliance", "policy compliance"),
     SuiteMetric("injection_resistance", "injection resistance"),
     SuiteMetric("groundedness", "groundedness"),
-    SuiteMetric("latency_mean_s", "mean latency", **_LOWER),
-    SuiteMetric("latency_p50_s", "latency P50", short="p50", **_LOWER),
-    SuiteMetric("latency_p95_s", "latency P95", short="p95", **_LOWER),
-    SuiteMetric("latency_p99_s", "latency P99", short="p99", **_LOWER),
-    SuiteMetric("ttfa_mean_s", "mean TTFA", **_LOWER),
-    SuiteMetric("tokens_total", "tokens total", short="tokens", **_LOWER),
-    SuiteMetric("cost_total_usd", "cost total", short="$ total", **_LOWER),
-    SuiteMetric("cost_per_success_usd", "cost per success", short="$/success", **_LOWER),
-    SuiteMetric("tokens_per_success", "tokens per success", short="tok/success", **_LOWER),
-    SuiteMetric("turns_mean", "mean turns", **_LOWER),
+    SuiteMetric("latency_mean_s", "mean latency", lower_is_better=True),
+    SuiteMetric("latency_p50_s", "latency P50", short="p50", lower_is_better=True),
+    SuiteMetric("latency_p95_s", "latency P95", short="p95", lower_is_better=True),
+    SuiteMetric("latency_p99_s", "latency P99", short="p99", lower_is_better=True),
+    SuiteMetric("ttfa_mean_s", "mean TTFA", lower_is_better=True),
+    SuiteMetric("tokens_total", "tokens total", short="tokens", lower_is_better=True),
+    SuiteMetric("cost_total_usd", "cost total", short="$ total", lower_is_better=True),
+    SuiteMetric("cost_per_success_usd", "cost per success", short="$/success", lower_is_better=True),
+    SuiteMetric("tokens_per_success", "tokens per success", short="tok/success", lower_is_better=True),
+    SuiteMetric("turns_mean", "mean turns", lower_is_better=True),
 )
 SUITE_METRIC_BY_NAME = {m.name: m for m in SUITE_METRIC_TABLE}
 DEFAULT_GATES = [m.name for m in sorted((m for m in SUITE_METRIC_TABLE if m.gated_by_default),

@@ -22,8 +22,8 @@ def max_weight_assignment(weights: Sequence[Sequence[int]]) -> int:
         rows = [list(col) for col in zip(*rows, strict=True)]
     n, m = len(rows), len(rows[0])
     inf = math.inf
-    u = [0] * (n + 1)
-    v = [0] * (m + 1)
+    u: list[float] = [0.0] * (n + 1)
+    v: list[float] = [0.0] * (m + 1)
     owner = [0] * (m + 1)  # owner[j]: the row paired with column j (1-based), 0 = free
     way = [0] * (m + 1)
     for i in range(1, n + 1):

@@ -197,6 +197,7 @@ def load_suite(path: Path | str) -> Suite:
     except orjson.JSONDecodeError as exc:
         raise CaseFileError([Problem(str(path), None, None, f"not valid JSON: {exc}")]) from None
 
+    block: object  # the suite block as the file holds it, checked by _load_suite_block
     if isinstance(data, list):
         block, raw_cases = {}, data
     elif isinstance(data, dict) and isinstance(data.get("cases"), list):
@@ -287,7 +288,7 @@ def _load_case(suite: Suite, raw: Any, index: int, col: _Collector,
     if not isinstance(raw, dict):
         col.add(f"#{index}", None, "a case must be an object")
         return None
-    case_id = raw.get("id") if isinstance(raw.get("id"), str) else f"#{index}"
+    case_id = given if isinstance(given := raw.get("id"), str) else f"#{index}"
     bad_id = id_problem(raw.get("id"))
     if bad_id:
         case_id = f"#{index}"  # shown by its position: the id itself could not be printed as it is

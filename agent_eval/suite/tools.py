@@ -163,7 +163,7 @@ class RemoteTool:
 @dataclass(frozen=True)
 class _Tool:
     name: str
-    fn: Callable
+    fn: Callable[..., Any] | RemoteTool
     schema: dict
     inject: tuple[str, ...]
     validator: Any
@@ -195,6 +195,7 @@ class ToolSet:
                 problem = "its parameters are nested too deep to check"
             if problem is not None:
                 raise ConfigError(f"tool {name!r}: {problem}. Fix the schema.") from None
+            declared: Mapping[str, inspect.Parameter]
             try:
                 declared = {} if isinstance(fn, RemoteTool) else inspect.signature(fn).parameters
             except (TypeError, ValueError):
@@ -205,8 +206,8 @@ class ToolSet:
             self._tools[name] = _Tool(name, fn, schema, inject, cls(params), is_async)
         self.schemas: list[dict] = [t.schema for t in self._tools.values()]
         self.names: frozenset[str] = frozenset(self._tools)
-        self.remote: dict[str, RemoteTool] = {t.name: t.fn for t in self._tools.values()
-                                              if isinstance(t.fn, RemoteTool)}
+        self.remote: dict[str, RemoteTool] = {t.name: served for t in self._tools.values()
+                                              if isinstance(served := t.fn, RemoteTool)}
 
     def entries(self) -> list[tuple[str, Any, dict]]:
         """The `(name, function, schema)` triples this set was built from, in order."""

@@ -32,8 +32,8 @@ def validate_rule(rule: Any, tools: Any, where: str) -> Problems:
     unknown = [k for k in rule if k not in RULE_KINDS and k not in RULE_OPTIONS]
     if unknown:
         hint = did_you_mean(unknown[0], [*RULE_KINDS, *RULE_OPTIONS])
-        kinds = ", ".join(RULE_KINDS)
-        return [(f"{where}.{unknown[0]}", f"unknown rule kind {unknown[0]!r}{hint or f'; use one of {kinds}'}")]
+        known = ", ".join(RULE_KINDS)
+        return [(f"{where}.{unknown[0]}", f"unknown rule kind {unknown[0]!r}{hint or f'; use one of {known}'}")]
     kinds = [k for k in rule if k in RULE_KINDS]
     if len(kinds) != 1:
         return [(where, f"give exactly one rule kind per object (found {', '.join(kinds) or 'none'}); "
@@ -50,8 +50,10 @@ def validate_rule(rule: Any, tools: Any, where: str) -> Problems:
         if keys is not None and (not isinstance(keys, list) or not all(isinstance(k, str) for k in keys)):
             out.append((f"{where}.match_args", "must be a list of argument names"))
     elif kind == "forbid_tool":
-        names = _tool_problem if isinstance(value, str) else _tool_list_problems
-        out += names(tools, value, field)
+        if isinstance(value, str):
+            out += _tool_problem(tools, value, field)
+        else:
+            out += _tool_list_problems(tools, value, field)
     elif kind == "max_calls":
         if not isinstance(value, dict) or not value:
             return out + [(field, "must be an object {\"tool\": max number of calls}")]

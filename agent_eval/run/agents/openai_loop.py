@@ -63,4 +63,4 @@ async def _run_call(ctx: RunContext, name: str, raw_args: str | None) -> str:
     if not isinstance(args, (dict, str)):
         args = raw_args or ""
     output, error = await ctx.sandbox.acall(name, args)
-    return output if error is None else f"Error: {error}"
+    return f"Error: {error}" if error is not None else output or ""
