@@ -47,6 +47,19 @@ def parse_arguments(raw: Any) -> Any:
     return args if isinstance(args, dict) else raw
 
 
+def endpoint_client(task: Any) -> Any:
+    """An `AsyncOpenAI` over the task's recording endpoint: no retries and no timeout of its own (agent-eval
+    retries and waits for the provider), on the loop's shared transport (bridge/_transport.py)."""
+    from openai import AsyncOpenAI
+
+    from agent_eval.bridge._transport import async_http_client
+
+    base_url, api_key = endpoint_of(task)
+    shared = async_http_client()
+    return AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=None,
+                       **({"http_client": shared} if shared is not None else {}))
+
+
 async def observe(task: Any, name: str, args: Any, call_id: str | None) -> str:
     """The observation text the built-in agent would send the model ("Error: ..." on a tool error)."""
     return await task._observation(name, args, call_id)

@@ -39,8 +39,12 @@ def chat_model(task: Any) -> Any:
     require("langchain_openai", "langchain")
     from langchain_openai import ChatOpenAI
 
-    base_url, api_key = endpoint_of(task)
     from pydantic import SecretStr
 
+    from agent_eval.bridge._transport import async_http_client, sync_http_client
+
+    base_url, api_key = endpoint_of(task)
+    shared = async_http_client()  # ChatOpenAI builds a sync client beside the async one: both shared
     return ChatOpenAI(model=task.model or "gpt-4o-mini", base_url=base_url, api_key=SecretStr(api_key),
-                      max_retries=0, timeout=None)
+                      max_retries=0, timeout=None, http_client=sync_http_client(),
+                      **({"http_async_client": shared} if shared is not None else {}))

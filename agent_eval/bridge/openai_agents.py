@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_eval.bridge._common import endpoint_of, observe, parse_arguments, require, suite_tools
+from agent_eval.bridge._common import endpoint_client, observe, parse_arguments, require, suite_tools
 
 __all__ = ["model", "tools"]
 
@@ -25,9 +25,6 @@ def model(task: Any) -> Any:
     """An `OpenAIChatCompletionsModel` for `task.model` over the run's recording endpoint."""
     require("agents", "openai-agents")
     from agents import OpenAIChatCompletionsModel
-    from openai import AsyncOpenAI
 
-    base_url, api_key = endpoint_of(task)
-    # agent-eval retries and waits for the provider: the client does neither on its own.
-    client = AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=None)
+    client = endpoint_client(task)  # agent-eval retries and waits for the provider: the client does neither
     return OpenAIChatCompletionsModel(model=task.model or "gpt-4o-mini", openai_client=client)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_eval.bridge._common import endpoint_of, observe, require, suite_tools
+from agent_eval.bridge._common import endpoint_client, observe, require, suite_tools
 
 __all__ = ["model", "toolset"]
 
@@ -32,10 +32,8 @@ def toolset(task: Any) -> Any:
 def model(task: Any) -> Any:
     """An `OpenAIChatModel` for `task.model` over the run's recording endpoint."""
     require("pydantic_ai", "pydantic-ai")
-    from openai import AsyncOpenAI
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
-    base_url, api_key = endpoint_of(task)
-    client = AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=None)
+    client = endpoint_client(task)
     return OpenAIChatModel(task.model or "gpt-4o-mini", provider=OpenAIProvider(openai_client=client))
