@@ -7,10 +7,13 @@ answer (two completions per case), each after --latency-ms. Three contenders run
 --concurrency 1` as child processes, interleaved --repeats times:
   builtin   the built-in `openai` agent;
   bridged   a pydantic-ai agent on agent_eval.bridge (model and tools through the run's endpoint);
-  direct    the same agent with its model client pointed straight at the server (tools still bridged).
+  direct    the same agent with its model client pointed straight at the server (tools still bridged),
+            built as a user writes it (a new AsyncOpenAI, with its own HTTP client, per run);
+  shared    the same, on the bridge's shared transport (bridge/_transport.py), as bridge.model builds
+            its client: bridged against shared is the endpoint's cost alone.
 For each: the span from the first model request the server saw to its last answer (the done-when
 measure), the child's CPU time (os.wait4) per completion. The endpoint's cost per completion is
-bridged minus direct; its wall overhead is bridged span / direct span - 1. See bench/README.md.
+bridged minus shared; its wall overhead is bridged span / shared span - 1. See bench/README.md.
 """
 from __future__ import annotations
 
@@ -60,6 +63,16 @@ async def bridged(task):
 
 async def direct(task):
     client = AsyncOpenAI(base_url=os.environ["BENCH_MODEL_URL"], api_key="bench", max_retries=0)
+    model = OpenAIChatModel(task.model, provider=OpenAIProvider(openai_client=client))
+    agent = Agent(model, instructions=task.system_prompt, toolsets=[bridge.toolset(task)])
+    return (await agent.run(task.input)).output
+
+
+async def direct_shared(task):
+    from agent_eval.bridge._transport import async_http_client
+
+    client = AsyncOpenAI(base_url=os.environ["BENCH_MODEL_URL"], api_key="bench", max_retries=0,
+                         http_client=async_http_client())
     model = OpenAIChatModel(task.model, provider=OpenAIProvider(openai_client=client))
     agent = Agent(model, instructions=task.system_prompt, toolsets=[bridge.toolset(task)])
     return (await agent.run(task.input)).output
@@ -115,7 +128,8 @@ def main() -> None:
     cases = [{"id": f"c{n}", "query": f"what is a? ({n})", "expect": {"contains": "1"}} for n in range(args.cases)]
     (folder / "cases.json").write_bytes(orjson.dumps({"suite": {"tools": "tools.py", "initial_env": {
         "data": {"a": "1"}}, "system_prompt": "Answer from the tools."}, "cases": cases}))
-    contenders = {"builtin": "openai", "bridged": "agent.py:bridged", "direct": "agent.py:direct"}
+    contenders = {"builtin": "openai", "bridged": "agent.py:bridged", "direct": "agent.py:direct",
+                  "shared": "agent.py:direct_shared"}
     results: dict[str, list[tuple[float, float]]] = {name: [] for name in contenders}
     completions = 2 * args.cases
     for attempt in range(args.repeats):
@@ -134,9 +148,11 @@ def main() -> None:
           f"{args.latency_ms:g} ms model latency, --concurrency 1")
     for name, (span, cpu) in medians.items():
         print(f"  {name:8} span {span:7.3f} s   CPU/completion {1000 * cpu / completions:6.2f} ms")
-    bridged, direct = medians["bridged"], medians["direct"]
-    print(f"endpoint wall overhead (bridged / direct span - 1): {100 * (bridged[0] / direct[0] - 1):+.1f}%")
-    print(f"endpoint CPU per completion (bridged - direct): {1000 * (bridged[1] - direct[1]) / completions:.2f} ms")
+    bridged, direct, shared = medians["bridged"], medians["direct"], medians["shared"]
+    print(f"against the agent written by hand (bridged / direct span - 1): {100 * (bridged[0] / direct[0] - 1):+.1f}%"
+          f", CPU per completion {1000 * (bridged[1] - direct[1]) / completions:+.2f} ms")
+    print(f"the endpoint alone (bridged / shared span - 1): {100 * (bridged[0] / shared[0] - 1):+.1f}%"
+          f", CPU per completion {1000 * (bridged[1] - shared[1]) / completions:+.2f} ms")
     print(f"built-in agent CPU per completion: {1000 * medians['builtin'][1] / completions:.2f} ms")
 
 
