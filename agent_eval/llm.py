@@ -113,16 +113,21 @@ async def _close_when_the_loop_ends(client: Any) -> AsyncIterator[None]:
 
 def _http_client(base_url: str | None) -> Any:
     """The SDK's aiohttp transport where it is available (its documented choice for concurrency: about
-    half the client CPU of the default per request), else the SDK's default. A URL with credentials in
-    it keeps the default, which sends them as Basic auth (aiohttp refuses them beside the API key)."""
-    if base_url and "@" in urlsplit(base_url).netloc:
-        return None
-    try:
-        from openai import DefaultAioHttpClient
+    half the client CPU of the default per request), else the SDK's default; either reads at most
+    64 MiB of an answer after decompression (provider/bounded.py). A URL with credentials in it keeps
+    the default, which sends them as Basic auth (aiohttp refuses them beside the API key)."""
+    from openai import DefaultAsyncHttpxClient
 
-        return DefaultAioHttpClient()
-    except (ImportError, RuntimeError):  # the SDK without its aiohttp extra
-        return None
+    from agent_eval.provider import bounded
+
+    if not (base_url and "@" in urlsplit(base_url).netloc):
+        try:
+            from openai import DefaultAioHttpClient
+
+            return bounded.capped_client_class(DefaultAioHttpClient)()
+        except (ImportError, RuntimeError):  # the SDK without its aiohttp extra
+            pass
+    return bounded.capped_client_class(DefaultAsyncHttpxClient)()
 
 
 async def shared_client(base_url: str | None, api_key: str | None) -> Any:
@@ -137,9 +142,8 @@ async def shared_client(base_url: str | None, api_key: str | None) -> Any:
             _RETIRED.append(entry[1:])
         if _CLIENT_CLASS is None:
             _CLIENT_CLASS = _client_class()
-        http_client = _http_client(base_url)
         client = _CLIENT_CLASS(base_url=base_url, api_key=api_key, max_retries=0,
-                               **({"http_client": http_client} if http_client is not None else {}))
+                               http_client=_http_client(base_url))
         client.endpoint = redact_url((base_url or str(client.base_url)).rstrip("/")) or ""
         closer = _close_when_the_loop_ends(client)
         await closer.__anext__()
@@ -187,6 +191,8 @@ async def send_raw(base_url: str | None, api_key: str | None, body: dict[str, An
     `body` is bytes (else `body["model"]`). Waiting for the limit is recorded on the current run.
     `attempts`, when given, has its first item raised by one for each attempt sent.
     """
+    from agent_eval.provider.bounded import BodyTooLarge
+
     client = await shared_client(base_url, api_key)
     if model is None and isinstance(body, dict):
         model = body.get("model")
@@ -217,6 +223,8 @@ async def send_raw(base_url: str | None, api_key: str | None, body: dict[str, An
                             status_code=getattr(error, "status_code", None)) from error
     except ProviderError:
         raise
+    except BodyTooLarge as exc:  # not retried: the same answer would be read again
+        raise ProviderError(f"{exc}{_where(client, shown, 0)}") from None
     except Exception as exc:  # not retried (a transport's own error, an odd URL): the provider's
         raise ProviderError(f"{type(exc).__name__}: {_shorten(str(exc))}{_where(client, shown, 0)}") from exc
     return response

@@ -121,9 +121,7 @@ class Sandbox:
     async def _dispatch_remote(self, name: str, remote: Any, args: Any, start: float,
                                call_id: str | None = None) -> tuple[str | None, str | None]:
         """One call of an MCP tool: validated and faulted as a Python tool is, sent as tools/call."""
-        if self.closed:
-            raise ToolError("the run has ended (timeout); this call was not recorded")
-        invalid, error = self._check(name, args)
+        invalid, error = self._begin(name, args)
         output = fault = None
         if error is None:
             output, error, fault = await self.servers.call(remote, args)
@@ -157,47 +155,41 @@ class Sandbox:
 
     def _dispatch(self, name: str, args: Any, start: float, call_id: str | None = None,
                   ) -> tuple[str | None, str | None]:
-        if self.closed:
-            raise ToolError("the run has ended (timeout); this call was not recorded")
-        invalid, error = self._check(name, args)
+        invalid, error = self._begin(name, args)
         output = error_tb = None
         if error is None:
             try:
                 value = self.tools.invoke(name, args, self.env)
                 if inspect.isawaitable(value):  # a sync function that returned a coroutine
                     value = self._await(value)
-                output = self.tools.observation(value)
-            except Exception as exc:  # the tool's exception is the observation, by contract
-                error = f"{type(exc).__name__}: {exc}"
-                error_tb = user_traceback(exc)
-            except BaseException as exc:  # noqa: BLE001 - SystemExit & co from a tool are its tool error
-                error, error_tb = describe(exc), user_traceback(exc)
-            if output is not None and name == self._inject_tool:
-                output = self._inject(output)
+                output = self._observed(name, value)
+            except BaseException as exc:  # noqa: BLE001 - any exception of a tool is its tool error
+                error, error_tb = _tool_error(exc)
         return self._finish(name, args, output, error, invalid, start, error_tb, call_id)
 
     async def _dispatch_async(self, name: str, args: Any, start: float, call_id: str | None = None,
                               ) -> tuple[str | None, str | None]:
         """One call of an `async def` tool, awaited on the run's event loop."""
-        if self.closed:
-            raise ToolError("the run has ended (timeout); this call was not recorded")
-        invalid, error = self._check(name, args)
+        invalid, error = self._begin(name, args)
         output = error_tb = None
         if error is None:
             try:
-                output = self.tools.observation(await self.tools.invoke(name, args, self.env))
-            except asyncio.CancelledError as exc:
-                if _is_cancelling():  # a real cancellation (--timeout, Ctrl-C) ends the run
-                    raise
-                error, error_tb = describe(exc), user_traceback(exc)
-            except Exception as exc:  # the tool's exception is the observation, by contract
-                error = f"{type(exc).__name__}: {exc}"
-                error_tb = user_traceback(exc)
-            except BaseException as exc:  # noqa: BLE001 - SystemExit & co from a tool are its tool error
-                error, error_tb = describe(exc), user_traceback(exc)
-            if output is not None and name == self._inject_tool:
-                output = self._inject(output)
+                output = self._observed(name, await self.tools.invoke(name, args, self.env))
+            except BaseException as exc:  # noqa: BLE001 - any exception of a tool is its tool error
+                if isinstance(exc, asyncio.CancelledError) and _is_cancelling():
+                    raise  # a real cancellation (--timeout, Ctrl-C) ends the run
+                error, error_tb = _tool_error(exc)
         return self._finish(name, args, output, error, invalid, start, error_tb, call_id)
+
+    def _begin(self, name: str, args: Any) -> tuple[str | None, str | None]:
+        """(invalid, error) of a call about to run; a ToolError once the run has ended."""
+        if self.closed:
+            raise ToolError("the run has ended (timeout); this call was not recorded")
+        return self._check(name, args)
+
+    def _observed(self, name: str, value: Any) -> str:
+        output = self.tools.observation(value)
+        return self._inject(output) if name == self._inject_tool else output
 
     def _finish(self, name: str, args: Any, output: str | None, error: str | None, invalid: str | None,
                 start: float, error_tb: str | None, call_id: str | None = None) -> tuple[str | None, str | None]:
@@ -282,3 +274,8 @@ def run_apart(awaitable: Any) -> Any:
     if "error" in box:
         raise box["error"]
     return box.get("value")
+
+
+def _tool_error(exc: BaseException) -> tuple[str, str | None]:
+    """A tool's exception as its error text and traceback (SystemExit and the like included: section 12b)."""
+    return (f"{type(exc).__name__}: {exc}" if isinstance(exc, Exception) else describe(exc)), user_traceback(exc)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import logging
 import os
 import re
 import sys
@@ -18,11 +19,11 @@ from typing import Any
 
 import orjson
 
+from agent_eval.suite.mcp_http import HttpWatch, call_key
 from agent_eval.suite.mcp_spec import ENV_FILE_VAR, ServerSpec
 from agent_eval.suite.mcp_stdio import LIVE_GROUPS, MAX_MESSAGE, Link, kill_group, stdio_transport
 
 _CLOSE_GRACE_S = 5.0
-_REFUSALS = (401, 403, 404)  # with every 5xx: an HTTP status that is the server's fault, not a tool error
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 # Stray stdout lines per server label: [count, first line]; told once per command (`stray_warnings`).
 _STRAY: dict[str, list] = {}
@@ -40,6 +41,11 @@ class ServerError(Exception):
 
 class ProtocolError(ServerError):
     """The server answered a request with a JSON-RPC error: it is alive, the request failed."""
+
+
+# The mcp client logs a server's bad answers (with tracebacks) besides failing the request; agent-eval
+# reports each failure once, as a ServerError naming the server.
+logging.getLogger("mcp").setLevel(logging.CRITICAL)
 
 
 def kill_live_servers() -> None:
@@ -85,7 +91,7 @@ class Connection:
         self._failure: BaseException | None = None
         self._owner: asyncio.Task | None = None
         self._begun = 0.0
-        self._refused: dict[bytes, list[int]] = {}  # a tools/call's (name, args) -> HTTP statuses it got
+        self.http = HttpWatch(spec.label)  # what the HTTP client saw that the mcp client drops
         self.fault: str | None = None  # set once the server has failed: no request is sent to it again
 
     # ------------------------------------------------------------------ lifecycle
@@ -143,12 +149,7 @@ class Connection:
     def _transport(self) -> Any:
         spec = self.spec
         if spec.url is not None:
-            from mcp.client.streamable_http import streamable_http_client
-            from mcp.shared._httpx_utils import create_mcp_http_client
-
-            client = create_mcp_http_client(headers=dict(spec.headers) or None)
-            client.event_hooks["response"].append(self._on_response)
-            return streamable_http_client(spec.url, http_client=client)
+            return self.http.transport(spec.url, spec.headers)
         env = {**os.environ, **spec.env}
         if self._env_blob is not None:
             fd, self._env_path = tempfile.mkstemp(prefix="agent-eval-env-", suffix=".json")
@@ -159,19 +160,6 @@ class Connection:
             env.pop(ENV_FILE_VAR, None)
         program, args = spec.executable()
         return stdio_transport([program, *args], env, str(spec.cwd), self.link)
-
-    async def _on_response(self, response: Any) -> None:
-        """The HTTP status of each tools/call (the mcp client keeps only the JSON-RPC error it makes of it)."""
-        status = response.status_code
-        if status not in _REFUSALS and status < 500:
-            return
-        try:
-            body = orjson.loads(response.request.content)
-        except (orjson.JSONDecodeError, TypeError, AttributeError):
-            return
-        if isinstance(body, dict) and body.get("method") == "tools/call" and isinstance(body.get("params"), dict):
-            params = body["params"]
-            self._refused.setdefault(_call_key(params.get("name"), params.get("arguments")), []).append(status)
 
     async def close(self) -> None:
         """End the session and stop the server; bounded, and a server that lingers is killed."""
@@ -201,7 +189,7 @@ class Connection:
 
     # ------------------------------------------------------------------ requests
 
-    async def _request(self, what: str, make: Any) -> Any:
+    async def _request(self, what: str, make: Any, key: bytes | None = None) -> Any:
         """Run one request in the caller's task, bounded by the entry's timeout.
 
         No task of its own: a shared server's call then costs the round trip and little more. When the
@@ -216,12 +204,16 @@ class Connection:
             async with asyncio.timeout(self.timeout):  # a timer handle; anyio.fail_after costs 3x as much per call
                 return await make(session)
         except TimeoutError:
+            if (problem := self.http.size_problem(key, what)) is not None:
+                raise ServerError(problem) from None
             if self.link.fault is not None:
                 raise self._fail(f"{self.link.fault} during {what}") from None
             if self._ended.is_set():
                 raise self._fail(f"exited during {what}{self._exit_detail()}") from None
             raise self._fail(f"did not answer {what} within timeout {self.timeout:g}s") from None
         except Exception as exc:  # noqa: BLE001 - whatever the transport raises is the server's failure
+            if (problem := self.http.size_problem(key, what)) is not None:
+                raise ServerError(problem) from None
             if self.link.fault is not None:
                 raise self._fail(f"{self.link.fault} during {what}") from None
             if _is_protocol_error(exc):  # the server answered with a JSON-RPC error: it is alive
@@ -236,12 +228,13 @@ class Connection:
         cursor = None
         for _ in range(1000):
             if cursor is None:
-                page = await self._request("tools/list", lambda s: s.list_tools())
+                page = await self._request("tools/list", lambda s: s.list_tools(), b"method:tools/list")
             else:
                 from mcp.types import PaginatedRequestParams
 
                 params = PaginatedRequestParams(cursor=cursor)
-                page = await self._request("tools/list", lambda s, p=params: s.list_tools(params=p))
+                page = await self._request("tools/list", lambda s, p=params: s.list_tools(params=p),
+                                           b"method:tools/list")
             tools.extend(page.tools)
             cursor = page.next_cursor
             if not cursor:
@@ -254,30 +247,27 @@ class Connection:
         An HTTP answer of 401, 403, 404 or 5xx is a ServerError naming the status: an expired token or
         a broken server is not a tool error for the agent to see.
         """
-        key = _call_key(tool, args) if self.spec.url is not None else None
+        key = call_key(tool, args) if self.spec.url is not None else None
         try:
-            result = await self._request(f"tools/call {tool}", lambda s: s.call_tool(tool, args))
+            result = await self._request(f"tools/call {tool}", lambda s: s.call_tool(tool, args), key)
         except ProtocolError as exc:  # e.g. invalid params: the call failed, as a tool error does
-            self._check_status(key, tool)
+            self._check_refusal(key, tool)
             return None, f"MCPError: {str(exc).split(' failed: ', 1)[-1]}"
-        self._check_status(key, tool)
+        self._check_refusal(key, tool)
         text = observation(result)
         return (None, text or "the tool reported an error") if result.is_error else (text, None)
 
-    def _check_status(self, key: bytes | None, tool: str) -> None:
-        statuses = self._refused.get(key) if key is not None else None
-        if key is not None and statuses:
-            status = statuses.pop(0)
-            if not statuses:
-                del self._refused[key]
-            raise ServerError(f"MCP server {self.spec.label} answered HTTP {status} to tools/call {tool}")
+    def _check_refusal(self, key: bytes | None, tool: str) -> None:
+        if (problem := self.http.refusal(key, tool)) is not None:
+            raise ServerError(problem)
 
     async def read_json(self, uri: str) -> Any:
         """resources/read of `uri`, its text parsed as JSON; ServerError when it is not JSON, is over
         64 MiB or is nested past MAX_DEPTH levels."""
         from agent_eval.suite.fields import MAX_DEPTH, is_too_deep
 
-        result = await self._request(f"resources/read {uri}", lambda s: s.read_resource(uri))
+        result = await self._request(f"resources/read {uri}", lambda s: s.read_resource(uri),
+                                     b"method:resources/read")
         parts = [getattr(c, "text", None) for c in result.contents]
         text = next((p for p in parts if p is not None), None)
         where = f"MCP server {self.spec.label}: the state resource {uri}"
@@ -351,14 +341,6 @@ def _size(data: str, is_base64: bool) -> int:
         return len(data.encode("utf-8", "replace"))
     padding = data.count("=", max(0, len(data) - 2))
     return max(0, len(data) * 3 // 4 - padding)
-
-
-def _call_key(tool: Any, args: Any) -> bytes:
-    """A tools/call as the HTTP hook and the caller both see it: its name and arguments, keys sorted."""
-    try:
-        return orjson.dumps([tool, args], option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
-    except TypeError:
-        return repr((tool, args)).encode()
 
 
 def _is_closed(exc: BaseException) -> bool:

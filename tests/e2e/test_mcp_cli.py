@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ import orjson
 import pytest
 
 from tests.builders import write_suite
+from tests.hostile import http_mcp_server, live_pids
 
 pytest.importorskip("mcp")
 
@@ -55,22 +55,6 @@ def sync_agent(task):
 def schemas(task):
     return ",".join(sorted(s["function"]["name"] for s in task.tool_schemas))
 '''
-
-
-def server_processes(tag: str) -> list[int]:
-    """Pids of live processes whose command line holds `tag`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if tag.encode() in cmdline and state != "Z":
-            found.append(int(entry.name))
-    return found
 
 
 def bank_suite(folder: Path, cases: list[dict], name: str | None = None, url: str | None = None,
@@ -144,7 +128,7 @@ def test_state_checks_tool_errors_faults_and_isolation(tmp_path: Path) -> None:
     # 15 runs, 12 passed: pass@1 averages the per-case pass rates (1, 1, 1, 1, 0) / 5 = 0.8.
     assert report["summary"]["runs"] == 15
     assert report["summary"]["pass_at_1"] == pytest.approx(0.8)
-    assert server_processes(tag) == []
+    assert live_pids(tag) == []
 
 
 def test_observations_and_argument_validation(tmp_path: Path) -> None:
@@ -160,7 +144,7 @@ def test_observations_and_argument_validation(tmp_path: Path) -> None:
     # The schema from tools/list says integer: recorded, and the call still went to the server.
     assert steps[2]["invalid_args"] == "args.amount: 'ten' is not of type 'integer'"
     assert steps[2]["error"] is not None
-    assert server_processes(tag) == []
+    assert live_pids(tag) == []
 
 
 def test_crashing_server_is_an_error_naming_it(tmp_path: Path) -> None:
@@ -176,7 +160,7 @@ def test_crashing_server_is_an_error_naming_it(tmp_path: Path) -> None:
     assert runs["crash"][0]["status"] == "error"
     assert runs["crash"][0]["error"] == "MCP server bank exited during tools/call crash"
     assert runs["fine"][0]["status"] == "passed"
-    assert server_processes(tag) == []
+    assert live_pids(tag) == []
 
 
 def test_hanging_server_is_an_error_within_the_timeout(tmp_path: Path) -> None:
@@ -189,7 +173,7 @@ def test_hanging_server_is_an_error_within_the_timeout(tmp_path: Path) -> None:
     assert run["status"] == "error"
     assert run["error"] == f"MCP server {SERVER} did not answer within --timeout 2s"
     assert run["trace"]["agent_error"] is None  # the server's fault, not the agent's
-    assert server_processes(tag) == []
+    assert live_pids(tag) == []
 
 
 def test_server_that_fails_to_start_for_a_run(tmp_path: Path) -> None:
@@ -205,7 +189,7 @@ def test_server_that_fails_to_start_for_a_run(tmp_path: Path) -> None:
     assert runs["bad-env"][0]["error"].startswith(f"MCP server {SERVER} failed to start")
     assert "this env says fail_start" in runs["bad-env"][0]["error"]  # the tail of its stderr
     assert runs["ok"][0]["status"] == "passed"
-    assert server_processes(tag) == []
+    assert live_pids(tag) == []
 
 
 def test_sync_python_agent_and_tool_schemas(tmp_path: Path) -> None:
@@ -216,7 +200,7 @@ def test_sync_python_agent_and_tool_schemas(tmp_path: Path) -> None:
     out = tmp_path / "out"
     assert run_cli(path, out, "--filter", "sync", "--agent", f"{path.parent / 'agent.py'}:sync_agent").returncode == 0
     assert run_cli(path, out, "--filter", "schemas", "--agent", f"{path.parent / 'agent.py'}:schemas").returncode == 0
-    assert server_processes(tag) == []
+    assert live_pids(tag) == []
 
 
 def test_openai_agent_sees_mcp_tools_as_functions(tmp_path: Path, loopback) -> None:
@@ -232,31 +216,13 @@ def test_openai_agent_sees_mcp_tools_as_functions(tmp_path: Path, loopback) -> N
     assert done.returncode == 0, done.stdout + done.stderr
     functions = {t["function"]["name"]: t["function"] for t in srv.requests[0]["tools"]}
     assert functions["bank__deposit"]["parameters"]["required"] == ["account", "amount"]
-    assert server_processes(tag) == []
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    assert live_pids(tag) == []
 
 
 @pytest.fixture
 def http_server():
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, str(SERVER), "--http", str(port)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            assert time.monotonic() < deadline and proc.poll() is None, "the HTTP MCP server did not start"
-            time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}/mcp"
-    proc.terminate()
-    proc.wait(timeout=10)
+    with http_mcp_server(SERVER, "--http", "{port}") as url:
+        yield url
 
 
 def test_shared_http_server_keeps_its_state_across_runs(tmp_path: Path, http_server: str) -> None:
@@ -283,12 +249,12 @@ def test_ctrl_c_leaves_no_server_behind(tmp_path: Path) -> None:
                              "--concurrency", "4", "--agent", f"{path.parent / 'agent.py'}:sync_agent"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + HANG_GUARD_S
-    while len(server_processes(tag)) < 4:  # the runs' servers, and the next run's, are up
+    while len(live_pids(tag)) < 4:  # the runs' servers, and the next run's, are up
         assert time.monotonic() < deadline and proc.poll() is None, "the servers never started"
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=HANG_GUARD_S) == 130
-    assert server_processes(tag) == []
+    assert live_pids(tag) == []
 
 
 def test_rescore_keeps_env_checks_from_a_state_resource(tmp_path: Path) -> None:
@@ -309,7 +275,7 @@ def test_rescore_keeps_env_checks_from_a_state_resource(tmp_path: Path) -> None:
     rescored = orjson.loads(max(out.glob("*.json"), key=lambda p: p.stat().st_mtime).read_bytes())
     checks = {c["name"]: c["passed"] for c in rescored["cases"][0]["runs"][0]["checks"]}
     assert checks == {"env:accounts.alice:equals": True, "expect:contains": False}
-    assert server_processes(tag) == []
+    assert live_pids(tag) == []
 
 
 def test_example_suite_numbers(tmp_path: Path) -> None:

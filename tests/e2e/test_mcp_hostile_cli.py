@@ -4,10 +4,7 @@ lines, and servers that hang at start or on a request. The servers are tests/fix
 from __future__ import annotations
 
 import resource
-import socket
 import subprocess
-import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -15,13 +12,14 @@ import orjson
 import pytest
 
 from tests.builders import CLI, clean_env, write_suite
-from tests.hostile import SECRET, assert_clean
+from tests.hostile import SECRET, assert_clean, http_mcp_server, run_measured
 
 pytest.importorskip("mcp")
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "mcp"
 SERVER = FIXTURES / "hostile_server.py"
 LABEL = str(SERVER)  # how messages name a server without a `name`: its script as the command gives it
+TINY = FIXTURES / "tiny_server.py"
 HANG_GUARD_S = 180
 
 AGENT = '''
@@ -159,20 +157,21 @@ def test_start_timeout_and_timeout_bound_a_server(tmp_path: Path) -> None:
              {"id": "fine", "query": "q", "metadata": {"calls": [call("echo", text="hi")]},
               "expect": {"contains": "ok hi"}}]
     tag = f"tag-{uuid.uuid4().hex}"
-    # Not 2 s: on a loaded machine the Python of a server that does start may take that long.
-    entry = {"command": ["python", str(SERVER), tag], "start_timeout": 20, "timeout": 10}
+    # The tiny server imports nothing, so the servers that do start are up well within 2 s under load.
+    entry = {"command": ["python", str(TINY), tag], "start_timeout": 2, "timeout": 10}
     path, _ = suite(tmp_path, cases, entry=entry, initial_env={"count": 0})
     done, report = run(path, "--timeout", "120")
     assert done.returncode == 2, done.stdout + done.stderr
     assert_clean(done, tmp_path, tag)
     runs = runs_of(report)
-    assert runs["hangs"]["status"] == "error"
-    assert runs["hangs"]["error"] == f"MCP server {LABEL} did not start within start_timeout 20s"
+    assert runs["hangs"]["status"] == "error" and runs["hangs"]["trace"]["agent_error"] is None
+    assert runs["hangs"]["error"] == f"MCP server {TINY} did not start within start_timeout 2s"
     assert runs["slow"]["status"] == "error" and runs["slow"]["trace"]["agent_error"] is None
-    assert runs["slow"]["error"] == f"MCP server {LABEL} did not answer tools/call slow within timeout 10s"
+    assert runs["slow"]["error"] == f"MCP server {TINY} did not answer tools/call slow within timeout 10s"
     assert runs["fine"]["status"] == "passed"
     # A server's start is not the agent's time: the hung start left no latency on its run.
     assert runs["hangs"]["trace"]["latency_s"] == 0.0
+    assert (report["summary"]["runs"], report["summary"]["runs_errored"]) == (1, 2)
 
 
 def test_timeout_settings_are_checked(tmp_path: Path) -> None:
@@ -186,27 +185,10 @@ def test_timeout_settings_are_checked(tmp_path: Path) -> None:
         assert "suite.tools[0].mcp.timeout" in done.stderr and "suite.tools[0].mcp.start_timeout" in done.stderr
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def status_server():
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, str(FIXTURES / "status_server.py"), str(port)])
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            assert time.monotonic() < deadline and proc.poll() is None, "the status server did not start"
-            time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}/mcp"
-    proc.terminate()
-    proc.wait(timeout=10)
+    with http_mcp_server(FIXTURES / "status_server.py", "{port}") as url:
+        yield url
 
 
 REFUSALS = {"expired": 401, "forbidden": 403, "missing": 404, "broken": 500, "unavailable": 503}
@@ -231,3 +213,47 @@ def test_http_refusals_are_the_server_s_fault_and_json_rpc_errors_are_tool_error
         assert runs[name]["error"] == f"MCP server status answered HTTP {status} to tools/call {name}"
         assert runs[name]["trace"]["agent_error"] is None
 
+
+
+@pytest.fixture
+def hostile_http():
+    with http_mcp_server(SERVER, "--http", "{port}") as url:
+        yield url
+
+
+def test_an_http_result_over_64_mib_is_the_run_s_error_and_the_session_goes_on(tmp_path: Path,
+                                                                               hostile_http: str) -> None:
+    # A real `mcp` server over streamable HTTP (its results come as server-sent events): 65 MiB is over
+    # the limit; 2 MiB is not (it is over the mcp client's own 1 MiB default for one event).
+    cases = [{"id": "huge", "query": "q", "metadata": {"calls": [call("hostile__huge")]},
+              "expect": {"contains": "ok"}},
+             {"id": "big", "query": "q", "metadata": {"calls": [call("hostile__huge", mib=2)]},
+              "expect": {"contains": "ok xxx"}},
+             {"id": "after", "query": "q", "metadata": {"calls": [call("hostile__echo", text="hi")]},
+              "expect": {"contains": "ok hi"}}]
+    path, _ = suite(tmp_path, cases, entry={"url": hostile_http, "name": "hostile"})
+    done, report = run(path, "--concurrency", "1")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert_clean(done, tmp_path)
+    runs = runs_of(report)
+    assert runs["huge"]["status"] == "error" and runs["huge"]["trace"]["agent_error"] is None
+    assert runs["huge"]["error"] == "MCP server hostile sent a message over the 64 MiB limit during tools/call huge"
+    assert runs["big"]["status"] == "passed"
+    assert len(runs["big"]["trace"]["final_answer"]) == len("ok ") + 2 * 2**20
+    assert runs["after"]["status"] == "passed"  # the shared session outlives a cut answer
+    assert (report["summary"]["runs"], report["summary"]["runs_errored"]) == (2, 1)
+
+
+def test_an_http_gzip_bomb_is_cut_in_bounded_memory(tmp_path: Path, status_server: str) -> None:
+    cases = [{"id": name, "query": "q", "metadata": {"calls": [call(f"status__{name}")]},
+              "expect": {"contains": "ok"}} for name in ("bomb", "fine")]
+    path, _ = suite(tmp_path, cases, entry={"url": status_server, "name": "status"})
+    measured = run_measured([CLI, "run", "--cases", str(path), "--output-dir", str(tmp_path / "out"), "--no-html",
+                             "--concurrency", "1"], env=clean_env(OPENAI_API_KEY=SECRET))
+    assert measured.done.returncode == 2, measured.done.stdout + measured.done.stderr
+    assert_clean(measured.done, tmp_path)
+    assert measured.max_rss_bytes < 2**30, measured.max_rss_bytes  # loose: the bomb inflates to 1 GiB
+    runs = runs_of(orjson.loads(next((tmp_path / "out").glob("*.json")).read_bytes()))
+    assert runs["bomb"]["status"] == "error"
+    assert runs["bomb"]["error"] == "MCP server status sent a message over the 64 MiB limit during tools/call bomb"
+    assert runs["fine"]["status"] == "passed"
