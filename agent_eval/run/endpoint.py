@@ -23,6 +23,7 @@ from agent_eval.run.wire import RECORDED_PATHS, Answer, ModelCall, StreamReader,
 
 INFRA_STATUSES = frozenset({401, 403, 404, 408, 409, 429})
 NO_RETRY = {"x-should-retry": "false"}
+MAX_REQUEST = 64 * 2**20  # an agent's request body: a long conversation, never aiohttp's default of 1 MiB
 
 
 @dataclass
@@ -119,8 +120,11 @@ class Endpoint:
     async def start(self) -> None:
         from aiohttp import web
 
+        def request(*parts: Any) -> Any:  # aiohttp's own limit on a request body is 1 MiB: a long conversation
+            return web.BaseRequest(*parts, loop=asyncio.get_running_loop(), client_max_size=MAX_REQUEST)
+
         # handler_cancellation: a client that disconnects cancels its handler, and the upstream call.
-        server = web.Server(self._handle, handler_cancellation=True, access_log=None)
+        server = web.Server(self._handle, handler_cancellation=True, access_log=None, request_factory=request)
         self._runner = web.ServerRunner(server, handle_signals=False)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0, backlog=1024)

@@ -260,3 +260,19 @@ def test_a_client_that_hangs_up_cancels_the_upstream_call(loopback) -> None:
     played = play(agent, srv.base_url)
     assert played.error is None  # the agent's own choice, not an outage
     assert [c["status"] for c in played.trace["llm_calls"]] == ["client_closed"]
+
+
+def test_a_long_conversation_over_a_mebibyte_is_forwarded(loopback) -> None:
+    srv = loopback([text("read it")])
+    long = "x" * (3 * 2**20)  # 3 MiB of context: past aiohttp's own 1 MiB limit on a request body
+
+    async def agent(task):
+        client = openai.AsyncOpenAI(base_url=task.base_url, api_key=task.api_key, max_retries=0)
+        answer = await client.chat.completions.create(model=task.model, messages=[
+            {"role": "user", "content": long}])
+        return answer.choices[0].message.content
+
+    played = play(agent, srv.base_url)
+    assert played.error is None and played.trace["final_answer"] == "read it"
+    assert srv.requests[0]["messages"][0]["content"] == long
+    assert [c["status"] for c in played.trace["llm_calls"]] == [200]
