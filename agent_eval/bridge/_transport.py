@@ -30,6 +30,10 @@ async def _close_when_the_loop_ends(client: Any) -> AsyncIterator[None]:
             await asyncio.wait_for(client.aclose(), 2.0)
 
 
+async def _park(closer: AsyncIterator[None]) -> None:
+    await closer.__anext__()
+
+
 def async_http_client() -> Any:
     """The running loop's shared async transport for the SDK (None outside a running loop: the SDK
     then builds its own)."""
@@ -41,7 +45,7 @@ def async_http_client() -> Any:
     if client is None or client.is_closed:
         client = _ASYNC[loop] = _new_async_client()
         closer = _close_when_the_loop_ends(client)
-        loop.create_task(closer.__anext__())  # parked at its yield until the loop shuts down
+        loop.create_task(_park(closer))  # parked at its yield until the loop shuts down
         _CLOSERS.append(closer)
     return client
 

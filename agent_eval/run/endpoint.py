@@ -120,8 +120,10 @@ class Endpoint:
     async def start(self) -> None:
         from aiohttp import web
 
-        def request(*parts: Any) -> Any:  # aiohttp's own limit on a request body is 1 MiB: a long conversation
-            return web.BaseRequest(*parts, loop=asyncio.get_running_loop(), client_max_size=MAX_REQUEST)
+        def request(message: Any, payload: Any, protocol: Any, writer: Any, task: Any) -> Any:
+            # aiohttp's own limit on a request body is 1 MiB: too small for a long conversation
+            return web.BaseRequest(message, payload, protocol, writer, task, asyncio.get_running_loop(),
+                                   client_max_size=MAX_REQUEST)
 
         # handler_cancellation: a client that disconnects cancels its handler, and the upstream call.
         server = web.Server(self._handle, handler_cancellation=True, access_log=None, request_factory=request)
