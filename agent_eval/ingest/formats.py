@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent_eval.errors import ConfigError
 from agent_eval.ingest.records import Unmappable, map_each_record
 
 Mapped = tuple[list[tuple[str, dict[str, Any]]], list[Unmappable], list[str]]  # (label, case), left out, notes
@@ -95,5 +96,18 @@ FORMATS: dict[str, Format] = {
     "openai-evals": Format(cases=_evals_cases),
     "agent-eval": Format(runs=_agent_eval_runs),
 }
+
+
+def format_row(fmt: str, reads: str, logs: Path | None, unknown: str, no_logs: str) -> Format:
+    """The row of `fmt` that reads `reads` ("cases" or "runs"); ConfigError `unknown` when there is none,
+    and `no_logs` when --logs was given to a format that has no spans to join them to."""
+    row = FORMATS.get(fmt)
+    if row is None or getattr(row, reads) is None:
+        raise ConfigError(unknown)
+    if logs is not None and not row.takes_logs:
+        raise ConfigError(no_logs)
+    return row
+
+
 IMPORT_FORMATS = tuple(name for name, row in FORMATS.items() if row.cases is not None)
 SCORE_FORMATS = tuple(name for name, row in FORMATS.items() if row.runs is not None)

@@ -19,14 +19,12 @@ FORMATS = IMPORT_FORMATS  # the names `import` takes (ingest/formats.py holds th
 def map_records(fmt: str, source: Path, logs: Path | None = None,
                 ) -> tuple[list[tuple[str, dict]], list[Unmappable], list[str]]:
     """(record label, case) for every record that maps, the records that do not, and notes."""
-    from agent_eval.ingest.formats import FORMATS
+    from agent_eval.ingest.formats import format_row
 
-    row = FORMATS.get(fmt)
-    if row is None or row.cases is None:
-        raise ConfigError(f"unknown import format {fmt!r}; use one of {', '.join(IMPORT_FORMATS)}.")
-    if logs is not None and not row.takes_logs:
-        raise ConfigError(f"--logs {logs} joins OTLP log records to OpenTelemetry spans; it goes with "
-                          f"`import otel`, not `import {fmt}`.")
+    row = format_row(fmt, "cases", logs, f"unknown import format {fmt!r}; use one of {', '.join(IMPORT_FORMATS)}.",
+                     f"--logs {logs} joins OTLP log records to OpenTelemetry spans; it goes with "
+                     f"`import otel`, not `import {fmt}`.")
+    assert row.cases is not None
     return row.cases(source, logs)
 
 

@@ -7,9 +7,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_eval.ingest.otlp import Span, json_value
+from agent_eval.ingest.otlp import Span, by_index, json_value
 
-_INDEXED = re.compile(r"^gen_ai\.(prompt|completion)\.(\d+)\.(.+)$")
+_INDEXED = {kind: re.compile(rf"^gen_ai\.{kind}\.(\d+)\.(.+)$") for kind in ("prompt", "completion")}
+_TOOL_CALL = re.compile(r"^tool_calls\.(\d+)\.([^.]+)$")
 
 
 @dataclass
@@ -96,23 +97,14 @@ def _messages(value: Any, role: str) -> list[Message] | None:
 
 def _indexed(span: Span, kind: str) -> list[Message] | None:
     """OpenLLMetry's flattened attributes: gen_ai.prompt.0.role, gen_ai.completion.0.tool_calls.0.name."""
-    found: dict[int, dict[str, Any]] = {}
-    for key, value in span.attributes.items():
-        m = _INDEXED.match(key)
-        if m and m.group(1) == kind:
-            found.setdefault(int(m.group(2)), {})[m.group(3)] = value
+    found = by_index(span.attributes, _INDEXED[kind])
     if not found:
         return None
     out = []
-    for _, fields in sorted(found.items()):
-        calls: dict[int, dict[str, Any]] = {}
-        for key, value in fields.items():
-            parts = key.split(".")
-            if len(parts) == 3 and parts[0] == "tool_calls" and parts[1].isdigit():
-                calls.setdefault(int(parts[1]), {})[parts[2]] = value
+    for fields in found:
         raw = {"role": fields.get("role") or ("assistant" if kind == "completion" else "user"),
                "content": fields.get("content"),
-               "tool_calls": [{"id": c.get("id"), "function": c} for _, c in sorted(calls.items())]}
+               "tool_calls": [{"id": c.get("id"), "function": c} for c in by_index(fields, _TOOL_CALL)]}
         message = _message(raw)
         if message is not None:
             out.append(message)

@@ -8,41 +8,32 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from agent_eval.ingest.otlp import Span, json_value
+from agent_eval.ingest.otlp import Span, by_index, json_value
 
 KIND = "openinference.span.kind"
-_FLAT = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
+_FLAT = {side: re.compile(rf"^llm\.{side}_messages\.(\d+)\.message\.(.+)$") for side in ("input", "output")}
 _CALL = re.compile(r"^tool_calls\.(\d+)\.tool_call\.(.+)$")
 _CONTENT = re.compile(r"^contents\.(\d+)\.message_content\.(.+)$")
 
 
 def _messages(attrs: dict[str, Any], side: str) -> list[dict[str, Any]] | None:
     """`llm.{side}_messages.N.message.*` as OpenAI-format messages, in index order; None when absent."""
-    found: dict[int, dict[str, Any]] = {}
-    for key, value in attrs.items():
-        m = _FLAT.match(key)
-        if m and m.group(1) == side:
-            found.setdefault(int(m.group(2)), {})[m.group(3)] = value
+    found = by_index(attrs, _FLAT[side])
     if not found:
         return None
     out = []
-    for _, fields in sorted(found.items()):
-        calls: dict[int, dict[str, Any]] = {}
-        texts: dict[int, str] = {}
-        for key, value in fields.items():
-            if (c := _CALL.match(key)) is not None:
-                calls.setdefault(int(c.group(1)), {})[c.group(2)] = value
-            elif (t := _CONTENT.match(key)) is not None and t.group(2) == "text" and isinstance(value, str):
-                texts[int(t.group(1))] = value
+    for fields in found:
+        calls = by_index(fields, _CALL)
+        texts = [t["text"] for t in by_index(fields, _CONTENT) if isinstance(t.get("text"), str)]
         content = fields.get("content")
         if content is None and texts:
-            content = "\n".join(text for _, text in sorted(texts.items()))
+            content = "\n".join(texts)
         message: dict[str, Any] = {"role": fields.get("role") or ("assistant" if side == "output" else "user"),
                                    "content": content}
         if calls:
             message["tool_calls"] = [{"id": c.get("id"), "function": {"name": c.get("function.name"),
                                                                       "arguments": c.get("function.arguments")}}
-                                     for _, c in sorted(calls.items())]
+                                     for c in calls]
         if fields.get("tool_call_id") is not None:
             message["tool_call_id"] = fields["tool_call_id"]
         out.append(message)

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -109,6 +111,17 @@ def attributes(items: Any) -> dict[str, Any]:
         if isinstance(item, dict) and isinstance(item.get("key"), str):
             out[item["key"]] = any_value(item.get("value"))
     return out
+
+
+def by_index(attrs: Mapping[str, Any], pattern: re.Pattern[str]) -> list[dict[str, Any]]:
+    """Flattened attributes (`prefix.N.rest`, `pattern`'s groups N and rest) as one {rest: value} per N,
+    in index order: how OpenInference and OpenLLMetry write lists of messages and tool calls."""
+    found: dict[int, dict[str, Any]] = {}
+    for key, value in attrs.items():
+        m = pattern.match(key)
+        if m:
+            found.setdefault(int(m.group(1)), {})[m.group(2)] = value
+    return [fields for _, fields in sorted(found.items())]
 
 
 def json_value(value: Any) -> Any:

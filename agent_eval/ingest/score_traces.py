@@ -13,8 +13,7 @@ from typing import Any
 
 from rich.console import Console
 
-from agent_eval.errors import ConfigError
-from agent_eval.ingest.formats import FORMATS, SCORE_FORMATS
+from agent_eval.ingest.formats import SCORE_FORMATS, format_row
 from agent_eval.ingest.recordings import Recording, detect_format
 from agent_eval.run.journal import Journal
 from agent_eval.run.player import helper_spend
@@ -142,12 +141,10 @@ async def _score_case(suite: Suite, case: dict, recordings: list[Recording], ctx
 def load_recordings(path: Path, fmt: str | None, suite: Suite, logs: Path | None = None,
                     ) -> tuple[str, list[Recording], list, dict[str, Any]]:
     fmt = fmt or detect_format(path)
-    row = FORMATS.get(fmt)
-    if row is None or row.runs is None:
-        raise ConfigError(f"--format {fmt!r} is not known; use one of {', '.join(SCORE_FORMATS)}.")
-    if logs is not None and not row.takes_logs:
-        raise ConfigError(f"--logs {logs} joins OTLP log records to OpenTelemetry spans; {path} is read as "
-                          f"{fmt}. Drop --logs, or pass --format otel.")
+    row = format_row(fmt, "runs", logs, f"--format {fmt!r} is not known; use one of {', '.join(SCORE_FORMATS)}.",
+                     f"--logs {logs} joins OTLP log records to OpenTelemetry spans; {path} is read as "
+                     f"{fmt}. Drop --logs, or pass --format otel.")
+    assert row.runs is not None
     recordings, bad, head = row.runs(path, suite.tools, logs)
     return fmt, recordings, bad, head
 
