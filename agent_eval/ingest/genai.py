@@ -5,11 +5,12 @@ Other conventions (OpenInference, logfire) are translated into these attributes 
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from agent_eval.ingest.messages import Call, Message, input_messages, output_messages, str_or_none
-from agent_eval.ingest.otlp import Span, json_value
+from agent_eval.ingest.otlp import HANDOFF, Span, json_value
 from agent_eval.score.tokens import sum_tokens, token_count
 
 INFERENCE_OPS = frozenset({"chat", "text_completion", "generate_content"})
@@ -62,6 +63,7 @@ class Recorded:
     case_id: str | None = None  # agent_eval.case_id, on traces agent-eval wrote itself
     trial: int | None = None
     warnings: list[str] = field(default_factory=list)
+    framework_calls: list[Call] = field(default_factory=list)  # the framework's own calls (handoffs)
 
     @property
     def input_tokens(self) -> int | None:
@@ -195,6 +197,22 @@ def _with_unexecuted(steps: list[ToolStep], issued: list[tuple[Call, int]]) -> l
     return out
 
 
+def _framework_calls(spans: list[Span], issued: list[tuple[Call, int]],
+                     ) -> tuple[list[Call], list[tuple[Call, int]]]:
+    """(the framework's own calls, the rest): a call of the Agents SDK's handoff tool
+    (`transfer_to_<agent>`) where a handoff span says the framework handed over to that agent."""
+    targets = {_handoff_tool(str(s.attributes[HANDOFF])) for s in spans if s.attributes.get(HANDOFF) is not None}
+    if not targets:
+        return [], issued
+    return ([call for call, _ in issued if call.name in targets],
+            [(call, at) for call, at in issued if call.name not in targets])
+
+
+def _handoff_tool(agent: str) -> str:
+    """The Agents SDK's default name of the tool that hands over to `agent`."""
+    return "transfer_to_" + re.sub(r"[^a-zA-Z0-9_]", "_", agent.replace(" ", "_")).lower()
+
+
 def _replies(user_messages: list[str], convo: list[Message], answer: str | None) -> list[str | None]:
     """One reply per user message: the last assistant text before the next user message."""
     replies: list[str | None] = []
@@ -286,7 +304,7 @@ def read_trace(trace_id: str, spans: list[Span]) -> Recorded | str:
         # Several output messages are alternative choices (n > 1): the first one is the answer.
         answer = next((m.text for m in outputs if m.role in ("assistant", "") and m.text), None)
     tool_spans = [s for s in spans if operation(s) == TOOL_OP]
-    issued = issued_calls(inferences)
+    framework, issued = _framework_calls(spans, issued_calls(inferences))
     if tool_spans:
         steps = _with_unexecuted([_tool_step(s, calls, responses) for s in tool_spans], issued)
     else:
@@ -300,7 +318,7 @@ def read_trace(trace_id: str, spans: list[Span]) -> Recorded | str:
     return Recorded(trace_id=trace_id, user_messages=users, replies=_replies(users, convo, answer), answer=answer,
                     steps=steps, inferences=inference_records, start_ns=min(s.start_ns for s in spans),
                     end_ns=max(ends) if ends else None, agent_error=_agent_error(spans), trace_ids=[trace_id],
-                    case_id=case_id, trial=trial, warnings=_backwards(trace_id, spans))
+                    case_id=case_id, trial=trial, warnings=_backwards(trace_id, spans), framework_calls=framework)
 
 
 def _model(span: Span) -> str | None:

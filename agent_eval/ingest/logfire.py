@@ -5,13 +5,14 @@ its `gen_ai.*` attributes (older versions write only the bodies). A streamed cal
 span (no response, no usage) and a "streaming response" log span holding both; the request half is
 left out so the call counts once. Through the Agents SDK (`instrument_openai_agents`) model spans hold
 `input` / `output` (chat) or `raw_input` / `response` (Responses API), and each tool call is a span
-"Function: {name}" whose `input` is its arguments.
+"Function: {name}" whose `input` is its arguments; a handoff is a span "Handoff: {from_agent} → {to_agent}",
+which is the framework's own doing, not a step.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from agent_eval.ingest.otlp import Span, json_value
+from agent_eval.ingest.otlp import HANDOFF, Span, json_value
 
 DROP = "agent_eval.drop"  # the translation's verdict: this span repeats another one
 _STREAMING = "streaming response from"
@@ -102,6 +103,15 @@ def translate(span: Span) -> dict[str, Any] | None:
     attrs = span.attributes
     template = str(attrs.get(_TEMPLATE) or span.name)
     out: dict[str, Any] = {}
+    if template.startswith("Function:") or span.name.startswith("Function:"):
+        _function(span, out)
+        return out
+    if template.startswith("Handoff:") and attrs.get("to_agent") is not None:
+        out[HANDOFF] = attrs["to_agent"]  # the framework handing over: not a step
+        return out
+    if "logfire.span_type" in attrs and (("input" in attrs and "output" in attrs) or "raw_input" in attrs):
+        _agents_model(span, out)  # the Agents SDK's model call (newer versions add request_data beside)
+        return out
     request = json_value(attrs.get("request_data"))
     if isinstance(request, dict):
         if template.startswith(_STREAMING):
@@ -111,11 +121,5 @@ def translate(span: Span) -> dict[str, Any] | None:
         elif request.get("stream") and "response_data" not in attrs:
             return {DROP: True}  # the streamed call's request half: its "streaming response" span holds it
         _openai(span, request, out)
-        return out
-    if template.startswith("Function:") or span.name.startswith("Function:"):
-        _function(span, out)
-        return out
-    if "logfire.span_type" in attrs and (("input" in attrs and "output" in attrs) or "raw_input" in attrs):
-        _agents_model(span, out)
         return out
     return None

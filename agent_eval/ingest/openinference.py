@@ -8,9 +8,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from agent_eval.ingest.otlp import Span, by_index, json_value
+from agent_eval.ingest.otlp import HANDOFF, Span, by_index, json_value
 
 KIND = "openinference.span.kind"
+_HANDOFF = "handoff to "
 _FLAT = {side: re.compile(rf"^llm\.{side}_messages\.(\d+)\.message\.(.+)$") for side in ("input", "output")}
 _CALL = re.compile(r"^tool_calls\.(\d+)\.tool_call\.(.+)$")
 _CONTENT = re.compile(r"^contents\.(\d+)\.message_content\.(.+)$")
@@ -61,8 +62,12 @@ def _llm(span: Span, out: dict[str, Any]) -> None:
 
 def _tool(span: Span, out: dict[str, Any]) -> None:
     attrs = span.attributes
+    if attrs.get("tool.name") is None and span.name.startswith(_HANDOFF):
+        # the Agents SDK's handoff: input.value names the agent handing off, output.value the one handed to
+        out[HANDOFF] = attrs.get("output.value") or span.name.removeprefix(_HANDOFF)
+        return
     if attrs.get("input.value") in (None, ""):
-        return  # the Agents SDK's handoff span: no arguments, not a tool the agent ran
+        return  # a handoff span of older versions: no arguments, not a tool the agent ran
     out["gen_ai.operation.name"] = "execute_tool"
     out["gen_ai.tool.name"] = attrs.get("tool.name") or span.name
     out["gen_ai.tool.call.arguments"] = attrs["input.value"]

@@ -90,6 +90,8 @@ def recorded_case(rec: Recorded) -> tuple[dict[str, Any], list[str]]:
     metadata["recorded_replies"] = list(rec.replies)
     metadata["recorded_calls"] = recorded
     metadata["recorded_usage"] = {"prompt_tokens": rec.input_tokens, "completion_tokens": rec.output_tokens}
+    if rec.framework_calls:  # the framework's own (handoffs): neither expected nor a mistake
+        metadata["framework_calls"] = _framework_calls(rec)
     case["metadata"] = metadata
     return case, notes
 
@@ -157,7 +159,12 @@ def recorded_run_trace(rec: Recorded, tools: Any = None) -> dict[str, Any]:
         "started_at_unix_ns": origin,
         "trace_id": rec.trace_id,
         "has_env": False,  # a trace records no environment: env checks are skipped, now and when re-scored
+        "framework_calls": _framework_calls(rec),
     }
+
+
+def _framework_calls(rec: Recorded) -> list[dict[str, Any]]:
+    return [{"name": call.name, "args": call.args} for call in rec.framework_calls]
 
 
 def _observation(value: Any) -> Any:

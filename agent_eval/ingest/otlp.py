@@ -21,6 +21,11 @@ from agent_eval.ingest.records import Unmappable, read_bytes, read_records
 STATUS_ERROR = 2
 
 
+# Set by a convention's translation on a span that records a framework handing the conversation to
+# another agent (the Agents SDK's handoff): its value is the agent handed to. Such a span is not a step.
+HANDOFF = "agent_eval.handoff_to"
+
+
 @dataclass
 class Span:
     """One span, decoded: ids lower-case hex, times in nanoseconds, attributes as plain values."""

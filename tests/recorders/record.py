@@ -26,7 +26,7 @@ def _setup_env(setup: str, content: str) -> None:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("setup", choices=["openai-v2", "openinference"])
+    parser.add_argument("setup", choices=["openai-v2", "openinference", "openllmetry", "logfire-v1", "logfire-v2"])
     parser.add_argument("base_url")
     parser.add_argument("out_dir", type=Path)
     parser.add_argument("--root", action="store_true", help="wrap the conversation in an agent span")
@@ -36,6 +36,7 @@ def main(argv: list[str]) -> int:
     _setup_env(args.setup, args.content)
 
     import openai
+    import orjson
     from opentelemetry.sdk._logs import LoggerProvider
     from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
     from opentelemetry.sdk.resources import Resource
@@ -62,12 +63,27 @@ def main(argv: list[str]) -> int:
         OpenAIInstrumentor().instrument(tracer_provider=tracer_provider, logger_provider=logger_provider)
         tool_span = _genai_tool_span(tracer) if args.tool_spans else None
         root = _genai_agent_span(tracer) if args.root else None
-    else:
+    elif args.setup == "openinference":
         from openinference.instrumentation.openai import OpenAIInstrumentor as OIInstrumentor
 
         OIInstrumentor().instrument(tracer_provider=tracer_provider)
         tool_span = _openinference_tool_span(tracer) if args.tool_spans else None
         root = _openinference_agent_span(tracer) if args.root else None
+    elif args.setup == "openllmetry":
+        from opentelemetry.instrumentation.openai import OpenAIInstrumentor as TraceloopInstrumentor
+
+        TraceloopInstrumentor().instrument(tracer_provider=tracer_provider)
+        tool_span = _genai_tool_span(tracer) if args.tool_spans else None
+        root = _genai_agent_span(tracer) if args.root else None
+    else:
+        import logfire
+
+        logfire.configure(send_to_logfire=False, console=False, service_name="shop-agent",
+                          additional_span_processors=[SimpleSpanProcessor(spans)])
+        logfire.instrument_openai(version=int(args.setup.removeprefix("logfire-v")))  # type: ignore[arg-type]
+        tool_span = None
+        root = (lambda: logfire.span("support conversation")) if args.root else None
+        tracer_provider.force_flush = logfire.force_flush  # type: ignore[method-assign]
 
     client = openai.OpenAI(base_url=args.base_url, api_key="test", max_retries=0)
     if root is not None:
@@ -86,6 +102,15 @@ def main(argv: list[str]) -> int:
     half = len(finished) // 2
     otlp_files.write_protobuf(out / "traces.pbd", [otlp_files.trace_request(finished[:half]),
                                                    otlp_files.trace_request(finished[half:])], delimited=True)
+    from importlib import metadata
+
+    libraries = {"openai-v2": "opentelemetry-instrumentation-openai-v2", "openinference":
+                 "openinference-instrumentation-openai", "openllmetry": "opentelemetry-instrumentation-openai"}
+    library = libraries.get(args.setup, "logfire")
+    options = {"root": args.root, "tool_spans": args.tool_spans, "content": args.content}
+    (out / "versions.json").write_text(orjson.dumps({"setup": args.setup, "options": options, "versions": {
+        name: metadata.version(name) for name in (library, "openai", "opentelemetry-sdk")}},
+        option=orjson.OPT_INDENT_2).decode() + "\n")
     records = list(logs.get_finished_logs())
     if records:
         otlp_files.write_jsonl(out / "logs.jsonl", [otlp_files.logs_request(records)])
