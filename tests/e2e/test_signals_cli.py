@@ -3,6 +3,7 @@
 hostile_server.py) starts helpers tagged with the test's tag, one of them in a session of its own."""
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
@@ -29,7 +30,7 @@ from pathlib import Path
 
 async def agent(task):
     out = await task.acall_tool("spawn_helper", tag=task.metadata["tag"])
-    Path(__file__).with_name(f"started-{task.case_id}").touch()
+    Path(task.metadata["folder"], f"started-{task.case_id}").touch()  # not __file__'s: Ray copies it
     await asyncio.sleep(float(task.metadata.get("sleep", 0)))
     return "ok " + out
 '''
@@ -37,7 +38,7 @@ async def agent(task):
 
 def suite(folder: Path, cases: int, sleep: float) -> tuple[Path, str]:
     tag = f"tag-{uuid.uuid4().hex}"
-    rows = [{"id": f"c{n}", "query": "q", "metadata": {"tag": tag, "sleep": sleep},
+    rows = [{"id": f"c{n}", "query": "q", "metadata": {"tag": tag, "sleep": sleep, "folder": str(folder)},
              "expect": {"contains": "ok spawned"}} for n in range(cases)]
     block = {"name": "signals", "tools": [{"mcp": {"command": ["python", str(SERVER), tag]}}],
              "agent": "agent.py:agent"}
@@ -73,4 +74,50 @@ def test_sigterm_writes_the_partial_report_ends_every_process_and_exits_143(tmp_
     report = orjson.loads(report_path.read_bytes())
     assert report["interrupted"] is True and report["exit_code"] == 143
     assert [c["status"] for c in report["cases"]] == ["not_run"] * 6  # cancelled in flight: not journaled
+    assert f"--resume {report['run_id']}" in stderr
+
+
+@pytest.mark.parametrize("to_group", [False, True], ids=["driver", "group"])
+def test_sigterm_under_workers_stops_every_worker_and_server_and_writes_the_partial_report(tmp_path: Path,
+                                                                                       to_group: bool) -> None:
+    # SIGTERM reaches the driver alone (as `timeout` sends it), or its whole process group (as a shell's
+    # `kill -TERM -PGID` does).
+    sigterm_mid_run(tmp_path, ["--workers", "2"], to_group)
+
+
+def test_sigterm_under_ray_stops_every_actor_and_server_and_writes_the_partial_report(tmp_path: Path) -> None:
+    sigterm_mid_run(tmp_path, ["--ray", "--workers", "2"], to_group=False)
+
+
+def sigterm_mid_run(tmp_path: Path, flags: list[str], to_group: bool) -> None:
+    """Six cases, at most four at once: two finish at once, four wait an hour; then SIGTERM. The two are
+    in the partial report, the four are not run, and no process of the command is left."""
+    path, tag = suite(tmp_path, cases=6, sleep=3600)
+    rows = orjson.loads(path.read_bytes())
+    for row in rows["cases"][:2]:
+        row["metadata"]["sleep"] = 0
+    path.write_bytes(orjson.dumps(rows))
+    out = tmp_path / "out"
+    proc = subprocess.Popen([CLI, "run", "--cases", str(path), "--output-dir", str(out), "--no-html",
+                             "--concurrency", "4", *flags], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=clean_env(OPENAI_API_KEY=SECRET),
+                            start_new_session=to_group)
+    deadline = time.monotonic() + HANG_GUARD_S
+    # Four runs in flight, each with its server and the server's two helpers; two finished.
+    while len(list(tmp_path.glob("started-*"))) < 6 or len(live_pids(tag)) < 12:
+        assert time.monotonic() < deadline and proc.poll() is None, "the runs never started"
+        time.sleep(0.05)
+    if to_group:
+        os.killpg(proc.pid, signal.SIGTERM)
+    else:
+        proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=HANG_GUARD_S)
+    done = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+    assert done.returncode == 143, stdout + stderr
+    assert_clean(done, tmp_path, tag)
+    (report_path,) = out.glob("*.json")
+    report = orjson.loads(report_path.read_bytes())
+    assert report["interrupted"] is True and report["exit_code"] == 143
+    statuses = {c["id"]: c["status"] for c in report["cases"]}
+    assert statuses == {"c0": "passed", "c1": "passed", **{f"c{n}": "not_run" for n in range(2, 6)}}
     assert f"--resume {report['run_id']}" in stderr
