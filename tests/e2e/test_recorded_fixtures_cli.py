@@ -85,3 +85,84 @@ def test_a_committed_recording_imports_and_scores_as_what_the_agent_did(tmp_path
     assert [c["name"] for c in trace.get("framework_calls") or []] == framework
     assert trace["replies"] == ["Refunded 9.50.", "Order 7 is in transit."]
     assert 0 < m["ttfa_s"] < m["latency_s"]
+
+
+@pytest.mark.parametrize("log", ["shop.eval", "shop.json"])
+def test_an_inspect_log_written_by_inspect_imports_and_scores_as_what_the_model_did(tmp_path, log):
+    """tests/recorders/inspect_log.py: two samples, two epochs each, played by Inspect's own tool loop."""
+    path = RECORDINGS / "inspect" / log
+    imported = cli("import", "inspect", path, "--out", tmp_path / "imported.json", cwd=tmp_path)
+    assert imported.returncode == 0 and "Traceback" not in imported.stderr, imported.stderr
+    refund, where = orjson.loads((tmp_path / "imported.json").read_bytes())
+    assert (refund["id"], refund["query"], refund["expect"]) == ("refund-42", "Refund order 42", {"icontains": "9.50"})
+    # no target: the recorded calls are what is expected (one call, nothing to collapse)
+    assert (where["id"], where["query"]) == ("where-7", "Where is order 7?")
+    assert where["expected_tools"] == [{"name": "lookup_order", "args": {"order_id": 7}}]
+
+    # refund-42's trajectory, written by hand, so that score has calls to compare with
+    refund["expected_tools"] = [{"name": "lookup_order", "args": {"order_id": 42}},
+                                {"name": "refund", "args": {"order_id": 42, "amount": 9.5}}]
+    refund["trajectory"] = "unordered"
+    cases = tmp_path / "cases.json"
+    cases.write_bytes(orjson.dumps({"suite": {"name": "shop"}, "cases": [refund, where]}))
+    out = tmp_path / "out"
+    scored = cli("score", path, "--cases", cases, "--output-dir", out, "--no-html", cwd=tmp_path)
+    assert scored.returncode == 0, scored.stdout + scored.stderr
+    report = only_report(out)
+    runs = {c["id"]: c["runs"] for c in report["cases"]}
+    assert [r["trial"] for r in runs["refund-42"]] == [0, 1]  # each epoch a trial
+    for run in runs["refund-42"]:
+        m = run["metrics"]
+        assert [s["name"] for s in run["trace"]["steps"]] == ["lookup_order", "lookup_order", "refund"]
+        # E = {lookup_order(42), refund(42, 9.5)}; A = lookup_order(42) x2, refund: |E ∩ A| = 2
+        assert m["tool_recall"] == 1.0  # 2/2
+        assert m["tool_precision"] == pytest.approx(2 / 3)  # 2/3
+        assert m["step_efficiency"] == pytest.approx(2 / 3)  # min(1, 2/3)
+        assert m["param_accuracy"] == 1.0  # order_id; order_id + amount: 3 of 3 fields
+        assert m["has_loop"] is True  # lookup_order(42) twice in a row
+        assert (m["prompt_tokens"], m["completion_tokens"]) == (460, 46)  # 100+110+120+130, 10+11+12+13
+        assert run["status"] == "passed"  # "Refunded 9.50." contains the target
+    for run in runs["where-7"]:
+        m = run["metrics"]
+        # E = A = {lookup_order(7)}: 1/1 each; no repeat
+        assert (m["tool_recall"], m["tool_precision"], m["step_efficiency"], m["param_accuracy"]) == (1.0, 1.0, 1.0, 1.0)
+        assert m["has_loop"] is False
+        assert (m["prompt_tokens"], m["completion_tokens"]) == (290, 29)  # 140+150, 14+15
+
+
+GOLDEN_REFUND = {"id": "refund-42", "query": "Refund order 42", "trajectory": "unordered",
+                 "expected_tools": [{"name": "lookup_order", "args": {"order_id": 42}},
+                                    {"name": "refund", "args": {"order_id": 42, "amount": 9.5}}]}
+
+
+@pytest.mark.parametrize("name", ["goldens.json", "goldens.jsonl", "goldens.csv"])
+def test_deepeval_goldens_saved_by_deepeval_import(tmp_path, name):
+    """tests/recorders/deepeval_files.py: EvaluationDataset.save_as of three goldens."""
+    done = cli("import", "deepeval", RECORDINGS / "deepeval" / name, "--out", tmp_path / "cases.json", cwd=tmp_path)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    refund, where, hours = orjson.loads((tmp_path / "cases.json").read_bytes())
+    assert {k: refund[k] for k in GOLDEN_REFUND} == GOLDEN_REFUND
+    assert refund["metadata"]["context"] == ["Order 42 cost 9.50", "Refunds are instant"]
+    # tools_called (what the app did: lookup_order(7) twice) collapsed, the recorded mistake not required
+    assert where["expected_tools"] == [{"name": "lookup_order", "args": {"order_id": 7}}]
+    assert where["metadata"]["comments"] == "the agent looked it up twice"
+    assert hours["id"].startswith("golden-") and hours["query"] == "What are your opening hours?"
+    assert hours["rubric"].endswith("We are open 9 to 5.") and "expected_tools" not in hours
+    assert hours["metadata"]["retrieval_context"] == ["Opening hours: 9 to 5"]
+
+
+def test_a_deepeval_conversational_golden_and_test_run_import(tmp_path):
+    folder = RECORDINGS / "deepeval"
+    done = cli("import", "deepeval", folder / "conversational.json", "--out", tmp_path / "talk.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (talk,) = orjson.loads((tmp_path / "talk.json").read_bytes())
+    assert talk["messages"] == ["Refund order 42", "And order 7?"]  # the user turns
+    # the assistant turns' tools_called, lookup_order(42) x2 collapsed
+    assert talk["expected_tools"] == [*GOLDEN_REFUND["expected_tools"], {"name": "lookup_order", "args": {"order_id": 7}}]
+    assert talk["metadata"]["scenario"].startswith("A customer wants order 42 refunded")
+    assert talk["expected_outcome"].startswith("Order 42 is refunded")
+
+    done = cli("import", "deepeval", folder / "test_run.json", "--out", tmp_path / "run.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (case,) = orjson.loads((tmp_path / "run.json").read_bytes())
+    assert {k: case[k] for k in GOLDEN_REFUND} == GOLDEN_REFUND  # expectedTools, not what was called

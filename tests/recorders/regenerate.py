@@ -3,10 +3,12 @@
     python -m venv /tmp/rec && /tmp/rec/bin/pip install openai-agents==0.24.0 \\
         openinference-instrumentation-openai-agents==2.6.0 logfire==5.4.0 \\
         opentelemetry-instrumentation-openai==0.62.4 opentelemetry-sdk opentelemetry-proto orjson
-    /tmp/rec/bin/python -m tests.recorders.regenerate [NAME ...]
+    /tmp/rec/bin/python -m tests.recorders.regenerate agents-sdk-openinference ...
+    python -m venv /tmp/rec2 && /tmp/rec2/bin/pip install inspect-ai==0.3.285 deepeval==4.3.1 orjson
+    DEEPEVAL_TELEMETRY_OPT_OUT=YES /tmp/rec2/bin/python -m tests.recorders.regenerate inspect deepeval
 
-These libraries are too heavy to be dev dependencies (logfire alone brings a dozen packages), so the
-tests read what they wrote. Each recording is made in a fresh interpreter against the loopback server
+These libraries are too heavy to be dev dependencies (logfire alone brings a dozen packages, deepeval
+and inspect-ai many more), so the tests read what they wrote. Each recording is made in a fresh interpreter against the loopback server
 (tests/loopback.py) playing the recorder's script; NAME picks some (default: all).
 """
 from __future__ import annotations
@@ -29,17 +31,27 @@ RECORDINGS = {
     "logfire-v1": ("tests.recorders.record", ["logfire-v1"], "tests.recorders.agent"),
     "logfire-v2": ("tests.recorders.record", ["logfire-v2"], "tests.recorders.agent"),
     "logfire-v2-root": ("tests.recorders.record", ["logfire-v2", "--root"], "tests.recorders.agent"),
+    # these two in a venv of their own: inspect-ai==0.3.285 deepeval==4.3.1 orjson
+    "inspect": ("tests.recorders.inspect_log", [], "tests.recorders.inspect_log"),
+    "deepeval": ("tests.recorders.deepeval_files", [], None),
 }
 
 
 def regenerate(name: str) -> None:
-    module, before, script_module = RECORDINGS[name]
-    script = __import__(script_module, fromlist=["SCRIPT"]).SCRIPT
-    with LoopbackServer(list(script)) as server:
-        setup, *options = before
-        subprocess.run([sys.executable, "-m", module, setup, server.base_url, str(OUT / name), *options],
-                       cwd=ROOT, check=True, timeout=300)
-        assert server.count == len(script), f"{name}: {server.count} of {len(script)} scripted calls made"
+    module, args, script_module = RECORDINGS[name]
+    if script_module is None:  # no model calls: the library writes its files by itself
+        subprocess.run([sys.executable, "-m", module, str(OUT / name)], cwd=ROOT, check=True, timeout=300)
+        print(f"wrote {OUT / name}")
+        return
+    module_vars = __import__(script_module, fromlist=["SCRIPT"])
+    script = module_vars.SCRIPT
+    with LoopbackServer(list(script) if isinstance(script, list) else script) as server:
+        setup, *options = args or [""]
+        command = [sys.executable, "-m", module, *([setup] if setup else []), server.base_url, str(OUT / name),
+                   *options]
+        subprocess.run(command, cwd=ROOT, check=True, timeout=300)
+        made = getattr(module_vars, "CALLS_PER_LOG", None) or len(script)
+        assert server.count == made, f"{name}: {server.count} of {made} scripted calls made"
     print(f"wrote {OUT / name}")
 
 
