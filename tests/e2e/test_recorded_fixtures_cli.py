@@ -125,7 +125,8 @@ def test_an_inspect_log_written_by_inspect_imports_and_scores_as_what_the_model_
     for run in runs["where-7"]:
         m = run["metrics"]
         # E = A = {lookup_order(7)}: 1/1 each; no repeat
-        assert (m["tool_recall"], m["tool_precision"], m["step_efficiency"], m["param_accuracy"]) == (1.0, 1.0, 1.0, 1.0)
+        trajectory = (m["tool_recall"], m["tool_precision"], m["step_efficiency"], m["param_accuracy"])
+        assert trajectory == (1.0, 1.0, 1.0, 1.0)
         assert m["has_loop"] is False
         assert (m["prompt_tokens"], m["completion_tokens"]) == (290, 29)  # 140+150, 14+15
 
@@ -158,7 +159,8 @@ def test_a_deepeval_conversational_golden_and_test_run_import(tmp_path):
     (talk,) = orjson.loads((tmp_path / "talk.json").read_bytes())
     assert talk["messages"] == ["Refund order 42", "And order 7?"]  # the user turns
     # the assistant turns' tools_called, lookup_order(42) x2 collapsed
-    assert talk["expected_tools"] == [*GOLDEN_REFUND["expected_tools"], {"name": "lookup_order", "args": {"order_id": 7}}]
+    lookup_7 = {"name": "lookup_order", "args": {"order_id": 7}}
+    assert talk["expected_tools"] == [*GOLDEN_REFUND["expected_tools"], lookup_7]
     assert talk["metadata"]["scenario"].startswith("A customer wants order 42 refunded")
     assert talk["expected_outcome"].startswith("Order 42 is refunded")
 

@@ -8,8 +8,9 @@
     DEEPEVAL_TELEMETRY_OPT_OUT=YES /tmp/rec2/bin/python -m tests.recorders.regenerate inspect deepeval
 
 These libraries are too heavy to be dev dependencies (logfire alone brings a dozen packages, deepeval
-and inspect-ai many more), so the tests read what they wrote. Each recording is made in a fresh interpreter against the loopback server
-(tests/loopback.py) playing the recorder's script; NAME picks some (default: all).
+and inspect-ai many more), so the tests read what they wrote. Each recording is made in a fresh
+interpreter against the loopback server (tests/loopback.py) playing the recorder's script; NAME picks
+some (default: all).
 """
 from __future__ import annotations
 
