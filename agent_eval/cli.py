@@ -366,7 +366,7 @@ def main(argv: Any = None) -> None:
         import atexit
 
         from agent_eval.run.interrupt import terminate_as_interrupt
-        from agent_eval.run.reaper import become_subreaper, end_descendants
+        from agent_eval.suite.reaper import become_subreaper, end_descendants
 
         become_subreaper()
         atexit.register(end_descendants)

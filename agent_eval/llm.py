@@ -23,7 +23,7 @@ from agent_eval.errors import ProviderError
 from agent_eval.provider import endpoints, retry
 from agent_eval.redaction import PLACEHOLDER_KEY as PLACEHOLDER_KEY  # re-exported: the key of keyless endpoints
 from agent_eval.redaction import redact_secrets, remember_secret
-from agent_eval.score.tokens import token_count
+from agent_eval.provider.tokens import token_count
 
 MAX_RETRIES = retry.hints.MAX_RETRIES
 

@@ -128,3 +128,89 @@ def test_no_stage_imports_commands_or_the_cli() -> None:
     assert stage_imports_of_commands({"agent_eval.run.x": {"agent_eval.commands.run"},
                                       "agent_eval.commands.run": {"agent_eval.run.x"}}) == [
         ("agent_eval.run.x", "agent_eval.commands.run")]
+
+
+# ---------------------------------------------------------------- the layering table
+
+ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
+COMMANDS = ("commands", "cli")
+FIXED_STAGES = ("suite", "run", "score", "report", "ingest", "provider", "bridge")
+
+
+def package_of(module: str) -> str:
+    """The row of the layering table a module belongs to: its subpackage, its top-level module's name, or
+    `agent_eval` for the package's __init__ (the public API)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def layering_table(text: str) -> dict[str, set[str]]:
+    """The table under "## Layering" of docs/architecture.md: package -> the packages it may import."""
+    section = text.split("## Layering", 1)[1].split("\n## ", 1)[0]
+    table: dict[str, set[str]] = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 2 or not cells[0].startswith("`"):
+            continue
+        allowed = {name.strip().strip("`") for name in cells[1].split(",")} if cells[1] != "nothing" else set()
+        table[cells[0].strip("`")] = allowed
+    return table
+
+
+def table_problems(table: dict[str, set[str]]) -> list[str]:
+    """The fixed rules, checked on the table itself: no stage may import commands/ or the CLI, no two
+    packages may import each other, and every package named is a row."""
+    problems = []
+    for pkg, allowed in sorted(table.items()):
+        if pkg in FIXED_STAGES and allowed & set(COMMANDS):
+            problems.append(f"stage {pkg} may import {sorted(allowed & set(COMMANDS))}")
+        problems += [f"{pkg} and {other} may import each other" for other in sorted(allowed)
+                     if pkg < other and pkg in table.get(other, ())]
+        problems += [f"{pkg} may import {other}, which has no row" for other in sorted(allowed - set(table))]
+    return problems
+
+
+def layering_violations(graph: dict[str, set[str]], table: dict[str, set[str]]) -> list[str]:
+    """Every import between packages that the table does not allow, as "module -> module (a -> b)"."""
+    out = []
+    for module, deps in sorted(graph.items()):
+        pkg = package_of(module)
+        if pkg not in table:
+            out.append(f"{module}: its package {pkg!r} has no row in the table")
+            continue
+        for dep in sorted(deps):
+            other = package_of(dep)
+            if other != pkg and other not in table[pkg]:
+                out.append(f"{module} -> {dep} ({pkg} may not import {other})")
+    return out
+
+
+def test_the_written_layering_holds() -> None:
+    table = layering_table(ARCHITECTURE.read_text(encoding="utf-8"))
+    assert {"suite", "run", "score", "report", "ingest", "commands", "cli", "records", "llm"} <= set(table)
+    assert table_problems(table) == []
+    assert layering_violations(import_graph(), table) == []
+
+
+def test_the_layering_check_fails_on_a_bad_graph_or_table() -> None:
+    table = layering_table("## Layering\n| Package | May import |\n| --- | --- |\n| `records` | nothing |\n"
+                           "| `score` | `records` |\n| `run` | `score`, `records` |\n| `commands` | `run`, `score` |\n"
+                           "## Next\n| `ignored` | `run` |\n")
+    assert table == {"records": set(), "score": {"records"}, "run": {"score", "records"},
+                     "commands": {"run", "score"}}
+    good = {"agent_eval.run.player": {"agent_eval.score.pipeline", "agent_eval.run.sandbox"},
+            "agent_eval.run.sandbox": set(), "agent_eval.score.pipeline": {"agent_eval.records"},
+            "agent_eval.records": set()}
+    assert layering_violations(good, table) == []
+    # score reaching back into run, a stage importing a command, a package with no row
+    bad = {**good, "agent_eval.score.rescore": {"agent_eval.run.sandbox"},
+           "agent_eval.run.x": {"agent_eval.commands.run"}, "agent_eval.newpkg.y": set()}
+    assert layering_violations(bad, table) == [
+        "agent_eval.newpkg.y: its package 'newpkg' has no row in the table",
+        "agent_eval.run.x -> agent_eval.commands.run (run may not import commands)",
+        "agent_eval.score.rescore -> agent_eval.run.sandbox (score may not import run)"]
+    assert table_problems(table) == []
+    assert table_problems({**table, "score": {"records", "run"}, "run": {"score", "commands"}}) == [
+        "commands and run may import each other", "stage run may import ['commands']",
+        "run and score may import each other"]
+    assert table_problems({"run": {"nowhere"}}) == ["run may import nowhere, which has no row"]

@@ -22,8 +22,8 @@ from agent_eval.flags import MAX_COUNT
 from agent_eval.run.config import check_judge_timeout, first
 from agent_eval.score.judge import build_judge, needs_judge, require_judge
 from agent_eval.score.pipeline import ScoringContext
-from agent_eval.score.report_judge import judge_for_report, report_cases_file
-from agent_eval.score.rescore import agreement_of, new_report, rescore_all, select_work
+from agent_eval.commands.report_judge import judge_for_report, report_cases_file
+from agent_eval.commands.rescoring import agreement_of, new_report, rescore_all, select_work
 from agent_eval.suite.cases import load_suite
 
 

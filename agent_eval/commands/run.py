@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from agent_eval import llm
+import agent_eval.llm as llm
 from agent_eval.commands.conclude import finish, offer_runs, say
 from agent_eval.commands.prepare import Prepared, check_baseline, check_judge, make_output_dir, prepare
 from agent_eval.errors import ConfigError
@@ -18,6 +18,7 @@ from agent_eval.flags import Flags
 from agent_eval.provider import endpoints
 from agent_eval.provider.endpoints import WindowBoard
 from agent_eval.report.model import new_run_id, now_iso
+from agent_eval.run.agents import kind_of
 from agent_eval.run.config import RunConfig, require_llm
 from agent_eval.run.interrupt import Interrupts
 from agent_eval.run.journal import Journal
@@ -38,8 +39,9 @@ def prepare_run(flags: Flags, adjust: Callable[[RunConfig], None] | None = None,
     suite, cfg = prepared.suite, prepared.cfg
     prepared.cases = _select_last_failed(flags, cfg, prepared.cases, warn or (lambda message: None))
     runnable = [c for c in prepared.cases if skip_reason(c, os.environ, cfg.judge) is None]
-    if cfg.agent == "openai" and runnable:
-        require_llm(cfg, "openai")
+    kind = kind_of(cfg.agent)
+    if kind.uses_llm and runnable:
+        require_llm(cfg, kind.name)
     check_judge(cfg, runnable, suite)
     require_user(cfg.user_sim, runnable, suite.path)
     check_baseline(cfg)

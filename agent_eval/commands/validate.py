@@ -7,6 +7,7 @@ from rich.console import Console
 
 from agent_eval.commands.conclude import say
 from agent_eval.errors import ConfigError
+from agent_eval.run.agents import BUILT_IN, kind_of
 from agent_eval.suite.cases import Suite
 
 
@@ -37,21 +38,12 @@ def load_suite_code(suite: Suite) -> None:
     for what, ref in named:
         if what == "agent" and isinstance(ref, str) and ref:
             check_agent(ref, suite.base_dir, suite)
-        elif isinstance(ref, str) and ref and ref != "openai" and not callable(
+        elif isinstance(ref, str) and ref and ref != BUILT_IN and not callable(
                 load_callable(ref, suite.base_dir, what)):
             raise ConfigError(f"{what} {ref!r} in {suite.path} is not callable; point the SPEC at a function")
 
 
 def check_agent(spec: str, base_dir: Path, suite: Suite) -> None:
-    """ConfigError unless SPEC loads: a callable for a Python agent, a program found for a `cmd:` one."""
-    from agent_eval.suite.imports import load_callable
-
-    if spec == "openai":
-        return
-    if spec.startswith("cmd:"):
-        from agent_eval.run.agents.command import command_of
-
-        command_of(spec, suite.path.resolve().parent)
-        return
-    if not callable(load_callable(spec, base_dir, "agent")):
-        raise ConfigError(f"agent {spec!r} is not callable; point the SPEC at a function")
+    """ConfigError unless SPEC loads, as its kind checks it: a callable for a Python agent, a program found
+    for a `cmd:` one."""
+    kind_of(spec).check(spec, base_dir, suite.path.resolve().parent)

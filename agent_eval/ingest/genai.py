@@ -11,7 +11,7 @@ from typing import Any
 
 from agent_eval.ingest.messages import Call, Message, input_messages, output_messages, str_or_none
 from agent_eval.ingest.otlp import HANDOFF, Span, json_value
-from agent_eval.score.tokens import sum_tokens, token_count
+from agent_eval.provider.tokens import sum_tokens, token_count
 
 INFERENCE_OPS = frozenset({"chat", "text_completion", "generate_content"})
 TOOL_OP = "execute_tool"
@@ -42,7 +42,7 @@ class Inference:
     start_ns: int
     end_ns: int | None  # None when the span ends before it starts
     model: str | None
-    input_tokens: int | None  # None: a count that is not an integer in 0 .. 2**53 - 1 (score/tokens.py)
+    input_tokens: int | None  # None: a count that is not an integer in 0 .. 2**53 - 1 (provider/tokens.py)
     output_tokens: int | None
 
 

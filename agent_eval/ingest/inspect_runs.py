@@ -8,7 +8,7 @@ from agent_eval.ingest.inspect_logs import answer, read_samples, recorded_calls,
 from agent_eval.ingest.inspect_samples import expect_of
 from agent_eval.ingest.otel import collapse
 from agent_eval.ingest.records import Unmappable
-from agent_eval.score.tokens import token_count
+from agent_eval.provider.tokens import token_count
 
 
 def _sample_id(where: str, sample: dict[str, Any]) -> str:

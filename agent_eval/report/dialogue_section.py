@@ -11,7 +11,7 @@ import orjson
 from rich.console import Console
 from rich.text import Text
 
-from agent_eval.run.dialogue import dialogue_turns
+from agent_eval.report.dialogue import dialogue_turns
 from agent_eval.report.fmt import format_cost, format_count, trim
 from agent_eval.report.reasons import run_failure_reason
 

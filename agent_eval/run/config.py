@@ -12,6 +12,7 @@ from agent_eval.errors import ConfigError
 from agent_eval.llm import PLACEHOLDER_KEY, redact_url
 from agent_eval.flags import DEFAULTS, MAX_COUNT, Flags
 from agent_eval.provider.throttle import RateLimit, parse_rate_limit
+from agent_eval.run.agents.base import BUILT_IN
 from agent_eval.suite.cases import Suite
 
 
@@ -24,7 +25,7 @@ class RunConfig:
     repeat: int = DEFAULTS.repeat
     threshold: float = DEFAULTS.threshold
     judge: bool = True
-    agent: str = "openai"
+    agent: str = BUILT_IN
     model: str | None = None
     base_url: str | None = None
     api_key: str | None = None
@@ -114,7 +115,7 @@ def resolve(flags: Flags, suite: Suite, environ: Mapping[str, str] | None = None
     cfg.threshold = float(pick(src, "threshold", ("flag", flags.threshold),
                                ("suite", defaults.get("threshold")), default=DEFAULTS.threshold))
     cfg.judge = not pick(src, "judge", ("flag", flags.no_judge or None), default=False)
-    cfg.agent = pick(src, "agent", ("flag", flags.agent), ("suite", block.get("agent")), default="openai")
+    cfg.agent = pick(src, "agent", ("flag", flags.agent), ("suite", block.get("agent")), default=BUILT_IN)
     cfg.model = pick(src, "model", ("flag", flags.model), ("env", env.get("AGENT_EVAL_MODEL")),
                      ("suite", block.get("model")))
     cfg.base_url = pick(src, "base_url", ("flag", flags.base_url), ("env", env.get("OPENAI_BASE_URL")))

@@ -11,7 +11,7 @@ import orjson
 
 from agent_eval.provider.waits import Waits, recording
 from agent_eval.run.agents import AgentStop, InfrastructureError, Reply, RunContext
-from agent_eval.run.jsonsafe import dumps_safe, to_json_safe
+from agent_eval.suite.jsonsafe import dumps_safe, to_json_safe
 from agent_eval.suite.cases import user_messages
 from agent_eval.run.scenario import max_turns
 from agent_eval.run.sandbox import EnvTemplate, Sandbox, ServerFault

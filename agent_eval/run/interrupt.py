@@ -139,7 +139,7 @@ def kill_servers() -> None:
     client = sys.modules.get("agent_eval.suite.mcp_client")
     if client is not None:
         client.kill_live_servers()
-    from agent_eval.run.reaper import end_descendants
+    from agent_eval.suite.reaper import end_descendants
 
     end_descendants()
 

@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 
 from agent_eval.errors import ConfigError
-from agent_eval.run.jsonsafe import dumps_safe
+from agent_eval.suite.jsonsafe import dumps_safe
 
 RUN_STATUSES = ("passed", "failed", "error")
 FLUSH_EVERY_RUNS = 64

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_eval.provider import endpoints
+from agent_eval.run.agents.base import BUILT_IN
 from agent_eval.run.config import RunConfig
 from agent_eval.run.episode import play_run
 from agent_eval.run.journal import encode_run
@@ -116,7 +117,7 @@ class Player:
 
     def uses_llm(self) -> bool:
         """True when a run here calls a model through agent_eval.llm (the agent, the judge, the simulator)."""
-        return (getattr(self.agent, "name", None) == "openai" or self.scoring.judge is not None
+        return (getattr(self.agent, "name", None) == BUILT_IN or self.scoring.judge is not None
                 or getattr(self.simulator, "model", None) is not None)
 
     def _env_blob(self, slot: CaseSlot) -> bytes | None:

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from agent_eval import llm
+import agent_eval.llm as llm
 from agent_eval.errors import ConfigError
 from agent_eval.run.episode import build_trace
 from agent_eval.run.runner import CANCEL_GRACE_S, Runner, lite_run

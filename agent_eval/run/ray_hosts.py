@@ -19,7 +19,7 @@ import orjson
 from agent_eval.errors import ConfigError
 from agent_eval.run.config import require_ray
 from agent_eval.run.interrupt import sigint_held
-from agent_eval.run.jsonsafe import dumps_safe
+from agent_eval.suite.jsonsafe import dumps_safe
 from agent_eval.run.pool import WorkerPool, split_concurrency
 from agent_eval.run.worker import (BATCH, CRASHED, FAILED, LIMITS, READY, RESULT, SPENT, STOP, USAGE, WorkerCore,
                                    WorkerInit, load_core, pack_results)

@@ -26,12 +26,11 @@ def _same_path(given: Any, stored: Any) -> bool:
 
 def resolve_spec(spec: str | None, base_dir: Path) -> str | None:
     """A SPEC with its file path made absolute (`module:function` SPECs are returned as they are)."""
-    if not spec or spec == "openai":
+    if not spec:
         return spec
-    module_ref, _, attr = spec.rpartition(":")
-    if module_ref.endswith(".py") or "/" in module_ref:
-        return f"{(base_dir / module_ref).resolve()}:{attr}"
-    return spec
+    from agent_eval.run.agents import kind_of
+
+    return kind_of(spec).absolute(spec, base_dir)
 
 
 @dataclass

@@ -10,11 +10,11 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from agent_eval import llm
+import agent_eval.llm as llm
 from agent_eval.provider import endpoints
 from agent_eval.suite.cases import Suite, skip_reason
 from agent_eval.run.config import RunConfig
-from agent_eval.run.dialogue import compact_dialogue
+from agent_eval.report.dialogue import compact_dialogue
 from agent_eval.run.journal import FLUSH_EVERY_S, Journal
 from agent_eval.run.player import CaseSlot, Player, helper_spend
 from agent_eval.score.metrics import case_status

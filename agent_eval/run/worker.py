@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from agent_eval import llm
+import agent_eval.llm as llm
 from agent_eval.provider import endpoints
 from agent_eval.errors import CaseFileError, ConfigError
-from agent_eval.run.jsonsafe import dumps_safe
+from agent_eval.suite.jsonsafe import dumps_safe
 from agent_eval.run.agents import load_agent
 from agent_eval.run.config import RunConfig
 from agent_eval.run.player import CaseSlot, Player

@@ -11,12 +11,10 @@ import asyncio
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar
 
 import orjson
 
-from agent_eval.errors import ConfigError
 from agent_eval.tracebacks import with_location
 from agent_eval.score.custom_summary import summarize_rows
 
@@ -244,35 +242,11 @@ def check_detail(row: dict) -> str:
     return text if len(text) <= DETAIL_MAX_CHARS else text[: DETAIL_MAX_CHARS - 1] + "…"
 
 
-# --- loading ---------------------------------------------------------------------------------
+# --- a loaded scorer (suite/scorers.py imports the SPECs) -----------------------------------
 
 
-def load_scorers(specs: Any, base_dir: Path) -> tuple[ScorerSet, list[tuple[str, str]]]:
-    """Import the suite's `scorers` SPECs; return the set and (field, message) for each problem."""
-    problems: list[tuple[str, str]] = []
-    found = ScorerSet()
-    if specs is None:
-        return found, problems
-    if not isinstance(specs, list) or not all(isinstance(s, str) for s in specs):
-        return found, [("suite.scorers", "must be a list of SPECs such as \"scorers.py:reply_words\" "
-                                         "(file.py:name or module:name)")]
-    from agent_eval.suite.imports import load_callable
-
-    for i, spec in enumerate(specs):
-        where = f"suite.scorers[{i}]"
-        try:
-            loaded = _load_one(spec, load_callable(spec, base_dir, "scorer"))
-        except (ConfigError, ScorerError) as exc:
-            problems.append((where, str(exc)))
-            continue
-        if found.get(loaded.name) is not None:
-            problems.append((where, f"two scorers are named {loaded.name!r}; set `name` on one of them"))
-            continue
-        found.scorers.append(loaded)
-    return found, problems
-
-
-def _load_one(spec: str, obj: Any) -> LoadedScorer:
+def scorer_of(spec: str, obj: Any) -> LoadedScorer:
+    """The loaded scorer of SPEC's object (a function, a Scorer subclass or instance); ScorerError if unusable."""
     summarize = None
     if isinstance(obj, type):
         if not issubclass(obj, Scorer):

@@ -21,7 +21,7 @@ from agent_eval.score.matchers import field_names, json_equal
 from agent_eval.score.safety_metrics import safety_metrics, share_true
 from agent_eval.score.custom_summary import summarize_scorers
 from agent_eval.score.prices import token_cost
-from agent_eval.score.tokens import TOKEN_KEYS, invalid_counts, sum_tokens
+from agent_eval.provider.tokens import TOKEN_KEYS, invalid_counts, sum_tokens
 
 RunMetricGroup = Callable[[dict, dict, list, bool, "float | None"], dict]
 

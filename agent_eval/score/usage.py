@@ -1,5 +1,5 @@
 """The spend of a helper LLM (the judge, the user simulator), kept apart from the agent's, and what a
-report says about impossible token counts (score/tokens.py tells them)."""
+report says about impossible token counts (provider/tokens.py tells them)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agent_eval.score.metrics import price_usage
-from agent_eval.score.tokens import MAX_TOKENS, TOKEN_KEYS, sum_tokens
+from agent_eval.provider.tokens import MAX_TOKENS, TOKEN_KEYS, sum_tokens
 
 if TYPE_CHECKING:
     from agent_eval.llm import Completion

@@ -275,7 +275,7 @@ def _load_suite_block(path: Path, block: Any, col: _Collector) -> Suite:
 
     for field_name, message in validate_user_block(block):
         col.add(None, field_name, message)
-    from agent_eval.score.custom import load_scorers
+    from agent_eval.suite.scorers import load_scorers
 
     suite.scorers, scorer_problems = load_scorers(block.get("scorers"), base_dir)
     for field_name, message in scorer_problems:

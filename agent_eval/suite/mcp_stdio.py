@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from subprocess import PIPE
 from typing import Any
 
-from agent_eval.run.reaper import disown, own
+from agent_eval.suite.reaper import disown, own
 
 MAX_MESSAGE = 64 * 2**20
 STDERR_KEPT = 64 * 2**10

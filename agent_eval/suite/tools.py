@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from agent_eval.errors import ConfigError, ToolError
-from agent_eval.run.jsonsafe import str_of, to_json_safe
+from agent_eval.suite.jsonsafe import str_of, to_json_safe
 from agent_eval.suite.schema_refs import ref_problem
 
 TOOL_MARK = "__agent_eval_tool__"

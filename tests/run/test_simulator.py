@@ -15,7 +15,7 @@ from rich.console import Console
 
 from agent_eval.run.agents.openai_loop import OpenAIAgent
 from agent_eval.run.agents.python import PythonAgent
-from agent_eval.run.dialogue import dialogue_turns
+from agent_eval.report.dialogue import dialogue_turns
 from agent_eval.run.episode import play_run
 from agent_eval.errors import CaseFileError, ConfigError
 from agent_eval.run.runner import lite_run

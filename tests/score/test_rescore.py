@@ -10,7 +10,7 @@ from rich.console import Console
 
 from agent_eval.errors import ConfigError
 from agent_eval.commands.rescore import rescore_command
-from agent_eval.score.rescore import validate_diff_fits
+from agent_eval.commands.rescoring import validate_diff_fits
 from tests.builders import flags_of
 from tests.judged_suite import by_id, case, isolate_judge_env, judge_script, run_in_process, judged_suite
 

@@ -14,7 +14,8 @@ from agent_eval.report.gate import compare_reports
 from agent_eval.score.metrics import summarize
 from agent_eval.report.scorer_table import render_scorers
 from agent_eval.score.custom_summary import summarize_rows, summarize_scorers
-from agent_eval.score.custom import ScorerError, as_row, conversation, load_scorers
+from agent_eval.score.custom import ScorerError, as_row, conversation
+from agent_eval.suite.scorers import load_scorers
 from agent_eval.score.pipeline import ScoringContext, score_run
 from tests.builders import FIXTURES as TEST_FIXTURES
 from tests.builders import write_suite

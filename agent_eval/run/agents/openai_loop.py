@@ -6,15 +6,15 @@ from typing import Any
 
 import orjson
 
-from agent_eval import llm
+import agent_eval.llm as llm
 from agent_eval.provider import waits
-from agent_eval.run.agents.base import AgentStop, Reply, RunContext
+from agent_eval.run.agents.base import BUILT_IN, AgentStop, Reply, RunContext
 
 
 class OpenAIAgent:
     """The seed's production loop: model completions and tool calls until the model answers."""
 
-    name = "openai"
+    name = BUILT_IN
 
     def __init__(self, settings: dict[str, Any]) -> None:
         self.model: str = settings["model"]

@@ -1,4 +1,4 @@
-"""`agent-eval rescore`: re-score a report's frozen traces with the case file as it is now.
+"""Re-scoring a report's frozen traces (what `agent-eval rescore` does) with the case file as it is now.
 
 Each run's final env is rebuilt from the case's current initial env plus the trace's
 `final_env_diff`. The deterministic checks, the metrics and the judge run again; the agent never does.
