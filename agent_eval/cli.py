@@ -57,8 +57,12 @@ def judge_timeout_option() -> Any:
 
 
 def guarded(fn: Callable[[], int]) -> None:
-    """Run fn; a user mistake becomes one short message on stderr and exit 2, never a traceback."""
+    """Run fn, after the plugins of AGENT_EVAL_PLUGINS are imported; a user mistake becomes one short
+    message on stderr and exit 2, never a traceback."""
     try:
+        from agent_eval.suite.imports import load_plugins
+
+        load_plugins(os.environ)
         code = fn()
     except CaseFileError as exc:
         problems = exc.problems

@@ -7,15 +7,12 @@ from pathlib import Path
 from rich.console import Console
 
 from agent_eval.errors import ConfigError
-from agent_eval.ingest.importer import (FORMATS, document, map_records, print_problems, screen, tools_ref, unique,
-                                        validate)
+from agent_eval.ingest.importer import document, map_records, print_problems, screen, tools_ref, unique, validate
 
 
 def import_command(fmt: str, source: Path, out: Path | None, tools: str | None, console: Console,
                    err: Console, logs: Path | None = None) -> int:
     """Map SOURCE to cases, validate them, write them to OUT (or stdout); 2 when no record maps."""
-    if fmt not in FORMATS:
-        raise ConfigError(f"unknown import format {fmt!r}; use one of {', '.join(FORMATS)}.")
     mapped, bad, notes = map_records(fmt, source, logs)
     mapped = unique(screen(mapped, bad), bad)
     out_dir = out.parent if out is not None else Path.cwd()

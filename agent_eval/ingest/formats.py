@@ -2,6 +2,7 @@
 
 A row names a reader of cases (for `import`) and a reader of recorded runs (for `score`); a format
 that only one command reads leaves the other None. Adding a format is one reader module and one row.
+`score` without --format reads a file as the first row whose `detect` recognises it, else as otel.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ class Format:
     cases: Callable[[Path, Path | None], Mapped] | None = None
     runs: Callable[[Path, Any, Path | None], Loaded] | None = None
     takes_logs: bool = False  # --logs joins OTLP log records to this format's spans
+    detect: Callable[[bytes], bool] | None = None  # recognises a file of this format (score without --format)
 
 
 def _otel_cases(source: Path, logs: Path | None) -> Mapped:
@@ -89,12 +91,24 @@ def _agent_eval_runs(path: Path, tools: Any, logs: Path | None) -> Loaded:
     return agent_eval_recordings(path)
 
 
+def _is_inspect(data: bytes) -> bool:
+    from agent_eval.ingest.inspect_logs import is_inspect_log
+
+    return is_inspect_log(data)
+
+
+def _is_agent_eval(data: bytes) -> bool:
+    from agent_eval.ingest.recordings import is_agent_eval_file
+
+    return is_agent_eval_file(data)
+
+
 FORMATS: dict[str, Format] = {
     "otel": Format(cases=_otel_cases, runs=_otel_runs, takes_logs=True),
     "deepeval": Format(cases=_deepeval_cases),
-    "inspect": Format(cases=_inspect_cases, runs=_inspect_runs),
+    "inspect": Format(cases=_inspect_cases, runs=_inspect_runs, detect=_is_inspect),
     "openai-evals": Format(cases=_evals_cases),
-    "agent-eval": Format(runs=_agent_eval_runs),
+    "agent-eval": Format(runs=_agent_eval_runs, detect=_is_agent_eval),
 }
 
 
@@ -109,5 +123,22 @@ def format_row(fmt: str, reads: str, logs: Path | None, unknown: str, no_logs: s
     return row
 
 
-IMPORT_FORMATS = tuple(name for name, row in FORMATS.items() if row.cases is not None)
-SCORE_FORMATS = tuple(name for name, row in FORMATS.items() if row.runs is not None)
+UNDETECTED = "otel"  # what `score` reads a file as when no row's `detect` recognises it
+
+
+def import_formats() -> tuple[str, ...]:
+    """The names `import FORMAT` takes."""
+    return tuple(name for name, row in FORMATS.items() if row.cases is not None)
+
+
+def score_formats() -> tuple[str, ...]:
+    """The names `score --format` takes."""
+    return tuple(name for name, row in FORMATS.items() if row.runs is not None)
+
+
+def detect_format(path: Path) -> str:
+    """The format of a recorded file: the first row whose `detect` recognises it, else UNDETECTED."""
+    from agent_eval.ingest.records import read_bytes
+
+    data = read_bytes(path)
+    return next((name for name, row in FORMATS.items() if row.detect is not None and row.detect(data)), UNDETECTED)

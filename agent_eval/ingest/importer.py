@@ -9,19 +9,15 @@ import orjson
 from rich.console import Console
 
 from agent_eval.errors import CaseFileError, ConfigError
-from agent_eval.ingest.formats import IMPORT_FORMATS
+from agent_eval.ingest.formats import format_row, import_formats
 from agent_eval.ingest.records import TOO_DEEP, Unmappable
 from agent_eval.suite.fields import id_problem, is_too_deep
-
-FORMATS = IMPORT_FORMATS  # the names `import` takes (ingest/formats.py holds the table)
 
 
 def map_records(fmt: str, source: Path, logs: Path | None = None,
                 ) -> tuple[list[tuple[str, dict]], list[Unmappable], list[str]]:
     """(record label, case) for every record that maps, the records that do not, and notes."""
-    from agent_eval.ingest.formats import format_row
-
-    row = format_row(fmt, "cases", logs, f"unknown import format {fmt!r}; use one of {', '.join(IMPORT_FORMATS)}.",
+    row = format_row(fmt, "cases", logs, f"unknown import format {fmt!r}; use one of {', '.join(import_formats())}.",
                      f"--logs {logs} joins OTLP log records to OpenTelemetry spans; it goes with "
                      f"`import otel`, not `import {fmt}`.")
     assert row.cases is not None

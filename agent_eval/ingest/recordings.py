@@ -27,13 +27,8 @@ class Recording:
     has_env: bool = False  # whether `final_env_diff` records the env (never for otel)
 
 
-def detect_format(path: Path) -> str:
-    """`inspect` for an Inspect log, `agent-eval` for one of our JSON reports or journals, else `otel`."""
-    from agent_eval.ingest.inspect_logs import is_inspect_log
-
-    data = read_bytes(path)
-    if is_inspect_log(data):
-        return "inspect"
+def is_agent_eval_file(data: bytes) -> bool:
+    """True for one of our JSON reports or journals (and not an OTLP file)."""
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError:
@@ -41,9 +36,9 @@ def detect_format(path: Path) -> str:
         try:
             doc = orjson.loads(first)
         except orjson.JSONDecodeError:
-            return "otel"
-        return "agent-eval" if isinstance(doc, dict) and "run_id" in doc and "settings" in doc else "otel"
-    return "agent-eval" if isinstance(doc, dict) and "cases" in doc and "resourceSpans" not in doc else "otel"
+            return False
+        return isinstance(doc, dict) and "run_id" in doc and "settings" in doc
+    return isinstance(doc, dict) and "cases" in doc and "resourceSpans" not in doc
 
 
 def otel_recordings(path: Path, tools: Any, logs: Path | None = None,

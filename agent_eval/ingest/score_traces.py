@@ -13,8 +13,8 @@ from typing import Any
 
 from rich.console import Console
 
-from agent_eval.ingest.formats import SCORE_FORMATS, format_row
-from agent_eval.ingest.recordings import Recording, detect_format
+from agent_eval.ingest.formats import detect_format, format_row, score_formats
+from agent_eval.ingest.recordings import Recording
 from agent_eval.run.journal import Journal
 from agent_eval.run.player import helper_spend
 from agent_eval.run.runner import lite_run
@@ -141,7 +141,7 @@ async def _score_case(suite: Suite, case: dict, recordings: list[Recording], ctx
 def load_recordings(path: Path, fmt: str | None, suite: Suite, logs: Path | None = None,
                     ) -> tuple[str, list[Recording], list, dict[str, Any]]:
     fmt = fmt or detect_format(path)
-    row = format_row(fmt, "runs", logs, f"--format {fmt!r} is not known; use one of {', '.join(SCORE_FORMATS)}.",
+    row = format_row(fmt, "runs", logs, f"--format {fmt!r} is not known; use one of {', '.join(score_formats())}.",
                      f"--logs {logs} joins OTLP log records to OpenTelemetry spans; {path} is read as "
                      f"{fmt}. Drop --logs, or pass --format otel.")
     assert row.runs is not None

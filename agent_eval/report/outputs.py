@@ -1,8 +1,10 @@
-"""What a finished run writes besides its JSON report: the HTML page, the history row, JUnit and Markdown."""
+"""What a finished command writes besides its JSON report, one row of OUTPUTS each: the HTML page, the history
+row, JUnit, Markdown, OTel and OTLP."""
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,49 +38,100 @@ def write_page(report: dict[str, Any], report_path: Path, run_bytes: Any, out: P
     write_atomic(out, page_from_json(report, orjson.dumps(trimmed), left_out))
 
 
+@dataclass(frozen=True)
+class Output:
+    """One thing a finished command writes besides its JSON report (a file, a history row, a POST)."""
+
+    kind: str  # its name in the closing lines and in a warning ("JUnit")
+    target: Callable[[Any, Path], Any]  # (the outputs' settings, the report's path) -> where, or None: not asked for
+    write: Callable[[OutputJob], None]
+    listed: bool = True  # named in the closing lines of the terminal output
+
+
+@dataclass(frozen=True)
+class OutputJob:
+    """What an output's writer gets."""
+
+    report: dict[str, Any]
+    report_path: Path
+    target: Any  # what its row's `target` returned
+    run_bytes: Callable[[], Any]  # per case entry, its runs as JSON bytes (call it only when needed)
+    cfg: Any  # a RunConfig or commands.conclude.Outputs
+    warn: Callable[[str], None]
+    sender: RunSender | None = None  # the --otlp-endpoint sender the runs were offered to as they finished
+
+
+def flag(name: str) -> Callable[[Any, Path], Any]:
+    """A row's target: the value of the flag `name` (None, the default, when it was not given)."""
+    return lambda cfg, report_path: getattr(cfg, name, None)
+
+
+def _write_html(job: OutputJob) -> None:
+    write_page(job.report, job.report_path, job.run_bytes(), job.target)
+
+
+def _write_history(job: OutputJob) -> None:
+    from agent_eval.report.history import git_commit_of, record_run_or_recover
+
+    record_run_or_recover(job.target, job.report, git_commit_of(job.cfg.cases_file), job.warn)
+
+
+def _write_junit(job: OutputJob) -> None:
+    from agent_eval.report.junit import write_junit
+
+    write_junit(job.report, job.target)
+
+
+def _write_markdown(job: OutputJob) -> None:
+    from agent_eval.report.markdown import write_markdown
+
+    write_markdown(job.report, job.target)
+
+
+def _write_otel(job: OutputJob) -> None:
+    from agent_eval.report.otel import write_otel
+
+    write_otel(job.report, job.run_bytes(), job.target)
+
+
+def _send_otlp(job: OutputJob) -> None:
+    send_otlp(job.report, job.run_bytes(), job.target, job.warn, job.sender)
+
+
+OUTPUTS: list[Output] = [
+    Output("HTML", lambda cfg, report_path: report_path.with_suffix(".html") if cfg.html else None, _write_html),
+    Output("history", lambda cfg, report_path: cfg.output_dir / "history.sqlite", _write_history, listed=False),
+    Output("JUnit", flag("junit"), _write_junit),
+    Output("Markdown", flag("markdown"), _write_markdown),
+    Output("OTel", flag("otel"), _write_otel),
+    Output("OTLP", flag("otlp_endpoint"), _send_otlp, listed=False),
+]
+"""Every output, in the order they are written; a new one is a writer and one row."""
+
+
 def write_extras(report: dict[str, Any], report_path: Path, run_bytes: Callable[[], Any], cfg: Any,
                  warn: Callable[[str], None], sender: RunSender | None = None) -> list[str]:
-    """HTML page (unless --no-html), history row, and the optional JUnit, Markdown and OTel outputs.
+    """Every row of OUTPUTS whose target is set: the HTML page (unless --no-html), the history row, and the
+    optional JUnit, Markdown, OTel and OTLP outputs.
 
     `run_bytes()` yields, per case entry, its runs as JSON bytes (each output that reads them calls it).
     `sender` is the --otlp-endpoint sender the runs were offered to as they finished, if any.
 
-    Returns one "kind: path" line per file written, for the closing lines of the terminal output. A file
-    that cannot be written never changes the verdict: `warn` gets one line with its path and the reason.
+    Returns one "kind: path" line per listed file written, for the closing lines of the terminal output. A
+    file that cannot be written never changes the verdict: `warn` gets one line with its path and the reason.
     """
-    from agent_eval.report.history import git_commit_of, record_run_or_recover
-
     written = []
-    outputs: list[tuple[str, Path, Callable[[], Any]]] = []
-    if cfg.html:
-        page_path = report_path.with_suffix(".html")
-        outputs.append(("HTML", page_path, lambda: write_page(report, report_path, run_bytes(), page_path)))
-    db = cfg.output_dir / "history.sqlite"
-    outputs.append(("history", db, lambda: record_run_or_recover(db, report, git_commit_of(cfg.cases_file),
-                                                                 warn)))
-    if cfg.junit is not None:
-        from agent_eval.report.junit import write_junit
-
-        outputs.append(("JUnit", cfg.junit, lambda: write_junit(report, cfg.junit)))
-    if cfg.markdown is not None:
-        from agent_eval.report.markdown import write_markdown
-
-        outputs.append(("Markdown", cfg.markdown, lambda: write_markdown(report, cfg.markdown)))
-    if getattr(cfg, "otel", None) is not None:
-        from agent_eval.report.otel import write_otel
-
-        outputs.append(("OTel", cfg.otel, lambda: write_otel(report, run_bytes(), cfg.otel)))
-    if getattr(cfg, "otlp_endpoint", None):
-        outputs.append(("OTLP", cfg.otlp_endpoint, lambda: send_otlp(report, run_bytes(), cfg.otlp_endpoint, warn,
-                                                                     sender)))
-    for kind, path, write in outputs:
-        try:
-            write()
-        except (OSError, sqlite3.Error) as exc:
-            warn(f"warning: could not write the {kind} file {path}: {_reason(exc)}; the verdict is unchanged.")
+    for output in OUTPUTS:
+        target = output.target(cfg, report_path)
+        if target is None or target == "":
             continue
-        if kind not in ("history", "OTLP"):
-            written.append(f"{kind}: {path}")
+        try:
+            output.write(OutputJob(report, report_path, target, run_bytes, cfg, warn, sender))
+        except (OSError, sqlite3.Error) as exc:
+            warn(f"warning: could not write the {output.kind} file {target}: {_reason(exc)}; the verdict is unchanged.")
+            continue
+        if output.listed:
+            written.append(f"{output.kind}: {target}")
     return written
 
 

@@ -31,6 +31,7 @@ from agent_eval.run.threads import describe_user_error
 from agent_eval.score.judge import build_judge
 from agent_eval.score.pipeline import ScoringContext
 from agent_eval.suite.cases import Suite, load_suite
+from agent_eval.suite.imports import load_plugins
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -88,6 +89,7 @@ class WorkerCore:
     """One worker's copy of the run: the suite loaded from the same path, played by the same Player code."""
 
     def __init__(self, init: WorkerInit) -> None:
+        load_plugins(os.environ)  # the driver's rows (agent kinds, check families) exist here too
         if hashlib.sha256(init.cases_file.read_bytes()).hexdigest() != init.cases_sha256:
             raise ConfigError(f"{init.cases_file} changed after the run started; run again once it is saved.")
         suite = load_suite(init.cases_file)

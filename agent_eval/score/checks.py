@@ -7,6 +7,7 @@ function and one row. A check entry is `{"name", "passed", "detail"}`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from agent_eval.score.env_checks import env_checks, expected_env_checks
@@ -14,7 +15,7 @@ from agent_eval.score.envdiff import show_json as _show
 from agent_eval.score.call_matching import max_matching
 from agent_eval.score.matchers import RegexTimeout, match_call
 from agent_eval.score.expect import expect_checks
-from agent_eval.score.safety import authorization_checks, policy_checks
+from agent_eval.score.safety import authorization_checks, policy_checks, safety_of
 
 Verdict = tuple[bool, str]
 
@@ -130,21 +131,61 @@ def _trajectory_checks(case: dict, trace: dict, final_env: Any, expected_env: An
     return [check_trajectory(mode, case.get("expected_tools") or [], trace.get("steps") or [])]
 
 
-CheckFamily = Callable[[dict, dict, Any, Any], list[dict]]
+Problems = list[tuple[str, str]]  # (field, message with the fix)
+
+
+@dataclass(frozen=True)
+class CheckFamily:
+    """One family of the check list: the case fields it reads and a function returning its check entries.
+
+    The fields are the case fields validation accepts for it. `given(case, suite)` says whether the case has
+    a check of this family (by default: one of its fields is set); a case with none of any family, and no
+    judged check, is a validation error. `validate(case)` gives the problems of its fields in a case."""
+
+    name: str
+    fields: tuple[str, ...]
+    check: Callable[[dict, dict, Any, Any], list[dict]]  # (case, trace, final env, expected env) -> entries
+    given: Callable[[dict, Any], bool] | None = None
+    validate: Callable[[dict], Problems] | None = None
+
+    def applies(self, case: dict, suite: Any = None) -> bool:
+        """True when the case has a check of this family (`suite` gives the suite's rules; None: the case's)."""
+        if self.given is not None:
+            return self.given(case, suite)
+        return any(case.get(name) is not None for name in self.fields)
+
+
+def _has_policy(case: dict, suite: Any) -> bool:
+    # The suite's rules count too: from the suite when given, else from the case's safety view,
+    # which load_suite fills with the suite's rules followed by the case's.
+    return bool(case.get("policy") or (suite.settings.get("policy") if suite is not None
+                                        else safety_of(case)["policy"]))
+
+
 CHECK_FAMILIES: list[CheckFamily] = [
-    _trajectory_checks,
-    env_checks,
-    expected_env_checks,
-    expect_checks,
-    authorization_checks,
-    policy_checks,
+    CheckFamily("trajectory", ("trajectory", "expected_tools"), _trajectory_checks,
+                lambda case, suite: bool(case.get("trajectory"))),
+    CheckFamily("expected_env_check", ("expected_env_check",), env_checks,
+                lambda case, suite: bool(case.get("expected_env_check"))),
+    CheckFamily("expected_env", ("expected_env",), expected_env_checks,
+                lambda case, suite: bool(case.get("expected_env")) or case.get("expected_env") == {}),
+    CheckFamily("expect", ("expect",), expect_checks, lambda case, suite: bool(case.get("expect"))),
+    CheckFamily("authorized", ("authorized",), authorization_checks,
+                lambda case, suite: case.get("authorized") is False),
+    CheckFamily("policy", ("policy",), policy_checks, _has_policy),
 ]
-"""The families of the check list, in its order; authorization and policy append their rows here."""
+"""The families of the check list, in its order. A new family is one function and one row here; its
+fields become case fields, and its `given` makes a case holding them a case with a check."""
+
+
+def case_check_fields() -> tuple[str, ...]:
+    """Every case field some check family reads, in the families' order."""
+    return tuple(dict.fromkeys(name for family in CHECK_FAMILIES for name in family.fields))
 
 
 def check_run(case: dict, trace: dict, final_env: Any, expected_env: dict | None) -> list[dict]:
     """Every deterministic check entry of one run, in the order of the check list."""
     checks: list[dict] = []
     for family in CHECK_FAMILIES:
-        checks.extend(family(case, trace, final_env, expected_env))
+        checks.extend(family.check(case, trace, final_env, expected_env))
     return checks

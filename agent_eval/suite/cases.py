@@ -92,10 +92,16 @@ class CaseModel(BaseModel):
     metadata: dict[str, Any] = {}
 
 
-# The case fields read by checks other than the typed ones above (safety, simulated users).
-OTHER_CASE_FIELDS = ("scenario", "user_description", "expected_outcome", "max_turns", "authorized", "policy",
-                     "injection")
-CASE_FIELDS = (*CaseModel.model_fields, *OTHER_CASE_FIELDS)
+# The case fields read by other parts than the check families (simulated users, the judge, injections).
+OTHER_CASE_FIELDS = ("scenario", "user_description", "expected_outcome", "max_turns", "injection")
+
+
+def case_fields() -> tuple[str, ...]:
+    """Every field a case may hold: the typed ones, those the check families read (score/checks.py), and
+    those read elsewhere. Called once per case file, so a family registered at start-up counts."""
+    from agent_eval.score.checks import case_check_fields
+
+    return tuple(dict.fromkeys((*CaseModel.model_fields, *case_check_fields(), *OTHER_CASE_FIELDS)))
 
 
 @dataclass
@@ -212,8 +218,9 @@ def load_suite(path: Path | str) -> Suite:
     suite = _load_suite_block(path, block, col)
     seen: set[str] = set()
     scorer_problems: dict[tuple[str, str], list[str]] = {}  # one scorer's problem, once with its cases
+    allowed = case_fields()
     for index, raw in enumerate(raw_cases):
-        case = _load_case(suite, raw, index, col, scorer_problems)
+        case = _load_case(suite, raw, index, col, scorer_problems, allowed)
         case_id = raw.get("id") if isinstance(raw, dict) else None
         if isinstance(case_id, str):  # checked even when the case has other problems
             if case_id in seen:
@@ -284,7 +291,7 @@ def _load_suite_block(path: Path, block: Any, col: _Collector) -> Suite:
 
 
 def _load_case(suite: Suite, raw: Any, index: int, col: _Collector,
-               scorer_problems: dict[tuple[str, str], list[str]]) -> dict[str, Any] | None:
+               scorer_problems: dict[tuple[str, str], list[str]], allowed: tuple[str, ...]) -> dict[str, Any] | None:
     if not isinstance(raw, dict):
         col.add(f"#{index}", None, "a case must be an object")
         return None
@@ -330,7 +337,7 @@ def _load_case(suite: Suite, raw: Any, index: int, col: _Collector,
     for field_name, message in suite.scorers.bind(case) if suite.scorers else ():
         scorer_problems.setdefault((field_name, message), []).append(case_id)
     consumed = {p.source for s in suite.scorers.scorers for p in s.params} if suite.scorers else set()
-    errors, leftovers = extra_case_fields(raw, CASE_FIELDS, consumed)
+    errors, leftovers = extra_case_fields(raw, allowed, consumed)
     for field_name, message in errors:
         col.add(case_id, field_name, message)
     for name in leftovers:

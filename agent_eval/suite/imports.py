@@ -8,6 +8,7 @@ import itertools
 import re
 import sys
 from pathlib import Path
+from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
@@ -109,3 +110,19 @@ def _import_error(where: object, what: str, error: BaseException) -> ConfigError
 def _is_missing(ref: str, error: ModuleNotFoundError) -> bool:
     """True when the module itself (or a parent package) is missing, not something it imports."""
     return error.name is not None and (ref == error.name or ref.startswith(error.name + "."))
+
+
+PLUGINS_VAR = "AGENT_EVAL_PLUGINS"
+_plugins_loaded: set[str] = set()
+
+
+def load_plugins(environ: Mapping[str, str]) -> None:
+    """Import each module AGENT_EVAL_PLUGINS names (comma-separated `.py` paths, relative to the current
+    directory, or dotted names), once per process. A plugin adds rows to agent-eval's tables when imported:
+    agent kinds, check families, outputs, import and score formats (docs/architecture.md)."""
+    for ref in (part.strip() for part in environ.get(PLUGINS_VAR, "").split(",")):
+        if ref and ref not in _plugins_loaded:
+            _plugins_loaded.add(ref)
+            import_module_ref(ref, Path.cwd(), f"plugin (in {PLUGINS_VAR})",
+                              f"Fix {PLUGINS_VAR}: it lists .py paths (relative to the current directory) or "
+                              "module names, separated by commas.")

@@ -6,7 +6,7 @@ from typing import Any
 from agent_eval.score.expect import validate_expect
 from agent_eval.score.env_checks import ENV_OPS
 from agent_eval.score.matchers import is_literal, validate_matcher
-from agent_eval.score.safety import safety_of
+from agent_eval.score.checks import CHECK_FAMILIES
 from agent_eval.suite.fields import args_key_problems, expect_problems, unknown_key_message  # noqa: F401
 from agent_eval.suite.validation_safety import validate_case_safety
 from agent_eval.suite.validation_scenario import validate_scenario_fields
@@ -14,17 +14,8 @@ from agent_eval.suite.validation_vacuous import vacuous_checks
 
 
 def deterministic_checks(case: dict, suite: Any = None) -> list[str]:
-    """The names of the case's checks that code decides (everything but the judge)."""
-    found = [k for k in ("trajectory", "expected_env_check", "expected_env", "expect") if case.get(k)]
-    if case.get("expected_env") == {}:
-        found.append("expected_env")
-    # The suite's rules count too: from the suite when given, else from the case's safety view,
-    # which load_suite fills with the suite's rules followed by the case's.
-    if case.get("policy") or (suite.settings.get("policy") if suite is not None else safety_of(case)["policy"]):
-        found.append("policy")
-    if case.get("authorized") is False:
-        found.append("authorized")
-    return found
+    """The names of the check families that decide the case by code (everything but the judge)."""
+    return [family.name for family in CHECK_FAMILIES if family.applies(case, suite)]
 
 
 def validate_case(case: dict, suite: Any) -> list[tuple[str, str]]:
@@ -74,6 +65,9 @@ def validate_case(case: dict, suite: Any) -> list[tuple[str, str]]:
             add(f"faults[{i}].delay_ms", "must be >= 0")
     problems.extend(validate_case_safety(case, suite))
     problems.extend(vacuous_checks(case))
+    for family in CHECK_FAMILIES:
+        if family.validate is not None and family.applies(case, suite):
+            problems.extend(family.validate(case))
     if getattr(suite, "servers", None):
         from agent_eval.suite.mcp_tools import check_case_env
 

@@ -5,7 +5,8 @@ import orjson
 import pytest
 
 from agent_eval.errors import ConfigError
-from agent_eval.ingest.recordings import Recording, agent_eval_recordings, detect_format, match
+from agent_eval.ingest.formats import detect_format
+from agent_eval.ingest.recordings import Recording, agent_eval_recordings, match
 from agent_eval.ingest.score_traces import env_skipped
 
 TRACE = {"steps": [], "final_env_diff": [], "stop_reason": "completed", "llm_calls": []}

@@ -253,3 +253,41 @@ def test_check_run_order_and_names():
 def test_check_run_without_checks_and_without_trajectory_mode():
     case = {"id": "c", "expected_tools": [call("a")]}  # expected_tools alone only measures
     assert check_run(case, trace(), {}, None) == []
+
+
+# ---------------------------------------------------------------- a family added as one row
+
+
+def test_a_family_appended_to_check_families_reads_its_own_case_field(tmp_path):
+    import orjson
+
+    from agent_eval.errors import CaseFileError
+    from agent_eval.score.checks import CHECK_FAMILIES, CheckFamily
+    from agent_eval.suite.cases import load_suite
+
+    def short_answer(case, t, final_env, expected_env):
+        words = len((t.get("final_answer") or "").split())
+        return [{"name": "max_words", "passed": words <= case["max_words"], "detail": f"{words} words"}]
+
+    def validate(case):
+        return [] if isinstance(case["max_words"], int) and case["max_words"] >= 1 else [("max_words", "must be >= 1")]
+
+    path = tmp_path / "cases.json"
+    one = {"suite": {"tools": []}, "cases": [{"id": "c1", "query": "q", "max_words": 2}]}
+    path.write_bytes(orjson.dumps(one))
+    with pytest.raises(CaseFileError) as err:  # without the row: the case has no check
+        load_suite(path)
+    assert "the case has no check" in str(err.value)
+    CHECK_FAMILIES.append(CheckFamily("max_words", ("max_words",), short_answer, validate=validate))
+    try:
+        suite = load_suite(path)  # its only check is the new family's: valid, and the field is not "only kept"
+        assert suite.warnings == []
+        assert check_run(suite.cases[0], trace(answer="two words"), {}, None) == [
+            {"name": "max_words", "passed": True, "detail": "2 words"}]
+        one["cases"][0]["max_words"] = 0
+        path.write_bytes(orjson.dumps(one))
+        with pytest.raises(CaseFileError) as err:
+            load_suite(path)
+        assert [(p.case_id, p.field) for p in err.value.problems] == [("c1", "max_words")]
+    finally:
+        CHECK_FAMILIES.pop()
