@@ -40,6 +40,20 @@ print(json.dumps({"message": message, "turn": count, "cwd": os.getcwd(), "keys":
 if message == "fail":
     print("line one\\nthe last line", file=sys.stderr)
     sys.exit(3)
+if message == "daemon":  # a child in the background that keeps stdout and stderr open after we exit
+    import subprocess
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)  # daemon-child"])
+    print("left a daemon")
+    sys.exit(0)
+if message == "flood":  # 80 MiB on stdout
+    chunk = "y" * 2**20
+    for _ in range(80):
+        sys.stdout.write(chunk)
+    sys.exit(0)
+if message == "noisy":  # 40 MiB on stderr, then a failure
+    for n in range(400_000):
+        print(f"noise line {n} " + "z" * 90, file=sys.stderr)
+    sys.exit(5)
 if message == "hang":
     import subprocess, time
     subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # a child in its group
@@ -97,3 +111,27 @@ def test_a_program_that_is_not_found_is_a_clear_config_error(tmp_path: Path) -> 
         load_agent("cmd:./missing.sh", tmp_path, {"cases_dir": str(tmp_path)})
     with pytest.raises(ConfigError, match="names no command"):
         load_agent("cmd:  ", tmp_path, {"cases_dir": str(tmp_path)})
+
+
+def test_a_child_left_holding_the_pipes_does_not_hold_the_reply(folder: Path) -> None:
+    started = time.monotonic()
+    played = play(folder, {"id": "c1", "query": "daemon"}, timeout=30.0)
+    assert played.trace["stop_reason"] == "completed", played.trace["agent_error"]
+    assert played.trace["final_answer"].endswith("left a daemon")
+    assert time.monotonic() - started < 25  # a hang guard: it would otherwise wait for the 30 s timeout
+    time.sleep(0.5)
+    assert [line for line in os.popen("ps -eo args").read().splitlines() if "daemon-child" in line] == []
+
+
+def test_a_reply_over_64_mib_is_the_agents_error(folder: Path) -> None:
+    played = play(folder, {"id": "c1", "query": "flood"})
+    assert played.trace["stop_reason"] == "agent_error"
+    assert played.trace["agent_error"].startswith("the agent command wrote more than 64 MiB to stdout")
+    assert played.trace["final_answer"] is None
+
+
+def test_a_flood_on_stderr_keeps_its_last_lines_only(folder: Path) -> None:
+    played = play(folder, {"id": "c1", "query": "noisy"})
+    assert played.trace["agent_error"] == "the agent command exited with status 5"
+    lines = played.trace["agent_error_traceback"].splitlines()
+    assert len(lines) == 20 and lines[-1].startswith("noise line 399999 ")

@@ -27,6 +27,10 @@ PREFIX = "cmd:"
 _PROVIDER_KEY = re.compile(r"^AGENT_EVAL_.*_API_KEY$")
 _RUN_DIR = "agent_eval.cmd_run_dir"
 STDERR_LINES = 20
+STDERR_KEEP = 64 * 1024  # bytes of the end of its stderr kept for those lines
+MAX_REPLY = 64 * 2**20  # the most a program may print as its reply
+EXIT_GRACE_S = 1.0  # after it exits, for its pipes to drain; then its children go
+EXIT_POLL_S = 0.005
 
 
 def command_of(spec: str, cases_dir: Path) -> list[str]:
@@ -92,19 +96,73 @@ class CommandAgent:
                 stderr=asyncio.subprocess.PIPE, start_new_session=True)
         except OSError as exc:
             raise AgentStop("agent_error", f"the agent command {self.argv[0]!r} could not start: {exc}") from None
-        try:
-            out, err = await process.communicate((ctx.messages[-1]["content"] + "\n").encode("utf-8", "replace"))
-        except BaseException:  # --timeout or Ctrl-C: the whole process group goes
-            _kill_group(process)
-            with contextlib.suppress(BaseException):
-                await asyncio.shield(process.wait())
-            raise
-        _kill_group(process)  # children it left behind
+        out, err = await _exchange(process, (ctx.messages[-1]["content"] + "\n").encode("utf-8", "replace"))
         if process.returncode != 0:
             lines = err.decode("utf-8", "replace").splitlines()[-STDERR_LINES:]
             raise AgentStop("agent_error", f"the agent command exited with status {process.returncode}",
                             "\n".join(lines) or None)
         return Reply(out.decode("utf-8", "replace").strip())
+
+
+async def _exchange(process: Any, message: bytes) -> tuple[bytes, bytes]:
+    """Send the message, read the reply (at most MAX_REPLY) and the tail of stderr until the program exits;
+    then the children it left behind go, whether or not they hold its pipes open."""
+    reply, tail = bytearray(), bytearray()
+    feeding = asyncio.ensure_future(_feed(process.stdin, message))
+    out = asyncio.ensure_future(_read_reply(process.stdout, reply))
+    err = asyncio.ensure_future(_read_tail(process.stderr, tail))
+    readers = {out, err}
+    exited = asyncio.ensure_future(_exited(process))
+    try:
+        await asyncio.wait({exited, out}, return_when=asyncio.FIRST_COMPLETED)
+        if out.done() and out.exception() is not None:  # over the limit: no need to wait for the exit
+            out.result()
+        await exited
+        await asyncio.wait(readers, timeout=EXIT_GRACE_S)  # what it wrote before exiting is in the pipes
+        _kill_group(process)  # children it left behind
+        await asyncio.wait(readers, timeout=EXIT_GRACE_S)
+        return bytes(reply), bytes(tail)
+    except BaseException:  # --timeout, Ctrl-C, a reply over the limit: the whole process group goes
+        _kill_group(process)
+        with contextlib.suppress(BaseException):
+            await asyncio.shield(asyncio.wait({exited, *readers}, timeout=EXIT_GRACE_S))
+        raise
+    finally:
+        for task in (feeding, exited, *readers):
+            task.cancel()
+        transport = getattr(process, "_transport", None)  # as communicate() does: its pipes closed now,
+        if transport is not None:                          # not when the loop is long gone
+            transport.close()
+
+
+async def _exited(process: Any) -> None:
+    """The program's exit (Python 3.11's process.wait() also waits for every pipe to close, which a child
+    it left holding them would put off until --timeout)."""
+    while process.returncode is None:
+        await asyncio.sleep(EXIT_POLL_S)
+
+
+async def _feed(stdin: Any, message: bytes) -> None:
+    try:
+        with contextlib.suppress(ConnectionError, BrokenPipeError):  # a program that does not read it
+            stdin.write(message)
+            await stdin.drain()
+    finally:
+        stdin.close()
+
+
+async def _read_reply(stream: Any, reply: bytearray) -> None:
+    while chunk := await stream.read(2**16):
+        if len(reply) + len(chunk) > MAX_REPLY:
+            raise AgentStop("agent_error", f"the agent command wrote more than {MAX_REPLY // 2**20} MiB to stdout "
+                                           "(its reply is what it prints: write the answer only)")
+        reply += chunk
+
+
+async def _read_tail(stream: Any, tail: bytearray) -> None:
+    while chunk := await stream.read(2**16):
+        tail += chunk
+        del tail[:-STDERR_KEEP]
 
 
 def _kill_group(process: Any) -> None:
