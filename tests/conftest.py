@@ -5,7 +5,6 @@ The repository root is put on sys.path here so that import works however pytest 
 """
 from __future__ import annotations
 
-import inspect
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,20 +18,11 @@ if str(ROOT) not in sys.path:
 from tests.loopback import LoopbackServer, Script  # noqa: E402
 
 
-# A known regression of this landing, found at the last minute on a fresh clone: `run --ray` starts
-# its local instance and then hangs. Its tests still run and report as xfail until it is fixed.
-RAY_REGRESSION = pytest.mark.xfail(reason="run --ray hangs after start-up (known regression, not yet fixed)",
-                                   strict=False)
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark each test by where it lives: tests/e2e/ is `e2e`, the browser tests `browser`, the rest `unit`
     (except those marked `slow`, which `make test` runs and `make test-fast` leaves out)."""
     for item in items:
         path = Path(str(item.fspath)).resolve()
-        function = getattr(item, "function", None)
-        if path.name.startswith("test_ray") or (function is not None and '"--ray"' in inspect.getsource(function)):
-            item.add_marker(RAY_REGRESSION)
         if path.name == "test_html_browser.py":
             item.add_marker(pytest.mark.browser)
         elif "e2e" in path.relative_to(ROOT).parts:
