@@ -7,9 +7,14 @@ names the library, its version and the options), imported and scored by the CLI 
   lookup_order(7); six model calls.
 - An Agents SDK agent (tests/recorders/agents_sdk.py) under OpenInference and logfire: the same calls,
   plus a handoff from Support to Refunds (`transfer_to_refunds`, the framework's own tool); seven calls.
+- An Inspect AI eval (tests/recorders/inspect_log.py) and deepeval's own files (deepeval_files.py).
 """
 from __future__ import annotations
 
+import shutil
+import struct
+import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -168,3 +173,77 @@ def test_a_deepeval_conversational_golden_and_test_run_import(tmp_path):
     assert done.returncode == 0, done.stderr
     (case,) = orjson.loads((tmp_path / "run.json").read_bytes())
     assert {k: case[k] for k in GOLDEN_REFUND} == GOLDEN_REFUND  # expectedTools, not what was called
+
+
+def _append_lines(source: str, lines: bytes) -> Callable[[Path], Path]:
+    def make(folder: Path) -> Path:
+        path = folder / Path(source).name
+        path.write_bytes((RECORDINGS / source).read_bytes() + lines)
+        return path
+    return make
+
+
+def _pbd_with_garbage(folder: Path) -> Path:
+    path = folder / "traces.pbd"
+    path.write_bytes((RECORDINGS / "openllmetry" / "traces.pbd").read_bytes() + struct.pack(">I", 5) + b"\xff" * 5)
+    return path
+
+
+def _json_list_with(extra: list) -> Callable[[Path], Path]:
+    def make(folder: Path) -> Path:
+        path = folder / "goldens.json"
+        path.write_bytes(orjson.dumps([*orjson.loads((RECORDINGS / "deepeval" / "goldens.json").read_bytes()), *extra]))
+        return path
+    return make
+
+
+def _inspect_json_without_input(folder: Path) -> Path:
+    log = orjson.loads((RECORDINGS / "inspect" / "shop.json").read_bytes())
+    broken = {k: v for k, v in log["samples"][0].items() if k != "input"}
+    log["samples"].append({**broken, "id": "broken"})
+    path = folder / "shop.json"
+    path.write_bytes(orjson.dumps(log))
+    return path
+
+
+def _eval_with_garbage_member(folder: Path) -> Path:
+    path = folder / "shop.eval"
+    shutil.copy(RECORDINGS / "inspect" / "shop.eval", path)
+    with zipfile.ZipFile(path, "a") as z:
+        z.writestr("samples/broken_epoch_1.json", b"{not json")
+    return path
+
+
+SPAN_ZZ = (b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz", "spanId": "01", "name": "x", '
+           b'"startTimeUnixNano": "1", "endTimeUnixNano": "2"}]}]}]}\n')
+# format, how to break a real recording, cases that still import, what names each record left out
+BROKEN = {
+    "otel JSON lines": ("otel", _append_lines("openllmetry/traces.jsonl", b"not json\n" + SPAN_ZZ), 1,
+                        ["line 2: not JSON", "line 3: span 'x': traceId 'zz' is neither"]),
+    "otel protobuf": ("otel", _pbd_with_garbage, 1, ["request 3: not an OTLP traces export request"]),
+    "deepeval JSONL": ("deepeval", _append_lines("deepeval/goldens.jsonl", b'{"input": 5}\nnot json\n'), 3,
+                       ["line 4: no input", "line 5: not JSON"]),
+    "deepeval CSV": ("deepeval", _append_lines("deepeval/goldens.csv", b'Broken,,x,,,broken,,,"[{bad",,,,,,,\n'), 3,
+                     ["row 5: column tools_called is not JSON"]),
+    "deepeval JSON": ("deepeval", _json_list_with(["a string", {"name": "x"}]), 3,
+                      ["index 3: a golden must be an object", "index 4: no input"]),
+    "inspect .json": ("inspect", _inspect_json_without_input, 2, ["sample index 4: no user message in input"]),
+    "inspect .eval": ("inspect", _eval_with_garbage_member, 2, ["member samples/broken_epoch_1.json: not JSON"]),
+}
+
+
+@pytest.mark.parametrize("name", list(BROKEN))
+def test_an_unreadable_record_beside_real_ones_is_named_and_the_rest_import(tmp_path, name):
+    fmt, make, kept, named = BROKEN[name]
+    done = cli("import", fmt, make(tmp_path), "--out", tmp_path / "cases.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert len(orjson.loads((tmp_path / "cases.json").read_bytes())) == kept
+    left_out = [line.strip() for line in done.stderr.splitlines() if line.startswith("  - ")]
+    assert len(left_out) == len(named) and all(any(line.startswith(f"- {n}") for line in left_out) for n in named)
+    if name in ("otel JSON lines", "otel protobuf", "inspect .eval"):  # score reads the same file as runs
+        path = next(p for p in tmp_path.iterdir() if p.name != "cases.json")
+        scored = cli("score", path, "--cases", tmp_path / "cases.json", "--output-dir", tmp_path / "out", "--no-html",
+                     cwd=tmp_path)
+        assert scored.returncode == 0 and "Traceback" not in scored.stderr, scored.stdout + scored.stderr
+        assert all(f"- {n}" in scored.stderr for n in named)
