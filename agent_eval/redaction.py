@@ -1,5 +1,6 @@
 """Secrets never shown: the configured keys, bearer tokens and OpenAI-style keys in a provider's or a
-server's error text become `***` before the text is stored or shown (URLs have `llm.redact_url`)."""
+server's error text, and in the exceptions of user code, become `***` before the text is stored or shown
+(URLs have `llm.redact_url`)."""
 from __future__ import annotations
 
 import re
@@ -31,3 +32,15 @@ def redact_secrets(text: str) -> str:
             text = text.replace(key, MASK)
     text = _BEARER.sub(lambda m: m.group(1) + MASK, text)
     return _SK.sub(MASK, text)
+
+
+def redact_trace_errors(trace: dict) -> None:
+    """Redact, in place, the error texts user code put into a trace: the agent's exception and its
+    traceback, and each step's (a tool's) error and traceback. The agent's answers are its data, kept."""
+    holders = [(trace, ("agent_error", "agent_error_traceback"))]
+    holders += [(step, ("error", "error_traceback")) for step in trace.get("steps") or () if step.get("error")]
+    for holder, keys in holders:
+        for key in keys:
+            text = holder.get(key)
+            if isinstance(text, str) and text:
+                holder[key] = redact_secrets(text)

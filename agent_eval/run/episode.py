@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from agent_eval.provider.waits import Waits, recording
+from agent_eval.redaction import redact_secrets, redact_trace_errors
 from agent_eval.run.agents import AgentStop, InfrastructureError, Reply, RunContext
 from agent_eval.suite.jsonsafe import dumps_safe, to_json_safe
 from agent_eval.suite.cases import user_messages
@@ -189,8 +190,9 @@ async def _play(case: dict, trial: int, agent: Any, tools: Any, template: EnvTem
     trace["started_at_unix_ns"] = started_at_unix_ns
     if remote is not None and remote.pool.state is not None:
         trace["state_resource"] = remote.pool.state.state_resource  # rescore keeps its env checks
+    redact_trace_errors(trace)  # an exception of user code may quote a key
     trace, trace_json = dumps_safe(trace)
-    return Played(trace, env, error, trace_json)
+    return Played(trace, env, error and redact_secrets(error), trace_json)
 
 
 def errored_run(error: str) -> Played:

@@ -11,6 +11,7 @@ import orjson
 
 from agent_eval.score.envdiff import diff_env_fast
 from agent_eval.errors import ToolError
+from agent_eval.redaction import redact_secrets
 from agent_eval.tracebacks import user_traceback
 from agent_eval.run.threads import run_in_thread
 from agent_eval.suite.imports import describe
@@ -277,5 +278,7 @@ def run_apart(awaitable: Any) -> Any:
 
 
 def _tool_error(exc: BaseException) -> tuple[str, str | None]:
-    """A tool's exception as its error text and traceback (SystemExit and the like included: section 12b)."""
-    return (f"{type(exc).__name__}: {exc}" if isinstance(exc, Exception) else describe(exc)), user_traceback(exc)
+    """A tool's exception as its error text and traceback (SystemExit and the like included), with any key
+    it quotes redacted: the agent sees the same text."""
+    text = f"{type(exc).__name__}: {exc}" if isinstance(exc, Exception) else describe(exc)
+    return redact_secrets(text), user_traceback(exc)

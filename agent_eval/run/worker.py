@@ -21,6 +21,7 @@ import orjson
 import agent_eval.llm as llm
 from agent_eval.provider import endpoints
 from agent_eval.errors import CaseFileError, ConfigError
+from agent_eval.redaction import remember_secret
 from agent_eval.suite.jsonsafe import dumps_safe
 from agent_eval.run.agents import load_agent
 from agent_eval.run.config import RunConfig
@@ -74,6 +75,7 @@ class WorkerInit:
 
 def build_parts(suite: Suite, cases: list[dict], cfg: RunConfig, agent_dir: Path) -> tuple[Any, Any, Any]:
     """The agent, the user simulator and the scoring context of a run (in the driver and in each worker)."""
+    remember_secret(cfg.api_key, cfg.judge_api_key, cfg.user_sim.api_key if cfg.user_sim is not None else None)
     agent = load_agent(cfg.agent, agent_dir, {"model": cfg.model, "base_url": cfg.base_url,
                                               "api_key": cfg.api_key, "max_steps": cfg.max_steps,
                                               "cases_dir": str(Path(cfg.cases_file).resolve().parent)})

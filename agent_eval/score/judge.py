@@ -265,6 +265,9 @@ def build_judge(judge_on: bool, model: str | None, base_url: str | None, api_key
 
     Whether a runnable case lacks a judge is `require_judge`'s question, asked before anything runs.
     """
+    from agent_eval.redaction import remember_secret
+
+    remember_secret(api_key)  # a scorer's or an agent's exception may quote it (redaction.py)
     if not judge_on or not model or needs_judge(cases) is None:
         return None
     cache = None if no_cache else JudgeCache(default_cache_dir())

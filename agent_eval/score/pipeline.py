@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_eval.redaction import redact_secrets
 from agent_eval.score.checks import check_run
 from agent_eval.score.env_checks import with_env_checks
 from agent_eval.score.metrics import price_usage, run_metrics
@@ -44,6 +45,8 @@ async def score_run(case: dict, trial: int, trace: dict, final_env: dict, expect
         checks = checks + outcome.checks
         judged.update(outcome.records)
         error = outcome.error
+    if scorer_errors:  # a scorer's exception may quote a key
+        scorer_errors = {name: redact_secrets(text) for name, text in scorer_errors.items()}
     success = error is None and completed and all(c["passed"] for c in checks)
     cost = price_usage(trace["llm_calls"], ctx.pricing, ctx.model)
     return {
