@@ -1,11 +1,12 @@
 """Record an OpenAI Agents SDK agent with a real tracing integration, in its own process.
 
-    python -m tests.recorders.agents_sdk SETUP BASE_URL OUT_DIR     (SETUP: openinference | logfire)
+    python -m tests.recorders.agents_sdk SETUP BASE_URL OUT_DIR [--responses]   (SETUP: openinference | logfire)
 
 The agent: "Support" has `lookup_order` and a handoff to "Refunds", which has `refund`. Both user turns
 run inside one SDK `trace(...)`, as a conversation is usually traced, so they are one trace. The
 scripted model (`SCRIPT`): turn 1 looks order 42 up twice in a row (a recorded mistake), hands off to
 Refunds (`transfer_to_refunds`, the framework's own tool) and refunds it; turn 2 looks order 7 up.
+The model is the SDK's `OpenAIChatCompletionsModel`, or with --responses its default, `OpenAIResponsesModel`.
 OUT_DIR receives traces.jsonl (OTLP/JSON, one export request) and versions.json (the libraries used).
 """
 from __future__ import annotations
@@ -40,8 +41,8 @@ LIBRARIES = {"openinference": ["openai-agents", "openinference-instrumentation-o
              "logfire": ["openai-agents", "logfire", "opentelemetry-sdk"]}
 
 
-async def converse(base_url: str) -> list[str]:
-    from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool, trace
+async def converse(base_url: str, responses: bool = False) -> list[str]:
+    from agents import Agent, OpenAIChatCompletionsModel, OpenAIResponsesModel, Runner, function_tool, trace
     from openai import AsyncOpenAI
 
     @function_tool
@@ -54,8 +55,8 @@ async def converse(base_url: str) -> list[str]:
         """Refund an order."""
         return "ok"
 
-    model = OpenAIChatCompletionsModel(model="gpt-test",
-                                       openai_client=AsyncOpenAI(base_url=base_url, api_key="test", max_retries=0))
+    client = AsyncOpenAI(base_url=base_url, api_key="test", max_retries=0)
+    model = (OpenAIResponsesModel if responses else OpenAIChatCompletionsModel)(model="gpt-test", openai_client=client)
     refunds = Agent(name="Refunds", instructions="You refund orders.", tools=[refund], model=model)
     support = Agent(name="Support", instructions=SYSTEM, tools=[lookup_order], handoffs=[refunds], model=model)
     replies = []
@@ -72,6 +73,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("setup", choices=sorted(LIBRARIES))
     parser.add_argument("base_url")
     parser.add_argument("out_dir", type=Path)
+    parser.add_argument("--responses", action="store_true", help="the SDK's default model: the Responses API")
     args = parser.parse_args(argv)
     os.environ.pop("OPENAI_API_KEY", None)  # the SDK's own trace exporter stays off: it sends nothing
 
@@ -99,14 +101,14 @@ def main(argv: list[str]) -> int:
                           additional_span_processors=[SimpleSpanProcessor(spans)])
         logfire.instrument_openai_agents()
         flush = logfire.force_flush
-    replies = asyncio.run(converse(args.base_url))
+    replies = asyncio.run(converse(args.base_url, args.responses))
     flush()
     out: Path = args.out_dir
     out.mkdir(parents=True, exist_ok=True)
     otlp_files.write_jsonl(out / "traces.jsonl", [otlp_files.trace_request(list(spans.get_finished_spans()))])
     versions = {name: metadata.version(name) for name in LIBRARIES[args.setup]}
-    (out / "versions.json").write_text(json.dumps({"setup": args.setup, "versions": versions, "replies": replies},
-                                                  indent=1) + "\n")
+    (out / "versions.json").write_text(json.dumps({"setup": args.setup, "options": {"responses": args.responses},
+                                                   "versions": versions, "replies": replies}, indent=1) + "\n")
     return 0
 
 

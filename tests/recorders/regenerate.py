@@ -26,6 +26,10 @@ OUT = ROOT / "tests" / "fixtures" / "recordings"
 RECORDINGS = {
     "agents-sdk-openinference": ("tests.recorders.agents_sdk", ["openinference"], "tests.recorders.agents_sdk"),
     "agents-sdk-logfire": ("tests.recorders.agents_sdk", ["logfire"], "tests.recorders.agents_sdk"),
+    "agents-sdk-openinference-responses": ("tests.recorders.agents_sdk", ["openinference", "--responses"],
+                                           "tests.recorders.agents_sdk"),
+    "agents-sdk-logfire-responses": ("tests.recorders.agents_sdk", ["logfire", "--responses"],
+                                     "tests.recorders.agents_sdk"),
     "openllmetry": ("tests.recorders.record", ["openllmetry"], "tests.recorders.agent"),
     "openllmetry-root-tool-spans": ("tests.recorders.record", ["openllmetry", "--root", "--tool-spans"],
                                     "tests.recorders.agent"),
