@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.errors import ConfigError
-from agent_eval.run.agents.base import (BUILT_IN, Agent, AgentStop, InfrastructureError, ProviderError, Reply,
-                                        RunContext)
+from agent_eval.run.agents.base import (BUILT_IN, COMMAND_PREFIX, Agent, AgentStop, InfrastructureError, ProviderError,
+                                        Reply, RunContext)
 
 __all__ = ["AGENT_KINDS", "BUILT_IN", "Agent", "AgentKind", "AgentStop", "InfrastructureError", "ProviderError",
            "Reply", "RunContext", "kind_of", "load_agent", "register_agent_kind"]
@@ -79,7 +79,7 @@ def _absolute_python(spec: str, base_dir: Path) -> str:
 
 AGENT_KINDS: list[AgentKind] = [
     AgentKind(BUILT_IN, lambda spec: spec == BUILT_IN, _load_openai, uses_llm=True),
-    AgentKind("cmd", lambda spec: spec.startswith("cmd:"), _load_command, _check_command),
+    AgentKind("cmd", lambda spec: spec.startswith(COMMAND_PREFIX), _load_command, _check_command),
     # Last: every other SPEC is `file.py:function` or `module:function`.
     AgentKind("python", lambda spec: True, _load_python, _check_python, absolute=_absolute_python),
 ]

@@ -7,9 +7,11 @@ from typing import Any, Protocol
 from agent_eval.errors import InfrastructureError, ProviderError
 from agent_eval.run.sandbox import Sandbox
 
-__all__ = ["BUILT_IN", "Agent", "AgentStop", "InfrastructureError", "ProviderError", "Reply", "RunContext"]
+__all__ = ["BUILT_IN", "COMMAND_PREFIX", "Agent", "AgentStop", "InfrastructureError", "ProviderError", "Reply",
+           "RunContext"]
 
 BUILT_IN = "openai"  # the SPEC of the built-in agent (and of the built-in user simulator)
+COMMAND_PREFIX = "cmd:"  # what starts the SPEC of a program as the agent
 
 
 @dataclass

@@ -20,10 +20,9 @@ from typing import Any
 import orjson
 
 from agent_eval.errors import ConfigError
-from agent_eval.run.agents.base import AgentStop, Reply, RunContext
+from agent_eval.run.agents.base import COMMAND_PREFIX as PREFIX, AgentStop, Reply, RunContext
 from agent_eval.run.agents.python import open_link
 
-PREFIX = "cmd:"
 _PROVIDER_KEY = re.compile(r"^AGENT_EVAL_.*_API_KEY$")
 _RUN_DIR = "agent_eval.cmd_run_dir"
 STDERR_LINES = 20
