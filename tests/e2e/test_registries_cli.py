@@ -1,7 +1,8 @@
 """One row added to each of agent-eval's tables by a plugin module (AGENT_EVAL_PLUGINS), used end to end.
 
-The plugin is written by the test: an agent kind (`echo:TEXT`), an import format (`lines`), a check family
-(`max_words`, reading a case field of its own) and an output (`<report>.words.txt`). The package is not
+The plugin is written by the test: an agent kind (`echo:TEXT`), an import and score format (`lines`, which
+`score` also detects), a check family (`max_words`, reading a case field of its own) and an output
+(`<report>.words.txt`). The package is not
 edited; the CLI imports the plugin before each command, and each worker imports it too.
 """
 from __future__ import annotations
@@ -68,7 +69,20 @@ def line_cases(source, logs):
     return cases, [], []
 
 
-FORMATS["lines"] = Format(cases=line_cases)
+def line_runs(source, tools, logs):
+    """One recorded run per line `CASE_ID|ANSWER` after the `#lines` header."""
+    from agent_eval.ingest.recordings import Recording
+
+    rows = [line.split("|") for line in source.read_text().splitlines()[1:] if line.strip()]
+    recordings = [Recording(f"line {i}", {
+        "user_messages": [], "replies": [answer], "final_answer": answer, "cards": [], "final_agent": None,
+        "stop_reason": "completed", "agent_error": None, "agent_error_traceback": None, "steps": [],
+        "llm_calls": [], "latency_s": 0.0, "ttfa_s": None, "rate_limit_wait_s": 0.0, "final_env_diff": []},
+        case_id=case_id, trial=0) for i, (case_id, answer) in enumerate(rows, 1)]
+    return recordings, [], {"agent": "lines", "model": None}
+
+
+FORMATS["lines"] = Format(cases=line_cases, runs=line_runs, detect=lambda data: data.startswith(b"#lines"))
 
 
 def write_words(job):
@@ -119,6 +133,23 @@ def test_a_plugin_adds_an_agent_kind_a_format_a_check_family_and_an_output(tmp_p
     words = out / f"{report['run_id']}.words.txt"
     assert words.read_text() == "line-1 passed\nline-2 failed\n"
     assert f"Words: {words}" in run.stdout
+
+
+def test_score_reads_recorded_runs_in_the_plugin_format_detected_without_format(tmp_path: Path) -> None:
+    env = _setup(tmp_path)
+    cases = tmp_path / "cases.json"
+    assert run_cli("import", "lines", tmp_path / "questions.txt", "--out", cases, cwd=tmp_path,
+                   env=env).returncode == 0
+    (tmp_path / "answers.txt").write_text("#lines\nline-1|Four.\nline-2|It is blue.\n")
+    out = tmp_path / "reports"
+    proc = run_cli("score", tmp_path / "answers.txt", "--cases", cases, "--no-html", "--output-dir", out,
+                   cwd=tmp_path, env=env)
+    # "Four." is 1 word (at most 3: passed); "It is blue." is 3 words (at most 1: failed): exit 1.
+    assert proc.returncode == 1, proc.stderr
+    report = _report(out)
+    assert [(c["id"], c["status"], c["runs"][0]["checks"][0]["detail"]) for c in report["cases"]] == [
+        ("line-1", "passed", "1 words, at most 3"), ("line-2", "failed", "3 words, at most 1")]
+    assert (out / f"{report['run_id']}.words.txt").read_text() == "line-1 passed\nline-2 failed\n"
 
 
 def test_a_bad_value_of_the_plugin_family_is_exit_2_naming_the_field(tmp_path: Path) -> None:
