@@ -268,8 +268,10 @@ def _shorten(text: str) -> str:
 
 def parse_completion(raw: bytes, where: Callable[[], str] = lambda: "") -> Completion:
     """The fields agent-eval reads from a Chat Completions body; a ProviderError when they are not there."""
+    from agent_eval.provider.tokens import loads_answer
+
     try:
-        data = orjson.loads(raw)
+        data = loads_answer(raw)
     except orjson.JSONDecodeError:
         shown = raw[:120].decode("utf-8", "replace")
         raise ProviderError(f"the provider's answer is not JSON ({shown!r}){where()}") from None

@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import orjson
+
 MAX_TOKENS = 2**53 - 1
 """The largest token count a JSON reader holds exactly."""
 TOKEN_KEYS = ("prompt_tokens", "completion_tokens")
@@ -42,3 +44,18 @@ def sum_tokens(counts: Iterable[int | None]) -> int | None:
 def invalid_counts(llm_calls: Iterable[Mapping[str, Any]]) -> int:
     """How many token counts of these usage records are null (a provider's impossible number)."""
     return sum(1 for call in llm_calls for key in TOKEN_KEYS if key in call and call[key] is None)
+
+
+def loads_answer(raw: bytes | str) -> Any:
+    """An answer's JSON, read by orjson; when orjson refuses a legal number it cannot hold as a double
+    (1e309), by the standard library instead, which makes it inf (then an impossible token count, not
+    an unreadable answer). orjson.JSONDecodeError when neither can read it."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        import json
+
+        try:
+            return json.loads(raw)
+        except (ValueError, RecursionError):
+            raise orjson.JSONDecodeError("not JSON", "", 0) from None

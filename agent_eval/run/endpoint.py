@@ -18,7 +18,9 @@ import orjson
 
 from agent_eval.llm import _was_refused, redact_url, shared_client
 from agent_eval.provider import endpoints, retry
+from agent_eval.provider.bounded import BodyTooLarge
 from agent_eval.provider.waits import recording
+from agent_eval.provider.tokens import loads_answer
 from agent_eval.run.wire import RECORDED_PATHS, Answer, ModelCall, StreamReader, read_answer, request_tools
 
 INFRA_STATUSES = frozenset({401, 403, 404, 408, 409, 429})
@@ -207,7 +209,7 @@ class Endpoint:
             answer = None
             if recorded:
                 with contextlib.suppress(orjson.JSONDecodeError):
-                    answer = read_answer(path, orjson.loads(data))
+                    answer = read_answer(path, loads_answer(data))
             self._finish(link, entry, response.status_code, answer, body if recorded else None, started)
             return web.Response(body=data, status=response.status_code,
                                 content_type=_content_type(response), headers=_kept_headers(response))
@@ -251,8 +253,8 @@ class Endpoint:
             raise
         except Exception as exc:  # the stream broke mid-way: recorded; the agent sees its connection end
             entry.update(status=type(exc).__name__, latency_s=time.perf_counter() - started)
-            link.outcomes.append(Outcome(False, f"{type(exc).__name__}: the stream broke: {exc} "
-                                                f"({_endpoint(link)}, model {entry['model']})"))
+            broke = str(exc) if isinstance(exc, BodyTooLarge) else f"{type(exc).__name__}: the stream broke: {exc}"
+            link.outcomes.append(Outcome(False, f"{broke} ({_endpoint(link)}, model {entry['model']})"))
             raise
         finally:
             await response.aclose()
@@ -283,7 +285,7 @@ class Endpoint:
         if name == "APITimeoutError" and _was_refused(exc):  # the aiohttp transport's refused connection
             name, text = "APIConnectionError", "Connection error"
         entry["status"] = entry["status"] if isinstance(status, int) else name
-        message = f"{name}: {_short(text)}{where}{note}"
+        message = f"{name}: {_short(text)}{where}{note}" if not isinstance(exc, BodyTooLarge) else f"{text}{where}"
         is_infra = not isinstance(status, int) or status in INFRA_STATUSES or status >= 500
         if entry["path"] in RECORDED_PATHS or is_infra:
             link.outcomes.append(Outcome(False, message if is_infra else None))

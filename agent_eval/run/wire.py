@@ -7,6 +7,9 @@ from typing import Any
 
 import orjson
 
+from agent_eval.provider.tokens import token_count
+from agent_eval.provider.tokens import loads_answer
+
 RECORDED_PATHS = ("/chat/completions", "/responses")
 
 
@@ -44,7 +47,8 @@ def request_tools(body: Any) -> set[str]:
 
 
 def _count(value: Any) -> int | None:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 else None
+    """A token count as the provider gave it (token_count's rule); None when it sent none."""
+    return None if value is None else token_count(value)
 
 
 def _arguments(value: Any) -> str:
@@ -134,7 +138,7 @@ class StreamReader:
         if not payload or payload == b"[DONE]":
             return True
         try:
-            data = orjson.loads(payload)
+            data = loads_answer(payload)
         except orjson.JSONDecodeError:
             return True
         if not isinstance(data, dict):

@@ -5,7 +5,10 @@ runs as a subprocess; its largest resident set is read with os.wait4."""
 from __future__ import annotations
 
 import functools
+import zlib
 from pathlib import Path
+
+import pytest
 
 from tests.builders import CLI, clean_env, write_suite
 from tests.hostile import SECRET, assert_clean, gzip_bomb, run_measured
@@ -58,10 +61,15 @@ def test_a_gzip_bomb_to_the_built_in_agent_is_the_run_s_error_in_bounded_memory(
     assert sum("(bomb)" in r["messages"][-1]["content"] for r in srv.requests) == 1
 
 
-def test_a_bomb_in_an_error_status_or_in_two_layers_is_cut_too(loopback, tmp_path: Path) -> None:
+def test_a_bomb_in_an_error_status_in_two_layers_or_plain_is_cut_too(loopback, tmp_path: Path) -> None:
     # A 500 answer's body is read by the SDK's error path, not by a completion's: the same cap holds. Two
-    # layers of gzip (8 KiB for 4 GiB) and deflate are inflated by the same decoders, in pieces.
-    replies = {"status": bomb_reply(500), "layers": bomb_reply(layers=2, encoding="gzip, gzip")}
+    # layers of gzip (8 KiB for 4 GiB) and deflate are inflated by the same decoders, in pieces; 70 MiB
+    # sent as they are pass the limit as well.
+    replies = {"status": bomb_reply(500), "layers": bomb_reply(layers=2, encoding="gzip, gzip"),
+               "deflate": Reply(status=200, body=zlib.compress(bytes(300 * 2**20), 9),
+                                headers={"content-encoding": "deflate"}),
+               "plain": Reply(status=200, body=b'{"choices": [{"message": {"content": "' + b"A" * (70 * 2**20)
+                              + b'"}}]}')}
     srv = loopback(router(lambda messages: next(
         (reply for key, reply in replies.items() if f"({key})" in messages[-1]["content"]), text("A"))))
     cases_file = judged_suite(tmp_path, [case(key, None, expect={"contains": "A"}) for key in replies],
@@ -73,7 +81,7 @@ def test_a_bomb_in_an_error_status_or_in_two_layers_is_cut_too(loopback, tmp_pat
     runs = runs_by_case(report)
     assert {key: runs[key]["error"] for key in replies} == {key: f"{LIMIT} ({srv.base_url}, model m)"
                                                             for key in replies}
-    assert report["summary"]["runs_errored"] == 2
+    assert report["summary"]["runs_errored"] == 4
 
 
 def test_a_gzip_bomb_to_the_judge_is_the_run_s_error(loopback, tmp_path: Path) -> None:
@@ -113,25 +121,31 @@ def test_a_gzip_bomb_to_the_user_simulator_is_the_run_s_error(loopback, tmp_path
     assert LIMIT in run["error"] and f"({srv.base_url}, model user-m)" in run["error"], run["error"]
 
 
-# An agent of its own, through the run's recording endpoint (task.base_url) with the openai SDK.
+# An agent of its own, through the run's recording endpoint (task.base_url) with the openai SDK; the case's
+# metadata says whether it streams.
 BRIDGED = '''
 import openai
 
 
 def agent(task):
     client = openai.OpenAI(base_url=task.base_url, api_key=task.api_key, max_retries=0)
+    messages = [{"role": "user", "content": task.input}]
     try:
-        answer = client.chat.completions.create(model="m", messages=[{"role": "user", "content": task.input}])
+        if not task.metadata.get("stream"):
+            return client.chat.completions.create(model="m", messages=messages).choices[0].message.content
+        chunks = client.chat.completions.create(model="m", messages=messages, stream=True)
+        return "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     except openai.APIError as exc:
         return f"the endpoint said {type(exc).__name__}"
-    return answer.choices[0].message.content
 '''
 
 
-def test_a_gzip_bomb_through_the_recording_endpoint_is_the_run_s_error(loopback, tmp_path: Path) -> None:
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_gzip_bomb_through_the_recording_endpoint_is_the_run_s_error(loopback, tmp_path: Path,
+                                                                       stream: bool) -> None:
     srv = loopback(router(lambda messages: bomb_reply() if "bomb" in messages[-1]["content"] else text("A")))
-    cases_file = write_suite(tmp_path, [{"id": "bomb", "query": "bomb", "expect": {"contains": "A"}},
-                                        {"id": "fine", "query": "fine", "expect": {"contains": "A"}}],
+    cases_file = write_suite(tmp_path, [{"id": c, "query": c, "metadata": {"stream": stream},
+                                         "expect": {"contains": "A"}} for c in ("bomb", "fine")],
                              {"name": "bridged", "tools": "tools.py", "agent": "agent.py:agent"},
                              {"tools.py": SIM_TOOLS, "agent.py": BRIDGED})
     measured, report = agent_eval(tmp_path, "--cases", str(cases_file), "--base-url", srv.base_url)
@@ -139,5 +153,5 @@ def test_a_gzip_bomb_through_the_recording_endpoint_is_the_run_s_error(loopback,
     assert measured.max_rss_bytes < MEMORY_BOUND, measured.max_rss_bytes
     runs = runs_by_case(report)
     assert runs["bomb"]["status"] == "error"
-    assert LIMIT in runs["bomb"]["error"] and srv.base_url in runs["bomb"]["error"], runs["bomb"]["error"]
+    assert runs["bomb"]["error"] == f"{LIMIT} ({srv.base_url}, model m)"
     assert runs["fine"]["status"] == "passed"

@@ -10,7 +10,7 @@ import pytest
 from tests.builders import write_suite
 from tests.e2e.hardening import agent_eval, all_runs, answer_with_usage
 from tests.judged_suite import case, judged_suite
-from tests.loopback import router
+from tests.loopback import raw, router
 
 PRICING = {"m": {"input_per_mtok": 1.0, "output_per_mtok": 2.0}}
 # case id -> the prompt_tokens its provider answer carries
@@ -130,3 +130,35 @@ def test_score_of_spans_with_impossible_token_counts(tmp_path: Path) -> None:
     assert run["metrics"]["cost_usd"] is None and done.report["summary"]["cost_total_usd"] is None
     assert len([line for line in done.err.splitlines() if "2**53" in line]) == 1, done.err
     assert "2 token count(s) in 1 run(s)" in done.out
+
+
+# Through task.base_url: the recording endpoint reads the answer it passes on.
+BRIDGED = '''
+import openai
+
+
+def agent(task):
+    client = openai.OpenAI(base_url=task.base_url, api_key=task.api_key, max_retries=0)
+    answer = client.chat.completions.create(model="m", messages=[{"role": "user", "content": task.input}])
+    return answer.choices[0].message.content
+'''
+
+
+@pytest.mark.parametrize("agent", ["openai", "agent.py:agent"])
+def test_a_count_past_what_a_double_holds_is_an_impossible_number_not_an_unreadable_answer(
+        loopback, tmp_path: Path, agent: str) -> None:
+    # 1e309 is legal JSON that orjson refuses (it is infinite as a double): the answer is still read.
+    body = (b'{"id": "x", "object": "chat.completion", "model": "m", "choices": [{"index": 0, "message": '
+            b'{"role": "assistant", "content": "ok"}, "finish_reason": "stop"}], '
+            b'"usage": {"prompt_tokens": 1e309, "completion_tokens": 5}}')
+    srv = loopback(router(lambda messages: raw(body)))
+    path = write_suite(tmp_path, [{"id": "c", "query": "say ok", "expect": {"contains": "ok"}}],
+                       {"name": "usage", "agent": agent, "model": "m", "pricing": PRICING}, {"agent.py": BRIDGED})
+    done = agent_eval(tmp_path, "run", "--cases", path, "--no-html", "--base-url", srv.base_url,
+                      OPENAI_API_KEY="agent-key-123")
+    assert done.code == 0, done.err
+    (run,) = all_runs(done.report)["c"]
+    assert run["status"] == "passed"
+    assert (run["trace"]["llm_calls"][0]["prompt_tokens"], run["trace"]["llm_calls"][0]["completion_tokens"]) == (
+        None, 5)
+    assert run["metrics"]["usage_invalid"] == 1 and run["metrics"]["cost_usd"] is None
