@@ -19,6 +19,7 @@ _IN_PLACE_NAMES = {"dependentSchemas", "dependencies"}
 _IN_PLACE = {"allOf", "anyOf", "oneOf", "not", "if", "then", "else"}
 # Name maps of subschemas that apply only where a `$ref` points.
 _DEFS = {"$defs", "definitions"}
+_REFS = ("$ref", "$dynamicRef", "$recursiveRef")
 
 Path = tuple[str, ...]
 
@@ -35,12 +36,14 @@ def ref_problem(schema: Any) -> str | None:
         nodes[path] = node
         if not isinstance(node, dict):
             continue
-        ref = node.get("$ref")
-        if isinstance(ref, str):
-            refs.append((path, ref))
-        anchor = node.get("$anchor")
-        if isinstance(anchor, str):
-            anchors[anchor] = path
+        for key in _REFS:  # a dynamic ref is followed as a plain one: a loop of either never ends
+            ref = node.get(key)
+            if isinstance(ref, str):
+                refs.append((path, ref))
+        for key in ("$anchor", "$dynamicAnchor"):
+            anchor = node.get(key)
+            if isinstance(anchor, str):
+                anchors[anchor] = path
         for key, value in node.items():
             for child_path, child, in_place in _children(path, key, value):
                 stack.append((child_path, child))

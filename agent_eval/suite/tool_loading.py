@@ -3,6 +3,7 @@ functions decorated with `agent_eval.tool`. Every failure is one ConfigError par
 """
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import ModuleType
@@ -68,6 +69,10 @@ def _collect(module: ModuleType, where: str) -> list[tuple[str, Callable, dict]]
     entries = []
     for name in order:
         fn = functions[name]
+        if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+            raise ConfigError(f"{where}: tool {name!r} is a generator function (it yields); a tool returns "
+                              "its result, which the agent sees. Fix: return the items (a list, or text) "
+                              "instead of yielding them.")
         schema = given.get(name)
         if schema is None:
             try:

@@ -17,6 +17,13 @@ SCHEMAS = {
     "ping_pong": {"$ref": "#/$defs/A", "$defs": {"A": {"$ref": "#/$defs/B"}, "B": {"allOf": [{"$ref": "#/$defs/A"}]}}},
     "remote": {"type": "object", "properties": {"x": {"$ref": "https://example.com/schema.json"}}},
     "dangling": {"type": "object", "properties": {"x": {"$ref": "#/$defs/Missing"}}},
+    # Variants: draft-07 `definitions`, an anchor, `anyOf` at the root, a URN, a `$dynamicRef` loop.
+    "definitions": {"$ref": "#/definitions/A",
+                    "definitions": {"A": {"$ref": "#/definitions/B"}, "B": {"anyOf": [{"$ref": "#/definitions/A"}]}}},
+    "anchor": {"$ref": "#node", "$defs": {"n": {"$anchor": "node", "$ref": "#node"}}},
+    "root_anyof": {"anyOf": [{"$ref": "#"}]},
+    "urn": {"type": "object", "properties": {"x": {"$ref": "urn:example:thing"}}},
+    "dynamic": {"$dynamicRef": "#meta", "$defs": {"m": {"$dynamicAnchor": "meta", "$dynamicRef": "#meta"}}},
 }
 
 SCHEMA_TOOLS = '''
@@ -79,6 +86,31 @@ def test_looping_and_remote_refs_are_exit_2_at_validate_naming_the_tool(tmp_path
     messages = {name: run_cli("validate", "--cases", tmp_path / name / "cases.json").stderr for name in SCHEMAS}
     assert "not local" in messages["remote"] and "points at nothing" in messages["dangling"]
     assert "leads back to itself" in messages["self"] and "leads back to itself" in messages["ping_pong"]
+    assert all("leads back to itself" in messages[name] for name in ("definitions", "anchor", "root_anyof", "dynamic"))
+    assert "not local" in messages["urn"]
+
+
+GENERATOR_TOOLS = '''
+from agent_eval import tool
+
+
+@tool
+async def numbers(n: int):
+    """Yield n numbers."""
+    for i in range(n):
+        yield i
+'''
+
+
+def test_a_generator_tool_is_exit_2_at_validate_not_a_generator_object_the_agent_sees(tmp_path: Path) -> None:
+    for kind, source in {"async": GENERATOR_TOOLS, "sync": GENERATOR_TOOLS.replace("async def", "def")}.items():
+        path = write_suite(tmp_path / kind, [{"id": "c", "query": "q", "expect": {"contains": "x"}}],
+                           {"tools": "tools.py"}, {"tools.py": source})
+        for command in ("validate", "run"):
+            done = run_cli(command, "--cases", path, cwd=tmp_path / kind)
+            assert done.returncode == 2, (kind, command, done.stdout, done.stderr)
+            assert_clean(done, tmp_path / kind)
+            assert "tool 'numbers' is a generator function" in done.stderr, done.stderr
 
 
 def test_a_tree_type_is_fine_and_an_argument_check_that_breaks_is_an_infrastructure_error(tmp_path: Path) -> None:
