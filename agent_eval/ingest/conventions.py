@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from agent_eval.ingest import logfire, openinference, traceloop
+from agent_eval.ingest import logfire, openinference, pydantic_ai, traceloop
 from agent_eval.ingest.otlp import Span
 
 Translate = Callable[[Span], "dict[str, Any] | None"]
@@ -18,6 +18,7 @@ CONVENTIONS: dict[str, Translate] = {
     "openinference": openinference.translate,
     "logfire": logfire.translate,
     "traceloop": traceloop.translate,
+    "pydantic-ai": pydantic_ai.translate,
 }
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_eval.ingest.messages import Call, Message, input_messages, output_messages, str_or_none
-from agent_eval.ingest.otlp import HANDOFF, Span, json_value
+from agent_eval.ingest.otlp import FRAMEWORK_TOOLS, HANDOFF, Span, json_value
 from agent_eval.provider.tokens import sum_tokens, token_count
 
 INFERENCE_OPS = frozenset({"chat", "text_completion", "generate_content"})
@@ -200,12 +200,16 @@ def _with_unexecuted(steps: list[ToolStep], issued: list[tuple[Call, int]]) -> l
 def _framework_calls(spans: list[Span], issued: list[tuple[Call, int]],
                      ) -> tuple[list[Call], list[tuple[Call, int]]]:
     """(the framework's own calls, the rest): a call of the Agents SDK's handoff tool
-    (`transfer_to_<agent>`) where a handoff span says the framework handed over to that agent."""
-    targets = {_handoff_tool(str(s.attributes[HANDOFF])) for s in spans if s.attributes.get(HANDOFF) is not None}
-    if not targets:
+    (`transfer_to_<agent>`) where a handoff span says the framework handed over to that agent, or of a
+    tool a convention names as the framework's (pydantic-ai's output tools)."""
+    own = {_handoff_tool(str(s.attributes[HANDOFF])) for s in spans if s.attributes.get(HANDOFF) is not None}
+    for span in spans:
+        names = span.attributes.get(FRAMEWORK_TOOLS)
+        if isinstance(names, list):
+            own.update(n for n in names if isinstance(n, str))
+    if not own:
         return [], issued
-    return ([call for call, _ in issued if call.name in targets],
-            [(call, at) for call, at in issued if call.name not in targets])
+    return [call for call, _ in issued if call.name in own], [(call, at) for call, at in issued if call.name not in own]
 
 
 def _handoff_tool(agent: str) -> str:

@@ -24,6 +24,9 @@ STATUS_ERROR = 2
 # Set by a convention's translation on a span that records a framework handing the conversation to
 # another agent (the Agents SDK's handoff): its value is the agent handed to. Such a span is not a step.
 HANDOFF = "agent_eval.handoff_to"
+# Set by a convention on a span whose request offered tools of the framework's own (pydantic-ai's
+# `final_result`): the list of their names. A call of one is the framework's, not a step.
+FRAMEWORK_TOOLS = "agent_eval.framework_tools"
 
 
 @dataclass

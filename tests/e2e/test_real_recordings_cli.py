@@ -88,3 +88,39 @@ def test_a_real_recording_imports_and_scores_as_what_the_agent_did(loopback, tmp
         # no execute_tool span: the first call starts when the model call that asked for it ends
         first = trace["llm_calls"][0]
         assert m["ttfa_s"] == pytest.approx(first["t_start_s"] + first["latency_s"], abs=1e-6)
+
+
+def test_a_pydantic_ai_run_keeps_final_result_as_the_frameworks_own_call(loopback, tmp_path):
+    """pydantic-ai's own instrumentation (tests/recorders/pydantic_ai_agent.py): its structured answer
+    comes through `final_result`, a tool of the framework's with no tool span: neither expected nor a step."""
+    from tests.recorders import pydantic_ai_agent as pai
+
+    server = loopback(list(pai.SCRIPT))
+    rec = tmp_path / "recording"
+    proc = subprocess.run([sys.executable, "-m", "tests.recorders.pydantic_ai_agent", server.base_url, str(rec)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    imported = cli("import", "otel", rec / "traces.jsonl", "--out", tmp_path / "cases.json", cwd=tmp_path)
+    assert imported.returncode == 0, imported.stderr
+    (case,) = orjson.loads((tmp_path / "cases.json").read_bytes())
+    assert case["query"] == pai.PROMPT
+    assert case["expected_tools"] == EXPECTED[:2]  # lookup_order(42) once (collapsed), refund(42, 9.5)
+    assert [c["name"] for c in case["metadata"]["recorded_calls"]] == ["lookup_order", "lookup_order", "refund"]
+    assert case["metadata"]["framework_calls"] == [{"name": "final_result", "args": {"order_id": 42, "refunded": 9.5}}]
+    assert case["metadata"]["recorded_usage"] == {"prompt_tokens": pai.PROMPT_TOKENS,
+                                                  "completion_tokens": pai.COMPLETION_TOKENS}
+    out = tmp_path / "out"
+    scored = cli("score", rec / "traces.jsonl", "--cases", tmp_path / "cases.json", "--output-dir", out,
+                 "--no-html", cwd=tmp_path)
+    assert scored.returncode == 0, scored.stdout + scored.stderr
+    (run,) = only_report(out)["cases"][0]["runs"]
+    m = run["metrics"]
+    assert [(s["name"], s["executed"]) for s in run["trace"]["steps"]] == [
+        ("lookup_order", True), ("lookup_order", True), ("refund", True)]
+    assert [c["name"] for c in run["trace"]["framework_calls"]] == ["final_result"]
+    # E = {lookup_order(42), refund(42, 9.5)}; A = lookup_order(42) x2, refund (final_result is no step)
+    assert m["tool_recall"] == 1.0  # 2/2
+    assert m["tool_precision"] == pytest.approx(2 / 3)  # 2/3
+    assert m["step_efficiency"] == pytest.approx(2 / 3)  # min(1, 2/3)
+    assert (m["invalid_calls"], m["tool_errors"]) == (0, 0)
+    assert (m["prompt_tokens"], m["completion_tokens"]) == (460, 46)  # 100+110+120+130, 10+11+12+13
