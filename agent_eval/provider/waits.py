@@ -58,8 +58,8 @@ def current() -> Waits | None:
 
 
 @contextmanager
-def recording(waits: Waits) -> Iterator[Waits]:
-    """Make `waits` the current run's for the requests made inside the block."""
+def recording(waits: Waits | None) -> Iterator[Waits | None]:
+    """Make `waits` the current run's for the requests made inside the block (None: no run's)."""
     token = _current.set(waits)
     try:
         yield waits

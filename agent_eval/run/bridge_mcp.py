@@ -9,9 +9,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_eval.run.endpoint import RunLink
+
+if TYPE_CHECKING:
+    from agent_eval.run.agents.base import RunContext
 
 _SERVERS: dict[int, McpServer] = {}  # id(endpoint) -> its MCP server
 
@@ -110,7 +113,7 @@ class McpServer:
         return response
 
 
-async def attach_mcp(ctx: Any) -> None:
+async def attach_mcp(ctx: RunContext, link: RunLink) -> None:
     """Serve the run's tools at /r/<token>/mcp when the mcp package is installed (else mcp_url stays None)."""
     try:
         import mcp.server.lowlevel  # noqa: F401
@@ -119,7 +122,6 @@ async def attach_mcp(ctx: Any) -> None:
         return
     from agent_eval.run.endpoint import endpoint
 
-    link: RunLink = ctx.link
     served = await endpoint()
     server = _SERVERS.get(id(served))
     if server is None:

@@ -13,6 +13,7 @@ from agent_eval.llm import PLACEHOLDER_KEY, redact_url
 from agent_eval.flags import DEFAULTS, MAX_COUNT, Flags
 from agent_eval.provider.throttle import RateLimit, parse_rate_limit
 from agent_eval.run.agents.base import BUILT_IN
+from agent_eval.run.scenario import UserSettings
 from agent_eval.suite.cases import Suite
 
 
@@ -40,7 +41,7 @@ class RunConfig:
     quiet: bool = False
     html: bool = True
     user: str | None = None
-    user_sim: Any = None  # agent_eval.run.scenario.UserSettings (holds the simulator's key: never written)
+    user_sim: UserSettings = field(default_factory=UserSettings)  # holds the simulator's key: never written
     baseline: str | None = None  # a report path, or "last"
     junit: Path | None = None
     markdown: Path | None = None

@@ -10,9 +10,9 @@ import asyncio
 import contextlib
 import secrets
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -22,6 +22,11 @@ from agent_eval.provider.bounded import BodyTooLarge
 from agent_eval.provider.waits import recording
 from agent_eval.provider.tokens import loads_answer
 from agent_eval.run.wire import RECORDED_PATHS, Answer, ModelCall, StreamReader, read_answer, request_tools
+
+if TYPE_CHECKING:
+    from agent_eval.provider.waits import Waits
+    from agent_eval.run.agents.base import RunContext
+    from agent_eval.run.bridge_mcp import McpServer
 
 INFRA_STATUSES = frozenset({401, 403, 404, 408, 409, 429})
 NO_RETRY = {"x-should-retry": "false"}
@@ -56,16 +61,16 @@ class RunLink:
     real_base_url: str | None
     real_api_key: str | None
     llm_calls: list[dict[str, Any]]
-    t0: Any  # a callable giving the run's time origin (the sandbox's t0, set at the first turn)
+    t0: Callable[[], float]  # the run's time origin (the sandbox's t0, set at the first turn)
     turn: int = 0
     completions: list[Completion] = field(default_factory=list)
     outcomes: list[Outcome] = field(default_factory=list)
-    mcp: Any = None  # agent_eval.run.bridge_mcp.McpServer when the mcp package is installed
-    run: Any = None  # the run's RunContext (its sandbox and tool schemas), for the MCP server
+    mcp: McpServer | None = None  # when the mcp package is installed
+    run: RunContext | None = None  # the run's sandbox and tool schemas, for the MCP server
     mcp_url: str | None = None
-    waits: Any = None  # the run's agent_eval.provider.waits.Waits: its requests' waiting for the limit
-    leave: Any = None  # removes the run's path from the endpoint
-    cleanups: list[Any] = field(default_factory=list)  # called once the run has ended (a cmd: agent's folder)
+    waits: Waits | None = None  # its requests' waiting for the rate limit
+    leave: Callable[[], object] | None = None  # removes the run's path from the endpoint
+    cleanups: list[Callable[[], object]] = field(default_factory=list)  # once the run has ended (a cmd: folder)
 
     def close(self) -> None:
         """The run has ended: its path answers 401 from now on, and its cleanups run."""

@@ -5,17 +5,21 @@ import asyncio
 import math
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
 from agent_eval.provider.waits import Waits, recording
 from agent_eval.redaction import redact_secrets, redact_trace_errors
-from agent_eval.run.agents import AgentStop, InfrastructureError, Reply, RunContext
+from agent_eval.run.agents import Agent, AgentStop, InfrastructureError, Reply, RunContext
 from agent_eval.suite.jsonsafe import dumps_safe, to_json_safe
 from agent_eval.suite.cases import user_messages
 from agent_eval.run.scenario import max_turns
 from agent_eval.run.sandbox import EnvTemplate, Sandbox, ServerFault
+
+if TYPE_CHECKING:
+    from agent_eval.run.mcp_sessions import RunServers, ServerPool
+    from agent_eval.suite.tools import ToolSet
 
 
 @dataclass
@@ -71,6 +75,14 @@ class Clock:
             self.used += self._own(started)
 
 
+class User(Protocol):
+    """Who speaks to the agent in a run: the case's script, or a simulator (run/simulator.py)."""
+
+    async def next_message(self, case: dict, trial: int, messages: list[dict[str, Any]]) -> str | None:
+        """The next user message, or None when the user is done."""
+        ...
+
+
 class ScriptedUser:
     """The case's scripted user messages (`query` or `messages`), sent in order."""
 
@@ -81,9 +93,9 @@ class ScriptedUser:
         return next(self._messages, None)
 
 
-async def play_run(case: dict, trial: int, agent: Any, tools: Any, template: EnvTemplate,
-                   system_prompt: str | None, timeout: float | None, simulator: Any = None,
-                   servers: Any = None, env_blob: bytes | None = None) -> Played:
+async def play_run(case: dict, trial: int, agent: Agent, tools: ToolSet, template: EnvTemplate,
+                   system_prompt: str | None, timeout: float | None, simulator: User | None = None,
+                   servers: ServerPool | None = None, env_blob: bytes | None = None) -> Played:
     """Play one run: the user (scripted, or `simulator` for a scenario case) and the agent take turns.
 
     Never raises for the agent's faults. With a simulator, after the agent has answered
@@ -92,7 +104,7 @@ async def play_run(case: dict, trial: int, agent: Any, tools: Any, template: Env
     the agent's turns only. The trace's `turn_steps` holds, for each reply, how many steps had been
     recorded when it came, so the calls of turn i are `steps[turn_steps[i-1]:turn_steps[i]]`.
     """
-    if servers is not None:  # MCP servers: agent_eval.run.mcp_sessions.ServerPool
+    if servers is not None:  # the suite's MCP servers
         from agent_eval.run.mcp_sessions import play_with_servers
 
         return await play_with_servers(servers, env_blob, template, lambda env, base, remote: _play(
@@ -100,9 +112,9 @@ async def play_run(case: dict, trial: int, agent: Any, tools: Any, template: Env
     return await _play(case, trial, agent, tools, template, template.fresh(), system_prompt, timeout, simulator)
 
 
-async def _play(case: dict, trial: int, agent: Any, tools: Any, template: EnvTemplate, env: dict,
-                system_prompt: str | None, timeout: float | None, simulator: Any,
-                remote: Any = None) -> Played:
+async def _play(case: dict, trial: int, agent: Agent, tools: ToolSet, template: EnvTemplate, env: dict,
+                system_prompt: str | None, timeout: float | None, simulator: User | None,
+                remote: RunServers | None = None) -> Played:
     user = simulator or ScriptedUser(case)
     limit = max_turns(case) if simulator is not None else None
     sandbox = Sandbox(tools, env, case.get("faults"), None, case.get("injection"), remote)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from agent_eval.suite.mcp_client import Connection, ServerError, kill_live_servers, stray_warnings
 from agent_eval.run.sandbox import EnvTemplate
@@ -17,6 +18,7 @@ from agent_eval.suite.mcp_spec import ServerSpec
 from agent_eval.suite.tools import RemoteTool
 
 _CLOSE_ALL_S = 8.0
+_Played = TypeVar("_Played")
 
 
 def shared_state_warning(servers: list[ServerSpec], concurrency: int) -> str | None:
@@ -160,8 +162,9 @@ class RunServers:
         self.pool.close_later([c for c in self.connections.values() if c.spec.is_per_run])
 
 
-async def play_with_servers(pool: ServerPool, env_blob: bytes | None, template: EnvTemplate, play: Any,
-                            errored_run: Any) -> Any:
+async def play_with_servers(pool: ServerPool, env_blob: bytes | None, template: EnvTemplate,
+                            play: Callable[[dict[str, Any], EnvTemplate, RunServers], Awaitable[_Played]],
+                            errored_run: Callable[[str], _Played]) -> _Played:
     """Open the run's sessions, read the initial env from the state resource, play, and release them.
 
     `play(env, diff_base, run_servers)` plays the run; a server that cannot start makes the run

@@ -8,7 +8,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_eval.provider import endpoints
 from agent_eval.run.agents.base import BUILT_IN
@@ -21,6 +21,11 @@ from agent_eval.score.pipeline import ScoringContext, score_run
 from agent_eval.score.usage import add_summaries
 from agent_eval.run.simulator import user_sim_summary
 from agent_eval.suite.cases import Suite, case_env
+
+if TYPE_CHECKING:
+    from agent_eval.run.agents import Agent
+    from agent_eval.run.mcp_sessions import ServerPool
+    from agent_eval.run.simulator import Simulator
 
 GC_EVERY_RUNS = 256
 
@@ -89,12 +94,12 @@ class CaseSlot:
 class Player:
     """Plays and scores one run of a case slot; holds what every run shares (agent, tools, MCP servers)."""
 
-    def __init__(self, suite: Suite, cfg: RunConfig, agent: Any, scoring: ScoringContext,
-                 simulator: Any = None) -> None:
+    def __init__(self, suite: Suite, cfg: RunConfig, agent: Agent, scoring: ScoringContext,
+                 simulator: Simulator | None = None) -> None:
         self.suite, self.cfg, self.agent, self.scoring = suite, cfg, agent, scoring
-        self.simulator = simulator  # agent_eval.run.simulator: plays the user of scenario cases
+        self.simulator = simulator  # plays the user of scenario cases
         self.system_prompt = suite.settings.get("system_prompt")
-        self.servers: Any = None  # agent_eval.run.mcp_sessions.ServerPool when the suite has MCP servers
+        self.servers: ServerPool | None = None  # when the suite has MCP servers
         if suite.servers:
             from agent_eval.run.mcp_sessions import ServerPool
 
@@ -125,13 +130,13 @@ class Player:
         given = slot.case.get("initial_env") is not None or self.suite.settings.get("initial_env") is not None
         return slot.template.blob if given and slot.template is not None else None
 
-    def _prestart_next(self) -> None:
+    def _prestart_next(self, servers: ServerPool) -> None:
         """Start the next run's per-run MCP servers now, so their start is off the critical path."""
         upcoming = self.upcoming()
         if upcoming is not None:
             self.prepare(upcoming)
             # One set per run taken, for the run after it: each run then finds the set started for it.
-            self.servers.prestart(self._env_blob(upcoming))
+            servers.prestart(self._env_blob(upcoming))
 
     async def play(self, slot: CaseSlot, trial: int) -> dict[str, Any]:
         """Play and score one run of a prepared slot: the run record, trace included."""
@@ -139,7 +144,7 @@ class Player:
         blob = None
         if self.servers is not None:
             blob = self._env_blob(slot)
-            self._prestart_next()
+            self._prestart_next(self.servers)
         assert slot.template is not None, "play() runs a prepared slot"
         played = await play_run(slot.case, trial, self.agent, self.suite.tools, slot.template,
                                 self.system_prompt, self.cfg.timeout, simulator, self.servers, blob)
@@ -170,7 +175,7 @@ class Player:
         return helper_spend(self.scoring, self.simulator, pricing, workers)
 
 
-def helper_spend(scoring: ScoringContext, simulator: Any, pricing: dict | None,
+def helper_spend(scoring: ScoringContext, simulator: Simulator | None, pricing: dict | None,
                  workers: list[dict[str, Any]] | tuple = ()) -> dict[str, Any]:
     """summary.judge, summary.user_sim and summary.provider: this process's, plus what workers reported."""
     mine = {"judge": judge_summary(scoring.judge, pricing), "user_sim": user_sim_summary(simulator, pricing)}

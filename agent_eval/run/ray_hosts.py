@@ -56,8 +56,8 @@ def without_keys(init: WorkerInit) -> tuple[WorkerInit, dict[str, str | None]]:
     those keys, which reach each actor as constructor arguments."""
     cfg = init.cfg
     keys = {"api_key": cfg.api_key, "judge_api_key": cfg.judge_api_key,
-            "user_api_key": cfg.user_sim.api_key if cfg.user_sim is not None else None}
-    user = dataclasses.replace(cfg.user_sim, api_key=None) if cfg.user_sim is not None else None
+            "user_api_key": cfg.user_sim.api_key}
+    user = dataclasses.replace(cfg.user_sim, api_key=None)
     bare = dataclasses.replace(cfg, api_key=None, judge_api_key=None, user_sim=user)
     return dataclasses.replace(init, cfg=bare), keys
 
@@ -67,8 +67,7 @@ def with_keys(init: WorkerInit, keys: dict[str, str | None]) -> WorkerInit:
     if not keys:
         return init
     cfg = init.cfg
-    user = (dataclasses.replace(cfg.user_sim, api_key=keys.get("user_api_key")) if cfg.user_sim is not None
-            else None)
+    user = dataclasses.replace(cfg.user_sim, api_key=keys.get("user_api_key"))
     full = dataclasses.replace(cfg, api_key=keys.get("api_key"), judge_api_key=keys.get("judge_api_key"),
                                user_sim=user)
     return dataclasses.replace(init, cfg=full)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import agent_eval.llm as llm
 from agent_eval.provider import endpoints
@@ -19,6 +19,11 @@ from agent_eval.run.journal import FLUSH_EVERY_S, Journal
 from agent_eval.run.player import CaseSlot, Player, helper_spend
 from agent_eval.score.metrics import case_status
 from agent_eval.score.pipeline import ScoringContext
+
+if TYPE_CHECKING:
+    from agent_eval.run.agents import Agent
+    from agent_eval.run.pool import WorkerPool
+    from agent_eval.run.simulator import Simulator
 
 __all__ = ["CANCEL_GRACE_S", "CaseSlot", "Runner", "helper_spend", "lite_run", "run_models"]
 
@@ -44,9 +49,9 @@ def lite_run(run: dict[str, Any], case: dict[str, Any]) -> dict[str, Any]:
 class Runner:
     """Runs the selected cases of a suite and keeps only small per-run rows in memory."""
 
-    def __init__(self, suite: Suite, cases: list[dict], cfg: RunConfig, agent: Any, scoring: ScoringContext,
+    def __init__(self, suite: Suite, cases: list[dict], cfg: RunConfig, agent: Agent, scoring: ScoringContext,
                  journal: Journal, environ: Mapping[str, str] | None = None,
-                 on_run_done: Callable[[], None] | None = None, simulator: Any = None) -> None:
+                 on_run_done: Callable[[], None] | None = None, simulator: Simulator | None = None) -> None:
         self.suite, self.cfg, self.scoring, self.journal = suite, cfg, scoring, journal
         env: Mapping[str, str] = os.environ if environ is None else environ
         self.slots = [CaseSlot(c, list(range(cfg.repeat)), skip_reason(c, env, cfg.judge)) for c in cases]
@@ -56,7 +61,7 @@ class Runner:
         self._by_id: dict[str, CaseSlot] | None = None
         self._cursor = 0
         self._indexed: Iterator[tuple[int, int]] | None = None
-        self.pool: Any = None  # agent_eval.run.pool.WorkerPool under --workers N or --ray
+        self.pool: WorkerPool | None = None  # under --workers N or --ray
         self._stopping = False
         self.stopped_early = False  # -x saw a failed run and took no new runs after it
         self.models_used: set[str] = set()  # every model whose tokens a run recorded (settings.prices)

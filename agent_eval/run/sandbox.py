@@ -5,7 +5,7 @@ import asyncio
 import inspect
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -15,6 +15,10 @@ from agent_eval.redaction import redact_secrets
 from agent_eval.tracebacks import user_traceback
 from agent_eval.run.threads import run_in_thread
 from agent_eval.suite.imports import describe
+
+if TYPE_CHECKING:
+    from agent_eval.run.mcp_sessions import RunServers
+    from agent_eval.suite.tools import RemoteTool, ToolSet
 
 DEFAULT_FAULT_ERROR = "ServiceUnavailable: 503 Service Unavailable"
 
@@ -52,10 +56,11 @@ class EnvTemplate:
 class Sandbox:
     """Dispatches tool calls for one run against its private env and records every step."""
 
-    def __init__(self, tools: Any, env: dict[str, Any], faults: list[dict] | None = None,
-                 t0: float | None = None, injection: dict | None = None, servers: Any = None) -> None:
+    def __init__(self, tools: ToolSet, env: dict[str, Any], faults: list[dict] | None = None,
+                 t0: float | None = None, injection: dict | None = None, servers: RunServers | None = None,
+                 ) -> None:
         self.tools = tools
-        self.servers = servers  # agent_eval.run.mcp_sessions.RunServers when the suite has MCP servers
+        self.servers = servers  # when the suite has MCP servers
         self.env = env
         self.steps: list[dict[str, Any]] = []
         self.t0 = time.perf_counter() if t0 is None else t0
@@ -104,10 +109,11 @@ class Sandbox:
         delay = self._delay_s.get(name)
         if delay:
             await asyncio.sleep(delay)
-        if self.servers is not None and not isinstance(args, str):
+        servers = self.servers
+        if servers is not None and not isinstance(args, str):
             remote = self.tools.remote.get(name)
             if remote is not None:
-                return await self._dispatch_remote(name, remote, args, start, call_id)
+                return await self._dispatch_remote(servers, name, remote, args, start, call_id)
         if isinstance(args, str) or not self.tools.has(name):
             return self._dispatch(name, args, start, call_id)  # nothing of the user's runs
         if self.tools.is_async(name):
@@ -119,13 +125,13 @@ class Sandbox:
         with self._lock:
             self.closed = True
 
-    async def _dispatch_remote(self, name: str, remote: Any, args: Any, start: float,
+    async def _dispatch_remote(self, servers: RunServers, name: str, remote: RemoteTool, args: Any, start: float,
                                call_id: str | None = None) -> tuple[str | None, str | None]:
         """One call of an MCP tool: validated and faulted as a Python tool is, sent as tools/call."""
         invalid, error = self._begin(name, args)
         output = fault = None
         if error is None:
-            output, error, fault = await self.servers.call(remote, args)
+            output, error, fault = await servers.call(remote, args)
             if output is not None and name == self._inject_tool:
                 output = self._inject(output)
         end = time.perf_counter()
@@ -225,7 +231,7 @@ class Sandbox:
         return f"{output}\n{self._inject_payload}" if self._inject_left == 0 else output
 
 
-def replay_expected_tools(tools: Any, template: EnvTemplate, expected_tools: list[dict]) -> dict[str, Any]:
+def replay_expected_tools(tools: ToolSet, template: EnvTemplate, expected_tools: list[dict]) -> dict[str, Any]:
     """The env that the reference calls produce, in order and without faults; erroring calls are skipped."""
     env = template.fresh()
     for call in expected_tools:

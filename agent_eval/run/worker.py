@@ -23,11 +23,11 @@ from agent_eval.provider import endpoints
 from agent_eval.errors import CaseFileError, ConfigError
 from agent_eval.redaction import remember_secret
 from agent_eval.suite.jsonsafe import dumps_safe
-from agent_eval.run.agents import load_agent
+from agent_eval.run.agents import Agent, load_agent
 from agent_eval.run.config import RunConfig
 from agent_eval.run.player import CaseSlot, Player
 from agent_eval.run.runner import lite_run, run_models
-from agent_eval.run.simulator import build_simulator
+from agent_eval.run.simulator import Simulator, build_simulator
 from agent_eval.run.threads import describe_user_error
 from agent_eval.score.judge import build_judge
 from agent_eval.score.pipeline import ScoringContext
@@ -73,7 +73,8 @@ class WorkerInit:
     agent_dir: Path
 
 
-def build_parts(suite: Suite, cases: list[dict], cfg: RunConfig, agent_dir: Path) -> tuple[Any, Any, Any]:
+def build_parts(suite: Suite, cases: list[dict], cfg: RunConfig, agent_dir: Path,
+                ) -> tuple[Agent, Simulator | None, ScoringContext]:
     """The agent, the user simulator and the scoring context of a run (in the driver and in each worker)."""
     remember_secret(cfg.api_key, cfg.judge_api_key, cfg.user_sim.api_key if cfg.user_sim is not None else None)
     agent = load_agent(cfg.agent, agent_dir, {"model": cfg.model, "base_url": cfg.base_url,

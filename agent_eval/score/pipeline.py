@@ -2,13 +2,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_eval.redaction import redact_secrets
 from agent_eval.score.checks import check_run
 from agent_eval.score.env_checks import with_env_checks
 from agent_eval.score.metrics import price_usage, run_metrics
 from agent_eval.score.safety import is_escalated
+
+if TYPE_CHECKING:
+    from agent_eval.score.custom import ScorerSet
+    from agent_eval.score.judge import Judge
 
 
 @dataclass
@@ -17,8 +21,8 @@ class ScoringContext:
 
     pricing: dict[str, Any] = field(default_factory=dict)
     model: str | None = None
-    judge: Any = None  # agent_eval.score.judge.Judge when judging is on
-    scorers: Any = None  # agent_eval.score.custom.ScorerSet: the suite's custom scorers
+    judge: Judge | None = None  # when judging is on
+    scorers: ScorerSet | None = None  # the suite's custom scorers
 
 
 async def score_run(case: dict, trial: int, trace: dict, final_env: dict, expected_env: dict | None,
@@ -41,7 +45,7 @@ async def score_run(case: dict, trial: int, trace: dict, final_env: dict, expect
     judged: dict[str, Any] = {"judge": None, "judge_expected_outcome": None}
     completed = trace["stop_reason"] == "completed"
     if error is None and completed and ctx.judge is not None and all(c["passed"] for c in checks):
-        outcome = await ctx.judge.judge_run(case, trace)  # agent_eval.score.judge.JudgeOutcome
+        outcome = await ctx.judge.judge_run(case, trace)
         checks = checks + outcome.checks
         judged.update(outcome.records)
         error = outcome.error

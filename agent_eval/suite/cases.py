@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, ValidationError, field_validator
@@ -13,6 +13,11 @@ from agent_eval.errors import CaseFileError, Problem
 from agent_eval.flags import MAX_COUNT
 from agent_eval.suite.fields import (args_depth_problems, depth_problems, extra_case_fields, id_problem,
                                      known_fields, unknown_key_message)
+
+if TYPE_CHECKING:
+    from agent_eval.score.custom import ScorerSet
+    from agent_eval.suite.mcp_spec import ServerSpec
+    from agent_eval.suite.tools import ToolSet
 
 JUDGED_CHECKS = ("rubric", "expected_outcome")
 DEFAULT_TOOLS = "tools.py"
@@ -113,9 +118,9 @@ class Suite:
     settings: dict[str, Any]
     initial_env: dict[str, Any]
     cases: list[dict[str, Any]]
-    tools: Any = None  # agent_eval.suite.tools.ToolSet
-    scorers: Any = None  # agent_eval.score.custom.ScorerSet
-    servers: list[Any] = field(default_factory=list)  # agent_eval.suite.mcp_spec.ServerSpec, one per MCP server
+    tools: ToolSet
+    scorers: ScorerSet
+    servers: list[ServerSpec] = field(default_factory=list)  # one per MCP server
     problems: list[Problem] = field(default_factory=list)
     unused_fields: dict[str, list[str]] = field(default_factory=dict)  # field -> ids of the cases holding it
 
@@ -258,8 +263,8 @@ def _load_suite_block(path: Path, block: Any, col: _Collector) -> Suite:
     for _, message in depth_problems({"initial_env": env}, ["initial_env"]):
         col.add(None, "suite.initial_env", message)
         env = {}
-    suite = Suite(path=path, name=str(block.get("name") or path.stem), settings=settings,
-                  initial_env=env, cases=[])
+    tools: ToolSet | None = None
+    servers: list[ServerSpec] = []
     tools_spec = block.get("tools")
     if tools_spec is None and (base_dir / DEFAULT_TOOLS).is_file():
         tools_spec = DEFAULT_TOOLS  # the seed layout: a bare list of cases with tools.py beside it
@@ -267,16 +272,16 @@ def _load_suite_block(path: Path, block: Any, col: _Collector) -> Suite:
         from agent_eval.suite.mcp_tools import load_suite_tools
 
         given_env = env if block.get("initial_env") is not None else None
-        suite.tools, suite.servers, found = load_suite_tools(tools_spec, base_dir, given_env)
+        tools, servers, found = load_suite_tools(tools_spec, base_dir, given_env)
         for field_name, message in found:
             col.add(None, field_name, message)
-    if suite.tools is None:
+    if tools is None:
         from agent_eval.suite.tools import ToolSet
 
-        suite.tools = ToolSet([])
+        tools = ToolSet([])
     from agent_eval.suite.validation_safety import validate_suite_safety
 
-    for field_name, message in validate_suite_safety(block, suite.tools):
+    for field_name, message in validate_suite_safety(block, tools):
         col.add(None, field_name, message)
     from agent_eval.suite.validation_scenario import validate_user_block
 
@@ -284,10 +289,11 @@ def _load_suite_block(path: Path, block: Any, col: _Collector) -> Suite:
         col.add(None, field_name, message)
     from agent_eval.suite.scorers import load_scorers
 
-    suite.scorers, scorer_problems = load_scorers(block.get("scorers"), base_dir)
+    scorers, scorer_problems = load_scorers(block.get("scorers"), base_dir)
     for field_name, message in scorer_problems:
         col.add(None, field_name, message)
-    return suite
+    return Suite(path=path, name=str(block.get("name") or path.stem), settings=settings, initial_env=env,
+                 cases=[], tools=tools, scorers=scorers, servers=servers)
 
 
 def _load_case(suite: Suite, raw: Any, index: int, col: _Collector,

@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_eval.errors import InfrastructureError, ProviderError
 from agent_eval.run.sandbox import Sandbox
+
+if TYPE_CHECKING:
+    from agent_eval.run.endpoint import RunLink
 
 __all__ = ["BUILT_IN", "COMMAND_PREFIX", "Agent", "AgentStop", "InfrastructureError", "ProviderError", "Reply",
            "RunContext"]
@@ -45,7 +48,7 @@ class RunContext:
     llm_calls: list[dict[str, Any]] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)  # an agent's private per-run memory
     fatal: str | None = None  # set when the agent broke the contract (bad record_usage): the run fails
-    link: Any = None  # agent_eval.run.endpoint.RunLink: the run's path on the recording endpoint, once opened
+    link: RunLink | None = None  # the run's path on the recording endpoint, once opened
 
 
 class Agent(Protocol):

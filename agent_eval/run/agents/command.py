@@ -71,16 +71,17 @@ class CommandAgent:
         self.argv = command_of(spec, self.cwd)
 
     async def prepare(self, ctx: RunContext) -> None:
-        await open_link(ctx, self.settings)
+        link = await open_link(ctx, self.settings)
         if _RUN_DIR not in ctx.state:
             run_dir = Path(tempfile.mkdtemp(prefix="agent-eval-run-"))
             (run_dir / "state").mkdir()
             ctx.state[_RUN_DIR] = run_dir
-            ctx.link.cleanups.append(lambda: shutil.rmtree(run_dir, ignore_errors=True))
+            link.cleanups.append(lambda: shutil.rmtree(run_dir, ignore_errors=True))
 
     async def respond(self, ctx: RunContext) -> Reply:
         run_dir: Path = ctx.state[_RUN_DIR]
         link = ctx.link
+        assert link is not None, "prepare() opened the run's link"
         messages = ([{"role": "system", "content": ctx.system_prompt}] if ctx.system_prompt else []) + ctx.messages
         messages_file = run_dir / "messages.json"
         messages_file.write_bytes(orjson.dumps(messages))

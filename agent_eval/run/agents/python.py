@@ -6,7 +6,7 @@ import copy
 import inspect
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -15,6 +15,9 @@ from agent_eval.errors import ToolError
 from agent_eval.run.threads import UserBaseException, run_in_thread
 from agent_eval.suite.imports import describe
 from agent_eval.tracebacks import user_traceback
+
+if TYPE_CHECKING:
+    from agent_eval.run.endpoint import RunLink
 
 
 class Task:
@@ -180,21 +183,23 @@ class PythonAgent:
         return to_reply(value)
 
 
-async def open_link(ctx: RunContext, settings: dict[str, Any]) -> None:
+async def open_link(ctx: RunContext, settings: dict[str, Any]) -> RunLink:
     """The run's path on the recording endpoint, opened at its first turn; its turn number kept current."""
-    if ctx.link is None:
+    link = ctx.link
+    if link is None:
         from agent_eval.run.endpoint import endpoint
 
         sandbox = ctx.sandbox
-        ctx.link = (await endpoint()).open(settings.get("model"), settings.get("base_url"),
-                                          settings.get("api_key"), ctx.llm_calls, lambda: sandbox.t0)
+        link = ctx.link = (await endpoint()).open(settings.get("model"), settings.get("base_url"),
+                                                 settings.get("api_key"), ctx.llm_calls, lambda: sandbox.t0)
         from agent_eval.provider.waits import current
 
-        ctx.link.waits = current()
+        link.waits = current()
         from agent_eval.run.bridge_mcp import attach_mcp
 
-        await attach_mcp(ctx)
-    ctx.link.turn = sum(1 for message in ctx.messages if message.get("role") == "user") - 1
+        await attach_mcp(ctx, link)
+    link.turn = sum(1 for message in ctx.messages if message.get("role") == "user") - 1
+    return link
 
 
 def _is_cancelling() -> bool:
