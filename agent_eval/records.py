@@ -47,6 +47,7 @@ class Step(TypedDict, total=False):
     latency_s: float
     t_start_s: float
     executed: bool  # False: the model issued the call but it never reached the sandbox
+    call_id: str  # the model's id of the call, while a run is played (removed when its steps are paired)
 
 
 class Check(TypedDict):
@@ -78,6 +79,7 @@ class Trace(TypedDict, total=False):
     framework_calls: list[dict[str, Any]]  # calls of a framework's own tools (agents on the endpoint)
     started_at_unix_ns: int | None  # the wall clock when the run started (the spans of --otel)
     trace_id: str | None  # an imported run: the recording's trace id
+    state_resource: str | None  # an MCP suite's env came from this resource (rescore keeps its env checks)
     has_env: bool  # False: an imported run recorded no environment, so env checks are skipped
 
 

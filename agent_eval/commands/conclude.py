@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rich.console import Console
 
@@ -23,6 +23,9 @@ from agent_eval.report.model import EXIT_ERROR, EXIT_INTERRUPTED, build_report, 
 from agent_eval.run.config import RunConfig
 from agent_eval.suite.cases import Suite
 from agent_eval.run.journal import Journal as JournalFile
+
+if TYPE_CHECKING:
+    from agent_eval.run.pool import WorkerPool
 
 RunBytes = Callable[[], Iterable[list[bytes]]]  # per case entry, its runs as JSON bytes; callable again
 
@@ -40,7 +43,7 @@ class Journal(Protocol):
 class Results(Protocol):
     """What `finish` reads of the runs a command played or scored (the run scheduler, `score`'s runs)."""
 
-    pool: Any  # the worker pool (run/pool.py, run/ray_hosts.py), or None
+    pool: WorkerPool | None  # under --workers or --ray
     stopped_early: bool
     models_used: set[str]
 

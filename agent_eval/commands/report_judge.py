@@ -7,10 +7,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_eval.errors import ConfigError
 from agent_eval.run.config import resolve_agent_llm, resolve_judge
+
+if TYPE_CHECKING:
+    from agent_eval.suite.cases import Suite
 
 
 def report_cases_file(report: Mapping[str, Any], report_path: Path, cases_flag: Path | None,
@@ -27,7 +30,7 @@ def report_cases_file(report: Mapping[str, Any], report_path: Path, cases_flag: 
     return path
 
 
-def judge_for_report(report: Mapping[str, Any], suite: Any, judge_model: str | None, needed: bool,
+def judge_for_report(report: Mapping[str, Any], suite: Suite, judge_model: str | None, needed: bool,
                      environ: Mapping[str, str] | None = None) -> tuple[str | None, str | None, str | None]:
     """The judge's (model, base_url, api_key): --judge-model, the environment and the case file's suite, as
     `run` resolves them. When the judge is needed and resolves to the provider's default endpoint while the

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 
 from agent_eval.records import Report
@@ -26,6 +26,10 @@ from agent_eval.report.model import build_report, new_run_id, now_iso
 from agent_eval.run.sandbox import EnvTemplate, replay_expected_tools
 from agent_eval.score.pipeline import ScoringContext, score_run
 from agent_eval.run.simulator import user_sim_summary
+
+if TYPE_CHECKING:
+    from agent_eval.score.custom import ScorerSet
+    from agent_eval.score.judge import Judge
 
 def validate_diff_fits(case_id: str, initial_env: Any, diff: list[dict], report_path: Path) -> None:
     """Exit 2 (ConfigError) when the trace's env diff no longer fits the case's current initial env."""
@@ -68,7 +72,7 @@ async def _rescore_case(suite: Suite, case: dict, runs: list[dict], ctx: Scoring
     return list(await asyncio.gather(*(one(run) for run in runs)))
 
 
-def agreement_of(judge: Any, case_id: str) -> float | None:
+def agreement_of(judge: Judge | None, case_id: str) -> float | None:
     votes = judge.agreement.get(case_id, []) if judge is not None else []
     return stats.ratio(sum(votes), len(votes))
 
@@ -116,8 +120,8 @@ async def rescore_all(suite: Suite, entries: list[dict], by_id: dict[str, dict],
     return out
 
 
-def new_report(old: dict, settings: dict, entries: list[dict], judge: Any, pricing: dict,
-                judge_repeat: int | None, scorers: Any, cases_file: str) -> Report:
+def new_report(old: dict, settings: dict, entries: list[dict], judge: Judge | None, pricing: dict,
+                judge_repeat: int | None, scorers: ScorerSet | None, cases_file: str) -> Report:
     """The report of a rescore; the write keeps only the top-level keys, so provenance is in settings."""
     rows = [{"id": e["id"], "status": e["status"], "runs": e["runs"]} for e in entries]
     # The report's counts never size work: K is what its cases hold, whatever settings.repeat claims.

@@ -9,13 +9,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_eval.errors import ConfigError
 from agent_eval.ingest.records import Unmappable, map_each_record
 
+if TYPE_CHECKING:
+    from agent_eval.ingest.recordings import Recording
+    from agent_eval.suite.tools import ToolSet
+
 Mapped = tuple[list[tuple[str, dict[str, Any]]], list[Unmappable], list[str]]  # (label, case), left out, notes
-Loaded = tuple[list[Any], list[Unmappable], dict[str, Any]]  # recordings, left out, {"agent", "model"}
+Loaded = tuple[list["Recording"], list[Unmappable], dict[str, Any]]  # recordings, left out, {"agent", "model"}
 
 
 @dataclass(frozen=True)
@@ -23,7 +27,7 @@ class Format:
     """One format: how `import` reads its cases and how `score` reads its recorded runs."""
 
     cases: Callable[[Path, Path | None], Mapped] | None = None
-    runs: Callable[[Path, Any, Path | None], Loaded] | None = None
+    runs: Callable[[Path, ToolSet | None, Path | None], Loaded] | None = None
     takes_logs: bool = False  # --logs joins OTLP log records to this format's spans
     detect: Callable[[bytes], bool] | None = None  # recognises a file of this format (score without --format)
 
@@ -71,21 +75,21 @@ def _evals_cases(source: Path, logs: Path | None) -> Mapped:
     return _per_record(eval_case, read_records)(source, logs)
 
 
-def _otel_runs(path: Path, tools: Any, logs: Path | None) -> Loaded:
+def _otel_runs(path: Path, tools: ToolSet | None, logs: Path | None) -> Loaded:
     from agent_eval.ingest.recordings import otel_recordings
 
     recordings, bad, model = otel_recordings(path, tools, logs)
     return recordings, bad, {"agent": "otel", "model": model}
 
 
-def _inspect_runs(path: Path, tools: Any, logs: Path | None) -> Loaded:
+def _inspect_runs(path: Path, tools: ToolSet | None, logs: Path | None) -> Loaded:
     from agent_eval.ingest.recordings import inspect_recordings
 
     recordings, bad, model = inspect_recordings(path)
     return recordings, bad, {"agent": "inspect", "model": model}
 
 
-def _agent_eval_runs(path: Path, tools: Any, logs: Path | None) -> Loaded:
+def _agent_eval_runs(path: Path, tools: ToolSet | None, logs: Path | None) -> Loaded:
     from agent_eval.ingest.recordings import agent_eval_recordings
 
     return agent_eval_recordings(path)

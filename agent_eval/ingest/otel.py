@@ -2,13 +2,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from agent_eval.ingest.genai import Recorded, read_trace
 from agent_eval.ingest.otlp import read_spans
 from agent_eval.ingest.records import Unmappable
+
+if TYPE_CHECKING:
+    from agent_eval.suite.tools import ToolSet
 
 IMPORTED_TAG = "imported"
 
@@ -119,7 +122,7 @@ def _seconds(ns: int | None, origin: int | None) -> float | None:
     return None if ns is None or origin is None else (ns - origin) / 1e9
 
 
-def recorded_run_trace(rec: Recorded, tools: Any = None) -> dict[str, Any]:
+def recorded_run_trace(rec: Recorded, tools: ToolSet | None = None) -> dict[str, Any]:
     """The report trace of a recorded run: times from the spans, no env (nothing was recorded of it).
 
     With the suite's tools, a call is flagged `invalid_args` as a run would flag it: an unknown tool,

@@ -4,12 +4,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from agent_eval.errors import ConfigError
 from agent_eval.ingest.records import Unmappable, read_bytes
+
+if TYPE_CHECKING:
+    from agent_eval.suite.tools import ToolSet
 
 
 
@@ -41,7 +44,7 @@ def is_agent_eval_file(data: bytes) -> bool:
     return isinstance(doc, dict) and "cases" in doc and "resourceSpans" not in doc
 
 
-def otel_recordings(path: Path, tools: Any, logs: Path | None = None,
+def otel_recordings(path: Path, tools: ToolSet | None, logs: Path | None = None,
                     ) -> tuple[list[Recording], list[Unmappable], str | None]:
     """The conversations of an OTLP file as recordings, the unmappable records, and the model most asked for."""
     from collections import Counter

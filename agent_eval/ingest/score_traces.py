@@ -9,7 +9,7 @@ import asyncio
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -22,6 +22,9 @@ from agent_eval.score.metrics import case_status
 from agent_eval.score.pipeline import ScoringContext, score_run
 from agent_eval.suite.cases import Suite, case_env, skip_reason
 
+if TYPE_CHECKING:
+    from agent_eval.run.pool import WorkerPool
+
 NO_ENV = "no recorded environment"
 ENV_FIELDS = ("expected_env_check", "expected_env")
 
@@ -32,7 +35,7 @@ class ScoredRuns:
     def __init__(self, journal: Journal, scoring: ScoringContext, threshold: float) -> None:
         self.journal, self.scoring, self.threshold = journal, scoring, threshold
         self.simulator = None  # scoring never plays a user
-        self.pool = None  # nor uses workers
+        self.pool: WorkerPool | None = None  # nor uses workers
         self.stopped_early = False  # every recorded run is scored
         self.models_used: set[str] = set()  # every model whose tokens a recorded run holds (settings.prices)
         self.skipped_names: dict[str, int] = {}  # a skipped check's name -> the runs it was skipped in

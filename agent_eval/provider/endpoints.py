@@ -9,11 +9,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from agent_eval.flags import DEFAULTS
 from agent_eval.provider.throttle import RateLimit, TokenBucket, Window
 
-DEFAULT_RETRY_BUDGET_S = 600.0
+if TYPE_CHECKING:
+    from agent_eval.run.config import RunConfig
+
 ROLES = ("agent", "judge", "user")
 WindowListener = Callable[[str, int, int], None]  # (endpoint shown, window size, ceiling)
 
@@ -25,7 +28,7 @@ class Settings:
     ceiling: int = 8
     rate_limit: RateLimit | None = None
     judge_rate_limit: RateLimit | None = None  # the judge's and the simulator's endpoints
-    retry_budget_s: float = DEFAULT_RETRY_BUDGET_S
+    retry_budget_s: float = DEFAULTS.retry_budget
     share: float = 1.0  # this process's part of each rate limit (1/N among N workers with runs left)
 
     def limit_for(self, role: str) -> RateLimit | None:
@@ -55,12 +58,11 @@ class Endpoint:
                 "retry_wait_s": round(self.retry_wait_s, 3), "min_concurrency": self.window.smallest}
 
 
-def settings_of(cfg: Any, ceiling: int | None = None) -> Settings:
-    """The settings of a run's config (agent_eval.run.config.RunConfig): the ceiling is its --concurrency
-    unless a worker's slots are given."""
-    return Settings(ceiling=ceiling or cfg.concurrency, rate_limit=getattr(cfg, "rate_limit", None),
-                    judge_rate_limit=getattr(cfg, "judge_rate_limit", None),
-                    retry_budget_s=getattr(cfg, "retry_budget", None) or DEFAULT_RETRY_BUDGET_S)
+def settings_of(cfg: RunConfig, ceiling: int | None = None) -> Settings:
+    """The settings of a run's config: the ceiling is its --concurrency unless a worker's slots are given."""
+    return Settings(ceiling=ceiling or cfg.concurrency, rate_limit=cfg.rate_limit,
+                    judge_rate_limit=cfg.judge_rate_limit,
+                    retry_budget_s=cfg.retry_budget)
 
 
 _settings = Settings()

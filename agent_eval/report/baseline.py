@@ -3,14 +3,17 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
 from agent_eval.errors import ConfigError
 
+if TYPE_CHECKING:
+    from agent_eval.run.config import RunConfig
 
-def resolve_baseline(spec: str | None, cfg: Any, agent_name: str, run_id: str, created_at: str,
+
+def resolve_baseline(spec: str | None, cfg: RunConfig, agent_name: str, run_id: str, created_at: str,
                      err: Console) -> Path | None:
     """The baseline report's path: a file, or `last` (the newest earlier run of this suite and agent)."""
     if not spec:

@@ -11,6 +11,7 @@ import orjson
 
 from agent_eval.provider.waits import Waits, recording
 from agent_eval.redaction import redact_secrets, redact_trace_errors
+from agent_eval.records import Step
 from agent_eval.run.agents import Agent, AgentStop, InfrastructureError, Reply, RunContext
 from agent_eval.suite.jsonsafe import dumps_safe, to_json_safe
 from agent_eval.suite.cases import user_messages
@@ -221,7 +222,7 @@ def _snapshot(env: dict[str, Any]) -> dict[str, Any]:
         return env
 
 
-def build_trace(user_msgs: list[str], replies: list[Reply], steps: list[dict], llm_calls: list[dict],
+def build_trace(user_msgs: list[str], replies: list[Reply], steps: list[Step], llm_calls: list[dict],
                 stop_reason: str, agent_error: str | None, latency_s: float,
                 first_reply_at: float | None, env_diff: list[dict],
                 agent_error_traceback: str | None = None, rate_limit_wait_s: float = 0.0) -> dict[str, Any]:

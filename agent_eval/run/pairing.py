@@ -7,13 +7,17 @@ a call of the framework's own tool (offered in the request, not a suite tool) go
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from agent_eval.records import Step
 from agent_eval.run.endpoint import RunLink
 from agent_eval.run.wire import ModelCall
 from agent_eval.score.matchers import json_equal
+
+if TYPE_CHECKING:
+    from agent_eval.suite.tools import ToolSet
 
 NOT_EXECUTED = "not executed: the agent did not run this call"
 
@@ -27,7 +31,7 @@ def _parsed(arguments: str) -> Any:
     return args if isinstance(args, dict) else arguments
 
 
-def _unexecuted(call: ModelCall, args: Any, tools: Any, t_start_s: float) -> dict[str, Any]:
+def _unexecuted(call: ModelCall, args: Any, tools: ToolSet, t_start_s: float) -> Step:
     if isinstance(args, str):
         invalid: str | None = "malformed JSON"
     elif not tools.has(call.name):
@@ -41,7 +45,7 @@ def _unexecuted(call: ModelCall, args: Any, tools: Any, t_start_s: float) -> dic
             "invalid_args": invalid, "latency_s": 0.0, "t_start_s": t_start_s, "executed": False}
 
 
-def _match(steps: list[dict[str, Any]], taken: list[bool], by_id: dict[str, list[int]], call: ModelCall,
+def _match(steps: list[Step], taken: list[bool], by_id: dict[str, list[int]], call: ModelCall,
            args: Any) -> int | None:
     """The sandbox step this model call became: same call id, else the first free one with the same name
     and JSON-equal arguments."""
@@ -56,8 +60,8 @@ def _match(steps: list[dict[str, Any]], taken: list[bool], by_id: dict[str, list
     return None
 
 
-def settle(link: RunLink, steps: list[dict[str, Any]], turn_steps: list[int], tools: Any,
-           ) -> tuple[list[dict[str, Any]], list[int], list[dict[str, Any]]]:
+def settle(link: RunLink, steps: list[Step], turn_steps: list[int], tools: ToolSet,
+           ) -> tuple[list[Step], list[int], list[dict[str, Any]]]:
     """(steps in the order the model issued them, turn_steps for them, framework_calls) of a finished run."""
     call_ids = [step.pop("call_id", None) for step in steps]
     if not link.completions:
@@ -68,7 +72,7 @@ def settle(link: RunLink, steps: list[dict[str, Any]], turn_steps: list[int], to
         if call_id is not None:
             by_id.setdefault(call_id, []).append(index)
     taken = [False] * len(steps)
-    issued: list[tuple[int, int | None, dict[str, Any] | None]] = []  # (turn, sandbox index, unexecuted step)
+    issued: list[tuple[int, int | Step]] = []  # (turn, its sandbox step's index or its unexecuted step)
     framework_calls: list[dict[str, Any]] = []
     for completion in link.completions:
         for call in completion.calls:
@@ -76,22 +80,22 @@ def settle(link: RunLink, steps: list[dict[str, Any]], turn_steps: list[int], to
             found = _match(steps, taken, by_id, call, args)
             if found is not None:
                 taken[found] = True
-                issued.append((turn_of[found], found, None))
+                issued.append((turn_of[found], found))
             elif not tools.has(call.name) and call.name in completion.offered:
                 framework_calls.append({"name": call.name, "args": args})
             else:
-                issued.append((completion.turn, None, _unexecuted(call, args, tools, completion.t_end_s)))
-    ordered: list[tuple[int, dict[str, Any]]] = []
+                issued.append((completion.turn, _unexecuted(call, args, tools, completion.t_end_s)))
+    ordered: list[tuple[int, Step]] = []
     free = [index for index in range(len(steps)) if not taken[index]]  # tool calls made without the model
     cursor = 0
-    for turn, paired, unexecuted in issued:
-        if paired is not None:
-            while cursor < len(free) and free[cursor] < paired:
+    for turn, made in issued:
+        if isinstance(made, int):
+            while cursor < len(free) and free[cursor] < made:
                 ordered.append((turn_of[free[cursor]], steps[free[cursor]]))
                 cursor += 1
-            ordered.append((turn, steps[paired]))
+            ordered.append((turn, steps[made]))
         else:
-            ordered.append((turn, unexecuted))  # type: ignore[arg-type]
+            ordered.append((turn, made))
     ordered.extend((turn_of[index], steps[index]) for index in free[cursor:])
     ordered.sort(key=lambda pair: pair[0])  # stable: within a turn, the model's order
     final = []

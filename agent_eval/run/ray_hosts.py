@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from agent_eval.errors import ConfigError
-from agent_eval.run.config import require_ray
+from agent_eval.run.config import RunConfig, require_ray
 from agent_eval.run.interrupt import sigint_held
 from agent_eval.suite.jsonsafe import dumps_safe
 from agent_eval.run.pool import WorkerPool, split_concurrency
@@ -28,7 +28,7 @@ CLOSE_GRACE_S = 2.0
 SKIPPED = [".git", ".venv", "__pycache__"]  # never shipped with the working_dir, wherever they are
 
 
-def runtime_env(cfg: Any, case_dir: Path, output_dir: Path) -> dict[str, Any]:
+def runtime_env(cfg: RunConfig, case_dir: Path, output_dir: Path) -> dict[str, Any]:
     """The job's runtime_env: --ray-runtime-env plus the case file's folder as working_dir, pruned."""
     env = dict(cfg.ray_runtime_env or {})
     excludes = list(env.get("excludes") or []) + SKIPPED
@@ -258,7 +258,7 @@ class RayHost:
             ray.kill(self.actor)
 
 
-def open_ray_pool(cfg: Any, init: WorkerInit, output_dir: Path) -> WorkerPool:
+def open_ray_pool(cfg: RunConfig, init: WorkerInit, output_dir: Path) -> WorkerPool:
     """Start (or join) Ray and place one actor per worker; Ray is stopped when the pool closes.
 
     A local instance this run started is stopped whatever ends the run: here when no pool comes of it
@@ -291,7 +291,7 @@ def open_ray_pool(cfg: Any, init: WorkerInit, output_dir: Path) -> WorkerPool:
     return WorkerPool(hosts, on_close=stop_ray)
 
 
-def _init_ray(cfg: Any, env: dict[str, Any]) -> None:
+def _init_ray(cfg: RunConfig, env: dict[str, Any]) -> None:
     import ray
 
     options: dict[str, Any] = {"runtime_env": env, "log_to_driver": True}
@@ -351,7 +351,7 @@ def _is_runtime_env_error(exc: BaseException) -> bool:
 _TOO_BIG = re.compile(r"Package size \(([^)]*)\) exceeds the maximum size of ([\d.]+\s*[KMGT]?i?B)")
 
 
-def start_failure(exc: Exception, cfg: Any, case_dir: Path, output_dir: Path) -> str:
+def start_failure(exc: Exception, cfg: RunConfig, case_dir: Path, output_dir: Path) -> str:
     """The one message for Ray refusing to start, with the fix that fits what it refused."""
     reason = ray_reason(exc)
     text = str(getattr(exc, "error_message", None) or exc)

@@ -12,6 +12,7 @@ import orjson
 from agent_eval.score.envdiff import diff_env_fast
 from agent_eval.errors import ToolError
 from agent_eval.redaction import redact_secrets
+from agent_eval.records import Step
 from agent_eval.tracebacks import user_traceback
 from agent_eval.run.threads import run_in_thread
 from agent_eval.suite.imports import describe
@@ -62,7 +63,7 @@ class Sandbox:
         self.tools = tools
         self.servers = servers  # when the suite has MCP servers
         self.env = env
-        self.steps: list[dict[str, Any]] = []
+        self.steps: list[Step] = []
         self.t0 = time.perf_counter() if t0 is None else t0
         self.closed = False
         self.infra: str | None = None  # agent-eval's own argument check raised: the run is an `error`
@@ -216,7 +217,7 @@ class Sandbox:
 
     def _record(self, name: str, args: Any, output: str | None, error: str | None, invalid: str | None,
                 start: float, end: float, error_tb: str | None = None, call_id: str | None = None) -> None:
-        step = {
+        step: Step = {
             "step": len(self.steps), "name": name, "args": args, "output": output, "error": error,
             "error_traceback": error_tb, "invalid_args": invalid, "latency_s": end - start,
             "t_start_s": start - self.t0, "executed": True,

@@ -7,11 +7,14 @@ The gate (agent_eval.report.gate.build_stat) recomputes the same automatic figur
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from agent_eval.score import stats
+
+if TYPE_CHECKING:
+    from agent_eval.score.custom import ScorerSet
 
 
 def is_number(value: Any) -> bool:
@@ -48,10 +51,10 @@ def summarize_rows(rows: list[dict | None]) -> dict[str, Any]:
     return out
 
 
-def summarize_scorers(runs: list[dict], scorers: Any = None) -> dict[str, dict[str, Any]]:
+def summarize_scorers(runs: list[dict], scorers: ScorerSet | None = None) -> dict[str, dict[str, Any]]:
     """{name: summary + {"errors": n}} over the counted `runs`, for each scorer of the set (or of the runs).
 
-    `scorers` is the suite's agent_eval.score.custom.ScorerSet; without it (a stored report), the names are
+    `scorers` is the suite's scorers; without it (a stored report), the names are
     those found in the runs and every summary is automatic.
     """
     if scorers:

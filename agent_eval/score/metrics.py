@@ -11,7 +11,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_eval.score import stats
 from agent_eval.score.intervals import counted_cases, suite_intervals
@@ -22,6 +22,9 @@ from agent_eval.score.safety_metrics import safety_metrics, share_true
 from agent_eval.score.custom_summary import summarize_scorers
 from agent_eval.score.prices import token_cost
 from agent_eval.provider.tokens import TOKEN_KEYS, invalid_counts, sum_tokens
+
+if TYPE_CHECKING:
+    from agent_eval.score.custom import ScorerSet
 
 RunMetricGroup = Callable[[dict, dict, list, bool, "float | None"], dict]
 
@@ -256,10 +259,10 @@ SUITE_METRICS: list[str] = [m.name for m in SUITE_METRIC_TABLE]
 """The suite metric names in report order. `pass_hat` is a dict {"1": .., "K": ..}; the rest are numbers."""
 
 
-def summarize(case_rows: list[dict], repeat: int, scorers: Any = None) -> dict:
+def summarize(case_rows: list[dict], repeat: int, scorers: ScorerSet | None = None) -> dict:
     """The suite metrics plus the case and run counts and `scorers`, from the cases' small run rows.
 
-    `scorers` is the suite's agent_eval.score.custom.ScorerSet (for names and custom summarize); optional.
+    `scorers` is the suite's scorers (for names and custom summarize); optional.
     """
     counts: list[tuple[int, int]] = []
     runs: list[dict] = []

@@ -10,10 +10,13 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from agent_eval.suite.tools import ToolSet
 
 CUTOFF = 0.75
 MAX_DEPTH = 100
@@ -105,7 +108,7 @@ def extra_case_fields(case: dict, known: Iterable[str], consumed: set[str]) -> t
 TEXT_CHECKS = ("contains", "not_contains", "icontains", "not_icontains")
 
 
-def expect_problems(expect: dict, tools: Any) -> list[tuple[str, str]]:
+def expect_problems(expect: dict, tools: ToolSet | None) -> list[tuple[str, str]]:
     """Checks of `expect` that cannot fail: an empty text list, a forbidden tool that is a typo."""
     out = []
     for key in TEXT_CHECKS:
@@ -125,7 +128,7 @@ def expect_problems(expect: dict, tools: Any) -> list[tuple[str, str]]:
     return out
 
 
-def args_key_problems(index: int, call: dict, tools: Any) -> list[tuple[str, str]]:
+def args_key_problems(index: int, call: dict, tools: ToolSet | None) -> list[tuple[str, str]]:
     """An `args` key the tool's schema does not list, when the schema forbids others or the key is a typo."""
     args = call.get("args")
     schema = _schema_of(tools, call.get("name"))
@@ -145,8 +148,8 @@ def args_key_problems(index: int, call: dict, tools: Any) -> list[tuple[str, str
     return out
 
 
-def _schema_of(tools: Any, name: Any) -> Any:
-    for schema in getattr(tools, "schemas", None) or ():
+def _schema_of(tools: ToolSet | None, name: Any) -> Any:
+    for schema in tools.schemas if tools is not None else ():
         function = schema.get("function") or {}
         if function.get("name") == name:
             return function.get("parameters")

@@ -8,13 +8,16 @@ from __future__ import annotations
 import asyncio
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from agent_eval.errors import ConfigError
 from agent_eval.suite.mcp_spec import ServerSpec, parse_server, require_mcp
 from agent_eval.suite.tools import RemoteTool, ToolSet
+
+if TYPE_CHECKING:
+    from agent_eval.suite.cases import Suite
 
 Problems = list[tuple[str, str]]
 
@@ -71,7 +74,7 @@ def state_server(servers: list[ServerSpec]) -> ServerSpec | None:
     return next((s for s in servers if s.state_resource), None)
 
 
-def check_case_env(case: dict, suite: Any) -> Problems:
+def check_case_env(case: dict, suite: Suite) -> Problems:
     """What an MCP suite cannot check: env checks with nowhere to read the env, replay of server tools."""
     servers = suite.servers
     if not servers:

@@ -2,15 +2,19 @@
 `authorized` and `injection` (exit 2 with the field and the fix)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_eval.score.safety import RULE_KINDS, RULE_OPTIONS, rule_phrases
 from agent_eval.suite.fields import did_you_mean, unknown_key_message
 
+if TYPE_CHECKING:
+    from agent_eval.suite.cases import Suite
+    from agent_eval.suite.tools import ToolSet
+
 Problems = list[tuple[str, str]]
 
 
-def _tool_problem(tools: Any, name: Any, where: str) -> Problems:
+def _tool_problem(tools: ToolSet, name: Any, where: str) -> Problems:
     if not isinstance(name, str) or not name:
         return [(where, "must be a tool name (a string)")]
     if tools is not None and not tools.has(name):
@@ -19,13 +23,13 @@ def _tool_problem(tools: Any, name: Any, where: str) -> Problems:
     return []
 
 
-def _tool_list_problems(tools: Any, value: Any, where: str) -> Problems:
+def _tool_list_problems(tools: ToolSet, value: Any, where: str) -> Problems:
     if not isinstance(value, list):
         return [(where, "must be a list of tool names")]
     return [p for i, name in enumerate(value) for p in _tool_problem(tools, name, f"{where}[{i}]")]
 
 
-def validate_rule(rule: Any, tools: Any, where: str) -> Problems:
+def validate_rule(rule: Any, tools: ToolSet, where: str) -> Problems:
     """Every problem of one policy rule object, as (field, message with the fix)."""
     if not isinstance(rule, dict):
         return [(where, "a policy rule must be an object such as {\"forbid_tool\": \"delete_user\"}")]
@@ -70,7 +74,7 @@ def validate_rule(rule: Any, tools: Any, where: str) -> Problems:
     return out
 
 
-def validate_rules(rules: Any, tools: Any, where: str) -> Problems:
+def validate_rules(rules: Any, tools: ToolSet, where: str) -> Problems:
     """Every problem of a `policy` list (suite or case)."""
     if rules is None:
         return []
@@ -79,7 +83,7 @@ def validate_rules(rules: Any, tools: Any, where: str) -> Problems:
     return [p for i, rule in enumerate(rules) for p in validate_rule(rule, tools, f"{where}[{i}]")]
 
 
-def validate_suite_safety(block: dict, tools: Any) -> Problems:
+def validate_suite_safety(block: dict, tools: ToolSet) -> Problems:
     """Problems of the suite's sensitive_tools, escalation_tools and policy."""
     out: Problems = []
     for key in ("sensitive_tools", "escalation_tools"):
@@ -88,7 +92,7 @@ def validate_suite_safety(block: dict, tools: Any) -> Problems:
     return out + validate_rules(block.get("policy"), tools, "suite.policy")
 
 
-def validate_case_safety(case: dict, suite: Any) -> Problems:
+def validate_case_safety(case: dict, suite: Suite) -> Problems:
     """Problems of a case's authorized, policy and injection fields."""
     tools = suite.tools
     out = validate_rules(case.get("policy"), tools, "policy")
