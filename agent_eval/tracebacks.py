@@ -55,3 +55,15 @@ def with_location(message: str, exc: BaseException) -> str:
     """`KeyError: 'x' (scorers.py:12 in score)`: a message with the innermost user frame beside it."""
     where = innermost_frame(user_traceback(exc))
     return f"{message} ({where})" if where else message
+
+
+def describe(error: BaseException) -> str:
+    """`Type: message`, the one line a user sees instead of a traceback (`Type` alone for an empty message)."""
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+
+
+def is_cancelling() -> bool:
+    """True while the running task is being cancelled (--timeout, Ctrl-C): a CancelledError is then a real
+    cancellation, not one that user code raised on its own."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0

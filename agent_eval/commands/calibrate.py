@@ -17,6 +17,7 @@ import orjson
 from rich.console import Console
 
 from agent_eval.errors import ConfigError
+from agent_eval.flags import DEFAULTS
 from agent_eval.report.calibration_table import calibration_path, render_calibration
 from agent_eval.report.files import write_atomic
 from agent_eval.report.model import load_report
@@ -91,7 +92,7 @@ def fresh_verdicts(data: Mapping[str, Any], report: Path, labels: list[Label], c
 
     suite, (model, base_url, api_key) = resolve_judge(data, report, cases, judge_model, judge_timeout,
                                                       console, environ)
-    timeout = 120.0 if judge_timeout is None else judge_timeout
+    timeout = DEFAULTS.judge_timeout if judge_timeout is None else judge_timeout
     judge = Judge(model, base_url, api_key, None, repeat, timeout)
     by_id = {str(c["id"]): c for c in suite.cases}
     work = labelled_runs(data, labels, by_id)

@@ -25,7 +25,12 @@ LABEL_SHAPE: dict[str, Any] = {"run_id!": str, "cases_file": str, "cases!": [{"i
 """What `label` reads: the run id, each run's verdicts, user messages and final answer."""
 
 PROMPT = "label: p(ass) / f(ail) [note], s(kip), q(uit) > "
-CRITERION_TITLES = {"rubric": "rubric", "expected_outcome": "expected outcome"}
+
+
+def _title(criterion: str) -> str:
+    from agent_eval.score.judge import CRITERIA
+
+    return next(c.title for c in CRITERIA if c.field == criterion)
 
 
 def labels_path(report: Path) -> Path:
@@ -57,10 +62,10 @@ def show_item(console: Console, entry: dict, run: dict, criterion: str, verdict:
     """One judged run as the labeller sees it; every piece of it is inert text."""
     console.print()
     head = Text(f"case {escape_control(str(entry.get('id')))} · trial {run['trial']} · "
-                f"{CRITERION_TITLES[criterion]}", style="bold")
+                f"{_title(criterion)}", style="bold")
     console.print(head)
     text = (case or {}).get(criterion)
-    console.print(Text(f"{CRITERION_TITLES[criterion]}: ", style="dim") +
+    console.print(Text(f"{_title(criterion)}: ", style="dim") +
                   _inert(text if text else "(not in the case file)"))
     trace = run.get("trace") or {}
     for message in trace.get("user_messages") or []:

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agent_eval.report.fmt import NA, format_rate
+from agent_eval.score.judge import CRITERIA
 
 def calibration_path(report: Path) -> Path:
     """`<report stem>.calibration.json` beside the report."""
@@ -27,7 +28,7 @@ def read_calibration(report: Path) -> dict[str, Any] | None:
     return doc if isinstance(doc, dict) else None
 
 
-ROWS = (("overall", None), ("rubric", "rubric"), ("expected_outcome", "expected_outcome"))
+ROWS = (("overall", None), *((c.field, c.field) for c in CRITERIA))
 
 
 def format_kappa(figures: dict[str, Any]) -> str:

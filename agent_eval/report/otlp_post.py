@@ -21,6 +21,8 @@ from urllib.parse import unquote
 
 import orjson
 
+from agent_eval.tracebacks import describe
+
 HEADERS_ENV = "OTEL_EXPORTER_OTLP_HEADERS"
 TIMEOUT_S = 10.0
 BATCH_RUNS = 64  # the most runs one POST carries
@@ -122,7 +124,7 @@ class RunSender:
                                    headers=self.headers)
             why = None if 200 <= response.status_code < 300 else f"HTTP {response.status_code}"
         except (httpx.HTTPError, ValueError, OSError) as exc:
-            why = f"{type(exc).__name__}: {exc}"
+            why = describe(exc)
         if why is None:
             self.sent += len(batch)
             self._failed_in_a_row = 0

@@ -13,9 +13,8 @@ from agent_eval.score.envdiff import diff_env_fast
 from agent_eval.errors import ToolError
 from agent_eval.redaction import redact_secrets
 from agent_eval.records import Step
-from agent_eval.tracebacks import user_traceback
+from agent_eval.tracebacks import describe, is_cancelling, user_traceback
 from agent_eval.run.threads import run_in_thread
-from agent_eval.suite.imports import describe
 
 if TYPE_CHECKING:
     from agent_eval.run.mcp_sessions import RunServers
@@ -184,7 +183,7 @@ class Sandbox:
             try:
                 output = self._observed(name, await self.tools.invoke(name, args, self.env))
             except BaseException as exc:  # noqa: BLE001 - any exception of a tool is its tool error
-                if isinstance(exc, asyncio.CancelledError) and _is_cancelling():
+                if isinstance(exc, asyncio.CancelledError) and is_cancelling():
                     raise  # a real cancellation (--timeout, Ctrl-C) ends the run
                 error, error_tb = _tool_error(exc)
         return self._finish(name, args, output, error, invalid, start, error_tb, call_id)
@@ -257,11 +256,6 @@ def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
         return False
 
 
-def _is_cancelling() -> bool:
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
-
-
 async def _awaited(awaitable: Any) -> Any:
     return await awaitable
 
@@ -287,5 +281,4 @@ def run_apart(awaitable: Any) -> Any:
 def _tool_error(exc: BaseException) -> tuple[str, str | None]:
     """A tool's exception as its error text and traceback (SystemExit and the like included), with any key
     it quotes redacted: the agent sees the same text."""
-    text = f"{type(exc).__name__}: {exc}" if isinstance(exc, Exception) else describe(exc)
-    return redact_secrets(text), user_traceback(exc)
+    return redact_secrets(describe(exc)), user_traceback(exc)

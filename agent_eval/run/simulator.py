@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_eval.errors import InfrastructureError
 from agent_eval.score.usage import LLMUsage
+from agent_eval.tracebacks import is_cancelling
 
 if TYPE_CHECKING:
     from agent_eval.run.scenario import UserSettings
@@ -97,7 +98,7 @@ class PythonSimulator:
             # A sync simulator runs in a daemon thread, so it never blocks the other runs (or their clocks).
             value = await (self.fn(sim) if self.is_async else in_daemon_thread(self.fn, sim))
         except BaseException as exc:  # noqa: BLE001 - the simulator's bug (SystemExit too): an infrastructure error
-            if isinstance(exc, asyncio.CancelledError) and _is_cancelling():
+            if isinstance(exc, asyncio.CancelledError) and is_cancelling():
                 raise  # a real cancellation (timeout, Ctrl-C)
             self.usage.errors += 1
             raise SimulatorError(f"{SIM_ERROR}: {self.label} raised {describe_user_error(exc)}") from None
@@ -109,11 +110,6 @@ class PythonSimulator:
             raise SimulatorError(f"{SIM_ERROR}: {self.label} returned {shown}; return the next user message "
                                  "(a non-empty str), or None to stop")
         return value
-
-
-def _is_cancelling() -> bool:
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
 
 
 def system_prompt(case: dict) -> str:

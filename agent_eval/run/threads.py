@@ -12,6 +12,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from agent_eval.tracebacks import describe
+
 IDLE_S = 30.0
 
 
@@ -23,7 +25,7 @@ class UserBaseException(Exception):
     """
 
     def __init__(self, original: BaseException) -> None:
-        super().__init__(f"{type(original).__name__}: {original}" if str(original) else type(original).__name__)
+        super().__init__(describe(original))
         self.original = original
 
 
@@ -96,6 +98,4 @@ def run_in_thread(fn: Callable[..., Any], *args: Any, name: str = "agent-eval-wo
 
 def describe_user_error(exc: BaseException) -> str:
     """`Type: message` of an error from user code, with a wrapped BaseException shown as itself."""
-    if isinstance(exc, UserBaseException):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return str(exc) if isinstance(exc, UserBaseException) else describe(exc)

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import orjson
 
-from agent_eval.tracebacks import with_location
+from agent_eval.tracebacks import describe, is_cancelling, with_location
 from agent_eval.score.custom_summary import summarize_rows
 
 RESERVED_KEY = "errors"  # a returned `errors` is a scorer error, never a value
@@ -167,21 +167,16 @@ class ScorerSet:
                     result = await result
                 row = as_row(s.name, result)
             except BaseException as exc:  # noqa: BLE001 - the scorer's bug (SystemExit too): recorded on the run
-                if isinstance(exc, asyncio.CancelledError) and _is_cancelling():
+                if isinstance(exc, asyncio.CancelledError) and is_cancelling():
                     raise  # a real cancellation (Ctrl-C), not the scorer's own
                 values[s.name] = None
-                errors[s.name] = with_location(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, exc)
+                errors[s.name] = with_location(describe(exc), exc)
                 continue
             values[s.name] = row
             if "passed" in row:
                 checks.append({"name": CHECK_PREFIX + s.name, "passed": row["passed"],
                                "detail": check_detail(row)})
         return values, errors, checks
-
-
-def _is_cancelling() -> bool:
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
 
 
 def _missing_message(s: LoadedScorer, p: Param) -> str:
@@ -256,7 +251,7 @@ def scorer_of(spec: str, obj: Any) -> LoadedScorer:
             obj = obj()
         except Exception as exc:
             raise ScorerError(f"scorer {spec!r} cannot be created without arguments "
-                              f"({type(exc).__name__}: {exc}); give its __init__ defaults") from None
+                              f"({describe(exc)}); give its __init__ defaults") from None
     if isinstance(obj, Scorer):
         if type(obj).score is Scorer.score:
             raise ScorerError(f"scorer {spec!r} defines no score() method; add one")

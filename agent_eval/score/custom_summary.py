@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from agent_eval.score import stats
+from agent_eval.tracebacks import describe
 
 if TYPE_CHECKING:
     from agent_eval.score.custom import ScorerSet
@@ -79,7 +80,7 @@ def _custom_summary(name: str, summarize: Any, rows: list[dict | None]) -> dict[
         result = summarize(rows)
         orjson.dumps(result)  # it goes into the JSON report as it is
     except Exception as exc:  # a bug in the user's summarize must not lose the report
-        return {"summarize_error": f"{type(exc).__name__}: {exc}"}
+        return {"summarize_error": describe(exc)}
     if isinstance(result, dict):
         return dict(result)
     return {} if result is None else {name: result}

@@ -23,7 +23,6 @@ from agent_eval.errors import ConfigError
 from agent_eval.score.judge_prompt import build_prompt, parse_verdict, shorten
 from agent_eval.score.usage import LLMUsage
 
-DEFAULT_TIMEOUT_S = DEFAULTS.judge_timeout
 """--judge-timeout: the bound on each judge (and simulator) request, the SDK's retries included."""
 JUDGE_ERROR = "judge error"
 """Every judge error message starts with this, so `rescore` can tell it from an agent-side error."""
@@ -31,15 +30,18 @@ JUDGE_ERROR = "judge error"
 
 @dataclass(frozen=True)
 class Criterion:
-    """One judged field of a case: where its verdict goes in the run record and its check's name."""
+    """One judged field of a case: where its verdict goes in the run record, its check's name and its title."""
 
     field: str
     record: str
     check: str
+    title: str
 
 
-CRITERIA = (Criterion("rubric", "judge", "judge"),
-            Criterion("expected_outcome", "judge_expected_outcome", "judge:expected_outcome"))
+CRITERIA = (Criterion("rubric", "judge", "judge", "rubric"),
+            Criterion("expected_outcome", "judge_expected_outcome", "judge:expected_outcome", "expected outcome"))
+"""The judged criteria, the one list: case fields, run record keys, check names and labels all come from it."""
+CRITERION_FIELDS = tuple(c.field for c in CRITERIA)
 
 
 def judged_fields(case: dict) -> list[Criterion]:
@@ -120,7 +122,7 @@ class Judge:
 
     def __init__(self, model: str, base_url: str | None, api_key: str | None,
                  cache: JudgeCache | None = None, repeat: int | None = None,
-                 timeout_s: float | None = DEFAULT_TIMEOUT_S) -> None:
+                 timeout_s: float | None = DEFAULTS.judge_timeout) -> None:
         self.model = model
         self.timeout_s = timeout_s
         self.base_url = base_url
@@ -260,7 +262,7 @@ def require_judge(model: str | None, api_key: str | None, case: dict, cases_file
 
 def build_judge(judge_on: bool, model: str | None, base_url: str | None, api_key: str | None,
                 no_cache: bool, cases: list[dict], repeat: int | None = None,
-                timeout_s: float | None = DEFAULT_TIMEOUT_S) -> Judge | None:
+                timeout_s: float | None = DEFAULTS.judge_timeout) -> Judge | None:
     """The judge for these cases, or None when judging is off, unconfigured, or no case needs it.
 
     Whether a runnable case lacks a judge is `require_judge`'s question, asked before anything runs.

@@ -13,9 +13,10 @@ from typing import Any
 import orjson
 
 from agent_eval.errors import ConfigError
+from agent_eval.score.judge import CRITERION_FIELDS
 
 LABELS = ("pass", "fail")
-CRITERIA = ("rubric", "expected_outcome")
+CRITERIA = CRITERION_FIELDS  # a label names the case field its verdict is about
 """The judged criteria, in the order calibration lists them (the judge's own order)."""
 
 

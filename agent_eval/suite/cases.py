@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from agent_eval.suite.mcp_spec import ServerSpec
     from agent_eval.suite.tools import ToolSet
 
-JUDGED_CHECKS = ("rubric", "expected_outcome")
 DEFAULT_TOOLS = "tools.py"
 
 
@@ -390,7 +389,7 @@ def skip_reason(case: dict, environ: Mapping[str, str], judge_on: bool) -> str |
 
 def has_only_judged_checks(case: dict) -> bool:
     """True when the case's only checks are judged ones (rubric, expected_outcome)."""
+    from agent_eval.score.judge import judged_fields
     from agent_eval.suite.validation import deterministic_checks
 
-    judged = [k for k in JUDGED_CHECKS if case.get(k)]
-    return bool(judged) and not deterministic_checks(case)
+    return bool(judged_fields(case)) and not deterministic_checks(case)

@@ -13,15 +13,11 @@ from types import ModuleType
 from typing import Any
 
 from agent_eval.errors import ConfigError
+from agent_eval.tracebacks import describe
 
 SPEC_FIX = ("Fix the path in the SPEC: it is relative to the case file in the suite block, and to the "
             "current directory in a flag.")
 _counter = itertools.count()
-
-
-def describe(error: BaseException) -> str:
-    """`Type: message`, the one line a user sees instead of a traceback."""
-    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
 
 
 def import_module_ref(ref: str, base_dir: Path, what: str, fix: str) -> ModuleType:

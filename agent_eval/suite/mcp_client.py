@@ -21,6 +21,7 @@ import orjson
 
 from agent_eval.suite.mcp_http import HttpWatch, call_key
 from agent_eval.suite.mcp_spec import ENV_FILE_VAR, ServerSpec
+from agent_eval.tracebacks import describe
 from agent_eval.suite.mcp_stdio import LIVE_GROUPS, MAX_MESSAGE, Link, kill_group, stdio_transport
 
 _CLOSE_GRACE_S = 5.0
@@ -361,5 +362,4 @@ def _describe(exc: BaseException | None) -> str:
         inner = [e for e in group if not isinstance(e, asyncio.CancelledError)]
         if inner:
             return _describe(inner[0])
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return describe(exc)

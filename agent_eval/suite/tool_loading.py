@@ -9,7 +9,8 @@ from pathlib import Path
 from types import ModuleType
 
 from agent_eval.errors import ConfigError
-from agent_eval.suite.imports import describe, import_module_ref
+from agent_eval.tracebacks import describe
+from agent_eval.suite.imports import import_module_ref
 from agent_eval.suite.tools import TOOL_MARK, ToolMark, ToolSet, build_schema, marked_name, normalize_schema
 
 TOOLS_FIX = ("Fix the suite's `tools` setting: a .py path (relative to the case file's folder) or a "

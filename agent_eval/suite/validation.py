@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent_eval.score.expect import validate_expect
+from agent_eval.score.judge import judged_fields
 from agent_eval.score.env_checks import ENV_OPS
 from agent_eval.score.matchers import is_literal, validate_matcher
 from agent_eval.score.checks import CHECK_FAMILIES
@@ -23,8 +24,7 @@ def validate_case(case: dict, suite: Any) -> list[tuple[str, str]]:
     problems: list[tuple[str, str]] = []
     add = lambda f, m: problems.append((f, m))
     problems.extend(validate_scenario_fields(case))
-    judged = [k for k in ("rubric", "expected_outcome") if case.get(k)]
-    if not deterministic_checks(case, suite) and not judged:
+    if not deterministic_checks(case, suite) and not judged_fields(case):
         if case.get("expected_tools") is not None:
             add("expected_tools", "expected_tools alone only measures the trajectory; add \"trajectory\" "
                 "to make it a check, or a state/output check (expected_env_check, expected_env, expect)")

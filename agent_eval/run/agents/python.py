@@ -13,8 +13,7 @@ import orjson
 from agent_eval.run.agents.base import AgentStop, ProviderError, Reply, RunContext
 from agent_eval.errors import ToolError
 from agent_eval.run.threads import UserBaseException, run_in_thread
-from agent_eval.suite.imports import describe
-from agent_eval.tracebacks import user_traceback
+from agent_eval.tracebacks import describe, is_cancelling, user_traceback
 
 if TYPE_CHECKING:
     from agent_eval.run.endpoint import RunLink
@@ -169,15 +168,15 @@ class PythonAgent:
         except AgentStop:
             raise
         except asyncio.CancelledError as exc:
-            if _is_cancelling():  # a real cancellation (timeout, Ctrl-C): let it through
+            if is_cancelling():  # a real cancellation (timeout, Ctrl-C): let it through
                 raise
             raise AgentStop("agent_error", describe(exc), user_traceback(exc)) from None
         except UserBaseException as exc:
             raise AgentStop("agent_error", str(exc), user_traceback(exc.original)) from None
         except Exception as exc:
             if _is_provider_error(exc):
-                raise ProviderError(f"{type(exc).__name__}: {exc}{_endpoint_of(exc)}") from None
-            raise AgentStop("agent_error", f"{type(exc).__name__}: {exc}", user_traceback(exc)) from None
+                raise ProviderError(f"{describe(exc)}{_endpoint_of(exc)}") from None
+            raise AgentStop("agent_error", describe(exc), user_traceback(exc)) from None
         except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt... from the agent's own code
             raise AgentStop("agent_error", describe(exc), user_traceback(exc)) from None
         return to_reply(value)
@@ -200,11 +199,6 @@ async def open_link(ctx: RunContext, settings: dict[str, Any]) -> RunLink:
         await attach_mcp(ctx, link)
     link.turn = sum(1 for message in ctx.messages if message.get("role") == "user") - 1
     return link
-
-
-def _is_cancelling() -> bool:
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
 
 
 def in_daemon_thread(fn: Callable[[Any], Any], task: Any) -> asyncio.Future:
