@@ -21,7 +21,7 @@ from agent_eval.score.envdiff import apply_diff, get_path, show_json
 from agent_eval.errors import ConfigError
 from agent_eval.score.judge import (JUDGE_ERROR, judge_summary)
 from agent_eval.score.matchers import json_equal
-from agent_eval.score.metrics import case_status, summarize
+from agent_eval.score.metrics import case_entry, skipped_entry, summarize
 from agent_eval.report.model import build_report, new_run_id, now_iso
 from agent_eval.run.sandbox import EnvTemplate, replay_expected_tools
 from agent_eval.score.pipeline import ScoringContext, score_run
@@ -106,17 +106,13 @@ async def rescore_all(suite: Suite, entries: list[dict], by_id: dict[str, dict],
     out = []
     for entry in entries:
         case = by_id[entry["id"]]
-        base = {"id": case["id"], "tags": case.get("tags", [])}
         if entry.get("status") == "skipped":
-            out.append({**base, "status": "skipped", "pass_rate": None,
-                        "skip_reason": entry.get("skip_reason"), "runs": []})
+            out.append(skipped_entry(case, entry.get("skip_reason")))
         elif not judge_on and has_only_judged_checks(case):
-            out.append({**base, "status": "skipped", "pass_rate": None, "skip_reason": "judge disabled",
-                        "runs": []})
+            out.append(skipped_entry(case, "judge disabled"))
         else:
             runs = await _rescore_case(suite, case, entry.get("runs") or [], ctx, limit)
-            status, pass_rate = case_status(runs, threshold) if runs else ("error", None)
-            out.append({**base, "status": status, "pass_rate": pass_rate, "skip_reason": None, "runs": runs})
+            out.append(case_entry(case, runs, threshold))
     return out
 
 

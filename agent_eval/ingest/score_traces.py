@@ -18,7 +18,7 @@ from agent_eval.ingest.recordings import Recording
 from agent_eval.run.journal import Journal
 from agent_eval.run.player import helper_spend
 from agent_eval.run.runner import lite_run
-from agent_eval.score.metrics import case_status
+from agent_eval.score.metrics import case_entry, skipped_entry
 from agent_eval.score.pipeline import ScoringContext, score_run
 from agent_eval.suite.cases import Suite, case_env, skip_reason
 
@@ -51,12 +51,7 @@ class ScoredRuns:
         for run in runs:
             for check in run.get("skipped_checks") or ():
                 self.skipped_names[check["name"]] = self.skipped_names.get(check["name"], 0) + 1
-        if skip is not None:
-            status, pass_rate = "skipped", None
-        else:
-            status, pass_rate = case_status(lite, self.threshold) if lite else ("error", None)
-        self._entries.append({"id": case["id"], "tags": case.get("tags", []), "status": status,
-                              "pass_rate": pass_rate, "skip_reason": skip, "runs": lite})
+        self._entries.append(skipped_entry(case, skip) if skip is not None else case_entry(case, lite, self.threshold))
         self._offsets.append(offsets)
 
     def case_entries(self) -> list[dict[str, Any]]:

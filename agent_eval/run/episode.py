@@ -208,11 +208,16 @@ async def _play(case: dict, trial: int, agent: Agent, tools: ToolSet, template: 
     return Played(trace, env, error and redact_secrets(error), trace_json)
 
 
-def errored_run(error: str) -> Played:
-    """A run that could not start (an MCP server did not): no turn was played."""
+def empty_trace() -> dict[str, Any]:
+    """The trace of a run in which no turn was played (it could not start, or its worker was lost)."""
     trace = build_trace([], [], [], [], "completed", None, 0.0, None, [])
     trace["turn_steps"] = []
-    return Played(trace, {}, error)
+    return trace
+
+
+def errored_run(error: str) -> Played:
+    """A run that could not start (an MCP server did not): no turn was played."""
+    return Played(empty_trace(), {}, error)
 
 
 def _snapshot(env: dict[str, Any]) -> dict[str, Any]:

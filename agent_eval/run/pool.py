@@ -18,7 +18,7 @@ import orjson
 
 import agent_eval.llm as llm
 from agent_eval.errors import ConfigError
-from agent_eval.run.episode import build_trace
+from agent_eval.run.episode import empty_trace
 from agent_eval.run.runner import CANCEL_GRACE_S, Runner, lite_run
 from agent_eval.provider.endpoints import WindowBoard
 from agent_eval.run.worker import (BATCH, CRASHED, FAILED, FINISH, LIMITS, READY, RESULT, RETRY, SPENT, STOP, USAGE,
@@ -275,7 +275,7 @@ class WorkerPool:
                 await self._handle(runner, host, message)
 
 
-def crash_reason(host: Any, payload: bytes) -> str:
+def crash_reason(host: Host, payload: bytes) -> str:
     """How a crashed worker is named in its lost runs: the last line of its traceback."""
     lines = payload.decode(errors="replace").strip().splitlines()
     return f"worker {host.number} crashed ({lines[-1] if lines else 'no traceback'})"
@@ -284,8 +284,7 @@ def crash_reason(host: Any, payload: bytes) -> str:
 async def record_lost(runner: Runner, index: int, trial: int, reason: str) -> None:
     """Journal a run whose worker died while it was in flight: status `error`, message `worker lost: ...`."""
     slot = runner.slots[index]
-    trace = build_trace([], [], [], [], "completed", None, 0.0, None, [])
-    trace["turn_steps"] = []
+    trace = empty_trace()
     message = f"{LOST}: {reason.rstrip('. ')} while this run was in flight; `agent-eval run --resume` runs it again"
     context = ScoringContext(pricing=runner.scoring.pricing, model=runner.scoring.model)
     run = await score_run(slot.case, trial, trace, {}, None, message, context)

@@ -17,7 +17,7 @@ from agent_eval.run.config import RunConfig
 from agent_eval.report.dialogue import compact_dialogue
 from agent_eval.run.journal import FLUSH_EVERY_S, Journal
 from agent_eval.run.player import CaseSlot, Player, helper_spend
-from agent_eval.score.metrics import case_status
+from agent_eval.score.metrics import case_entry, skipped_entry
 from agent_eval.score.pipeline import ScoringContext
 
 if TYPE_CHECKING:
@@ -208,19 +208,10 @@ class Runner:
 
     def case_entries(self) -> list[dict[str, Any]]:
         """The `cases` entries, with runs lacking their traces (they stay in the journal)."""
-        entries = []
-        for slot in self.slots:
-            case = slot.case
-            if slot.skip is not None:
-                entries.append({"id": case["id"], "tags": case.get("tags", []), "status": "skipped",
-                                "pass_rate": None, "skip_reason": slot.skip, "runs": []})
-                continue
-            runs = [slot.runs[t] for t in sorted(slot.runs)]
-            # No finished run: Ctrl-C or -x came first (an errored run is a finished run).
-            status, pass_rate = case_status(runs, self.cfg.threshold) if runs else ("not_run", None)
-            entries.append({"id": case["id"], "tags": case.get("tags", []), "status": status,
-                            "pass_rate": pass_rate, "skip_reason": None, "runs": runs})
-        return entries
+        # A case with no finished run is `not_run`: Ctrl-C or -x came first (an errored run is finished).
+        return [skipped_entry(slot.case, slot.skip) if slot.skip is not None
+                else case_entry(slot.case, [slot.runs[t] for t in sorted(slot.runs)], self.cfg.threshold, "not_run")
+                for slot in self.slots]
 
     def run_bytes(self) -> Iterator[list[bytes]]:
         """Per case, its runs' JSON read back from the journal, in trial order."""

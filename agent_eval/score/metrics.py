@@ -155,6 +155,21 @@ def price_usage(llm_calls: list[dict], pricing: dict | None, run_model: str | No
 # --- per case ------------------------------------------------------------------------------
 
 
+def skipped_entry(case: Mapping[str, Any], reason: str | None) -> dict[str, Any]:
+    """The report's entry of a case that was not run (`--no-judge`, `requires`, a recording that is missing)."""
+    return {"id": case["id"], "tags": case.get("tags", []), "status": "skipped", "pass_rate": None,
+            "skip_reason": reason, "runs": []}
+
+
+def case_entry(case: Mapping[str, Any], runs: list[dict], threshold: float, no_runs: str = "error",
+               ) -> dict[str, Any]:
+    """The report's entry of one case: its status and pass rate over `runs` (`no_runs` is its status when
+    it has none, e.g. `not_run` after Ctrl-C)."""
+    status, pass_rate = case_status(runs, threshold) if runs else (no_runs, None)
+    return {"id": case["id"], "tags": case.get("tags", []), "status": status, "pass_rate": pass_rate,
+            "skip_reason": None, "runs": runs}
+
+
 def case_status(runs: list[dict], threshold: float) -> tuple[str, float | None]:
     """(status, pass_rate) of a case from its runs, per docs/metrics.md."""
     counted = [r for r in runs if r["status"] != "error"]
