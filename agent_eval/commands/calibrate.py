@@ -18,8 +18,8 @@ from rich.console import Console
 
 from agent_eval.errors import ConfigError
 from agent_eval.flags import DEFAULTS
-from agent_eval.report.calibration_table import calibration_path, render_calibration
-from agent_eval.report.files import write_atomic
+from agent_eval.report.calibration_table import render_calibration
+from agent_eval.report.files import calibration_path_of, page_path_of, write_atomic
 from agent_eval.report.model import load_report
 from agent_eval.score.calibration import Verdict, calibrate, exit_code, report_verdicts, usable_verdict
 from agent_eval.score.labels import Label, read_labels
@@ -53,13 +53,13 @@ def calibrate_command(report: Path, labels: Path, console: Console, *, cases: Pa
                                   console, os.environ if environ is None else environ)
     doc = calibrate(str(data["run_id"]), order, verdicts, label_list)
     render_calibration(doc, console)
-    out = calibration_path(report)
+    out = calibration_path_of(report)
     try:
         write_atomic(out, orjson.dumps(doc, option=orjson.OPT_INDENT_2))
     except OSError as exc:
         raise ConfigError(f"cannot write {out} ({exc.strerror or exc}).") from None
     console.print(f"Calibration: {out}", highlight=False, markup=False, soft_wrap=True)
-    page = report.with_suffix(".html")
+    page = page_path_of(report)
     if page.exists():  # the report's page shows the last calibration beside the judge's summary
         from agent_eval.report.html import write_html
 

@@ -163,7 +163,7 @@ def conclude(report: Report, run_bytes: RunBytes, outputs: Any, console: Console
 
     `outputs` is a RunConfig or an `Outputs`; `notes` are printed after the report, before the files."""
     from agent_eval.report.baseline import gate_against
-    from agent_eval.report.files import write_json_report
+    from agent_eval.report.files import report_path_of, write_json_report
     from agent_eval.report.outputs import write_extras
     from agent_eval.report.terminal import render_report, verdict_text
 
@@ -180,7 +180,7 @@ def conclude(report: Report, run_bytes: RunBytes, outputs: Any, console: Console
         if code == 0:
             code = EXIT_ERROR  # a gate that compares nothing is never "no regression"
     report["exit_code"] = code
-    path = outputs.output_dir / f"{report['run_id']}.json"
+    path = report_path_of(outputs.output_dir, report["run_id"])
     try:
         write_json_report(path, dict(report), run_bytes())
     except OSError as exc:

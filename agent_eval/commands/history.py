@@ -9,7 +9,8 @@ from rich.console import Console
 from rich.text import Text
 
 from agent_eval.report.case_history import case_runs, render_case_history
-from agent_eval.report.history import HISTORY_FILE, METRIC_COLUMNS, recent_runs, render_history
+from agent_eval.report.files import history_path_of
+from agent_eval.report.history import METRIC_COLUMNS, recent_runs, render_history
 
 
 def history_main(cases: str | Path, output_dir: str | Path, last: int, metrics: Sequence[str],
@@ -20,7 +21,7 @@ def history_main(cases: str | Path, output_dir: str | Path, last: int, metrics: 
         console.print(Text.assemble((f"unknown metric {', '.join(unknown)}", "red"),
                                     f": choose from {', '.join(METRIC_COLUMNS)}"), highlight=False)
         return 2
-    db = Path(output_dir) / HISTORY_FILE
+    db = history_path_of(Path(output_dir))
     try:
         rows = recent_runs(db, cases, last)
     except sqlite3.DatabaseError as exc:
@@ -40,7 +41,7 @@ def history_main(cases: str | Path, output_dir: str | Path, last: int, metrics: 
 def case_history_main(cases: str | Path, output_dir: str | Path, case_id: str, last: int,
                       console: Console) -> int:
     """Print one case's recent results; exit 0 (a note when none is recorded), 2 on an unreadable history."""
-    db = Path(output_dir) / HISTORY_FILE
+    db = history_path_of(Path(output_dir))
     try:
         rows = case_runs(db, cases, case_id, last)
     except sqlite3.DatabaseError as exc:

@@ -15,6 +15,7 @@ from rich.text import Text
 
 from agent_eval.errors import ConfigError
 from agent_eval.report.console import escape_control
+from agent_eval.report.files import labels_path_of
 from agent_eval.report.model import load_report
 from agent_eval.score.calibration import usable_verdict
 from agent_eval.score.labels import Label, append_label
@@ -31,11 +32,6 @@ def _title(criterion: str) -> str:
     from agent_eval.score.judge import CRITERIA
 
     return next(c.title for c in CRITERIA if c.field == criterion)
-
-
-def labels_path(report: Path) -> Path:
-    """`<report stem>.labels.jsonl` beside the report."""
-    return report.with_name(f"{report.stem}.labels.jsonl")
 
 
 def _inert(value: Any) -> Text:
@@ -103,7 +99,7 @@ def label_command(report: Path, console: Console, stdin: TextIO, *, cases: Path 
     data = load_report(report, LABEL_SHAPE)
     suite = load_cases(data, report, cases, console)
     by_id = {str(c["id"]): c for c in suite.cases}
-    target = out or labels_path(report)
+    target = out or labels_path_of(report)
     items = judged_items(data, by_id)
     if not items:
         console.print(f"{report} has no judged run (no run with a PASS or FAIL verdict): nothing to label.",

@@ -17,6 +17,7 @@ from agent_eval.errors import ConfigError
 from agent_eval.flags import Flags
 from agent_eval.provider import endpoints
 from agent_eval.provider.endpoints import WindowBoard
+from agent_eval.report.files import history_path_of, journal_path_of
 from agent_eval.report.model import new_run_id, now_iso
 from agent_eval.run.agents import kind_of
 from agent_eval.run.config import RunConfig, require_llm
@@ -53,9 +54,9 @@ def _select_last_failed(flags: Flags, cfg: RunConfig, cases: list[dict[str, Any]
     """--lf: keep the cases that failed or errored in the newest earlier run of this case file."""
     ids = flags.last_failed_ids  # a resumed run's stored selection
     if ids is None and flags.last_failed:
-        from agent_eval.report.history import HISTORY_FILE, last_failed
+        from agent_eval.report.history import last_failed
 
-        db = cfg.output_dir / HISTORY_FILE
+        db = history_path_of(cfg.output_dir)
         run_id, found = last_failed(db, cfg.cases_file)
         if run_id is None:
             warn(f"--lf: {db} holds no earlier finished run of {cfg.cases_file}; running every selected case.")
@@ -112,7 +113,7 @@ def run_command(flags: Flags, console: Console, err: Console) -> int:
         run_id = resumed.run_id if resumed else new_run_id()
         created_at = resumed.created_at if resumed else now_iso()
         journal = resumed.journal if resumed else Journal(
-            cfg.output_dir / f"{run_id}.jsonl",
+            journal_path_of(cfg.output_dir, run_id),
             {"run_id": run_id, "created_at": created_at, "settings": cfg.settings(),
              "cases_file": str(cfg.cases_file), "agent_dir": str(agent_dir.resolve()), "cases_sha256": digest},
             run_id=run_id)

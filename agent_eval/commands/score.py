@@ -12,6 +12,7 @@ from agent_eval.errors import ConfigError
 from agent_eval.flags import Flags
 from agent_eval.ingest.recordings import match
 from agent_eval.ingest.score_traces import ScoredRuns, load_recordings, plan_cases, print_left_out, score_all
+from agent_eval.report.files import journal_path_of
 from agent_eval.report.model import new_run_id, now_iso
 from agent_eval.run.journal import Journal
 
@@ -45,7 +46,7 @@ def score_command(flags: Flags, console: Console, err: Console) -> int:
     check_judge(cfg, runnable, suite)
     make_output_dir(cfg)
     run_id, created_at = new_run_id(), now_iso()
-    journal = Journal(cfg.output_dir / f"{run_id}.jsonl",
+    journal = Journal(journal_path_of(cfg.output_dir, run_id),
                       {"run_id": run_id, "created_at": created_at, "settings": cfg.settings(),
                        "cases_file": str(cfg.cases_file)})
     sender = offer_runs(journal, cfg.otlp_endpoint, {"run_id": run_id, "created_at": created_at,

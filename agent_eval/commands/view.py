@@ -12,10 +12,11 @@ def view_command(report: Path, out: Path | None, console: Console) -> int:
     """Write the page of `report` to `out` (default: REPORT as .html), with the last calibration written
     beside the report when there is one; exit 0."""
     from agent_eval.report.calibration_table import read_calibration
+    from agent_eval.report.files import page_path_of
     from agent_eval.report.html import write_html
     from agent_eval.report.model import VIEW_SHAPE, load_report
 
     data = load_report(report, VIEW_SHAPE)
-    path = write_html(dict(data), out or report.with_suffix(".html"), calibration=read_calibration(report))
+    path = write_html(dict(data), out or page_path_of(report), calibration=read_calibration(report))
     say(console, f"wrote {path}")
     return 0

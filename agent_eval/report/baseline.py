@@ -20,9 +20,10 @@ def resolve_baseline(spec: str | None, cfg: RunConfig, agent_name: str, run_id: 
         return None
     if spec != "last":
         return Path(spec)
+    from agent_eval.report.files import history_path_of, report_path_of
     from agent_eval.report.history import baseline_last
 
-    db = cfg.output_dir / "history.sqlite"
+    db = history_path_of(cfg.output_dir)
     try:
         found = baseline_last(db, cfg.cases_file, agent_name, created_at, exclude_run_id=run_id) \
             if db.exists() else None
@@ -33,7 +34,7 @@ def resolve_baseline(spec: str | None, cfg: RunConfig, agent_name: str, run_id: 
         err.print(f"warning: --baseline last found no earlier finished run of {cfg.cases_file} with agent "
                   f"{agent_name} in {db}; no gate this time.", highlight=False, markup=False)
         return None
-    return cfg.output_dir / f"{found}.json"
+    return report_path_of(cfg.output_dir, found)
 
 
 def validate_baseline(path: Path | None, gate_specs: list[str]) -> None:

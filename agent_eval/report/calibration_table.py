@@ -10,19 +10,15 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from agent_eval.report.files import calibration_path_of
 from agent_eval.report.fmt import NA, format_rate
 from agent_eval.score.judge import CRITERIA
-
-def calibration_path(report: Path) -> Path:
-    """`<report stem>.calibration.json` beside the report."""
-    return report.with_name(f"{report.stem}.calibration.json")
-
 
 def read_calibration(report: Path) -> dict[str, Any] | None:
     """The last calibration written beside the report, or None when there is none or it is not an object
     (the page checks every figure it shows)."""
     try:
-        doc = orjson.loads(calibration_path(report).read_bytes())
+        doc = orjson.loads(calibration_path_of(report).read_bytes())
     except (OSError, orjson.JSONDecodeError):
         return None
     return doc if isinstance(doc, dict) else None

@@ -15,6 +15,39 @@ from agent_eval.report.model import HEAD_KEYS, TAIL_KEYS
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)
 
+# The names of the files a command writes, each written once.
+HISTORY_FILE = "history.sqlite"
+
+
+def report_path_of(output_dir: Path, run_id: str) -> Path:
+    """`<output-dir>/<run id>.json`: the JSON report."""
+    return output_dir / f"{run_id}.json"
+
+
+def journal_path_of(output_dir: Path, run_id: str) -> Path:
+    """`<output-dir>/<run id>.jsonl`: the run's journal, one line per finished run (what --resume reads)."""
+    return output_dir / f"{run_id}.jsonl"
+
+
+def history_path_of(output_dir: Path) -> Path:
+    """`<output-dir>/history.sqlite`: the run history."""
+    return output_dir / HISTORY_FILE
+
+
+def page_path_of(report: Path) -> Path:
+    """`<report stem>.html` beside the report: its page."""
+    return report.with_suffix(".html")
+
+
+def labels_path_of(report: Path) -> Path:
+    """`<report stem>.labels.jsonl` beside the report: its human labels."""
+    return report.with_name(f"{report.stem}.labels.jsonl")
+
+
+def calibration_path_of(report: Path) -> Path:
+    """`<report stem>.calibration.json` beside the report: the judge's agreement with its labels."""
+    return report.with_name(f"{report.stem}.calibration.json")
+
 
 
 def write_json_report(path: Path, report: dict[str, Any], run_bytes: Iterable[list[bytes]]) -> None:

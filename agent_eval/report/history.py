@@ -17,7 +17,6 @@ from rich.table import Table
 from agent_eval.report.fmt import format_value
 from agent_eval.score.metric_registry import SUITE_METRIC_TABLE
 
-HISTORY_FILE = "history.sqlite"
 # Headline metrics stored as columns; each is a key of the report's summary.
 METRIC_COLUMNS = tuple(m.name for m in SUITE_METRIC_TABLE if m.in_history)
 DEFAULT_METRICS = ("pass_at_1", "pass_hat_k", "tool_recall", "param_accuracy", "latency_p95_s",

@@ -126,12 +126,13 @@ class Resume:
 
 def read_stored(run_id: str, output_dir: Path) -> Stored:
     """The journal header of run_id; a missing or unreadable journal is a ConfigError (exit 2)."""
+    from agent_eval.report.files import journal_path_of
     from agent_eval.report.model import is_run_id
 
     if not is_run_id(run_id):
         raise ConfigError(f"--resume {run_id!r} is not a run id; a run id has the form YYYYmmdd-HHMMSS-<6 hex> "
                           "(such as 20260101-120000-a1b2c3), as in the report's file name.")
-    path = output_dir / f"{run_id}.jsonl"
+    path = journal_path_of(output_dir, run_id)
     if not path.is_file():
         raise ConfigError(f"cannot resume run {run_id!r}: its journal {path} does not exist; check the run "
                           f"id, and pass the --output-dir that the run used.")
