@@ -10,7 +10,7 @@ from typing import Any
 import typer
 from rich.text import Text
 
-from agent_eval.errors import CaseFileError, ConfigError
+from agent_eval.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_TERMINATED, CaseFileError, ConfigError
 from agent_eval.flags import DEFAULTS, MAX_COUNT, Flags
 from agent_eval.report.console import SafeConsole
 
@@ -70,16 +70,16 @@ def guarded(fn: Callable[[], int]) -> None:
                                         f"problem{'s' if len(problems) != 1 else ''}):"), highlight=False)
         for problem in problems:
             err_console.print(f"  - {problem}", highlight=False, markup=False)
-        code = 2
+        code = EXIT_ERROR
     except ConfigError as exc:
         err_console.print(Text.assemble(("error:", "red"), " "), end="", highlight=False)
         err_console.print(str(exc), highlight=False, markup=False)
-        code = 2
+        code = EXIT_ERROR
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM before a run started (loading, validating)
-        from agent_eval.run.interrupt import INTERRUPTED, TERMINATED, Terminated
+        from agent_eval.run.interrupt import Terminated
 
         err_console.print("interrupted", highlight=False)
-        code = TERMINATED if isinstance(exc, Terminated) else INTERRUPTED
+        code = EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_INTERRUPTED
     raise typer.Exit(code)
 
 

@@ -1,7 +1,22 @@
-"""The user-mistake errors: each becomes one short message on stderr and exit 2."""
+"""The user-mistake errors (each becomes one short message on stderr and exit 2), and every exit code."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+# Every command's exit codes, each written once (docs/reference.md lists what they mean).
+EXIT_PASSED = 0  # every selected case passed (or the command did what it was asked)
+EXIT_FAILED = 1  # a case failed, or the baseline gate found a regression
+EXIT_ERROR = 2  # an infrastructure error, every case skipped, or a user mistake
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
+EXIT_TERMINATED = 143  # SIGTERM (128 + SIGTERM): what `timeout`, docker and Kubernetes send
+EXIT_MEANINGS = {
+    EXIT_PASSED: ("PASS", "every selected case passed"),
+    EXIT_FAILED: ("FAIL", "a case failed or the baseline gate found a regression"),
+    EXIT_ERROR: ("ERROR", "a case ended in an infrastructure error, or every case was skipped"),
+    EXIT_INTERRUPTED: ("INTERRUPTED", "interrupted; resume with --resume"),
+    EXIT_TERMINATED: ("INTERRUPTED", "stopped by SIGTERM; resume with --resume"),
+}
+"""What the verdict line says for each exit code of `run`, `score` and `rescore`: (word, meaning)."""
 
 
 @dataclass

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from agent_eval.errors import EXIT_ERROR, EXIT_FAILED, EXIT_PASSED
 from agent_eval.report.compare import build_matrix, render_matrix, write_matrix_html, write_matrix_markdown
 from agent_eval.report.gate import ReportError, compare_many, load_report, parse_gate_spec
 
@@ -22,7 +23,7 @@ def compare_command(base_path: str | Path, new_paths: list[str | Path], gate_spe
         gated = compare_many(base, news, gates)
     except ReportError as exc:
         print(f"agent-eval compare: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_ERROR
     suites = {str(r.get("suite")) for r in [base, *news] if r.get("suite") is not None}
     if len(suites) > 1:
         print(f"warning: these reports are of different suites ({', '.join(sorted(suites))}); their cases are "
@@ -34,7 +35,7 @@ def compare_command(base_path: str | Path, new_paths: list[str | Path], gate_spe
             against = f" {path} against {base_path}" if len(news) > 1 else ""
             print(f"agent-eval compare: nothing to gate{against}: {why}. No verdict is possible; check that the "
                   "reports are of the same suite and that the new run's cases did not all error.", file=sys.stderr)
-        return 2
+        return EXIT_ERROR
     matrix = build_matrix(base, news, gated, [str(base_path), *map(str, new_paths)])
     if len(news) == 1:
         from agent_eval.report.gate_table import render_gate
@@ -56,6 +57,6 @@ def compare_command(base_path: str | Path, new_paths: list[str | Path], gate_spe
             print(f"warning: could not write the {kind} comparison {out_path}: {exc.strerror or exc}", file=sys.stderr)
         else:
             console.print(f"{kind}: {out_path}", highlight=False, markup=False, soft_wrap=True)
-    return 1 if matrix["regression"] else 0
+    return EXIT_FAILED if matrix["regression"] else EXIT_PASSED
 
 

@@ -19,7 +19,8 @@ from rich.console import Console
 from agent_eval.flags import DEFAULTS
 from agent_eval.records import Report
 from agent_eval.report.otlp_post import RunSender
-from agent_eval.report.model import EXIT_ERROR, EXIT_INTERRUPTED, build_report, exit_code
+from agent_eval.errors import EXIT_ERROR, EXIT_INTERRUPTED
+from agent_eval.report.model import build_report, exit_code
 from agent_eval.run.config import RunConfig
 from agent_eval.suite.cases import Suite
 from agent_eval.run.journal import Journal as JournalFile

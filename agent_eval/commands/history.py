@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.text import Text
 
+from agent_eval.errors import EXIT_ERROR
 from agent_eval.report.case_history import case_runs, render_case_history
 from agent_eval.report.files import history_path_of
 from agent_eval.report.history import METRIC_COLUMNS, recent_runs, render_history
@@ -20,7 +21,7 @@ def history_main(cases: str | Path, output_dir: str | Path, last: int, metrics: 
     if unknown:
         console.print(Text.assemble((f"unknown metric {', '.join(unknown)}", "red"),
                                     f": choose from {', '.join(METRIC_COLUMNS)}"), highlight=False)
-        return 2
+        return EXIT_ERROR
     db = history_path_of(Path(output_dir))
     try:
         rows = recent_runs(db, cases, last)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 
-from agent_eval.errors import ConfigError
+from agent_eval.errors import EXIT_ERROR, EXIT_FAILED, EXIT_PASSED, ConfigError
 
 if TYPE_CHECKING:
     from agent_eval.records import CaseEntry, Report
@@ -27,7 +27,6 @@ HEAD_KEYS = ("schema_version", "run_id", "created_at", "suite", "agent", "model"
 TAIL_KEYS = ("gate", "interrupted", "stopped_early", "exit_code")
 """The top-level keys written after `cases`, in file order."""
 
-EXIT_PASSED, EXIT_FAILED, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 class ReportError(ConfigError):

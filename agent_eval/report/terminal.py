@@ -37,6 +37,7 @@ from agent_eval.report.cases_section import (  # noqa: F401  (re-exported)
     render_failed_checks,
 )
 from agent_eval.report.trust_section import rate_with_interval, render_flaky, render_intervals
+from agent_eval.errors import EXIT_MEANINGS
 from agent_eval.score.metric_registry import label_of
 
 Report = dict[str, Any]
@@ -45,13 +46,7 @@ SectionRenderer = Callable[[Report, Console], None]
 NO_SUCCESSES = "no successes"
 
 
-EXIT_MEANINGS = {
-    0: ("PASS", "green", "every selected case passed"),
-    1: ("FAIL", "red", "a case failed or the baseline gate found a regression"),
-    2: ("ERROR", "magenta", "a case ended in an infrastructure error, or every case was skipped"),
-    130: ("INTERRUPTED", "yellow", "interrupted; resume with --resume"),
-    143: ("INTERRUPTED", "yellow", "stopped by SIGTERM; resume with --resume"),
-}
+_STYLES = {"PASS": "green", "FAIL": "red", "ERROR": "magenta", "INTERRUPTED": "yellow"}
 
 
 def _summary(report: Report) -> dict[str, Any]:
@@ -270,8 +265,8 @@ def verdict_text(report: Report) -> Text:
     """One line: the exit code and what it means for this run."""
     s = _summary(report)
     code = report.get("exit_code")
-    word, style, meaning = EXIT_MEANINGS.get(code if isinstance(code, int) else -1,
-                                             ("EXIT", "bold", "unexpected exit code"))
+    word, meaning = EXIT_MEANINGS.get(code if isinstance(code, int) else -1, ("EXIT", "unexpected exit code"))
+    style = _STYLES.get(word, "bold")
     if code == 1 and report.get("stopped_early"):
         meaning = (f"{s.get('cases_failed') or 0} case(s) failed; -x stopped the run after the first failed run "
                    f"({s.get('cases_not_run') or 0} case(s) not run)")

@@ -10,8 +10,8 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
-INTERRUPTED = 130
-TERMINATED = 143  # 128 + SIGTERM: what `timeout`, docker and Kubernetes send is Ctrl-C, told apart
+from agent_eval.errors import EXIT_INTERRUPTED, EXIT_TERMINATED
+
 _STOPS = (signal.SIGINT, signal.SIGTERM)
 # Tasks still alive after the run (an agent that ignores cancellation) get this long, then are left.
 LEFTOVER_GRACE_S = 1.0
@@ -19,7 +19,7 @@ LEFTOVER_GRACE_S = 1.0
 
 def exit_code_of(signum: int) -> int:
     """The exit code of a run that `signum` stopped: 143 for SIGTERM, else 130."""
-    return TERMINATED if signum == signal.SIGTERM else INTERRUPTED
+    return EXIT_TERMINATED if signum == signal.SIGTERM else EXIT_INTERRUPTED
 
 
 class Terminated(KeyboardInterrupt):
@@ -52,7 +52,7 @@ class Interrupts:
 
     @property
     def exit_code(self) -> int:
-        return exit_code_of(self.signum) if self.signum is not None else INTERRUPTED
+        return exit_code_of(self.signum) if self.signum is not None else EXIT_INTERRUPTED
 
     def __enter__(self) -> Interrupts:
         if threading.current_thread() is threading.main_thread():

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from agent_eval.errors import EXIT_ERROR, EXIT_FAILED, EXIT_PASSED
 from agent_eval.score.labels import CRITERIA, Label
 
 RESAMPLES = 2000
@@ -181,5 +182,5 @@ def exit_code(document: Mapping[str, Any], min_kappa: float) -> int:
     """2 when the overall kappa is null (one class on a side, or nothing labelled), 1 below min_kappa, else 0."""
     kappa = document["overall"]["kappa"]
     if kappa is None:
-        return 2
-    return 1 if kappa < min_kappa else 0
+        return EXIT_ERROR
+    return EXIT_FAILED if kappa < min_kappa else EXIT_PASSED
