@@ -21,6 +21,7 @@ class Defaults:
     max_steps: int = 8
     output_dir: Path = Path("reports")
     judge_timeout: float = 120.0  # one judge or simulator request, retries included
+    mcp_timeout: float = 30.0  # one request to an MCP server, and its start (a server entry's `timeout`)
     retry_budget: float = 600.0  # seconds one request may keep retrying rate limits
     history_last: int = 10  # runs `agent-eval history` shows
 
