@@ -120,9 +120,11 @@ class RunSender:
             return
         spans = [span for case_id, _, raw in batch for span in run_spans(self.head, case_id, orjson.loads(raw))]
         try:
-            response = client.post(self.url, content=orjson.dumps(export_request(self.head, spans)),
-                                   headers=self.headers)
-            why = None if 200 <= response.status_code < 300 else f"HTTP {response.status_code}"
+            # Only the status is read: a collector's body (of any size, a gzip bomb even) is never needed.
+            with client.stream("POST", self.url, content=orjson.dumps(export_request(self.head, spans)),
+                               headers=self.headers) as response:
+                status = response.status_code
+            why = None if 200 <= status < 300 else f"HTTP {status}"
         except (httpx.HTTPError, ValueError, OSError) as exc:
             why = describe(exc)
         if why is None:

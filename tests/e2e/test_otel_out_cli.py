@@ -9,8 +9,9 @@ import orjson
 from google.protobuf.json_format import ParseDict
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from tests.builders import clean_env, run_cli, write_suite
+from tests.builders import CLI, clean_env, run_cli, write_suite
 from tests.e2e.test_import_score_cli import only_report
+from tests.hostile import gzip_bomb, run_measured
 from tests.recorders.agent import SCRIPT, TURNS
 
 TOOLS = '''
@@ -133,7 +134,7 @@ class _Collector:
 
     GET answers the number of distinct trace ids received so far (what an agent mid-run asks)."""
 
-    def __init__(self, code: int = 200) -> None:
+    def __init__(self, code: int = 200, answer: bytes = b"", answer_headers: dict[str, str] | None = None) -> None:
         import http.server
         import threading
 
@@ -145,7 +146,13 @@ class _Collector:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 received.append((dict(self.headers), orjson.loads(body)))
                 self.send_response(code)
+                for name, value in {**(answer_headers or {}), "Content-Length": str(len(answer))}.items():
+                    self.send_header(name, value)
                 self.end_headers()
+                try:
+                    self.wfile.write(answer)
+                except OSError:  # the client read the status and left, as it should
+                    pass
 
             def do_GET(self) -> None:  # noqa: N802
                 body = str(len(collector.trace_ids())).encode()
@@ -282,3 +289,22 @@ def test_an_unreachable_collector_is_one_warning_and_the_report_is_whole(tmp_pat
     assert [c["status"] for c in report["cases"]] == ["passed"] * 5 and report["exit_code"] == 0
     warnings = [line for line in done.stderr.splitlines() if "--otlp-endpoint" in line]
     assert len(warnings) == 1 and "5 of 5 run trace(s)" in warnings[0] and "ConnectError" in warnings[0]
+
+
+def test_a_collector_answering_with_a_gzip_bomb_costs_no_memory(loopback, tmp_path):
+    # agent-eval reads only the status of an OTLP POST: the 1 GiB body is never inflated.
+    collector = _Collector(answer=gzip_bomb(2**30), answer_headers={"Content-Encoding": "gzip"})
+    try:
+        server = loopback(list(SCRIPT))
+        cases = write_suite(tmp_path, [{"id": "refund", "messages": TURNS, "expected_tools": EXPECTED,
+                                        "trajectory": "unordered"}],
+                            {"name": "shop", "tools": "tools.py"}, files={"tools.py": TOOLS})
+        measured = run_measured([CLI, "run", "--cases", str(cases), "--model", "gpt-test", "--base-url",
+                                 server.base_url, "--output-dir", str(tmp_path / "out"), "--no-html",
+                                 "--otlp-endpoint", collector.url], cwd=tmp_path, env=clean_env(OPENAI_API_KEY="k"))
+        assert measured.done.returncode == 0, measured.done.stdout + measured.done.stderr
+        assert "--otlp-endpoint" not in measured.done.stderr  # sent, and nothing failed
+        assert len(collector.trace_ids()) == 1
+        assert measured.max_rss_bytes < 2**30, measured.max_rss_bytes
+    finally:
+        collector.close()
