@@ -154,12 +154,29 @@ def recorded_calls(sample: dict[str, Any]) -> list[dict[str, Any]]:
                 continue
             result = results.get(str(call.get("id")), {})
             error = result.get("error")
-            calls.append({"name": str(call.get("function") or ""), "args": call.get("arguments"),
+            calls.append({"id": call.get("id"), "name": str(call.get("function") or ""), "args": call.get("arguments"),
                           "output": _text(result.get("content"), attachments),
                           "error": (f"{error.get('type')}: {error.get('message')}" if isinstance(error, dict)
                                     else None if error is None else str(error)),
                           "invalid": call.get("parse_error")})
     return calls
+
+
+def tool_times(sample: dict[str, Any]) -> dict[str, tuple[float, float | None]]:
+    """Per tool call id, (working_start, working_time) of its `tool` event: seconds of the sample's
+    working time, as Inspect counts them."""
+    times: dict[str, tuple[float, float | None]] = {}
+    for event in sample.get("events") or ():
+        if not isinstance(event, dict) or event.get("event") != "tool" or event.get("id") is None:
+            continue
+        start = _seconds(event.get("working_start"))
+        if start is not None:
+            times.setdefault(str(event["id"]), (start, _seconds(event.get("working_time"))))
+    return times
+
+
+def _seconds(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 else None
 
 
 def answer(sample: dict[str, Any]) -> str | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agent_eval.ingest.inspect_logs import answer, read_samples, recorded_calls, user_turns
+from agent_eval.ingest.inspect_logs import answer, read_samples, recorded_calls, tool_times, user_turns
 from agent_eval.ingest.inspect_samples import expect_of
 from agent_eval.ingest.otel import collapse
 from agent_eval.ingest.records import Unmappable
@@ -61,12 +61,14 @@ def log_cases(path: Path) -> tuple[list[tuple[str, dict[str, Any]]], list[Unmapp
 def log_trace(sample: dict[str, Any]) -> dict[str, Any]:
     """The report trace of a sample's recorded run: steps from the tool calls, tokens from model_usage."""
     steps = []
+    times = tool_times(sample)
     for i, call in enumerate(recorded_calls(sample)):
         args = call["args"] if isinstance(call["args"], dict) else {}
+        start, took = times.get(str(call["id"]), (None, None))
         steps.append({"step": i, "name": call["name"], "args": args, "output": call["output"],
                       "error": call["error"], "error_traceback": None,
-                      "invalid_args": "malformed JSON" if call["invalid"] else None, "latency_s": None,
-                      "t_start_s": None, "executed": True})
+                      "invalid_args": "malformed JSON" if call["invalid"] else None, "latency_s": took,
+                      "t_start_s": start, "executed": True})
     found = sample.get("model_usage")
     usage: dict[str, Any] = found if isinstance(found, dict) else {}
     llm_calls = [{"latency_s": None, "prompt_tokens": token_count(u.get("input_tokens")),
@@ -82,7 +84,14 @@ def log_trace(sample: dict[str, Any]) -> dict[str, Any]:
             "stop_reason": "agent_error" if error else "completed",
             "agent_error": (error.get("message") if isinstance(error, dict) else str(error)) if error else None,
             "agent_error_traceback": None, "steps": steps, "llm_calls": llm_calls, "latency_s": latency,
-            "ttfa_s": None, "final_env_diff": [], "has_env": False}
+            "ttfa_s": _ttfa(steps, latency), "final_env_diff": [], "has_env": False}
+
+
+def _ttfa(steps: list[dict[str, Any]], latency: float | None) -> float | None:
+    """To the first tool call's `tool` event (working time); the whole run when there is no call."""
+    if not steps:
+        return latency
+    return steps[0]["t_start_s"]
 
 
 def log_recordings(path: Path) -> tuple[list[tuple[str, str, int, dict[str, Any]]], list[Unmappable]]:

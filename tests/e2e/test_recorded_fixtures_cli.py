@@ -129,6 +129,9 @@ def test_an_inspect_log_written_by_inspect_imports_and_scores_as_what_the_model_
         assert m["has_loop"] is True  # lookup_order(42) twice in a row
         assert (m["prompt_tokens"], m["completion_tokens"]) == (460, 46)  # 100+110+120+130, 10+11+12+13
         assert run["status"] == "passed"  # "Refunded 9.50." contains the target
+        steps = run["trace"]["steps"]  # timed by Inspect's tool events, in the sample's working time
+        assert 0 < steps[0]["t_start_s"] < steps[1]["t_start_s"] < steps[2]["t_start_s"] < m["latency_s"]
+        assert m["ttfa_s"] == steps[0]["t_start_s"] and all(s["latency_s"] > 0 for s in steps)
     for run in runs["where-7"]:
         m = run["metrics"]
         # E = A = {lookup_order(7)}: 1/1 each; no repeat
