@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -41,7 +42,7 @@ LIBRARIES = {"openinference": ["openai-agents", "openinference-instrumentation-o
              "logfire": ["openai-agents", "logfire", "opentelemetry-sdk"]}
 
 
-async def converse(base_url: str, responses: bool = False) -> list[str]:
+async def converse(base_url: str, responses: bool = False, one_trace: bool = True) -> list[str]:
     from agents import Agent, OpenAIChatCompletionsModel, OpenAIResponsesModel, Runner, function_tool, trace
     from openai import AsyncOpenAI
 
@@ -60,7 +61,7 @@ async def converse(base_url: str, responses: bool = False) -> list[str]:
     refunds = Agent(name="Refunds", instructions="You refund orders.", tools=[refund], model=model)
     support = Agent(name="Support", instructions=SYSTEM, tools=[lookup_order], handoffs=[refunds], model=model)
     replies = []
-    with trace("Support conversation"):
+    with trace("Support conversation") if one_trace else contextlib.nullcontext():
         first = await Runner.run(support, TURNS[0])
         replies.append(str(first.final_output))
         second = await Runner.run(support, [*first.to_input_list(), {"role": "user", "content": TURNS[1]}])
@@ -74,6 +75,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("base_url")
     parser.add_argument("out_dir", type=Path)
     parser.add_argument("--responses", action="store_true", help="the SDK's default model: the Responses API")
+    parser.add_argument("--trace-per-turn", action="store_true", help="no trace(...) around the turns")
     args = parser.parse_args(argv)
     os.environ.pop("OPENAI_API_KEY", None)  # the SDK's own trace exporter stays off: it sends nothing
 
@@ -101,13 +103,14 @@ def main(argv: list[str]) -> int:
                           additional_span_processors=[SimpleSpanProcessor(spans)])
         logfire.instrument_openai_agents()
         flush = logfire.force_flush
-    replies = asyncio.run(converse(args.base_url, args.responses))
+    replies = asyncio.run(converse(args.base_url, args.responses, not args.trace_per_turn))
     flush()
     out: Path = args.out_dir
     out.mkdir(parents=True, exist_ok=True)
     otlp_files.write_jsonl(out / "traces.jsonl", [otlp_files.trace_request(list(spans.get_finished_spans()))])
     versions = {name: metadata.version(name) for name in LIBRARIES[args.setup]}
-    (out / "versions.json").write_text(json.dumps({"setup": args.setup, "options": {"responses": args.responses},
+    (out / "versions.json").write_text(json.dumps({"setup": args.setup, "options": {"responses": args.responses,
+                                                                                 "trace_per_turn": args.trace_per_turn},
                                                    "versions": versions, "replies": replies}, indent=1) + "\n")
     return 0
 
