@@ -28,6 +28,8 @@ class Defaults:
 
 DEFAULTS = Defaults()
 MAX_COUNT = 2**31 - 1  # a count past this (-k, --concurrency, --max-steps, --workers) is a typo, not a plan
+MAX_MESSAGE_BYTES = 64 * 2**20  # the most read of one message from outside: a provider's answer (decoded), an
+# MCP message, a cmd: agent's reply, a request to the recording endpoint
 
 
 @dataclass(frozen=True)

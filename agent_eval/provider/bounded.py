@@ -12,7 +12,9 @@ from typing import Any
 
 import httpx2
 
-MAX_BODY = 64 * 2**20
+from agent_eval.flags import MAX_MESSAGE_BYTES
+
+MAX_BODY = MAX_MESSAGE_BYTES
 _DECODED = frozenset({b"content-encoding", b"content-length"})  # no longer true of the decoded stream
 
 

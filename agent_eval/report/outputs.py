@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent_eval.report.files import write_atomic
+from agent_eval.report.files import history_path_of, page_path_of, write_atomic
 from agent_eval.report.html import MAX_BYTES, KEEP_TRACE_STATUSES, page_from_json
 
 if TYPE_CHECKING:
@@ -99,8 +99,8 @@ def _send_otlp(job: OutputJob) -> None:
 
 
 OUTPUTS: list[Output] = [
-    Output("HTML", lambda cfg, report_path: report_path.with_suffix(".html") if cfg.html else None, _write_html),
-    Output("history", lambda cfg, report_path: cfg.output_dir / "history.sqlite", _write_history, listed=False),
+    Output("HTML", lambda cfg, report_path: page_path_of(report_path) if cfg.html else None, _write_html),
+    Output("history", lambda cfg, report_path: history_path_of(cfg.output_dir), _write_history, listed=False),
     Output("JUnit", flag("junit"), _write_junit),
     Output("Markdown", flag("markdown"), _write_markdown),
     Output("OTel", flag("otel"), _write_otel),

@@ -19,6 +19,7 @@ import orjson
 from agent_eval.llm import _was_refused, redact_url, shared_client
 from agent_eval.provider import endpoints, retry
 from agent_eval.provider.bounded import BodyTooLarge
+from agent_eval.flags import MAX_MESSAGE_BYTES
 from agent_eval.provider.waits import recording
 from agent_eval.provider.tokens import loads_answer
 from agent_eval.run.wire import RECORDED_PATHS, Answer, ModelCall, StreamReader, read_answer, request_tools
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 
 INFRA_STATUSES = frozenset({401, 403, 404, 408, 409, 429})
 NO_RETRY = {"x-should-retry": "false"}
-MAX_REQUEST = 64 * 2**20  # an agent's request body: a long conversation, never aiohttp's default of 1 MiB
+MAX_REQUEST = MAX_MESSAGE_BYTES  # an agent's request body: a long conversation, never aiohttp's default of 1 MiB
 
 
 @dataclass

@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from pydantic import BaseModel
 
+from agent_eval.suite.jsonsafe import MAX_DEPTH
+
 if TYPE_CHECKING:
     from agent_eval.suite.tools import ToolSet
 
 CUTOFF = 0.75
-MAX_DEPTH = 100
 # Fields that other evaluation tools put in their cases: kept for custom scorers, never a typo.
 OTHER_TOOLS_FIELDS = frozenset({"expected_output", "actual_output", "context", "retrieval_context", "input",
                                 "target", "ideal"})

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from subprocess import PIPE
 from typing import Any
 
+from agent_eval.flags import MAX_MESSAGE_BYTES
 from agent_eval.suite.reaper import disown, own
 
-MAX_MESSAGE = 64 * 2**20
+MAX_MESSAGE = MAX_MESSAGE_BYTES
 STDERR_KEPT = 64 * 2**10
 _CHUNK = 2**16
 _EXIT_GRACE_S = 2.0

@@ -21,13 +21,14 @@ import orjson
 
 from agent_eval.errors import ConfigError
 from agent_eval.run.agents.base import COMMAND_PREFIX as PREFIX, AgentStop, Reply, RunContext
+from agent_eval.flags import MAX_MESSAGE_BYTES
 from agent_eval.run.agents.python import open_link
 
 _PROVIDER_KEY = re.compile(r"^AGENT_EVAL_.*_API_KEY$")
 _RUN_DIR = "agent_eval.cmd_run_dir"
 STDERR_LINES = 20
 STDERR_KEEP = 64 * 1024  # bytes of the end of its stderr kept for those lines
-MAX_REPLY = 64 * 2**20  # the most a program may print as its reply
+MAX_REPLY = MAX_MESSAGE_BYTES  # the most a program may print as its reply
 EXIT_GRACE_S = 1.0  # after it exits, for its pipes to drain; then its children go
 EXIT_POLL_S = 0.005
 
