@@ -109,7 +109,8 @@ class CaseEntry(TypedDict, total=False):
     pass_rate: float | None
     skip_reason: str | None
     flaky: bool
-    runs: list[RunRecord]
+    judge_agreement: float | None  # rescore --judge-repeat: the share of its runs whose answers were unanimous
+    runs: list[dict[str, Any]]  # RunRecords; while a run is going, lite ones (their traces are in the journal)
 
 
 class Report(TypedDict, total=False):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from rich.console import Console
 
 from agent_eval.flags import DEFAULTS
-from agent_eval.records import Report
+from agent_eval.records import CaseEntry, Report
 from agent_eval.report.otlp_post import RunSender
 from agent_eval.errors import EXIT_ERROR, EXIT_INTERRUPTED
 from agent_eval.report.model import build_report, exit_code
@@ -51,7 +51,7 @@ class Results(Protocol):
     @property
     def journal(self) -> Journal: ...
 
-    def case_entries(self) -> list[dict[str, Any]]: ...
+    def case_entries(self) -> list[CaseEntry]: ...
 
     def spent(self, pricing: dict[str, Any] | None) -> dict[str, Any]: ...
 
@@ -107,7 +107,7 @@ def finish(results: Results, suite: Suite, cfg: RunConfig, agent_name: str, run_
         report = build_report(run_id=run_id, created_at=created_at, suite=suite.name, agent=agent_name,
                               model=cfg.model, cases_file=str(cfg.cases_file), settings=cfg.settings(),
                               summary=summarize(rows, cfg.repeat, suite.scorers),
-                              cases=entries,  # type: ignore[arg-type]  # plain dicts of the CaseEntry keys
+                              cases=entries,
                               interrupted=interrupted,
                               stopped_early=results.stopped_early and not interrupted)
         pricing = suite.settings.get("pricing")

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 
-from agent_eval.records import Report
+from agent_eval.records import CaseEntry, Report
 from agent_eval.score import stats
 from agent_eval.suite.cases import Suite, case_env, has_only_judged_checks
 from agent_eval.score.env_checks import is_env_check
@@ -101,9 +101,9 @@ def select_work(old: Mapping[str, Any], suite: Suite, report_path: Path,
 
 
 async def rescore_all(suite: Suite, entries: list[dict], by_id: dict[str, dict], judge_on: bool,
-                       ctx: ScoringContext, concurrency: int, threshold: float) -> list[dict]:
+                       ctx: ScoringContext, concurrency: int, threshold: float) -> list[CaseEntry]:
     limit = asyncio.Semaphore(max(1, concurrency))
-    out = []
+    out: list[CaseEntry] = []
     for entry in entries:
         case = by_id[entry["id"]]
         if entry.get("status") == "skipped":
@@ -116,7 +116,7 @@ async def rescore_all(suite: Suite, entries: list[dict], by_id: dict[str, dict],
     return out
 
 
-def new_report(old: dict, settings: dict, entries: list[dict], judge: Judge | None, pricing: dict,
+def new_report(old: dict, settings: dict, entries: list[CaseEntry], judge: Judge | None, pricing: dict,
                 judge_repeat: int | None, scorers: ScorerSet | None, cases_file: str) -> Report:
     """The report of a rescore; the write keeps only the top-level keys, so provenance is in settings."""
     rows = [{"id": e["id"], "status": e["status"], "runs": e["runs"]} for e in entries]
@@ -134,5 +134,5 @@ def new_report(old: dict, settings: dict, entries: list[dict], judge: Judge | No
         summary["judge"]["agreement_runs"] = len(votes)
     return build_report(run_id=new_run_id(), created_at=now_iso(), suite=old.get("suite"), agent=old.get("agent"),
                         model=old.get("model"), cases_file=cases_file, settings=settings, summary=summary,
-                        cases=entries,  # type: ignore[arg-type]  # plain dicts of the CaseEntry keys
+                        cases=entries,
                         interrupted=bool(old.get("interrupted")))

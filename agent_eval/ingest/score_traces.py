@@ -18,6 +18,7 @@ from agent_eval.ingest.recordings import Recording
 from agent_eval.run.journal import Journal
 from agent_eval.run.player import helper_spend
 from agent_eval.run.runner import lite_run
+from agent_eval.records import CaseEntry
 from agent_eval.score.metrics import case_entry, skipped_entry
 from agent_eval.score.pipeline import ScoringContext, score_run
 from agent_eval.suite.cases import Suite, case_env, skip_reason
@@ -39,7 +40,7 @@ class ScoredRuns:
         self.stopped_early = False  # every recorded run is scored
         self.models_used: set[str] = set()  # every model whose tokens a recorded run holds (settings.prices)
         self.skipped_names: dict[str, int] = {}  # a skipped check's name -> the runs it was skipped in
-        self._entries: list[dict[str, Any]] = []
+        self._entries: list[CaseEntry] = []
         self._offsets: list[list[tuple[int, int]]] = []
 
     def add(self, case: dict, runs: list[dict], skip: str | None = None) -> None:
@@ -54,7 +55,7 @@ class ScoredRuns:
         self._entries.append(skipped_entry(case, skip) if skip is not None else case_entry(case, lite, self.threshold))
         self._offsets.append(offsets)
 
-    def case_entries(self) -> list[dict[str, Any]]:
+    def case_entries(self) -> list[CaseEntry]:
         return self._entries
 
     def spent(self, pricing: dict | None) -> dict[str, Any]:

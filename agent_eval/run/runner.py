@@ -17,6 +17,7 @@ from agent_eval.run.config import RunConfig
 from agent_eval.report.dialogue import compact_dialogue
 from agent_eval.run.journal import FLUSH_EVERY_S, Journal
 from agent_eval.run.player import CaseSlot, Player, helper_spend
+from agent_eval.records import CaseEntry
 from agent_eval.score.metrics import case_entry, skipped_entry
 from agent_eval.score.pipeline import ScoringContext
 
@@ -206,7 +207,7 @@ class Runner:
         """summary.judge and summary.user_sim of this process, plus every worker's."""
         return self.player.spent(pricing, self.pool.spent if self.pool else [])
 
-    def case_entries(self) -> list[dict[str, Any]]:
+    def case_entries(self) -> list[CaseEntry]:
         """The `cases` entries, with runs lacking their traces (they stay in the journal)."""
         # A case with no finished run is `not_run`: Ctrl-C or -x came first (an errored run is finished).
         return [skipped_entry(slot.case, slot.skip) if slot.skip is not None

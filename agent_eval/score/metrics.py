@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agent_eval.records import CaseEntry
 from agent_eval.score import stats
 from agent_eval.score.intervals import counted_cases, suite_intervals
 from agent_eval.score.metric_registry import SUITE_METRIC_TABLE
@@ -155,14 +156,14 @@ def price_usage(llm_calls: list[dict], pricing: dict | None, run_model: str | No
 # --- per case ------------------------------------------------------------------------------
 
 
-def skipped_entry(case: Mapping[str, Any], reason: str | None) -> dict[str, Any]:
+def skipped_entry(case: Mapping[str, Any], reason: str | None) -> CaseEntry:
     """The report's entry of a case that was not run (`--no-judge`, `requires`, a recording that is missing)."""
     return {"id": case["id"], "tags": case.get("tags", []), "status": "skipped", "pass_rate": None,
             "skip_reason": reason, "runs": []}
 
 
-def case_entry(case: Mapping[str, Any], runs: list[dict], threshold: float, no_runs: str = "error",
-               ) -> dict[str, Any]:
+def case_entry(case: Mapping[str, Any], runs: list[dict[str, Any]], threshold: float, no_runs: str = "error",
+               ) -> CaseEntry:
     """The report's entry of one case: its status and pass rate over `runs` (`no_runs` is its status when
     it has none, e.g. `not_run` after Ctrl-C)."""
     status, pass_rate = case_status(runs, threshold) if runs else (no_runs, None)
