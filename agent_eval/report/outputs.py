@@ -6,13 +6,27 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_eval.report.files import history_path_of, page_path_of, write_atomic
 from agent_eval.report.html import MAX_BYTES, KEEP_TRACE_STATUSES, page_from_json
 
 if TYPE_CHECKING:
     from agent_eval.report.otlp_post import RunSender
+
+
+class OutputSettings(Protocol):
+    """What the outputs read of a command's settings (a RunConfig, or commands.conclude.Outputs); a plugin's
+    row reads its own flag by name (`flag`)."""
+
+    @property
+    def output_dir(self) -> Path: ...
+
+    @property
+    def cases_file(self) -> Path: ...
+
+    @property
+    def html(self) -> bool: ...
 
 
 def write_page(report: dict[str, Any], report_path: Path, run_bytes: Any, out: Path) -> None:
@@ -43,7 +57,7 @@ class Output:
     """One thing a finished command writes besides its JSON report (a file, a history row, a POST)."""
 
     kind: str  # its name in the closing lines and in a warning ("JUnit")
-    target: Callable[[Any, Path], Any]  # (the outputs' settings, the report's path) -> where, or None: not asked for
+    target: Callable[[OutputSettings, Path], Any]  # (settings, the report's path) -> where, or None: not asked for
     write: Callable[[OutputJob], None]
     listed: bool = True  # named in the closing lines of the terminal output
 
@@ -56,12 +70,12 @@ class OutputJob:
     report_path: Path
     target: Any  # what its row's `target` returned
     run_bytes: Callable[[], Any]  # per case entry, its runs as JSON bytes (call it only when needed)
-    cfg: Any  # a RunConfig or commands.conclude.Outputs
+    cfg: OutputSettings
     warn: Callable[[str], None]
     sender: RunSender | None = None  # the --otlp-endpoint sender the runs were offered to as they finished
 
 
-def flag(name: str) -> Callable[[Any, Path], Any]:
+def flag(name: str) -> Callable[[OutputSettings, Path], Any]:
     """A row's target: the value of the flag `name` (None, the default, when it was not given)."""
     return lambda cfg, report_path: getattr(cfg, name, None)
 
@@ -109,7 +123,7 @@ OUTPUTS: list[Output] = [
 """Every output, in the order they are written; a new one is a writer and one row."""
 
 
-def write_extras(report: dict[str, Any], report_path: Path, run_bytes: Callable[[], Any], cfg: Any,
+def write_extras(report: dict[str, Any], report_path: Path, run_bytes: Callable[[], Any], cfg: OutputSettings,
                  warn: Callable[[str], None], sender: RunSender | None = None) -> list[str]:
     """Every row of OUTPUTS whose target is set: the HTML page (unless --no-html), the history row, and the
     optional JUnit, Markdown, OTel and OTLP outputs.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_eval.score.env_checks import env_checks, expected_env_checks
 from agent_eval.score.envdiff import show_json as _show
@@ -16,6 +16,9 @@ from agent_eval.score.call_matching import max_matching
 from agent_eval.score.matchers import RegexTimeout, match_call
 from agent_eval.score.expect import expect_checks
 from agent_eval.score.safety import authorization_checks, policy_checks, safety_of
+
+if TYPE_CHECKING:
+    from agent_eval.suite.cases import Suite
 
 Verdict = tuple[bool, str]
 
@@ -145,17 +148,17 @@ class CheckFamily:
     name: str
     fields: tuple[str, ...]
     check: Callable[[dict, dict, Any, Any], list[dict]]  # (case, trace, final env, expected env) -> entries
-    given: Callable[[dict, Any], bool] | None = None
+    given: Callable[[dict, Suite | None], bool] | None = None
     validate: Callable[[dict], Problems] | None = None
 
-    def applies(self, case: dict, suite: Any = None) -> bool:
+    def applies(self, case: dict, suite: Suite | None = None) -> bool:
         """True when the case has a check of this family (`suite` gives the suite's rules; None: the case's)."""
         if self.given is not None:
             return self.given(case, suite)
         return any(case.get(name) is not None for name in self.fields)
 
 
-def _has_policy(case: dict, suite: Any) -> bool:
+def _has_policy(case: dict, suite: Suite | None) -> bool:
     # The suite's rules count too: from the suite when given, else from the case's safety view,
     # which load_suite fills with the suite's rules followed by the case's.
     return bool(case.get("policy") or (suite.settings.get("policy") if suite is not None

@@ -1,7 +1,7 @@
 """Semantic validation of one case: what the types alone cannot say."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_eval.score.expect import validate_expect
 from agent_eval.score.judge import judged_fields
@@ -13,13 +13,16 @@ from agent_eval.suite.validation_safety import validate_case_safety
 from agent_eval.suite.validation_scenario import validate_scenario_fields
 from agent_eval.suite.validation_vacuous import vacuous_checks
 
+if TYPE_CHECKING:
+    from agent_eval.suite.cases import Suite
 
-def deterministic_checks(case: dict, suite: Any = None) -> list[str]:
+
+def deterministic_checks(case: dict, suite: Suite | None = None) -> list[str]:
     """The names of the check families that decide the case by code (everything but the judge)."""
     return [family.name for family in CHECK_FAMILIES if family.applies(case, suite)]
 
 
-def validate_case(case: dict, suite: Any) -> list[tuple[str, str]]:
+def validate_case(case: dict, suite: Suite) -> list[tuple[str, str]]:
     """Every problem of one parsed case, as (field, message with the fix)."""
     problems: list[tuple[str, str]] = []
     add = lambda f, m: problems.append((f, m))
