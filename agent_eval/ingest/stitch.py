@@ -1,17 +1,18 @@
-"""One conversation per case whatever its spans' parents: per-call traces without a root span, stitched.
+"""One conversation per case whatever its spans' parents: per-call and per-turn traces, stitched.
 
-A trace whose root is an inference span (instrumentations that give each LLM call its own trace)
-joins an earlier conversation when its input messages (system messages dropped) begin with that
-conversation's last input followed by its output (compared by role and content, ignoring
-`finish_reason`). A trace that holds only a tool span joins the conversation that issued its call id,
-else the one whose model call ended last before it started.
+A trace whose root is an inference span (instrumentations that give each LLM call its own trace), or
+one turn's trace (an agent root, or a root of no GenAI operation, over model calls: the Agents SDK
+without a `trace(...)` around the turns), joins an earlier conversation when its first call's input
+messages (system messages dropped) begin with that conversation's last input followed by its output
+(compared by role and content, ignoring `finish_reason`). A trace that holds only a tool span joins
+the conversation that issued its call id, else the one whose model call ended last before it started.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 import orjson
 
-from agent_eval.ingest.genai import INFERENCE_OPS, SYSTEM_ROLES, TOOL_OP, operation
+from agent_eval.ingest.genai import AGENT_OP, INFERENCE_OPS, SYSTEM_ROLES, TOOL_OP, operation
 from agent_eval.ingest.messages import Message, input_messages, output_messages
 from agent_eval.ingest.otlp import Span
 
@@ -50,16 +51,28 @@ def _root_op(spans: list[Span]) -> str | None:
     return "inference" if op in INFERENCE_OPS else op
 
 
+def _joinable(spans: list[Span]) -> bool:
+    """A trace of one model call (its root the inference span), or of one turn (a root of the agent's or
+    of no GenAI operation, holding model calls: the Agents SDK's trace per `Runner.run`); never one of
+    agent-eval's own runs, which name their case."""
+    op = _root_op(spans)
+    if op == "inference":
+        return True
+    return (op in (AGENT_OP, None) and any(operation(s) in INFERENCE_OPS for s in spans)
+            and not any("agent_eval.case_id" in s.attributes for s in spans))
+
+
 def stitch(traces: dict[str, list[Span]]) -> list[tuple[list[str], list[Span]]]:
     """The conversations of the traces: (trace ids, earliest first; their spans in start order)."""
-    per_call = sorted((tid for tid, spans in traces.items() if _root_op(spans) == "inference"),
+    per_call = sorted((tid for tid, spans in traces.items() if _joinable(spans)),
                       key=lambda tid: traces[tid][0].start_ns)
     conversations: list[_Conversation] = []
     for tid in per_call:
         spans = traces[tid]
-        inference = next(s for s in spans if operation(s) in INFERENCE_OPS)
-        replies = output_messages(inference) or []
-        inputs, outputs = _keys(input_messages(inference)), _keys(replies[:1])
+        calls = [s for s in spans if operation(s) in INFERENCE_OPS]
+        replies = output_messages(calls[-1]) or []
+        inputs, outputs = _keys(input_messages(calls[0])), _keys(replies[:1])
+        last_inputs = inputs if len(calls) == 1 else _keys(input_messages(calls[-1]))
         joined = None
         for convo in sorted(conversations, key=lambda c: -len(c.tail)):
             if convo.tail and inputs[:len(convo.tail)] == convo.tail:
@@ -69,7 +82,7 @@ def stitch(traces: dict[str, list[Span]]) -> list[tuple[list[str], list[Span]]]:
             joined = _Conversation([], [])
             conversations.append(joined)
         joined.trace_ids.append(tid)
-        joined.tail = inputs + outputs
+        joined.tail = last_inputs + outputs
         joined.last_end = max(joined.last_end, max(s.end_ns for s in spans))
         for message in replies:
             joined.call_ids.update(c.call_id for c in message.calls if c.call_id)

@@ -40,6 +40,8 @@ SETUPS = {
     "logfire-v2-root": (PLAIN, []),
     "agents-sdk-openinference": (SDK, ["transfer_to_refunds"]),
     "agents-sdk-logfire": (SDK, ["transfer_to_refunds"]),
+    "agents-sdk-openinference-per-turn": (SDK, ["transfer_to_refunds"]),  # a trace per Runner.run, stitched
+    "agents-sdk-logfire-per-turn": (SDK, ["transfer_to_refunds"]),
     "agents-sdk-openinference-responses": (SDK, ["transfer_to_refunds"]),  # the SDK's default model
     "agents-sdk-logfire-responses": (SDK, ["transfer_to_refunds"]),
 }

@@ -26,6 +26,10 @@ OUT = ROOT / "tests" / "fixtures" / "recordings"
 RECORDINGS = {
     "agents-sdk-openinference": ("tests.recorders.agents_sdk", ["openinference"], "tests.recorders.agents_sdk"),
     "agents-sdk-logfire": ("tests.recorders.agents_sdk", ["logfire"], "tests.recorders.agents_sdk"),
+    "agents-sdk-openinference-per-turn": ("tests.recorders.agents_sdk", ["openinference", "--trace-per-turn"],
+                                          "tests.recorders.agents_sdk"),
+    "agents-sdk-logfire-per-turn": ("tests.recorders.agents_sdk", ["logfire", "--trace-per-turn"],
+                                    "tests.recorders.agents_sdk"),
     "agents-sdk-openinference-responses": ("tests.recorders.agents_sdk", ["openinference", "--responses"],
                                            "tests.recorders.agents_sdk"),
     "agents-sdk-logfire-responses": ("tests.recorders.agents_sdk", ["logfire", "--responses"],
