@@ -29,30 +29,26 @@ def bomb_reply(code: int = 200, layers: int = 1, encoding: str = "gzip") -> Repl
     return Reply(status=code, body=bomb(layers), headers={"content-encoding": encoding})
 
 
-def agent_eval(tmp_path: Path, *args: str, **env: str):
-    """`agent-eval run ARGS` in tmp_path with SECRET as every key; the report, the process and its peak RSS."""
+def bombed(tmp_path: Path, *args: str, **env: str) -> tuple[dict[str, dict], dict]:
+    """`agent-eval run ARGS` in tmp_path with SECRET as every key; checks exit 2, the memory bound, no
+    traceback and no secret; returns each case's (first) run and the report."""
     import orjson
 
     measured = run_measured([CLI, "run", *args], cwd=tmp_path, env=clean_env(
         OPENAI_API_KEY=SECRET, XDG_CACHE_HOME=str(tmp_path / "cache"), **env))
     assert_clean(measured.done, tmp_path)
-    reports = sorted((tmp_path / "reports").glob("*.json"))
-    return measured, orjson.loads(reports[-1].read_bytes()) if reports else {}
-
-
-def runs_by_case(report: dict) -> dict[str, dict]:
-    return {c["id"]: c["runs"][0] for c in report["cases"]}
+    assert measured.done.returncode == 2, measured.done.stdout + measured.done.stderr
+    assert measured.max_rss_bytes < MEMORY_BOUND, measured.max_rss_bytes
+    report = orjson.loads(sorted((tmp_path / "reports").glob("*.json"))[-1].read_bytes())
+    return {c["id"]: c["runs"][0] for c in report["cases"]}, report
 
 
 def test_a_gzip_bomb_to_the_built_in_agent_is_the_run_s_error_in_bounded_memory(loopback, tmp_path: Path) -> None:
     srv = loopback(router(lambda messages: bomb_reply() if "(bomb)" in messages[-1]["content"] else text("A")))
     cases_file = judged_suite(tmp_path, [case("bomb", None, expect={"contains": "A"}),
                                          case("fine", None, expect={"contains": "A"})], agent="openai")
-    measured, report = agent_eval(tmp_path, "--cases", str(cases_file), "--model", "m",
-                                  OPENAI_BASE_URL=srv.base_url)
-    assert measured.done.returncode == 2, measured.done.stderr
-    assert measured.max_rss_bytes < MEMORY_BOUND, measured.max_rss_bytes
-    runs = runs_by_case(report)
+    runs, report = bombed(tmp_path, "--cases", str(cases_file), "--model", "m",
+                          OPENAI_BASE_URL=srv.base_url)
     assert runs["bomb"]["status"] == "error"
     assert runs["bomb"]["error"] == f"{LIMIT} ({srv.base_url}, model m)"
     assert runs["fine"]["status"] == "passed"
@@ -74,11 +70,8 @@ def test_a_bomb_in_an_error_status_in_two_layers_or_plain_is_cut_too(loopback, t
         (reply for key, reply in replies.items() if f"({key})" in messages[-1]["content"]), text("A"))))
     cases_file = judged_suite(tmp_path, [case(key, None, expect={"contains": "A"}) for key in replies],
                               agent="openai")
-    measured, report = agent_eval(tmp_path, "--cases", str(cases_file), "--model", "m",
-                                  OPENAI_BASE_URL=srv.base_url)
-    assert measured.done.returncode == 2, measured.done.stderr
-    assert measured.max_rss_bytes < MEMORY_BOUND, measured.max_rss_bytes
-    runs = runs_by_case(report)
+    runs, report = bombed(tmp_path, "--cases", str(cases_file), "--model", "m",
+                          OPENAI_BASE_URL=srv.base_url)
     assert {key: runs[key]["error"] for key in replies} == {key: f"{LIMIT} ({srv.base_url}, model m)"
                                                             for key in replies}
     assert report["summary"]["runs_errored"] == 4
@@ -87,11 +80,9 @@ def test_a_bomb_in_an_error_status_in_two_layers_or_plain_is_cut_too(loopback, t
 def test_a_gzip_bomb_to_the_judge_is_the_run_s_error(loopback, tmp_path: Path) -> None:
     judge = loopback(router(lambda messages: bomb_reply()))
     cases_file = judged_suite(tmp_path, [case("judged", "RUBRIC_PASS")])
-    measured, report = agent_eval(tmp_path, "--cases", str(cases_file), AGENT_EVAL_JUDGE_BASE_URL=judge.base_url,
-                                  AGENT_EVAL_JUDGE_MODEL="judge-m")
-    assert measured.done.returncode == 2, measured.done.stderr
-    assert measured.max_rss_bytes < MEMORY_BOUND, measured.max_rss_bytes
-    run = runs_by_case(report)["judged"]
+    runs, _ = bombed(tmp_path, "--cases", str(cases_file), AGENT_EVAL_JUDGE_BASE_URL=judge.base_url,
+                     AGENT_EVAL_JUDGE_MODEL="judge-m")
+    run = runs["judged"]
     assert run["status"] == "error"
     assert run["error"] == f"judge error: {LIMIT} ({judge.base_url}, model judge-m)"
 
@@ -112,11 +103,9 @@ def test_a_gzip_bomb_to_the_user_simulator_is_the_run_s_error(loopback, tmp_path
     cases_file = write_suite(tmp_path, [{"id": "talk", "scenario": "You want help.", "max_turns": 2,
                                          "expect": {"contains": "hello"}}],
                              {"name": "sim", "tools": "tools.py", "agent": "openai"}, {"tools.py": SIM_TOOLS})
-    measured, report = agent_eval(tmp_path, "--cases", str(cases_file), "--model", "agent-m",
-                                  "--user-model", "user-m", OPENAI_BASE_URL=srv.base_url)
-    assert measured.done.returncode == 2, measured.done.stderr
-    assert measured.max_rss_bytes < MEMORY_BOUND, measured.max_rss_bytes
-    run = runs_by_case(report)["talk"]
+    runs, _ = bombed(tmp_path, "--cases", str(cases_file), "--model", "agent-m",
+                     "--user-model", "user-m", OPENAI_BASE_URL=srv.base_url)
+    run = runs["talk"]
     assert run["status"] == "error"
     assert LIMIT in run["error"] and f"({srv.base_url}, model user-m)" in run["error"], run["error"]
 
@@ -148,10 +137,7 @@ def test_a_gzip_bomb_through_the_recording_endpoint_is_the_run_s_error(loopback,
                                          "expect": {"contains": "A"}} for c in ("bomb", "fine")],
                              {"name": "bridged", "tools": "tools.py", "agent": "agent.py:agent"},
                              {"tools.py": SIM_TOOLS, "agent.py": BRIDGED})
-    measured, report = agent_eval(tmp_path, "--cases", str(cases_file), "--base-url", srv.base_url)
-    assert measured.done.returncode == 2, measured.done.stderr
-    assert measured.max_rss_bytes < MEMORY_BOUND, measured.max_rss_bytes
-    runs = runs_by_case(report)
+    runs, _ = bombed(tmp_path, "--cases", str(cases_file), "--base-url", srv.base_url)
     assert runs["bomb"]["status"] == "error"
     assert runs["bomb"]["error"] == f"{LIMIT} ({srv.base_url}, model m)"
     assert runs["fine"]["status"] == "passed"

@@ -55,56 +55,46 @@ def test_helpers_that_left_the_process_group_do_not_outlive_the_command(tmp_path
 
 
 def test_sigterm_writes_the_partial_report_ends_every_process_and_exits_143(tmp_path: Path) -> None:
-    path, tag = suite(tmp_path, cases=6, sleep=3600)
-    out = tmp_path / "out"
-    proc = subprocess.Popen([CLI, "run", "--cases", str(path), "--output-dir", str(out), "--no-html",
-                             "--concurrency", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=clean_env(OPENAI_API_KEY=SECRET))
-    deadline = time.monotonic() + HANG_GUARD_S
     # Both runs in flight have their server and its two helpers (one in a session of its own).
-    while len(list(tmp_path.glob("started-*"))) < 2 or len(live_pids(tag)) < 4:
-        assert time.monotonic() < deadline and proc.poll() is None, "the runs never started"
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGTERM)
-    stdout, stderr = proc.communicate(timeout=HANG_GUARD_S)
-    done = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
-    assert done.returncode == 143, stdout + stderr
-    assert_clean(done, tmp_path, tag)
-    (report_path,) = out.glob("*.json")
-    report = orjson.loads(report_path.read_bytes())
-    assert report["interrupted"] is True and report["exit_code"] == 143
+    report = sigterm_mid_run(tmp_path, ["--concurrency", "2"], started=2, pids=4)
     assert [c["status"] for c in report["cases"]] == ["not_run"] * 6  # cancelled in flight: not journaled
-    assert f"--resume {report['run_id']}" in stderr
 
 
 @pytest.mark.parametrize("to_group", [False, True], ids=["driver", "group"])
 def test_sigterm_under_workers_stops_every_worker_and_server_and_writes_the_partial_report(tmp_path: Path,
                                                                                        to_group: bool) -> None:
     # SIGTERM reaches the driver alone (as `timeout` sends it), or its whole process group (as a shell's
-    # `kill -TERM -PGID` does).
-    sigterm_mid_run(tmp_path, ["--workers", "2"], to_group)
+    # `kill -TERM -PGID` does). Two cases finish at once; four runs are in flight, each with its server
+    # and the server's two helpers.
+    report = sigterm_mid_run(tmp_path, ["--concurrency", "4", "--workers", "2"], quick=2, started=6, pids=12,
+                             to_group=to_group)
+    statuses = {c["id"]: c["status"] for c in report["cases"]}
+    assert statuses == {"c0": "passed", "c1": "passed", **{f"c{n}": "not_run" for n in range(2, 6)}}
 
 
 def test_sigterm_under_ray_stops_every_actor_and_server_and_writes_the_partial_report(tmp_path: Path) -> None:
-    sigterm_mid_run(tmp_path, ["--ray", "--workers", "2"], to_group=False)
+    report = sigterm_mid_run(tmp_path, ["--concurrency", "4", "--ray", "--workers", "2"], quick=2, started=6,
+                             pids=12)
+    statuses = {c["id"]: c["status"] for c in report["cases"]}
+    assert statuses == {"c0": "passed", "c1": "passed", **{f"c{n}": "not_run" for n in range(2, 6)}}
 
 
-def sigterm_mid_run(tmp_path: Path, flags: list[str], to_group: bool) -> None:
-    """Six cases, at most four at once: two finish at once, four wait an hour; then SIGTERM. The two are
-    in the partial report, the four are not run, and no process of the command is left."""
+def sigterm_mid_run(tmp_path: Path, flags: list[str], *, started: int, pids: int, quick: int = 0,
+                    to_group: bool = False) -> dict:
+    """Six cases, the first `quick` of them done at once, the rest waiting an hour; SIGTERM once `started`
+    runs have begun and `pids` tagged processes live. Checks exit 143, no traceback, secret or process
+    left, and the resume hint; returns the partial report."""
     path, tag = suite(tmp_path, cases=6, sleep=3600)
     rows = orjson.loads(path.read_bytes())
-    for row in rows["cases"][:2]:
+    for row in rows["cases"][:quick]:
         row["metadata"]["sleep"] = 0
     path.write_bytes(orjson.dumps(rows))
     out = tmp_path / "out"
-    proc = subprocess.Popen([CLI, "run", "--cases", str(path), "--output-dir", str(out), "--no-html",
-                             "--concurrency", "4", *flags], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=clean_env(OPENAI_API_KEY=SECRET),
-                            start_new_session=to_group)
+    proc = subprocess.Popen([CLI, "run", "--cases", str(path), "--output-dir", str(out), "--no-html", *flags],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=clean_env(OPENAI_API_KEY=SECRET), start_new_session=to_group)
     deadline = time.monotonic() + HANG_GUARD_S
-    # Four runs in flight, each with its server and the server's two helpers; two finished.
-    while len(list(tmp_path.glob("started-*"))) < 6 or len(live_pids(tag)) < 12:
+    while len(list(tmp_path.glob("started-*"))) < started or len(live_pids(tag)) < pids:
         assert time.monotonic() < deadline and proc.poll() is None, "the runs never started"
         time.sleep(0.05)
     if to_group:
@@ -118,6 +108,5 @@ def sigterm_mid_run(tmp_path: Path, flags: list[str], to_group: bool) -> None:
     (report_path,) = out.glob("*.json")
     report = orjson.loads(report_path.read_bytes())
     assert report["interrupted"] is True and report["exit_code"] == 143
-    statuses = {c["id"]: c["status"] for c in report["cases"]}
-    assert statuses == {"c0": "passed", "c1": "passed", **{f"c{n}": "not_run" for n in range(2, 6)}}
     assert f"--resume {report['run_id']}" in stderr
+    return report
