@@ -27,7 +27,7 @@ async def _close_when_the_loop_ends(client: Any) -> AsyncIterator[None]:
         yield
     finally:
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(client.aclose(), 2.0)
+            await asyncio.wait_for(client.close_shared(), 2.0)
 
 
 async def _park(closer: AsyncIterator[None]) -> None:
@@ -51,15 +51,26 @@ def async_http_client() -> Any:
 
 
 def _new_async_client() -> Any:
-    """The SDK's aiohttp transport (about half the CPU per request of its default), else its default."""
+    """The SDK's aiohttp transport (about half the CPU per request of its default), else its default; a
+    run's client closing it leaves it open."""
     try:
-        from openai import DefaultAioHttpClient
-
-        return DefaultAioHttpClient()
+        from openai import DefaultAioHttpClient as base
+        client = _shared_class(base)()
     except (ImportError, RuntimeError):  # the SDK without its aiohttp extra
-        from openai import DefaultAsyncHttpxClient
+        from openai import DefaultAsyncHttpxClient as base
+        client = _shared_class(base)()
+    return client
 
-        return DefaultAsyncHttpxClient()
+
+def _shared_class(base: type) -> type:
+    class Shared(base):  # type: ignore[valid-type,misc]
+        async def aclose(self) -> None:  # a run's SDK client closing: the other runs still use it
+            return None
+
+        async def close_shared(self) -> None:
+            await super().aclose()
+
+    return Shared
 
 
 def sync_http_client() -> Any:
