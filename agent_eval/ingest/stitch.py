@@ -67,6 +67,7 @@ def stitch(traces: dict[str, list[Span]]) -> list[tuple[list[str], list[Span]]]:
     per_call = sorted((tid for tid, spans in traces.items() if _joinable(spans)),
                       key=lambda tid: traces[tid][0].start_ns)
     conversations: list[_Conversation] = []
+    by_first: dict[Key, list[_Conversation]] = {}  # the conversations by the first message of their tail
     for tid in per_call:
         spans = traces[tid]
         calls = [s for s in spans if operation(s) in INFERENCE_OPS]
@@ -74,15 +75,20 @@ def stitch(traces: dict[str, list[Span]]) -> list[tuple[list[str], list[Span]]]:
         inputs, outputs = _keys(input_messages(calls[0])), _keys(replies[:1])
         last_inputs = inputs if len(calls) == 1 else _keys(input_messages(calls[-1]))
         joined = None
-        for convo in sorted(conversations, key=lambda c: -len(c.tail)):
-            if convo.tail and inputs[:len(convo.tail)] == convo.tail:
+        # only a conversation whose tail starts as these inputs do can be continued by them
+        for convo in sorted(by_first.get(inputs[0], ()) if inputs else (), key=lambda c: -len(c.tail)):
+            if inputs[:len(convo.tail)] == convo.tail:
                 joined = convo
                 break
         if joined is None:
             joined = _Conversation([], [])
             conversations.append(joined)
+        else:
+            by_first[joined.tail[0]].remove(joined)
         joined.trace_ids.append(tid)
         joined.tail = last_inputs + outputs
+        if joined.tail:
+            by_first.setdefault(joined.tail[0], []).append(joined)
         joined.last_end = max(joined.last_end, max(s.end_ns for s in spans))
         for message in replies:
             joined.call_ids.update(c.call_id for c in message.calls if c.call_id)
