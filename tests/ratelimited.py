@@ -58,7 +58,7 @@ class RateLimitedServer(LoopbackServer):
                 return 0.0
             return (1.0 - self._tokens) / self.rate
 
-    async def _reply_to(self, request: dict, number: int) -> tuple[int, Any, dict]:
+    async def _reply_to(self, request: dict, number: int, responses: bool = False) -> tuple[int, Any, dict]:
         now = time.monotonic()
         self.first_at = self.first_at if self.first_at is not None else now
         self.last_at = now
@@ -75,7 +75,7 @@ class RateLimitedServer(LoopbackServer):
         if self.serve_s > 0:
             await asyncio.sleep(self.serve_s)
         self.served += 1
-        return await super()._reply_to(request, number)
+        return await super()._reply_to(request, number, responses)
 
     def _limited(self, wait: float, headers: dict[str, str]) -> tuple[int, Any, dict]:
         self.rate_limited += 1
