@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, ValidationError, field_validator
+from pydantic import (BaseModel, ConfigDict, Field, JsonValue, StrictFloat, StrictInt, StrictStr, ValidationError,
+                      field_validator)
 
 from agent_eval.errors import CaseFileError, Problem
 from agent_eval.flags import MAX_COUNT
@@ -59,11 +60,12 @@ class SuiteBlock(_Strict):
     judge: dict[str, Any] | None = None
     pricing: dict[str, dict[str, float]] | None = None
     defaults: Defaults | None = None
-    sensitive_tools: Any = None  # these four are checked by their own validators
-    escalation_tools: Any = None
-    policy: Any = None
-    user: Any = None
-    scorers: Any = None
+    # Any JSON here: their own validators check them and name the field (suite/validation_safety.py...)
+    sensitive_tools: JsonValue = None
+    escalation_tools: JsonValue = None
+    policy: JsonValue = None
+    user: JsonValue = None
+    scorers: JsonValue = None
     rate_limit: StrictStr | StrictInt | StrictFloat | None = None  # RPM[:BURST], like --rate-limit
 
     @field_validator("rate_limit")
