@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -101,14 +101,14 @@ _RETIRED: list[Any] = []
 CLOSE_GRACE_S = 2.0
 
 
-async def _close_when_the_loop_ends(client: Any) -> AsyncIterator[None]:
+async def close_when_the_loop_ends(close: Callable[[], Awaitable[Any]]) -> AsyncIterator[None]:
     """Parked at its yield; the event loop closes every such generator as it shuts down (asyncio.run,
-    and the runner's own loop, call shutdown_asyncgens), which closes the client's pool with it."""
+    and the runner's own loop, call shutdown_asyncgens), which calls `close` (a client's, a server's)."""
     try:
         yield
     finally:
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(client.close(), CLOSE_GRACE_S)
+            await asyncio.wait_for(close(), CLOSE_GRACE_S)
 
 
 def _http_client(base_url: str | None) -> Any:
@@ -145,7 +145,7 @@ async def shared_client(base_url: str | None, api_key: str | None) -> Any:
         client = _CLIENT_CLASS(base_url=base_url, api_key=api_key, max_retries=0,
                                http_client=_http_client(base_url))
         client.endpoint = redact_url((base_url or str(client.base_url)).rstrip("/")) or ""
-        closer = _close_when_the_loop_ends(client)
+        closer = close_when_the_loop_ends(client.close)
         await closer.__anext__()
         entry = _CLIENTS[key] = (loop, client, closer)
     return entry[1]

@@ -10,13 +10,13 @@ import asyncio
 import contextlib
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from agent_eval.llm import _was_refused, redact_url, shared_client
+from agent_eval.llm import _was_refused, close_when_the_loop_ends, redact_url, shared_client
 from agent_eval.provider import endpoints, retry
 from agent_eval.provider.bounded import BodyTooLarge
 from agent_eval.flags import MAX_MESSAGE_BYTES
@@ -330,14 +330,6 @@ _ENDPOINTS: dict[Any, Endpoint] = {}
 _STARTING: dict[Any, asyncio.Future] = {}
 
 
-async def _stop_when_the_loop_ends(endpoint: Endpoint) -> AsyncIterator[None]:
-    try:
-        yield
-    finally:
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(endpoint.stop(), 2.0)
-
-
 async def endpoint() -> Endpoint:
     """The running event loop's endpoint, started on first use and stopped when the loop shuts down."""
     loop = asyncio.get_running_loop()
@@ -351,7 +343,7 @@ async def endpoint() -> Endpoint:
     try:
         made = Endpoint()
         await made.start()
-        closer = _stop_when_the_loop_ends(made)
+        closer = close_when_the_loop_ends(made.stop)
         await closer.__anext__()
         made._closer = closer  # type: ignore[attr-defined]  # kept alive until the loop shuts down
         for old in [key for key in _ENDPOINTS if key.is_closed()]:
