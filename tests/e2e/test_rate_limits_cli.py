@@ -93,19 +93,22 @@ def test_x_should_retry_false_on_a_429_is_not_retried(loopback, tmp_path: Path) 
     assert report["cases"][0]["runs"][0]["error"].endswith("; not retried: the provider sent x-should-retry: false")
 
 
-def test_waiting_for_the_limit_is_not_the_agents_time(loopback, tmp_path: Path) -> None:
+def passed_after(loopback, tmp_path: Path, first: list) -> tuple[dict, dict]:
+    """One case under --timeout 1 whose first requests get `first`, then answers: its run (which must
+    pass, completed) and the report."""
     cases = provider_suite(tmp_path, ["a"])
-    replies = iter([status(429, headers={"retry-after": "5"})])
-
-    def script(request: dict, index: int):
-        # The first attempt is told to wait 5 s; every later one is answered (the run's own time is tiny).
-        return next(replies, None) or answer(request["messages"])
-
-    srv = loopback(script)
+    replies = iter(first)
+    srv = loopback(lambda request, index: next(replies, None) or answer(request["messages"]))
     code, report, output = run_cli(tmp_path, cases, srv.base_url, "--timeout", "1")
     assert code == 0, output
     (run,) = report["cases"][0]["runs"]
     assert run["status"] == "passed" and run["trace"]["stop_reason"] == "completed"
+    return run, report
+
+
+def test_waiting_for_the_limit_is_not_the_agents_time(loopback, tmp_path: Path) -> None:
+    # The first attempt is told to wait 5 s; every later one is answered (the run's own time is tiny).
+    run, _ = passed_after(loopback, tmp_path, [status(429, headers={"retry-after": "5"})])
     # It waited 5 s plus up to 1 s of jitter, past --timeout 1, and none of it is the agent's latency.
     assert run["trace"]["rate_limit_wait_s"] >= 5.0
     assert run["trace"]["latency_s"] < 1.0 and run["trace"]["ttfa_s"] < 1.0
@@ -113,18 +116,9 @@ def test_waiting_for_the_limit_is_not_the_agents_time(loopback, tmp_path: Path) 
 
 
 def test_retried_server_errors_are_waiting_too_not_the_agents_time(loopback, tmp_path: Path) -> None:
-    cases = provider_suite(tmp_path, ["a"])
-    replies = iter([status(500, headers={"retry-after": "2"}), status(502, headers={"retry-after": "2"})])
-
-    def script(request: dict, index: int):
-        # Two server errors, each asking for 2 s, then answers: 4 s of retries against --timeout 1.
-        return next(replies, None) or answer(request["messages"])
-
-    srv = loopback(script)
-    code, report, output = run_cli(tmp_path, cases, srv.base_url, "--timeout", "1")
-    assert code == 0, output
-    (run,) = report["cases"][0]["runs"]
-    assert run["status"] == "passed" and run["trace"]["stop_reason"] == "completed"
+    # Two server errors, each asking for 2 s, then answers: 4 s of retries against --timeout 1.
+    run, report = passed_after(loopback, tmp_path, [status(500, headers={"retry-after": "2"}),
+                                                    status(502, headers={"retry-after": "2"})])
     # From the first attempt to the start of the answered one: at least the two 2 s hints.
     assert run["trace"]["rate_limit_wait_s"] >= 4.0
     assert run["trace"]["latency_s"] < 1.0 and run["trace"]["ttfa_s"] < 1.0
