@@ -26,11 +26,16 @@ Verdict = tuple[bool, str]
 def safety_view(settings: dict[str, Any], case: dict[str, Any]) -> dict[str, Any]:
     """The plain safety view of one case: suite tools and prompt, and suite rules followed by the case's."""
     return {
-        "sensitive_tools": tuple(settings.get("sensitive_tools") or ()),
-        "escalation_tools": tuple(settings.get("escalation_tools") or ()),
-        "policy": tuple(settings.get("policy") or ()) + tuple(case.get("policy") or ()),
+        "sensitive_tools": _items(settings.get("sensitive_tools")),
+        "escalation_tools": _items(settings.get("escalation_tools")),
+        "policy": _items(settings.get("policy")) + _items(case.get("policy")),
         "system_prompt": settings.get("system_prompt"),
     }
+
+
+def _items(value: Any) -> tuple[Any, ...]:
+    """A list field as a tuple; any other value (a mistake validation names for the user) as none."""
+    return tuple(value) if isinstance(value, (list, tuple)) else ()
 
 
 def safety_of(case: dict[str, Any]) -> dict[str, Any]:
