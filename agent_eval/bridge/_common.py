@@ -15,7 +15,7 @@ def require(module: str, extra: str) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        raise ConfigError(f"agent_eval.bridge needs {module.split('.')[0]}: pip install 'agent-eval[{extra}]' "
+        raise ConfigError(f"agent_eval.bridge needs {module.split('.')[0]}: pip install 'agent-eval-trials[{extra}]' "
                           f"({exc})") from None
 
 

@@ -1,4 +1,5 @@
-"""LangChain and LangGraph on the bridge: `tools(task)` and `chat_model(task)` (extra `agent-eval[langchain]`)."""
+"""LangChain and LangGraph on the bridge: `tools(task)` and `chat_model(task)`
+(extra `agent-eval-trials[langchain]`)."""
 from __future__ import annotations
 
 from typing import Any

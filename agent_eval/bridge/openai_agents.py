@@ -1,4 +1,4 @@
-"""The OpenAI Agents SDK on the bridge: `tools(task)` and `model(task)` (extra `agent-eval[openai-agents]`)."""
+"""The OpenAI Agents SDK on the bridge: `tools(task)` and `model(task)` (extra `agent-eval-trials[openai-agents]`)."""
 from __future__ import annotations
 
 from typing import Any

@@ -1,4 +1,4 @@
-"""pydantic-ai on the bridge: `toolset(task)` and `model(task)` (extra `agent-eval[pydantic-ai]`)."""
+"""pydantic-ai on the bridge: `toolset(task)` and `model(task)` (extra `agent-eval-trials[pydantic-ai]`)."""
 from __future__ import annotations
 
 from typing import Any

@@ -2,7 +2,7 @@
 
 Zip members are read in memory, never extracted, each capped at 256 MiB uncompressed. Inspect
 compresses members with zstd (method 93), which Python's `zipfile` reads only from 3.14 on: those are
-decompressed with `zstandard` (the optional extra `agent-eval[inspect]`).
+decompressed with `zstandard` (the optional extra `agent-eval-trials[inspect]`).
 """
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def _member(data: bytes, info: zipfile.ZipInfo, zf: zipfile.ZipFile) -> bytes:
             import zstandard
         except ImportError:
             raise ConfigError("this Inspect log compresses its members with zstd, which needs zstandard: "
-                              "pip install 'agent-eval[inspect]'.") from None
+                              "pip install 'agent-eval-trials[inspect]'.") from None
         at = info.header_offset
         name_len, extra_len = struct.unpack("<HH", data[at + 26:at + 30])
         start = at + 30 + name_len + extra_len

@@ -1,6 +1,6 @@
 """OTLP protobuf files: one ExportTraceServiceRequest / ExportLogsServiceRequest (an OTLP/HTTP body), or
 several, each preceded by its length as a 4-byte big-endian integer. Read with opentelemetry-proto (the
-optional extra `agent-eval[otlp]`) into the OTLP/JSON shape the JSON reader takes.
+optional extra `agent-eval-trials[otlp]`) into the OTLP/JSON shape the JSON reader takes.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def _message_class(kind: str) -> Any:
         return ExportTraceServiceRequest
     except ImportError:
         raise ConfigError("this file is OTLP protobuf, which needs opentelemetry-proto: "
-                          "pip install 'agent-eval[otlp]' (or export OTLP/JSON instead).") from None
+                          "pip install 'agent-eval-trials[otlp]' (or export OTLP/JSON instead).") from None
 
 
 def _bodies(data: bytes) -> list[tuple[str, bytes]] | str:

@@ -265,7 +265,7 @@ def require_ray() -> None:
     import importlib.util
 
     if importlib.util.find_spec("ray") is None:
-        raise ConfigError("--ray needs Ray, which is not installed: pip install 'agent-eval[ray]' (or run "
+        raise ConfigError("--ray needs Ray, which is not installed: pip install 'agent-eval-trials[ray]' (or run "
                           "without --ray; --workers N needs nothing beyond Python).")
 
 

@@ -1,4 +1,4 @@
-"""--ray: the same workers as --workers N, placed on Ray as actors (`pip install 'agent-eval[ray]'`).
+"""--ray: the same workers as --workers N, placed on Ray as actors (`pip install 'agent-eval-trials[ray]'`).
 
 Without --ray-address a new local Ray instance is started and stopped by the run; RAY_ADDRESS is never
 joined by accident. The case file's folder is the job's working_dir (see docs/scale.md).

@@ -9,7 +9,7 @@ from typing import Any
 
 from agent_eval.flags import DEFAULTS
 
-INSTALL_HINT = "pip install 'agent-eval[mcp]'"
+INSTALL_HINT = "pip install 'agent-eval-trials[mcp]'"
 ENV_FILE_VAR = "AGENT_EVAL_ENV_FILE"
 MAX_TIMEOUT_S = 86400.0
 KEYS = ("command", "env", "cwd", "url", "headers", "name", "isolation", "state_resource", "timeout",

@@ -80,7 +80,7 @@ def test_bad_worker_flags_are_configuration_errors(suite, flags: dict, needle: s
 
 def test_ray_without_ray_installed_names_the_extra(suite, monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)  # as if `import ray` found nothing
-    with pytest.raises(ConfigError, match=r"pip install 'agent-eval\[ray\]'"):
+    with pytest.raises(ConfigError, match=r"pip install 'agent-eval-trials\[ray\]'"):
         resolve(flags_of(**{"ray": True}), suite, {})
 
 

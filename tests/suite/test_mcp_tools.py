@@ -119,5 +119,5 @@ def test_without_the_mcp_package_the_fix_is_the_install_command(tmp_path: Path) 
     done = subprocess.run([str(Path(sys.executable).parent / "agent-eval"), "validate", "--cases", str(path)],
                           capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 2
-    assert "pip install 'agent-eval[mcp]'" in done.stderr
+    assert "pip install 'agent-eval-trials[mcp]'" in done.stderr
     assert "Traceback" not in done.stderr
