@@ -36,7 +36,7 @@ def user_traceback(exc: BaseException) -> str | None:
         lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames),
                  *traceback.format_exception_only(type(exc), exc)]
         return "".join(lines).rstrip("\n")
-    except Exception:  # an exception whose str() raises, a frame without source: never stop a run
+    except Exception:  # noqa: BLE001 - an exception whose str() raises, a frame without source: never stop a run
         return None
 
 

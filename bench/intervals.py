@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agent_eval.score.intervals import counted_cases, suite_intervals  # noqa: E402
-from agent_eval.score.metrics import summarize  # noqa: E402
+from agent_eval.score.intervals import counted_cases, suite_intervals
+from agent_eval.score.metrics import summarize
 
 
 def run_row(rng: random.Random) -> dict:

@@ -42,7 +42,7 @@ class Collector:
         collector = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = orjson.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 if delay_s:
                     time.sleep(delay_s)

@@ -27,7 +27,7 @@ def _run(fn: Any, **args: Any) -> str:
     """Run one shop rule on the state; its exception is a tool error, worded as agent-eval words them."""
     try:
         result = fn(STATE, **args)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001
         raise ToolError(f"{type(exc).__name__}: {exc}") from None
     return json.dumps(result, ensure_ascii=False, separators=(",", ":"))
 

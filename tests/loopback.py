@@ -266,7 +266,7 @@ class LoopbackServer:
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=5)
 
-    def __enter__(self) -> LoopbackServer:  # noqa: PYI034
+    def __enter__(self) -> LoopbackServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

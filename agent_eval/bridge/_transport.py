@@ -63,7 +63,7 @@ def _new_async_client() -> Any:
 
 
 def _shared_class(base: type) -> type:
-    class Shared(base):  # type: ignore[valid-type,misc]
+    class Shared(base):
         async def aclose(self) -> None:  # a run's SDK client closing: the other runs still use it
             return None
 

@@ -20,11 +20,11 @@ def tools(task: Any) -> list[Any]:
             # The arguments go to the sandbox as the model sent them: it validates them, not LangChain.
             return (), {"call": (parse_arguments(tool_input), tool_call_id)}
 
-        async def _arun(self, *_: Any, **kwargs: Any) -> str:  # type: ignore[override]
+        async def _arun(self, *_: Any, **kwargs: Any) -> str:
             args, call_id = kwargs["call"]
             return await observe(task, self.name, args, call_id)
 
-        def _run(self, *_: Any, **kwargs: Any) -> str:  # type: ignore[override]
+        def _run(self, *_: Any, **kwargs: Any) -> str:
             args, call_id = kwargs["call"]
             return task._observation_sync(self.name, args, call_id)
 

@@ -128,7 +128,7 @@ def _null_with_cost(stat: Stat, cases: Runs) -> Stat:
     return stat
 
 
-_ONE: Callable[[dict], float] = lambda r: 1.0  # noqa: E731
+_ONE: Callable[[dict], float] = lambda r: 1.0
 
 METRICS: dict[str, Callable[[Runs, int], Stat]] = {
     "pass_at_1": _binomial_mean(lambda n, c, k: c / n, use_k=False),
@@ -176,7 +176,7 @@ def build_stat(name: str, cases: Runs, k: int) -> Stat:
         return METRICS[name](cases, k)
     *keys, stat = name.split(".")[1:]
     if stat in ("true_fraction", "true_count"):
-        hit = lambda r: float(scorer_value(r, keys) is True)  # noqa: E731  # missing counts as false
+        hit = lambda r: float(scorer_value(r, keys) is True)  # missing counts as false
         if stat == "true_count":
             return Stat("sum", num=np.array([math.fsum(map(hit, runs)) for runs in cases], float))
         return _ratio_of(hit, _ONE)(cases, k)

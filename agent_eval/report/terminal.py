@@ -346,6 +346,6 @@ def render_report(report: Report, console: Console, verbose: bool = False) -> No
     """Print the whole terminal report of a JSON report dict; `verbose` is -v."""
     for section in SECTIONS:
         if section in VERBOSE_SECTIONS:
-            section(report, console, verbose=verbose)  # type: ignore[call-arg]
+            section(report, console, verbose=verbose)
         else:
             section(report, console)

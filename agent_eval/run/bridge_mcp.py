@@ -116,7 +116,7 @@ class McpServer:
 async def attach_mcp(ctx: RunContext, link: RunLink) -> None:
     """Serve the run's tools at /r/<token>/mcp when the mcp package is installed (else mcp_url stays None)."""
     try:
-        import mcp.server.lowlevel  # noqa: F401
+        import mcp.server.lowlevel
         import mcp.server.streamable_http_manager  # noqa: F401
     except ImportError:
         return

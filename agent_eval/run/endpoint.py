@@ -225,7 +225,7 @@ class Endpoint:
             raise
         except _Failed as failed:  # the provider's failure after the retries: the agent gets it, the run knows
             return self._failed(web, link, entry, failed.error, client, model, failed.retries, started, failed.note)
-        except Exception as exc:  # not retried: the transport's own (an odd URL), or no client for the endpoint
+        except Exception as exc:  # noqa: BLE001 - not retried: the transport's own (an odd URL), or no client for the endpoint
             return self._failed(web, link, entry, exc, client, model, max(0, count[0] - 1), started)
 
     async def _send(self, client: Any, request: Any, path: str, raw: bytes, stream: bool) -> Any:

@@ -182,7 +182,7 @@ class Sandbox:
         if error is None:
             try:
                 output = self._observed(name, await self.tools.invoke(name, args, self.env))
-            except BaseException as exc:  # noqa: BLE001 - any exception of a tool is its tool error
+            except BaseException as exc:  # any exception of a tool is its tool error
                 if isinstance(exc, asyncio.CancelledError) and is_cancelling():
                     raise  # a real cancellation (--timeout, Ctrl-C) ends the run
                 error, error_tb = _tool_error(exc)

@@ -97,7 +97,7 @@ class PythonSimulator:
         try:
             # A sync simulator runs in a daemon thread, so it never blocks the other runs (or their clocks).
             value = await (self.fn(sim) if self.is_async else in_daemon_thread(self.fn, sim))
-        except BaseException as exc:  # noqa: BLE001 - the simulator's bug (SystemExit too): an infrastructure error
+        except BaseException as exc:  # the simulator's bug (SystemExit too): an infrastructure error
             if isinstance(exc, asyncio.CancelledError) and is_cancelling():
                 raise  # a real cancellation (timeout, Ctrl-C)
             self.usage.errors += 1

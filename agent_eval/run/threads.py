@@ -83,7 +83,7 @@ def run_in_thread(fn: Callable[..., Any], *args: Any, name: str = "agent-eval-wo
         threading.current_thread().name = name
         try:
             value, exc = fn(*args), None
-        except Exception as caught:  # handed to the event loop, which decides
+        except Exception as caught:  # noqa: BLE001 - handed to the event loop, which decides
             value, exc = None, caught
         except BaseException as caught:  # noqa: BLE001 - user code's SystemExit must not end the process
             value, exc = None, UserBaseException(caught)

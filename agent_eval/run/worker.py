@@ -154,7 +154,7 @@ def process_main(conn: Connection, init: WorkerInit) -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     try:
         asyncio.run(_serve(conn, init))
-    except BaseException:  # a bug: the driver shows it, this process only ends
+    except BaseException:  # noqa: BLE001 - a bug: the driver shows it, this process only ends
         _send(conn, CRASHED + traceback.format_exc().encode())
     sys.stdout.flush()
     sys.stderr.flush()

@@ -166,7 +166,7 @@ class ScorerSet:
                 if inspect.isawaitable(result):
                     result = await result
                 row = as_row(s.name, result)
-            except BaseException as exc:  # noqa: BLE001 - the scorer's bug (SystemExit too): recorded on the run
+            except BaseException as exc:  # the scorer's bug (SystemExit too): recorded on the run
                 if isinstance(exc, asyncio.CancelledError) and is_cancelling():
                     raise  # a real cancellation (Ctrl-C), not the scorer's own
                 values[s.name] = None
@@ -249,7 +249,7 @@ def scorer_of(spec: str, obj: Any) -> LoadedScorer:
                               "subclass it, or name a function")
         try:
             obj = obj()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001
             raise ScorerError(f"scorer {spec!r} cannot be created without arguments "
                               f"({describe(exc)}); give its __init__ defaults") from None
     if isinstance(obj, Scorer):

@@ -79,7 +79,7 @@ def _custom_summary(name: str, summarize: Any, rows: list[dict | None]) -> dict[
     try:
         result = summarize(rows)
         orjson.dumps(result)  # it goes into the JSON report as it is
-    except Exception as exc:  # a bug in the user's summarize must not lose the report
+    except Exception as exc:  # noqa: BLE001 - a bug in the user's summarize must not lose the report
         return {"summarize_error": describe(exc)}
     if isinstance(result, dict):
         return dict(result)

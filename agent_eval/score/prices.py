@@ -24,7 +24,7 @@ def _genai_price(model: str) -> TokenPrice | None:
         from genai_prices import Usage, calc_price
 
         model_price = calc_price(Usage(input_tokens=0, output_tokens=0), model_ref=model).model_price
-    except Exception:  # LookupError for an unknown model; any failure of the database means "no price"
+    except Exception:  # noqa: BLE001 - LookupError for an unknown model; any failure of the database means "no price"
         return None
     per_in, per_out = model_price.input_mtok, model_price.output_mtok
     if isinstance(per_in, (Decimal, type(None))) and isinstance(per_out, (Decimal, type(None))):

@@ -131,7 +131,7 @@ class Connection:
                 self._session = session
                 self._ready.set()
                 await self._stop.wait()
-        except BaseException as exc:  # noqa: BLE001 - any end of the session is the server's failure
+        except BaseException as exc:  # any end of the session is the server's failure
             self._failure = exc
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise

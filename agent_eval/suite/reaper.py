@@ -86,7 +86,7 @@ def _reap_orphans() -> None:
     subprocess = sys.modules.get("subprocess")
     waited = set(_OWNED)
     if multiprocessing is not None:
-        waited.update(p.pid for p in multiprocessing.process._children if p.pid)  # type: ignore[attr-defined]
+        waited.update(p.pid for p in multiprocessing.process._children if p.pid)
     if subprocess is not None:
         waited.update(p.pid for p in getattr(subprocess, "_active", None) or ())
     me = os.getpid()

@@ -8,7 +8,7 @@ from agent_eval.score.judge import judged_fields
 from agent_eval.score.env_checks import ENV_OPS
 from agent_eval.score.matchers import is_literal, validate_matcher
 from agent_eval.score.checks import CHECK_FAMILIES
-from agent_eval.suite.fields import args_key_problems, expect_problems, unknown_key_message  # noqa: F401
+from agent_eval.suite.fields import args_key_problems, expect_problems, unknown_key_message
 from agent_eval.suite.validation_safety import validate_case_safety
 from agent_eval.suite.validation_scenario import validate_scenario_fields
 from agent_eval.suite.validation_vacuous import vacuous_checks

@@ -142,7 +142,7 @@ class _Collector:
         collector = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 received.append((dict(self.headers), orjson.loads(body)))
                 self.send_response(code)
@@ -154,7 +154,7 @@ class _Collector:
                 except OSError:  # the client read the status and left, as it should
                     pass
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 body = str(len(collector.trace_ids())).encode()
                 self.send_response(200)
                 self.send_header("Content-Length", str(len(body)))

@@ -24,7 +24,7 @@ class HeldCollector:
         collector = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = orjson.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 collector.release.wait()
                 for rs in body["resourceSpans"]:

@@ -67,7 +67,7 @@ def test_a_hung_sync_agent_is_cut_and_its_late_tool_call_raises_and_is_not_recor
         try:
             task.call_tool("bump")
             late.append(None)
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001
             late.append(exc)
         finished.set()
         return "done"
@@ -100,7 +100,7 @@ def test_the_frozen_trace_ignores_a_tool_that_finishes_after_the_timeout():
         try:
             task.call_tool("slow")
             outcome.append(None)
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001
             outcome.append(exc)
         finished.set()
         return "done"

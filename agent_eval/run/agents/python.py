@@ -173,7 +173,7 @@ class PythonAgent:
             raise AgentStop("agent_error", describe(exc), user_traceback(exc)) from None
         except UserBaseException as exc:
             raise AgentStop("agent_error", str(exc), user_traceback(exc.original)) from None
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001
             if _is_provider_error(exc):
                 raise ProviderError(f"{describe(exc)}{_endpoint_of(exc)}") from None
             raise AgentStop("agent_error", describe(exc), user_traceback(exc)) from None
