@@ -19,14 +19,17 @@ demo: $(STAMP)
 	@rc=0; $(VENV)/bin/agent-eval run --cases cases/mcp_cases.json --no-judge || rc=$$?; \
 	  echo "agent-eval exited $$rc (0 = all passed, 1 = some cases failed, 2 = error)"; test $$rc -le 1
 
+# pytest runs on every core (pytest-xdist), at most 4 workers; `make test JOBS=1` runs in one process.
+JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
+
 test: $(STAMP)
 	$(PY) -m ruff check agent_eval tests bench cases
 	$(PY) -m mypy agent_eval
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(JOBS) --dist worksteal --durations=15
 
-# The unit tests only (no CLI subprocess, no browser): the quick loop while editing.
+# The unit tests only (in-process: no CLI subprocess, no browser): the quick loop while editing.
 test-fast: $(STAMP)
-	$(PY) -m pytest -m unit
+	$(PY) -m pytest -n $(JOBS) --dist worksteal -m unit
 
 lint: $(STAMP)
 	$(PY) -m ruff check agent_eval tests bench

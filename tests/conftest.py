@@ -1,11 +1,22 @@
 """Shared fixtures. Tests import the loopback server as `from tests.loopback import ...`.
 
+The CLI in a test: `from tests.cli import run_cli` calls `agent-eval ARGS...` in this process and returns
+`CliResult(exit_code, stdout, stderr)` (`.returncode` too); it is the default. `run_cli_process` (same
+arguments, same result) starts the installed script, for a test of the process itself: signals, exit
+codes on signals, process trees, what a fresh interpreter imports, the installed wheel.
+
+The suite runs on every core (`make test` passes `-n`, pytest-xdist): a test takes its ports from the
+system (port 0), its files from tmp_path, and never writes into the repository.
+
 The repository root is put on sys.path here so that import works however pytest is started
 (`make test`, `.venv/bin/pytest`, or from another directory).
 """
 from __future__ import annotations
 
+import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -17,13 +28,27 @@ if str(ROOT) not in sys.path:
 
 from tests.loopback import LoopbackServer, Script  # noqa: E402
 
+_CACHE = pytest.StashKey[str]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The judge's cache of every test that does not choose its own is this process's (each xdist worker
+    has one), never the user's ~/.cache nor a folder shared by parallel workers."""
+    config.stash[_CACHE] = tempfile.mkdtemp(prefix="agent-eval-tests-cache-")
+    os.environ["XDG_CACHE_HOME"] = config.stash[_CACHE]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _CACHE in config.stash:
+        shutil.rmtree(config.stash[_CACHE], ignore_errors=True)
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark each test by where it lives: tests/e2e/ is `e2e`, the browser tests `browser`, the rest `unit`
-    (except those marked `slow`, which `make test` runs and `make test-fast` leaves out)."""
+    """Mark each test by where it lives: tests/e2e/ is `e2e`, a `*_browser.py` file `browser`, the rest
+    `unit` (except those marked `slow`, which `make test` runs and `make test-fast` leaves out)."""
     for item in items:
         path = Path(str(item.fspath)).resolve()
-        if path.name == "test_html_browser.py":
+        if path.name.endswith("_browser.py"):
             item.add_marker(pytest.mark.browser)
         elif "e2e" in path.relative_to(ROOT).parts:
             item.add_marker(pytest.mark.e2e)
