@@ -90,6 +90,15 @@ def finish(results: Results, suite: Suite, cfg: RunConfig, agent_name: str, run_
            sender: RunSender | None = None) -> int:
     """Build the report of `results`, write it with every extra output, print it; a second Ctrl-C here
     exits at once. `sender` is the --otlp-endpoint sender the runs were offered to as they finished."""
+    return finish_report(results, suite, cfg, agent_name, run_id, created_at, interrupted, console, err,
+                         stop_code, sender)[0]
+
+
+def finish_report(results: Results, suite: Suite, cfg: RunConfig, agent_name: str, run_id: str, created_at: str,
+                  interrupted: bool, console: Console | None, err: Console, stop_code: int = EXIT_INTERRUPTED,
+                  sender: RunSender | None = None) -> tuple[int, Report | None]:
+    """`finish`, returning the report too (None when the journal failed); with no `console` nothing is
+    printed but the warnings, which go to `err`."""
     from agent_eval.run.journal import append_usage, read_usage
     from agent_eval.score.metrics import summarize
     from agent_eval.score.prices import price_sources
@@ -101,7 +110,7 @@ def finish(results: Results, suite: Suite, cfg: RunConfig, agent_name: str, run_
             say(err, f"error: cannot write the journal {results.journal.path} ({results.journal.failed}); the "
                      "run took no new runs after that, and no report was written. The runs it flushed are "
                      f"kept: once the disk has room, finish with: {resume_hint(run_id, cfg.output_dir)}")
-            return EXIT_ERROR
+            return EXIT_ERROR, None
         entries = results.case_entries()
         rows = [{"id": e["id"], "status": e["status"], "runs": e["runs"]} for e in entries]
         report = build_report(run_id=run_id, created_at=created_at, suite=suite.name, agent=agent_name,
@@ -145,7 +154,7 @@ def finish(results: Results, suite: Suite, cfg: RunConfig, agent_name: str, run_
         if interrupted:
             say(err, f"Interrupted. Finished runs are saved in {results.journal.path}; "
                      f"resume with: {resume_hint(run_id, cfg.output_dir)}")
-        return code
+        return code, report
     except KeyboardInterrupt:
         sys.stderr.write("interrupted again: exiting now\n")
         from agent_eval.run.interrupt import kill_servers
@@ -154,7 +163,7 @@ def finish(results: Results, suite: Suite, cfg: RunConfig, agent_name: str, run_
         os._exit(stop_code)
 
 
-def conclude(report: Report, run_bytes: RunBytes, outputs: Any, console: Console, err: Console, *,
+def conclude(report: Report, run_bytes: RunBytes, outputs: Any, console: Console | None, err: Console, *,
              interrupted: bool = False, stop_code: int = EXIT_INTERRUPTED, baseline: Path | None = None,
              gates: Sequence[str] = (),
              verbose: bool = False, quiet: bool = False, abandoned: bool = False,
@@ -162,7 +171,8 @@ def conclude(report: Report, run_bytes: RunBytes, outputs: Any, console: Console
              sender: RunSender | None = None) -> int:
     """Gate, decide the exit code, write the JSON report and every extra output, print; the exit code.
 
-    `outputs` is a RunConfig or an `Outputs`; `notes` are printed after the report, before the files."""
+    `outputs` is a RunConfig or an `Outputs`; `notes` are printed after the report, before the files.
+    With no `console` (the library's `run_suite`) nothing is printed but the warnings, which go to `err`."""
     from agent_eval.report.baseline import gate_against
     from agent_eval.report.files import report_path_of, write_json_report
     from agent_eval.report.outputs import write_extras
@@ -191,12 +201,13 @@ def conclude(report: Report, run_bytes: RunBytes, outputs: Any, console: Console
             f"`{resume_hint(report['run_id'], outputs.output_dir)}` writes the report.")
         return EXIT_ERROR
     written = write_extras(dict(report), path, run_bytes, outputs, lambda line: say(err, line), sender)
-    if not quiet or interrupted:
-        render_report(dict(report), console, verbose=verbose)
-    else:
-        console.print(verdict_text(dict(report)))  # --quiet still says how the run ended
-    for line in [*notes, f"{label}: {path}", *written]:
-        say(console, line)
+    if console is not None:
+        if not quiet or interrupted:
+            render_report(dict(report), console, verbose=verbose)
+        else:
+            console.print(verdict_text(dict(report)))  # --quiet still says how the run ended
+        for line in [*notes, f"{label}: {path}", *written]:
+            say(console, line)
     from agent_eval.score.usage import usage_warning
 
     warning = usage_warning(report)

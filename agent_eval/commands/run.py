@@ -5,19 +5,20 @@ import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from rich.console import Console
 from rich.markup import escape
 
 import agent_eval.llm as llm
-from agent_eval.commands.conclude import finish, offer_runs, say
+from agent_eval.commands.conclude import finish_report, offer_runs, say
 from agent_eval.commands.prepare import Prepared, check_baseline, check_judge, make_output_dir, prepare
 from agent_eval.errors import ConfigError
 from agent_eval.flags import Flags
+from agent_eval.records import Report
 from agent_eval.provider import endpoints
 from agent_eval.provider.endpoints import WindowBoard
-from agent_eval.report.files import history_path_of, journal_path_of
+from agent_eval.report.files import history_path_of, journal_path_of, report_path_of
 from agent_eval.report.model import new_run_id, now_iso
 from agent_eval.run.agents import kind_of
 from agent_eval.run.config import RunConfig, require_llm
@@ -77,6 +78,20 @@ def _select_last_failed(flags: Flags, cfg: RunConfig, cases: list[dict[str, Any]
 
 def run_command(flags: Flags, console: Console, err: Console) -> int:
     """Run a suite and return the exit code."""
+    return play_suite(flags, console, err).code
+
+
+class Played(NamedTuple):
+    """What `play_suite` did: the exit code, the report (None when the journal failed) and its file."""
+
+    code: int
+    report: Report | None
+    path: Path
+
+
+def play_suite(flags: Flags, console: Console | None, err: Console) -> Played:
+    """Run a suite and write its report. With no `console` (the library's `run_suite`) there is no
+    progress display and no report on the terminal."""
     resumed = None
     if flags.resume:
         from agent_eval.run.resume import open_resume
@@ -152,8 +167,9 @@ def run_command(flags: Flags, console: Console, err: Console) -> int:
                 if progress:
                     progress.stop()
                 journal.close()
-            return finish(runner, suite, cfg, agent.name, run_id, created_at, interrupted, console, err,
-                          stop_code=interrupts.exit_code, sender=sender)
+            code, report = finish_report(runner, suite, cfg, agent.name, run_id, created_at, interrupted, console,
+                                         err, stop_code=interrupts.exit_code, sender=sender)
+            return Played(code, report, report_path_of(cfg.output_dir, run_id))
     finally:
         if pool is not None:
             pool.on_close()
@@ -225,8 +241,8 @@ def _window_display(progress: Any, err: Console, quiet: bool, board: WindowBoard
     return show
 
 
-def _progress(console: Console, cfg: RunConfig) -> Any:
-    if cfg.quiet or not console.is_terminal:
+def _progress(console: Console | None, cfg: RunConfig) -> Any:
+    if console is None or cfg.quiet or not console.is_terminal:
         return None
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 

@@ -1,0 +1,96 @@
+"""`agent_eval.run_suite(...)`: `agent-eval run` as a function that returns the report and never prints.
+
+The command line is this plus the terminal and the exit code. Warnings that `run` prints on stderr go to
+the `agent_eval` logger here; a user mistake raises CaseFileError or ConfigError, as it is exit 2 there.
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import dataclasses
+import io
+import logging
+import os
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+import orjson
+from rich.console import Console
+
+from agent_eval.errors import ConfigError
+from agent_eval.flags import DEFAULTS, Flags
+from agent_eval.records import Report
+
+logger = logging.getLogger("agent_eval")
+logger.addHandler(logging.NullHandler())  # a library prints nothing unless its user configures logging
+
+# Flags that only other commands take, or that only the command line's own machinery sets.
+_NOT_SETTINGS = frozenset({"cases", "explicit", "traces", "format", "report", "judge_repeat", "logs",
+                           "last_failed_ids", "agent_dir", "quiet", "verbose"})
+SETTINGS = tuple(f.name for f in dataclasses.fields(Flags) if f.name not in _NOT_SETTINGS)
+"""The keyword arguments `run_suite` takes: `run`'s flags, spelled as Python names."""
+
+T = TypeVar("T")
+
+
+def flags_for(cases: str | Path, settings: Mapping[str, Any], where: str = "run_suite") -> Flags:
+    """The Flags of `run --cases CASES` with `settings` given as flags; an unknown name is a ConfigError."""
+    unknown = sorted(set(settings) - set(SETTINGS))
+    if unknown:
+        raise ConfigError(f"{where}() got the unknown setting{'s' if len(unknown) > 1 else ''} "
+                          f"{', '.join(unknown)}; it takes {', '.join(SETTINGS)}.")
+    values: dict[str, Any] = {}
+    for name, value in settings.items():
+        if value is None:
+            continue
+        if name in ("filter", "gate"):
+            value = (value,) if isinstance(value, str) else tuple(value)
+        elif name in ("output_dir", "junit", "markdown", "otel") and not isinstance(value, Path):
+            value = Path(value)
+        values[name] = value
+    return Flags(cases=Path(cases), **values, quiet=True, explicit=frozenset(values))
+
+
+def run_suite(cases: str | Path = DEFAULTS.cases, **settings: Any) -> Report:
+    """Run a suite as `agent-eval run --cases CASES` does and return its report (what the JSON file holds).
+
+    Settings are `run`'s flags as keyword arguments (`repeat=3`, `no_judge=True`, `filter=["faq"]`,
+    `output_dir="reports"`, ...), then the environment and the suite block, as for `run`. Never prints or
+    exits: the verdict is `report["exit_code"]`; a user mistake raises CaseFileError or ConfigError.
+    """
+    flags = flags_for(cases, settings)
+    return off_running_loop(lambda: play_quietly(flags))
+
+
+def play_quietly(flags: Flags) -> Report:
+    """Play `flags` as `run` does with no terminal, and read back the report it wrote."""
+    from agent_eval.commands.run import play_suite
+    from agent_eval.suite.imports import load_plugins
+
+    load_plugins(os.environ)
+    said = io.StringIO()
+    played = play_suite(flags, None, Console(file=said, width=10_000, color_system=None))
+    lines = [line for line in said.getvalue().splitlines() if line.strip()]
+    if played.report is None or not played.path.is_file():
+        raise ConfigError(" ".join(lines) or "the run wrote no report")
+    log_lines(lines)
+    report: Report = orjson.loads(played.path.read_bytes())
+    return report
+
+
+def log_lines(lines: Iterable[str]) -> None:
+    """What `run` would print on stderr, as warnings of the `agent_eval` logger."""
+    for line in lines:
+        logger.warning("%s", line)
+
+
+def off_running_loop(fn: Callable[[], T]) -> T:
+    """`fn()`, in a thread of its own when this thread runs an event loop (a notebook, an async test):
+    a run plays on an event loop of its own."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return fn()
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="agent-eval") as pool:
+        return pool.submit(fn).result()

@@ -1,0 +1,71 @@
+"""`agent_eval.run_suite(...)`: `run` as a function that returns the report, prints nothing and never exits."""
+from __future__ import annotations
+
+import asyncio
+import io
+from pathlib import Path
+
+import orjson
+import pytest
+from rich.console import Console
+
+import agent_eval
+from agent_eval.commands.run import run_command
+from agent_eval.errors import CaseFileError, ConfigError
+from tests.builders import flags_of, write_suite
+
+AGENT = '''
+def agent(task):
+    return "the answer is 42" if "answer" in task.input else "no idea"
+'''
+CASES = [{"id": "knows", "query": "the answer?", "expect": {"contains": "42"}},
+         {"id": "guesses", "query": "a riddle", "expect": {"contains": "42"}, "tags": ["riddle"]}]
+
+
+def suite(tmp_path: Path) -> Path:
+    return write_suite(tmp_path, CASES, {"agent": "agent.py:agent"}, {"agent.py": AGENT})
+
+
+def test_run_suite_returns_the_report_run_writes_and_prints_nothing(tmp_path: Path,
+                                                                      capfd: pytest.CaptureFixture[str]) -> None:
+    report = agent_eval.run_suite(suite(tmp_path), repeat=2, output_dir=tmp_path / "lib")
+    assert capfd.readouterr() == ("", "")
+    assert report["exit_code"] == 1  # "guesses" fails
+    assert [(c["id"], c["status"]) for c in report["cases"]] == [("knows", "passed"), ("guesses", "failed")]
+    assert report["settings"]["repeat"] == 2 and report["settings"]["sources"]["repeat"] == "flag"
+    written = orjson.loads((tmp_path / "lib" / f"{report['run_id']}.json").read_bytes())
+    assert report == written  # the dict `run` writes, traces included
+    assert written["cases"][0]["runs"][0]["trace"]["final_answer"] == "the answer is 42"
+    assert {p.suffix for p in (tmp_path / "lib").iterdir()} >= {".json", ".jsonl", ".html", ".sqlite"}
+
+    # `run` is the same plus the terminal and the exit code: the same statuses and summary figures.
+    out = io.StringIO()
+    code = run_command(flags_of(cases=suite(tmp_path), repeat=2, output_dir=tmp_path / "cli"),
+                       Console(file=out, width=200), Console(file=io.StringIO()))
+    assert code == report["exit_code"] and "guesses" in out.getvalue()
+    cli = orjson.loads(next((tmp_path / "cli").glob("*.json")).read_bytes())
+    assert [(c["id"], c["status"], c["pass_rate"]) for c in cli["cases"]] == [
+        (c["id"], c["status"], c["pass_rate"]) for c in report["cases"]]
+    for key in ("cases_passed", "cases_failed", "pass_at_1", "pass_hat_k"):
+        assert cli["summary"][key] == report["summary"][key], key
+
+
+def test_run_suite_takes_runs_flags_as_keywords(tmp_path: Path) -> None:
+    report = agent_eval.run_suite(suite(tmp_path), filter="riddle", output_dir=tmp_path / "r")
+    assert [c["id"] for c in report["cases"]] == ["guesses"]
+    with pytest.raises(ConfigError, match="unknown setting repeats"):
+        agent_eval.run_suite(suite(tmp_path), repeats=2)
+
+
+def test_run_suite_raises_user_mistakes(tmp_path: Path) -> None:
+    bad = write_suite(tmp_path, [{"id": "x", "query": "q", "expect": {"contains": "a"}, "tgas": []}],
+                      {"agent": "agent.py:agent"}, {"agent.py": AGENT})
+    with pytest.raises(CaseFileError, match="tgas"):
+        agent_eval.run_suite(bad, output_dir=tmp_path / "r")
+
+
+def test_run_suite_inside_a_running_event_loop(tmp_path: Path) -> None:
+    async def main() -> int | None:
+        return agent_eval.run_suite(suite(tmp_path), output_dir=tmp_path / "r")["exit_code"]
+
+    assert asyncio.run(main()) == 1
