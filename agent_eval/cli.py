@@ -14,8 +14,28 @@ from agent_eval.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_TERMINATED, Cas
 from agent_eval.flags import DEFAULTS, MAX_COUNT, Flags
 from agent_eval.report.console import SafeConsole
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="A benchmark runner for tool-calling AI agents.")
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)  # help: main_options
+
+
+DISTRIBUTION = "agent-eval-trials"  # the name on PyPI (`agent-eval` there is another project)
+
+
+def print_version(wanted: bool) -> None:
+    """`--version`: `agent-eval <version>` from the installed distribution's metadata, exit 0."""
+    if wanted:
+        from importlib.metadata import PackageNotFoundError, version
+        try:
+            number = version(DISTRIBUTION)
+        except PackageNotFoundError:  # a source tree that was never installed
+            number = f"unknown ({DISTRIBUTION} is not installed: pip install PATH installs it)"
+        typer.echo(f"agent-eval {number}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def main_options(version: bool = typer.Option(False, "--version", is_eager=True, callback=print_version,
+                                              help="Print agent-eval's version and exit.")) -> None:
+    """A benchmark runner for tool-calling AI agents."""
 
 
 def make_console(stderr: bool = False) -> SafeConsole:
@@ -43,8 +63,6 @@ OTLP_HELP = "Also POST each run's trace here as OTLP/HTTP JSON (e.g. http://127.
 LOGS_HELP = "An OTLP logs export whose GenAI events hold the traces' messages."
 JUDGE_TIMEOUT_HELP = ("Seconds each judge or simulator request may take, retries included "
                       f"(default {DEFAULTS.judge_timeout:g}).")
-
-
 RATE_LIMIT_HELP = ("RPM[:BURST]: at most RPM requests a minute to the agent's endpoint, BURST at once "
                    "(AGENT_EVAL_RATE_LIMIT, the suite's rate_limit; default: none, the window adapts).")
 JUDGE_RATE_LIMIT_HELP = "RPM[:BURST] for the judge's and the simulator's endpoints (default: none)."
@@ -113,7 +131,7 @@ def run(
     max_steps: int | None = typer.Option(None, "--max-steps", help=MAX_STEPS_HELP),
     timeout: float | None = typer.Option(None, "--timeout", help="Seconds one run may take (default: none)."),
     output_dir: Path | None = typer.Option(None, "--output-dir", help=OUTPUT_DIR_HELP),
-    quiet: bool = typer.Option(False, "--quiet", help="No progress bar; print only the verdict line."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar; print only the verdict line."),
     baseline: str | None = typer.Option(None, "--baseline", help="Gate against this report (or `last`)."),
     junit: Path | None = typer.Option(None, "--junit", help="Also write JUnit XML here."),
     markdown: Path | None = typer.Option(None, "--markdown", help="Also append a Markdown summary here."),
@@ -196,7 +214,7 @@ def rescore(
     judge_timeout: float | None = judge_timeout_option(),
     junit: Path | None = typer.Option(None, "--junit", help="Also write JUnit XML here."),
     markdown: Path | None = typer.Option(None, "--markdown", help="Also append a Markdown summary here."),
-    quiet: bool = typer.Option(False, "--quiet", help="Print only the verdict line."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only the verdict line."),
     otel: Path | None = typer.Option(None, "--otel", help=OTEL_HELP),
     otlp_endpoint: str | None = typer.Option(None, "--otlp-endpoint", help=OTLP_HELP),
 ) -> None:
@@ -307,7 +325,7 @@ def score(
     junit: Path | None = typer.Option(None, "--junit", help="Also write JUnit XML here."),
     markdown: Path | None = typer.Option(None, "--markdown", help="Also append a Markdown summary here."),
     no_html: bool = typer.Option(False, "--no-html", help="Do not write the HTML page."),
-    quiet: bool = typer.Option(False, "--quiet", help="Print only the verdict line."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only the verdict line."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Every failed check, and the whole case table."),
     otel: Path | None = typer.Option(None, "--otel", help=OTEL_HELP),
     otlp_endpoint: str | None = typer.Option(None, "--otlp-endpoint", help=OTLP_HELP),

@@ -25,3 +25,16 @@ def test_no_install_hint_names_the_unrelated_project():
     assert hits == []
     readme = (ROOT / "README.md").read_text()
     assert f"pip install '{DIST}[mcp]'" in readme or f"'{DIST}[mcp]'" in (ROOT / "docs" / "mcp.md").read_text()
+
+
+def test_version_prints_the_installed_distributions_version():
+    from importlib.metadata import version
+
+    from typer.testing import CliRunner
+
+    from agent_eval.cli import app
+
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.output == f"agent-eval {version(DIST)}\n"
+    assert version(DIST) == tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]

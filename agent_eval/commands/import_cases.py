@@ -16,8 +16,6 @@ def import_command(fmt: str, source: Path, out: Path | None, tools: str | None, 
     mapped, bad, notes = map_records(fmt, source, logs)
     mapped = unique(screen(mapped, bad), bad)
     out_dir = out.parent if out is not None else Path.cwd()
-    if out is not None and not out_dir.is_dir():
-        raise ConfigError(f"--out {out}: the folder {out_dir} does not exist; create it or pick another path.")
     ref = tools_ref(tools, out_dir) if tools else None
     if mapped:
         mapped = validate(mapped, ref, out_dir, bad)
@@ -30,6 +28,7 @@ def import_command(fmt: str, source: Path, out: Path | None, tools: str | None, 
         console.file.write(data.decode())
         console.file.flush()
     else:
+        out_dir.mkdir(parents=True, exist_ok=True)
         tmp = out.with_name(out.name + ".tmp")
         tmp.write_bytes(data)
         os.replace(tmp, out)

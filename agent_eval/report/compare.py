@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from agent_eval.report.files import make_parent, write_atomic
 from agent_eval.report.gate_table import VERDICT_STYLE, format_value
 
 VERDICT_MARK = {"regressed": "▼ regressed", "improved": "▲ improved", "no significant change": "~", "n/a": "n/a"}
@@ -131,7 +132,7 @@ def matrix_markdown(matrix: dict) -> str:
 
 def write_matrix_markdown(matrix: dict, path: Path) -> None:
     """Append the matrix to path (as $GITHUB_STEP_SUMMARY expects), in one write."""
-    with open(path, "a", encoding="utf-8") as f:
+    with open(make_parent(path), "a", encoding="utf-8") as f:
         f.write(matrix_markdown(matrix) + "\n")
 
 
@@ -171,10 +172,5 @@ def matrix_html(matrix: dict) -> str:
 
 
 def write_matrix_html(matrix: dict, path: Path) -> None:
-    """Write the page beside its target and rename it into place."""
-    import os
-
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(matrix_html(matrix), encoding="utf-8")
-    os.replace(tmp, path)
+    """Write the page beside its target (its folder created when missing) and rename it into place."""
+    write_atomic(path, matrix_html(matrix))

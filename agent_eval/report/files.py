@@ -69,11 +69,19 @@ def write_json_report(path: Path, report: dict[str, Any], run_bytes: Iterable[li
         f.write(b"}")
 
 
+def make_parent(path: Path) -> Path:
+    """Create the folder `path` goes in (with its parents) when missing: an output path may name a new
+    folder (`--junit ci/results.xml`). Returns `path`."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 @contextmanager
 def atomic_file(path: Path) -> Iterator[BinaryIO]:
     """A file written under a temporary name in path's folder and renamed into place when the block ends,
     so a reader never sees half a file; on any error the temporary file is removed and path is untouched."""
-    path = Path(path)
+    path = make_parent(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp's 0600 would hide the report from other users

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from agent_eval.report.files import make_parent
 from agent_eval.report.fmt import format_value
 from agent_eval.report.gate_table import gate_notes, gate_rows
 from agent_eval.score.metric_registry import label_of
@@ -126,7 +127,7 @@ def render_markdown(report: dict) -> str:
 def write_markdown(report: dict, path: str | Path) -> None:
     """Append the summary to `path` (created when missing), as $GITHUB_STEP_SUMMARY expects."""
     data = render_markdown(report).encode("utf-8")
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    fd = os.open(make_parent(Path(path)), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
     try:
         written = os.write(fd, data)  # one write: a reader never sees a section cut in two
         while written < len(data):  # a short write (a pipe, a signal): the rest follows at once

@@ -113,6 +113,7 @@ def read_labels(path: str | Path) -> list[Label]:
 
 def append_label(path: Path, label: Label) -> None:
     """Append one label as a line of the file (created when missing), flushed at once."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     with open(path, "ab") as f:
         f.write(orjson.dumps(label.as_json()) + b"\n")
         f.flush()

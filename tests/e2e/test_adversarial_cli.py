@@ -375,7 +375,8 @@ def test_failing_extra_outputs_warn_once_each_and_keep_the_verdict(tmp_path):
     out.mkdir()
     (out / "history.sqlite").write_bytes(b"this is not a database" * 100)
     (tmp_path / "summary.md").mkdir()  # a folder where the Markdown file should go
-    result = hostile(tmp_path, "--cases", str(cases), "--quiet", "--junit", str(tmp_path / "no" / "such" / "j.xml"),
+    (tmp_path / "a-file").write_text("")  # a missing folder is created, but not one under a file
+    result = hostile(tmp_path, "--cases", str(cases), "--quiet", "--junit", str(tmp_path / "a-file" / "j.xml"),
                      "--markdown", str(tmp_path / "summary.md"), code=0)
     warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
     assert len(warnings) == 3, result.stderr
