@@ -45,7 +45,7 @@ class Window:
         except asyncio.CancelledError:
             if waiter.done() and not waiter.cancelled():
                 self.release()  # the place was given just as the request was cancelled: hand it on
-            else:
+            elif waiter in self._waiters:  # a wake-up may have dropped it already (it was done)
                 self._waiters.remove(waiter)
             raise
         return True

@@ -13,6 +13,8 @@ import orjson
 MAX_TOKENS = 2**53 - 1
 """The largest token count a JSON reader holds exactly."""
 TOKEN_KEYS = ("prompt_tokens", "completion_tokens")
+USAGE_PATHS = ("/chat/completions", "/responses")
+"""The paths under /v1 whose answers carry a usage (the recording endpoint reads it from either shape)."""
 
 
 def token_count(value: Any) -> int | None:
@@ -41,9 +43,19 @@ def sum_tokens(counts: Iterable[int | None]) -> int | None:
     return total
 
 
+def has_usage(call: Mapping[str, Any]) -> bool:
+    """True when a usage record's counts were read from an answer: not a request that got none (the agent
+    hung up: `client_closed`; a failure) nor a path that carries no usage (`GET /models`)."""
+    status, path = call.get("status"), call.get("path")
+    answered = status is None and "status" not in call or (
+        isinstance(status, int) and not isinstance(status, bool) and 200 <= status < 300)
+    return answered and (path is None or path in USAGE_PATHS)
+
+
 def invalid_counts(llm_calls: Iterable[Mapping[str, Any]]) -> int:
-    """How many token counts of these usage records are null (a provider's impossible number)."""
-    return sum(1 for call in llm_calls for key in TOKEN_KEYS if key in call and call[key] is None)
+    """How many token counts of these usage records are null (a provider's impossible number); a record
+    with no usage to read (`has_usage`) has none."""
+    return sum(1 for call in llm_calls if has_usage(call) for key in TOKEN_KEYS if key in call and call[key] is None)
 
 
 def loads_answer(raw: bytes | str) -> Any:

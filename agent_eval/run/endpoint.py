@@ -72,12 +72,22 @@ class RunLink:
     waits: Waits | None = None  # its requests' waiting for the rate limit
     leave: Callable[[], object] | None = None  # removes the run's path from the endpoint
     cleanups: list[Callable[[], object]] = field(default_factory=list)  # once the run has ended (a cmd: folder)
+    pending: dict[asyncio.Task, dict[str, Any]] = field(default_factory=dict)  # requests in flight, their entries
+    closed: bool = False
 
     def close(self) -> None:
-        """The run has ended: its path answers 401 from now on, and its cleanups run."""
+        """The run has ended: its path answers 401 from now on, a request still in flight (a child left
+        behind holds it) is abandoned (`client_closed`, its upstream call cancelled), its cleanups run."""
+        self.closed = True
         if self.leave is not None:
             self.leave()
             self.leave = None
+        now = time.perf_counter()
+        for task, entry in list(self.pending.items()):
+            if entry["status"] is None:
+                entry.update(status="client_closed", latency_s=max(0.0, now - self.t0() - entry["t_start_s"]))
+            task.cancel()
+        self.pending.clear()
         while self.cleanups:
             self.cleanups.pop()()
 
@@ -193,6 +203,9 @@ class Endpoint:
         link.llm_calls.append(entry)
         count = [0]  # attempts sent
         client = None
+        task = asyncio.current_task()
+        if task is not None:
+            link.pending[task] = entry
         try:
             client = await shared_client(link.real_base_url, link.real_api_key)
 
@@ -220,13 +233,17 @@ class Endpoint:
             return web.Response(body=data, status=response.status_code,
                                 content_type=_content_type(response), headers=_kept_headers(response))
         except asyncio.CancelledError:
-            entry.update(status="client_closed", latency_s=time.perf_counter() - started,
-                         retries=max(0, count[0] - 1))
+            if not link.closed:  # once the run has ended its trace is frozen (close() said client_closed)
+                entry.update(status="client_closed", latency_s=time.perf_counter() - started,
+                             retries=max(0, count[0] - 1))
             raise
         except _Failed as failed:  # the provider's failure after the retries: the agent gets it, the run knows
             return self._failed(web, link, entry, failed.error, client, model, failed.retries, started, failed.note)
         except Exception as exc:  # noqa: BLE001 - not retried: the transport's own (an odd URL), or no client for the endpoint
             return self._failed(web, link, entry, exc, client, model, max(0, count[0] - 1), started)
+        finally:
+            if task is not None:
+                link.pending.pop(task, None)
 
     async def _send(self, client: Any, request: Any, path: str, raw: bytes, stream: bool) -> Any:
         from openai._models import FinalRequestOptions
@@ -255,9 +272,12 @@ class Endpoint:
                 await out.write(rest)
             await out.write_eof()
         except asyncio.CancelledError:
-            entry.update(status="client_closed", latency_s=time.perf_counter() - started)
+            if not link.closed:
+                entry.update(status="client_closed", latency_s=time.perf_counter() - started)
             raise
         except Exception as exc:  # the stream broke mid-way: recorded; the agent sees its connection end
+            if link.closed:
+                raise
             entry.update(status=type(exc).__name__, latency_s=time.perf_counter() - started)
             broke = str(exc) if isinstance(exc, BodyTooLarge) else f"{type(exc).__name__}: the stream broke: {exc}"
             link.outcomes.append(Outcome(False, f"{broke} ({_endpoint(link)}, model {entry['model']})"))
@@ -269,6 +289,8 @@ class Endpoint:
 
     def _finish(self, link: RunLink, entry: dict[str, Any], status: int, answer: Answer | None, body: Any,
                 started: float) -> None:
+        if link.closed:  # answered after the run ended: its trace is frozen, the entry says client_closed
+            return
         entry.update(status=status, latency_s=time.perf_counter() - started)
         if body is None:
             return
@@ -283,6 +305,8 @@ class Endpoint:
     def _failed(self, web: Any, link: RunLink, entry: dict[str, Any], exc: BaseException, client: Any,
                 model: str | None, retries: int, started: float, note: str = "") -> Any:
         status = getattr(exc, "status_code", None)
+        if link.closed:
+            return _error(web, 502, "upstream_error", "the run has ended", NO_RETRY)
         entry.update(status=status if isinstance(status, int) else type(exc).__name__,
                      latency_s=time.perf_counter() - started, retries=retries)
         tail = f" after {retries} retr{'y' if retries == 1 else 'ies'}" if retries else ""

@@ -7,10 +7,9 @@ from typing import Any
 
 import orjson
 
-from agent_eval.provider.tokens import token_count
-from agent_eval.provider.tokens import loads_answer
+from agent_eval.provider.tokens import USAGE_PATHS, loads_answer, token_count
 
-RECORDED_PATHS = ("/chat/completions", "/responses")
+RECORDED_PATHS = USAGE_PATHS
 
 
 @dataclass(slots=True)

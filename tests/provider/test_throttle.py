@@ -189,3 +189,34 @@ def test_the_board_shows_the_windows_below_their_ceiling_summed_over_workers() -
     board.forget(0)
     board.forget(1)
     assert board.line() is None
+
+
+def test_a_waiter_cancelled_after_the_wake_up_skipped_it_raises_only_its_cancellation() -> None:
+    # The waiter's future is cancelled at once by task.cancel(); a release before the task resumes pops it
+    # (it is done, so it is skipped): the task must see its CancelledError, never "not in deque".
+    async def scenario() -> tuple[BaseException | None, int]:
+        window = Window(1)
+        await window.acquire()
+        waiter = asyncio.ensure_future(window.acquire())
+        await asyncio.sleep(0)
+        waiter.cancel()
+        window.release()  # wakes nobody: the only waiter is cancelled
+        outcome = (await asyncio.gather(waiter, return_exceptions=True))[0]
+        return outcome, window.in_flight
+
+    outcome, in_flight = asyncio.run(scenario())
+    assert isinstance(outcome, asyncio.CancelledError) and in_flight == 0
+
+
+def test_a_bucket_waiter_cancelled_while_it_sleeps_leaves_the_bucket_usable() -> None:
+    async def scenario() -> BaseException | None:
+        bucket = TokenBucket(RateLimit(60.0))  # one token a second, one saved up
+        await bucket.take()
+        waiter = asyncio.ensure_future(bucket.take())
+        await asyncio.sleep(0.01)
+        waiter.cancel()
+        outcome = (await asyncio.gather(waiter, return_exceptions=True))[0]
+        await asyncio.wait_for(bucket.take(), 2.0)  # the lock was given back
+        return outcome
+
+    assert isinstance(asyncio.run(scenario()), asyncio.CancelledError)

@@ -135,3 +135,23 @@ def test_a_flood_on_stderr_keeps_its_last_lines_only(folder: Path) -> None:
     assert played.trace["agent_error"] == "the agent command exited with status 5"
     lines = played.trace["agent_error_traceback"].splitlines()
     assert len(lines) == 20 and lines[-1].startswith("noise line 399999 ")
+
+
+def test_the_child_sees_no_other_endpoint_nor_any_url_with_a_secret(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "env_script.py").write_text("import json, os, sys\nsys.stdin.readline()\n"
+                                            "print(json.dumps(dict(os.environ)))\n")
+    monkeypatch.setenv("AGENT_EVAL_JUDGE_BASE_URL", "https://judge.example/v1")
+    monkeypatch.setenv("AGENT_EVAL_JUDGE_MODEL", "judge-model")
+    monkeypatch.setenv("AGENT_EVAL_USER_BASE_URL", "https://sim.example/v1")
+    monkeypatch.setenv("AGENT_EVAL_USER_MODEL", "sim-model")
+    monkeypatch.setenv("HTTPS_PROXY", "http://alice:hunter2@proxy.example:3128")
+    monkeypatch.setenv("HOOK_URL", "https://hooks.example/in?sig=abcdef&x=1")
+    monkeypatch.setenv("PLAIN_URL", "https://docs.example/page?x=1")
+    agent = load_agent(f"cmd:{sys.executable} env_script.py", tmp_path, {"model": "m1", "cases_dir": str(tmp_path)})
+    played = asyncio.run(play_run({"id": "c1", "query": "hi"}, 0, agent, TOOLS, EnvTemplate({}), None, None))
+    seen = json.loads(played.trace["final_answer"])
+    assert not [k for k in seen if k.startswith(("AGENT_EVAL_JUDGE_", "AGENT_EVAL_USER_"))]
+    assert "HTTPS_PROXY" not in seen and "HOOK_URL" not in seen
+    assert seen["PLAIN_URL"] == "https://docs.example/page?x=1"  # a URL with no secret is the user's business
+    assert seen["OPENAI_BASE_URL"].startswith("http://127.0.0.1:") and seen["OPENAI_API_KEY"].startswith("ae-")

@@ -22,9 +22,10 @@ import orjson
 from agent_eval.errors import ConfigError
 from agent_eval.run.agents.base import COMMAND_PREFIX as PREFIX, AgentStop, Reply, RunContext
 from agent_eval.flags import MAX_MESSAGE_BYTES
+from agent_eval.llm import is_redacted
 from agent_eval.run.agents.python import open_link
 
-_PROVIDER_KEY = re.compile(r"^AGENT_EVAL_.*_API_KEY$")
+_OTHER_ENDPOINT = re.compile(r"^AGENT_EVAL_(JUDGE|USER)_|^AGENT_EVAL_.*_API_KEY$")
 _RUN_DIR = "agent_eval.cmd_run_dir"
 STDERR_LINES = 20
 STDERR_KEEP = 64 * 1024  # bytes of the end of its stderr kept for those lines
@@ -56,10 +57,16 @@ def command_of(spec: str, cases_dir: Path) -> list[str]:
 
 
 def agent_env(environ: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
-    """The program's environment: ours less every AGENT_EVAL_*_API_KEY, plus the run's variables."""
-    env = {k: v for k, v in environ.items() if not _PROVIDER_KEY.match(k)}
+    """The program's environment: ours less every other endpoint's settings (AGENT_EVAL_*_API_KEY, the
+    judge's and the simulator's AGENT_EVAL_JUDGE_* / AGENT_EVAL_USER_*) and every URL that holds a secret
+    (userinfo, a key-like query value), plus the run's variables."""
+    env = {k: v for k, v in environ.items() if not _OTHER_ENDPOINT.match(k) and not _url_with_secret(v)}
     env.update(extra)
     return env
+
+
+def _url_with_secret(value: str) -> bool:
+    return "://" in value and any(is_redacted(part) for part in value.split() if "://" in part)
 
 
 class CommandAgent:

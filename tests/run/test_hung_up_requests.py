@@ -1,0 +1,143 @@
+"""A request the agent abandons is `client_closed` and nothing else (window, bucket, upstream, a run that
+ended), and a request with no usage to read is never an invalid token count; the endpoint's path stays
+under the base URL."""
+from __future__ import annotations
+
+import asyncio
+
+import openai
+import pytest
+
+from agent_eval.provider import endpoints
+from agent_eval.provider.endpoints import Settings
+from agent_eval.provider.throttle import RateLimit
+from agent_eval.provider.tokens import invalid_counts
+from agent_eval.run.agents.python import PythonAgent
+from agent_eval.run.episode import play_run
+from agent_eval.run.sandbox import EnvTemplate
+from agent_eval.suite.tools import ToolSet
+from tests.loopback import stall, text
+
+
+def noop(env: dict) -> str:
+    """Do nothing."""
+    return "ok"
+
+
+TOOLS = ToolSet.from_functions([noop])
+
+
+@pytest.fixture(autouse=True)
+def fresh_endpoints():
+    endpoints.configure(Settings())
+    yield
+    endpoints.configure(Settings())
+
+
+def play(fn, base_url, timeout=None):
+    agent = PythonAgent("agent.py:fn", fn, {"model": "m1", "base_url": base_url, "api_key": "real-key"})
+    return asyncio.run(play_run({"id": "c1", "query": "hi"}, 0, agent, TOOLS, EnvTemplate({}), None, timeout))
+
+
+async def hang_up_on_the_waiting(task, settle: float = 0.3) -> str:
+    """Three requests at once: the first goes upstream, the two others wait (window or bucket) and are
+    abandoned; then the first is awaited."""
+    client = openai.AsyncOpenAI(base_url=task.base_url, api_key=task.api_key, max_retries=0)
+
+    def ask():
+        return asyncio.ensure_future(client.chat.completions.create(model=task.model, messages=task.messages))
+
+    first = ask()
+    await asyncio.sleep(0.1)
+    waiting = [ask(), ask()]
+    await asyncio.sleep(0.2)
+    for request in waiting:
+        request.cancel()
+    await asyncio.gather(*waiting, return_exceptions=True)
+    answer = await first
+    for _ in range(100):  # the endpoint notices the hang-ups on its own loop turns
+        if all(c["status"] is not None for c in task._ctx.llm_calls):
+            break
+        await asyncio.sleep(0.02)
+    await asyncio.sleep(settle)
+    return answer.choices[0].message.content
+
+
+@pytest.mark.parametrize("limit", ["window", "bucket"])
+def test_requests_abandoned_while_they_wait_for_the_limit_are_client_closed_only(loopback, limit) -> None:
+    endpoints.configure(Settings(ceiling=1) if limit == "window" else Settings(rate_limit=RateLimit(6.0)))
+    srv = loopback([stall(0.5, text("done")), text("late"), text("late")])
+    played = play(hang_up_on_the_waiting, srv.base_url)
+    assert played.error is None and played.trace["stop_reason"] == "completed"
+    assert played.trace["final_answer"] == "done"
+    assert sorted(map(str, (c["status"] for c in played.trace["llm_calls"]))) == [
+        "200", "client_closed", "client_closed"]
+    assert invalid_counts(played.trace["llm_calls"]) == 0  # no usage to read is not an impossible count
+    assert srv.count == 1  # the abandoned ones never went upstream
+
+
+def test_the_built_in_path_cancelled_while_it_waits_for_a_place_sees_only_its_cancellation(loopback) -> None:
+    # The window's wake-up drops a cancelled waiter: the cancelled request must not then fail to remove it.
+    import agent_eval.llm as llm
+
+    endpoints.configure(Settings(ceiling=1))
+    srv = loopback([text("a")])
+
+    async def scenario() -> BaseException | None:
+        client = await llm.shared_client(srv.base_url, "k")
+        window = endpoints.endpoint("agent", client.endpoint, "m1").window
+        await window.acquire()  # another run's request holds the only place
+        waiting = asyncio.ensure_future(llm.complete(srv.base_url, "k", {"model": "m1", "messages": []}))
+        await asyncio.sleep(0.05)
+        waiting.cancel()  # --timeout (or Ctrl-C) cancels it ...
+        window.release()  # ... just as the place comes free
+        return (await asyncio.gather(waiting, return_exceptions=True))[0]
+
+    assert isinstance(asyncio.run(scenario()), asyncio.CancelledError)
+
+
+def test_paths_without_usage_are_never_invalid_token_counts(loopback) -> None:
+    srv = loopback([text("done")])
+
+    async def agent(task):
+        client = openai.AsyncOpenAI(base_url=task.base_url, api_key=task.api_key, max_retries=0)
+        await client.models.list()
+        answer = await client.chat.completions.create(model=task.model, messages=task.messages)
+        return answer.choices[0].message.content
+
+    played = play(agent, srv.base_url)
+    calls = played.trace["llm_calls"]
+    assert [c["path"] for c in calls] == ["/models", "/chat/completions"] and calls[0]["status"] == 200
+    assert invalid_counts(calls) == 0
+
+
+LEAVES_A_REQUEST_UPSTREAM = '''
+import os, subprocess, sys, time
+# A grandchild in a session of its own asks the model and is still waiting when the run ends.
+code = ("import json, os, urllib.request\\n"
+        "request = urllib.request.Request(os.environ['OPENAI_BASE_URL'] + '/chat/completions', method='POST',"
+        " data=json.dumps({'model': 'm1', 'messages': []}).encode(), headers={'Content-Type': 'application/json',"
+        " 'Authorization': 'Bearer ' + os.environ['OPENAI_API_KEY']})\\n"
+        "try:\\n    urllib.request.urlopen(request, timeout=30)\\nexcept Exception:\\n    pass\\n")
+subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+time.sleep(0.5)
+print("left it running")
+'''
+
+
+def test_a_request_still_upstream_when_a_cmd_run_ends_is_client_closed(loopback, tmp_path) -> None:
+    import sys
+
+    from agent_eval.run.agents import load_agent
+
+    srv = loopback([stall(None)])
+    (tmp_path / "agent_script.py").write_text(LEAVES_A_REQUEST_UPSTREAM)
+    agent = load_agent(f"cmd:{sys.executable} agent_script.py", tmp_path,
+                       {"model": "m1", "cases_dir": str(tmp_path), "base_url": srv.base_url, "api_key": "real"})
+    played = asyncio.run(play_run({"id": "c1", "query": "hi"}, 0, agent, TOOLS, EnvTemplate({}), None, None))
+    assert played.error is None and played.trace["final_answer"] == "left it running"
+    import orjson
+
+    stored = orjson.loads(played.trace_json)  # what the journal and the report get
+    assert [c["status"] for c in stored["llm_calls"]] == ["client_closed"]
+    assert invalid_counts(stored["llm_calls"]) == 0
