@@ -1,4 +1,4 @@
-"""Shared test builders: reports and runs, case-file suites, and the CLI as a subprocess.
+"""Shared test builders: reports and runs, case-file suites, the CLI's environment.
 
 Each test file used to carry its own copy of these; they live here once, so a report or suite shape
 changes in one place.
@@ -6,7 +6,6 @@ changes in one place.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -109,10 +108,11 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 def run_cli(*args: object, cwd: Path | None = None, env: dict[str, str] | None = None,
-            timeout: float = 120) -> subprocess.CompletedProcess:
-    """`agent-eval ARGS...` as a subprocess (the installed script), with text output captured."""
-    return subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, cwd=cwd or ROOT,
-                          env=clean_env() if env is None else env, timeout=timeout)
+            timeout: float = 120) -> Any:
+    """`agent-eval ARGS...` in this process: tests.cli.run_cli (import it from there in a new test)."""
+    from tests.cli import run_cli as in_process
+
+    return in_process(*args, cwd=cwd, env=env, timeout=timeout)
 
 
 def flags_of(**given: Any) -> Flags:

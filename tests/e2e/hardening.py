@@ -1,15 +1,15 @@
-"""Helpers of the second hardening pass's CLI tests: one subprocess call that checks the common promises
+"""Helpers of the second hardening pass's CLI tests: one CLI call (in-process) that checks the common promises
 (no traceback, no secret in any stream or file), and raw provider answers the loopback cannot script."""
 from __future__ import annotations
 
 import json
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 
-from tests.builders import CLI, clean_env
+from tests.builders import clean_env
+from tests.cli import run_cli
 from tests.loopback import raw
 
 HANG_GUARD_S = 180
@@ -29,8 +29,8 @@ def agent_eval(tmp_path: Path, *args: object, secrets: tuple[str, ...] = (), out
     under tmp_path; returns the newest report of out_dir (default tmp_path/reports)."""
     reports = out_dir or tmp_path / "reports"
     before = set(reports.glob("*.json")) if reports.exists() else set()
-    done = subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, cwd=tmp_path,
-                          env=clean_env(XDG_CACHE_HOME=str(tmp_path / "cache"), **env), timeout=HANG_GUARD_S)
+    done = run_cli(*args, cwd=tmp_path, env=clean_env(XDG_CACHE_HOME=str(tmp_path / "cache"), **env),
+                   timeout=HANG_GUARD_S)
     assert "Traceback" not in done.stderr + done.stdout, done.stderr
     for secret in secrets:
         assert secret not in done.stdout and secret not in done.stderr, (secret, done.stdout, done.stderr)

@@ -11,7 +11,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.builders import ROOT, clean_env, run_cli, write_suite
+from tests.builders import ROOT, clean_env, write_suite
+from tests.cli import run_cli
 from tests.loopback import router, status, text, tool_calls
 
 DOCS = (ROOT / "docs" / "frameworks.md").read_text()

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import orjson
 
-from tests.builders import run_cli
+from tests.cli import run_cli
 from tests.e2e.test_import_score_cli import only_report
 from tests.inspect_gen import eval_log, sample
 from tests.recorders.agent import TURNS

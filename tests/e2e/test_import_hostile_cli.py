@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 
-from tests.builders import run_cli
+from tests.cli import run_cli
 from tests.hostile import assert_clean
 
 # A tools.py that leaves a mark when anything imports it.

@@ -9,7 +9,8 @@ import orjson
 from google.protobuf.json_format import ParseDict
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from tests.builders import CLI, clean_env, run_cli, write_suite
+from tests.builders import CLI, clean_env, write_suite
+from tests.cli import run_cli
 from tests.e2e.test_import_score_cli import only_report
 from tests.hostile import gzip_bomb, run_measured
 from tests.recorders.agent import SCRIPT, TURNS

@@ -8,7 +8,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.builders import clean_env, run_cli, write_suite
+from tests.builders import clean_env, write_suite
+from tests.cli import run_cli
 from tests.hostile import SECRET, assert_clean
 from tests.loopback import router, text
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import orjson
 
-from tests.builders import clean_env, run_cli
+from tests.builders import clean_env
+from tests.cli import run_cli
 
 PLUGIN = '''
 """Adds one row to each table: an agent kind, a check family, an import format, an output."""

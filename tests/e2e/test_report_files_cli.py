@@ -7,7 +7,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.builders import ROOT, make_report, run_cli
+from tests.builders import ROOT, make_report
+from tests.cli import run_cli
 
 
 def write(tmp_path: Path, name: str, report: dict) -> Path:

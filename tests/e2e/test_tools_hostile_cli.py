@@ -7,7 +7,8 @@ from pathlib import Path
 
 import orjson
 
-from tests.builders import clean_env, run_cli, write_suite
+from tests.builders import clean_env, write_suite
+from tests.cli import run_cli
 from tests.hostile import SECRET, assert_clean
 
 TREE = {"type": "object", "properties": {"tree": {"$ref": "#/$defs/Node"}}, "required": ["tree"],

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import orjson
 
-from tests.builders import LOOKUP_TOOLS, run_cli, write_suite
+from tests.builders import LOOKUP_TOOLS, write_suite
+from tests.cli import run_cli
 
 # Case "mixed" passes on its first and third runs only (a counter file per case); "steady" always
 # passes; "broken" always fails.

@@ -8,7 +8,8 @@ import orjson
 import pytest
 
 from agent_eval.report.html import write_html
-from tests.builders import clean_env, run_cli
+from tests.builders import clean_env
+from tests.cli import run_cli_process
 from tests.judged_suite import case, judge_script, judged_suite
 from tests.report.test_html_browser import browser  # noqa: F401  (the chromium fixture)
 
@@ -24,7 +25,7 @@ def judged_page(loopback, tmp_path: Path) -> tuple[Path, dict, Path]:
     cases_file = judged_suite(tmp_path, CASES)
     env = clean_env(XDG_CACHE_HOME=str(tmp_path / "cache"), AGENT_EVAL_JUDGE_BASE_URL=judge.base_url,
                     AGENT_EVAL_JUDGE_API_KEY="judge-key", AGENT_EVAL_JUDGE_MODEL="judge-m")
-    done = run_cli("run", "--cases", cases_file, "--output-dir", tmp_path / "reports", env=env)
+    done = run_cli_process("run", "--cases", cases_file, "--output-dir", tmp_path / "reports", env=env)
     assert done.returncode == 1, done.stderr  # b1 and o1 fail on the judge's FAIL
     path = next((tmp_path / "reports").glob("*.json"))
     return path, orjson.loads(path.read_bytes()), path.with_suffix(".html")
@@ -77,7 +78,7 @@ def test_clicked_labels_download_and_calibrate_the_same_report(browser, judged_p
     lines = [orjson.loads(line) for line in labels.read_bytes().splitlines()]
     assert lines[1] == {"run_id": report["run_id"], "case_id": "g2", "trial": 0, "label": "fail",
                         "criterion": "rubric", "note": "wrong amount"}
-    done = run_cli("calibrate", path, "--labels", labels, "--min-kappa", "0")
+    done = run_cli_process("calibrate", path, "--labels", labels, "--min-kappa", "0")
     # tp 2 (g1, o1), fp 1 (g2), tn 1 (b1), fn 1 (o1's outcome): n 5, agreement 3/5; h = 3, j = 3;
     # pe = (3*3 + 2*2)/25 = 13/25, po = 15/25, kappa = (15 - 13)/(25 - 13) = 1/6
     assert done.returncode == 0, done.stdout + done.stderr
@@ -87,7 +88,7 @@ def test_clicked_labels_download_and_calibrate_the_same_report(browser, judged_p
     assert doc["other_run"] == doc["unknown_runs"] == doc["no_verdict"] == []
     # calibrate rewrote the report's page, which now shows the calibration beside the judge's summary
     viewed = tmp_path / "viewed.html"
-    assert run_cli("view", path, "--out", viewed).returncode == 0  # view reads the .calibration.json too
+    assert run_cli_process("view", path, "--out", viewed).returncode == 0  # view reads the .calibration.json too
     for shown in (page_path, viewed):
         page = browser.new_page()
         page.goto(shown.as_uri())
