@@ -51,6 +51,13 @@ def innermost_frame(text: str | None) -> str | None:
     return f"{Path(filename).name}:{line} in {name}"
 
 
+def user_frames(text: str | None) -> list[str]:
+    """Every frame of a user traceback's text as `demo_agent.py:57 in agent`, outermost first."""
+    if not text or not isinstance(text, str):
+        return []
+    return [f"{Path(filename).name}:{line} in {name}" for filename, line, name in _FRAME_LINE.findall(text)]
+
+
 def with_location(message: str, exc: BaseException) -> str:
     """`KeyError: 'x' (scorers.py:12 in score)`: a message with the innermost user frame beside it."""
     where = innermost_frame(user_traceback(exc))

@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agent_eval.report.fmt import NA, one_line
-from agent_eval.report.reasons import case_reason, failure_lines, run_failure_reason
+from agent_eval.report.reasons import case_reason, failure_lines, frames_lines, run_failure_reason
 
 Report = dict[str, Any]
 
@@ -82,6 +82,8 @@ def render_failed_checks(report: Report, console: Console, verbose: bool = False
             lines.append(head)
             for reason in run_failure_reasons(run):
                 lines.append(Text(f"  - {reason}"))
+            for frame in frames_lines(run):  # where the agent or a tool raised, the user's frames only
+                lines.append(Text(f"    {frame}", style="dim" if frame.startswith("  at ") else ""))
     if lines:
         console.print()
         console.print(Text("Failed checks", style="bold"))

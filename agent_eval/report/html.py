@@ -60,7 +60,12 @@ def page_from_json(report_head: dict[str, Any], report_json: bytes, left_out: in
 
 def page(report_head: dict[str, Any], data_json: str) -> str:
     """Fill the template: title, inline CSS and JS, and the embedded data (already script-safe)."""
+    from agent_eval.report.reasons import case_reason
+
     title = f"agent-eval · {report_head.get('suite') or 'suite'} · {report_head.get('run_id') or ''}"
+    # Each case's reason, computed here by the function the terminal, Markdown and JUnit use.
+    reasons = [case_reason(c) if isinstance(c, dict) else "" for c in report_head.get("cases") or []]
+    data_json = data_json[:-1] + ',"reasons":' + embed_json(reasons) + "}"
     template = _asset("report.html")
     script = "\n".join(_asset(name) for name in _ASSETS if name.endswith(".js"))
     # Assets go in first and the data last, so a marker-like string inside the data is never replaced.

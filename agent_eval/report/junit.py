@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.report.files import atomic_file
-from agent_eval.report.reasons import failure_lines
+from agent_eval.report.reasons import case_reason, failure_lines
 
 MESSAGE_MAX_CHARS = 500
 # XML 1.0 cannot carry most control characters (an ANSI colour code in a provider error, say), even
@@ -45,18 +45,15 @@ def _case_element(case: dict, suite: str) -> tuple[ET.Element, str]:
         return element, "skipped"
     if status == "failed":
         failed = [r for r in runs if r.get("status") == "failed"]
-        first = failure_lines(failed[0])[0] if failed else "pass rate below the threshold"
         counted = [r for r in runs if r.get("status") != "error"]
-        message = f"{len(failed)}/{len(counted)} runs failed; first: {first}"
+        message = f"{len(failed)}/{len(counted)} runs failed; first: {case_reason(case)}"
         body = "\n".join(f"run {r.get('trial')}:\n  " + "\n  ".join(failure_lines(r)) for r in failed)
         node = ET.SubElement(element, "failure", message=_short(message), type="failed")
         node.text = xml_text(body)
         return element, "failed"
     if status == "error":
         errored = [r for r in runs if r.get("status") == "error"]
-        message = errored[0].get("error") if errored else "every run errored"
-        node = ET.SubElement(element, "error", message=_short(str(message or "infrastructure error")),
-                             type="error")
+        node = ET.SubElement(element, "error", message=_short(case_reason(case)), type="error")
         node.text = xml_text("\n".join(f"run {r.get('trial')}: {r.get('error')}" for r in errored))
         return element, "error"
     return element, "passed"

@@ -15,7 +15,7 @@ from agent_eval.report.files import make_parent
 from agent_eval.report.fmt import format_value
 from agent_eval.report.gate_table import gate_notes, gate_rows
 from agent_eval.score.metric_registry import label_of
-from agent_eval.report.reasons import first_failure
+from agent_eval.report.reasons import case_reason
 
 HEADLINE = ["pass_at_1", "pass_hat_k", "pass_at_k", "tool_recall", "tool_precision", "param_accuracy", "progress",
             "latency_p50_s", "latency_p95_s", "tokens_total", "cost_total_usd", "cost_per_success_usd"]
@@ -95,9 +95,9 @@ def failing_lines(report: dict) -> list[str]:
     if not failing:
         return ["No failing cases.", ""]
     rows = [[_code(c.get("id")), c.get("status"),
-             "n/a" if c.get("pass_rate") is None else f"{c['pass_rate']:.0%}", _code(first_failure(c))]
+             "n/a" if c.get("pass_rate") is None else f"{c['pass_rate']:.0%}", _code(case_reason(c))]
             for c in failing[:MAX_FAILING_ROWS]]
-    header = ["case", "status", "pass rate", "first failure"]
+    header = ["case", "status", "pass rate", "reason"]
     lines = [f"### Failing cases ({len(failing)})", "", *_table(header, rows, right={2})]
     if len(failing) > MAX_FAILING_ROWS:
         lines.append(f"\n…and {len(failing) - MAX_FAILING_ROWS} more; see the JSON report.")

@@ -15,6 +15,7 @@ from agent_eval.provider import endpoints
 from agent_eval.suite.cases import Suite, skip_reason
 from agent_eval.run.config import RunConfig
 from agent_eval.report.dialogue import compact_dialogue
+from agent_eval.report.reasons import LITE_KEY, raised_tool_calls
 from agent_eval.run.journal import FLUSH_EVERY_S, Journal
 from agent_eval.run.player import CaseSlot, Player, helper_spend
 from agent_eval.records import CaseEntry
@@ -42,6 +43,8 @@ def lite_run(run: dict[str, Any], case: dict[str, Any]) -> dict[str, Any]:
     lite = {k: v for k, v in run.items() if k != "trace"}
     lite["trace"] = {"stop_reason": trace["stop_reason"], "agent_error": trace["agent_error"],
                      "agent_error_traceback": trace.get("agent_error_traceback")}
+    if run["status"] != "passed":  # the terminal names the tool calls that raised (report/reasons.py)
+        lite["trace"][LITE_KEY] = raised_tool_calls(trace)
     if run["status"] != "passed" and case.get("scenario") is not None:
         lite["trace"].update(compact_dialogue(trace))  # the terminal shows a failed scenario's dialogue
     return lite

@@ -3,21 +3,6 @@
 (function () {
   var A = window.AE, el = A.el, CASES = A.CASES;
 
-  function firstFailure(c) {
-    if (c.status === "skipped") return c.skip_reason || "skipped";
-    var runs = c.runs || [];
-    for (var i = 0; i < runs.length; i++) {
-      var r = runs[i];
-      if (r.status === "error") return "error: " + (r.error || "infrastructure error");
-      if (r.success) continue;
-      var bad = (r.checks || []).filter(function (k) { return !k.passed; })[0];
-      if (bad) return bad.name + ": " + bad.detail;
-      var stop = r.trace && r.trace.stop_reason;
-      if (stop && stop !== "completed") return "stop: " + stop;
-      if (r.judge && r.judge.verdict) return "judge " + r.judge.verdict + ": " + (r.judge.reason || "");
-    }
-    return "";
-  }
   function meanLatency(c) {
     var v = (c.runs || []).map(function (r) { return r.metrics && r.metrics.latency_s; })
       .filter(function (x) { return typeof x === "number"; });
@@ -26,11 +11,12 @@
 
   /* ---- the case table, built once; filters hide rows, sorting moves them ---- */
   var tbody = document.querySelector("#case-table tbody"), rows = [];
-  CASES.forEach(function (c) {
+  var REASONS = A.page.reasons || [];  /* each case's reason, computed by agent-eval (report/reasons.py) */
+  CASES.forEach(function (c, index) {
     var runs = c.runs || [], ok = runs.filter(function (r) { return r.success; }).length;
     var counted = runs.filter(function (r) { return r.status !== "error"; }).length;
     var key = {id: c.id, status: c.status, pass_rate: c.pass_rate == null ? -1 : c.pass_rate, runs: runs.length,
-      latency: meanLatency(c), tags: (c.tags || []).join(" "), reason: firstFailure(c)};
+      latency: meanLatency(c), tags: (c.tags || []).join(" "), reason: String(REASONS[index] || "")};
     var tags = el("td");
     (c.tags || []).forEach(function (t) { tags.appendChild(el("span", {cls: "tag", text: t})); });
     var tr = el("tr", {"data-id": c.id}, [el("td", null, [A.caseLink(c.id)]),
@@ -38,7 +24,7 @@
         c.flaky === true ? el("span", {cls: "tag flaky", title: "both passing and failing runs", text: "flaky"}) : null]),
       el("td", {text: c.pass_rate == null ? "n/a" : A.rate(c.pass_rate) + " (" + ok + "/" + counted + ")"}),
       el("td", {text: String(runs.length)}), el("td", {text: A.secs(key.latency)}), tags,
-      el("td", {text: key.reason.length > 160 ? key.reason.slice(0, 160) + "…" : key.reason})]);
+      el("td", {text: key.reason.length > 160 ? key.reason.slice(0, 160) + "…" : key.reason, title: key.reason})]);
     rows.push({c: c, tr: tr, key: key});
     tbody.appendChild(tr);
   });
