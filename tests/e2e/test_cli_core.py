@@ -1,8 +1,7 @@
-"""The CLI as a subprocess: exit codes 0/1/2, messages, the JSON report and the journal."""
+"""The CLI end to end (in-process): exit codes 0/1/2, messages, the JSON report and the journal."""
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import orjson
@@ -10,11 +9,10 @@ import pytest
 
 from tests.loopback import status
 
-from tests.builders import CLI as BUILT_CLI
 from tests.builders import LOOKUP_TOOLS
+from tests.cli import CliResult, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
-CLI = [BUILT_CLI]
 TOOLS = LOOKUP_TOOLS
 
 AGENT = '''
@@ -73,12 +71,11 @@ def clean_env(**extra) -> dict:
     return env
 
 
-def cli(*args, cwd=None, env=None, tmp=None) -> subprocess.CompletedProcess:
+def cli(*args, cwd=None, env=None, tmp=None) -> CliResult:
     env = env or clean_env()
     if tmp is not None:
         env.setdefault("XDG_CACHE_HOME", str(tmp / "cache"))
-    return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, cwd=cwd or ROOT, env=env,
-                          timeout=120)
+    return run_cli(*args, cwd=cwd or ROOT, env=env, timeout=120)
 
 
 def flat(text: str) -> str:

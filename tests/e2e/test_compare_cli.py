@@ -3,16 +3,14 @@ new report regressed."""
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import orjson
 
-from tests.builders import CLI as BUILT_CLI
 from tests.builders import LOOKUP_TOOLS
+from tests.cli import CliResult, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
-CLI = [BUILT_CLI]
 TOOLS = LOOKUP_TOOLS
 
 # Three agents over one suite: `good` passes everything, `same` too, `broken` fails the "b" cases.
@@ -30,10 +28,10 @@ def broken(task):
 '''
 
 
-def cli(*args) -> subprocess.CompletedProcess:
+def cli(*args) -> CliResult:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_EVAL_"))}
     env.update(COLUMNS="200", NO_COLOR="1")
-    return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    return run_cli(*args, cwd=ROOT, env=env, timeout=120)
 
 
 def test_three_reports_make_one_matrix_and_a_regression_exits_1(tmp_path):

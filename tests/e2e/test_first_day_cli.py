@@ -12,6 +12,7 @@ import pytest
 
 from tests.builders import CLI as BUILT_CLI
 from tests.builders import LOOKUP_TOOLS
+from tests.cli import CliResult, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [BUILT_CLI]
@@ -56,13 +57,13 @@ def suite(tmp_path):
     return write
 
 
-def cli(*args, env_extra: dict | None = None, columns: str | None = "400") -> subprocess.CompletedProcess:
+def cli(*args, env_extra: dict | None = None, columns: str | None = "400") -> CliResult:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_EVAL_", "COLUMNS"))}
     env["NO_COLOR"] = "1"
     if columns is not None:
         env["COLUMNS"] = columns
     env.update(env_extra or {})
-    return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    return run_cli(*args, cwd=ROOT, env=env, timeout=120)
 
 
 def reports(out: Path) -> list[dict]:
@@ -211,7 +212,8 @@ def test_prices_come_from_the_suite_then_genai_prices_and_a_missing_one_is_expla
 
 
 def _on_a_terminal(*args) -> str:
-    """stdout of the CLI when it writes to a pseudo-terminal, as a user at a shell sees it."""
+    """stdout of the CLI when it writes to a pseudo-terminal, as a user at a shell sees it (a subprocess: the
+    terminal is the process's own stdout)."""
     import pty
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_EVAL_"))}

@@ -1,20 +1,17 @@
-"""`agent-eval import` and `agent-eval score` as subprocesses (docs/import-and-score.md)."""
+"""`agent-eval import` and `agent-eval score` end to end, in-process (docs/import-and-score.md)."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
 import pytest
 
+from tests.cli import CliResult, run_cli
 from tests.otlp_gen import (Trace, assistant, calls, export_request, jsonl, oa_assistant, oa_user, tool_result,
                             user)
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = Path(sys.executable).with_name("agent-eval")
-CLI = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "agent_eval.cli"]
 
 TID_A = "aaaa0000000000000000000000000001"
 TID_B = "bbbb0000000000000000000000000002"
@@ -45,11 +42,12 @@ def search(q: str) -> list:
 '''
 
 
-def cli(*args, cwd=None, env=None) -> subprocess.CompletedProcess:
+def cli(*args, cwd=None, env=None) -> CliResult:
     full = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_EVAL_"))}
-    full.update(COLUMNS="200", NO_COLOR="1", XDG_CACHE_HOME=str(Path(cwd or ROOT) / ".cache"), **(env or {}))
-    return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, cwd=cwd or ROOT, env=full,
-                          timeout=120)
+    full.update(COLUMNS="200", NO_COLOR="1", **(env or {}))
+    if cwd is not None:  # else this pytest process's own cache (tests/conftest.py), never one in the repository
+        full.setdefault("XDG_CACHE_HOME", str(Path(cwd) / ".cache"))
+    return run_cli(*args, cwd=cwd or ROOT, env=full, timeout=120)
 
 
 def flat(text: str) -> str:

@@ -1,21 +1,16 @@
-"""`agent-eval run` and `rescore` with a judge, as subprocesses against loopback servers.
-
-Each subprocess costs an interpreter start, so the finer cases are in-process in tests/test_judge_run.py.
-"""
+"""`agent-eval run` and `rescore` with a judge, end to end (in-process) against loopback servers."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
 import pytest
 
+from tests.cli import run_cli
 from tests.judged_suite import by_id, case, judge_script, judged_suite
 from tests.loopback import tool_then_text
 
-CLI = str(Path(sys.executable).parent / "agent-eval")
 
 
 def cli(tmp_path: Path, *args: str, judge=None, agent_srv=None, **env_over: str) -> tuple[int, str, str]:
@@ -27,7 +22,7 @@ def cli(tmp_path: Path, *args: str, judge=None, agent_srv=None, **env_over: str)
     if agent_srv is not None:
         env.update(OPENAI_BASE_URL=agent_srv.base_url, OPENAI_API_KEY="agent-key", AGENT_EVAL_MODEL="agent-m")
     env.update(env_over)
-    done = subprocess.run([CLI, *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    done = run_cli(*args, cwd=tmp_path, env=env, timeout=120)
     return done.returncode, done.stdout, done.stderr
 
 

@@ -1,23 +1,23 @@
 """The files a run writes besides its JSON report, through the CLI: HTML, history, gate, JUnit, Markdown."""
 from __future__ import annotations
 
-import subprocess
-import sys
+import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import orjson
 
+from tests.cli import CliResult, run_cli
+
 ROOT = Path(__file__).resolve().parents[2]
 CASES = ROOT / "cases" / "test_cases.json"
 
 
-def agent_eval(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "agent_eval.cli", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=120)
+def agent_eval(*args: str, cwd: Path) -> CliResult:
+    return run_cli(*args, cwd=cwd, env=dict(os.environ), timeout=120)
 
 
-def demo_run(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProcess, dict]:
+def demo_run(tmp_path: Path, *extra: str) -> tuple[CliResult, dict]:
     out = tmp_path / "reports"
     proc = agent_eval("run", "--cases", str(CASES), "--no-judge", "--quiet", "--output-dir", str(out),
                       *extra, cwd=tmp_path)

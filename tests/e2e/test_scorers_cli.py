@@ -1,22 +1,21 @@
-"""`agent-eval run` / `validate` as subprocesses on a suite with hidden-style scorer modules."""
+"""`agent-eval run` / `validate` end to end (in-process) on a suite with hidden-style scorer modules."""
 from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
 import pytest
 
-CLI = str(Path(sys.executable).parent / "agent-eval")
+from tests.cli import CliResult, run_cli
+
 SUITE = Path(__file__).resolve().parent.parent / "fixtures" / "scorer_suite"
 
 
-def agent_eval(*args: str) -> subprocess.CompletedProcess:
+def agent_eval(*args: str) -> CliResult:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_EVAL_"))}
-    return subprocess.run([CLI, *args], capture_output=True, text=True, env=env, timeout=120)
+    return run_cli(*args, cwd=os.getcwd(), env=env, timeout=120)
 
 
 def test_run_gives_the_hand_computed_summaries_and_statuses(tmp_path: Path) -> None:

@@ -1,20 +1,18 @@
-"""`agent-eval run` / `rescore` with scenario cases, as subprocesses against a loopback server.
+"""`agent-eval run` / `rescore` with scenario cases, end to end (in-process) against a loopback server.
 
 One loopback server plays both the `openai` agent (model `agent-m`) and the LLM user (model `user-m`).
 """
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
 
 from tests.loopback import text, tool_calls
 from tests.builders import write_suite
+from tests.cli import run_cli
 
-CLI = str(Path(sys.executable).parent / "agent-eval")
 
 TOOLS = '''
 from agent_eval import tool
@@ -73,7 +71,7 @@ def cli(tmp_path: Path, *args: str, srv=None, **env_over: str) -> tuple[int, str
     if srv is not None:
         env.update(OPENAI_BASE_URL=srv.base_url, OPENAI_API_KEY="k", AGENT_EVAL_MODEL="agent-m")
     env.update(env_over)
-    done = subprocess.run([CLI, *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    done = run_cli(*args, cwd=tmp_path, env=env, timeout=120)
     return done.returncode, done.stdout, done.stderr
 
 
