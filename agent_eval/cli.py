@@ -154,6 +154,8 @@ def run(
     rate_limit: str | None = typer.Option(None, "--rate-limit", help=RATE_LIMIT_HELP),
     judge_rate_limit: str | None = typer.Option(None, "--judge-rate-limit", help=JUDGE_RATE_LIMIT_HELP),
     retry_budget: float | None = typer.Option(None, "--retry-budget", help=RETRY_BUDGET_HELP),
+    max_cost: float | None = typer.Option(None, "--max-cost", help="Stop taking new runs before the spend (agent, "
+                                                                 "judge, simulator) would pass USD."),
 ) -> None:
     """Run the suite: every selected case k times, scored, reported, with a CI exit code."""
     # --resume compares only the flags typed on the command line with the run's stored settings.
@@ -165,7 +167,7 @@ def run(
                         no_cache=no_cache, user=user, user_model=user_model, judge_timeout=judge_timeout,
                         workers=workers, ray=ray, ray_address=ray_address, ray_runtime_env=ray_runtime_env,
                         rate_limit=rate_limit, judge_rate_limit=judge_rate_limit, retry_budget=retry_budget,
-                        resume=resume, otel=otel, otlp_endpoint=otlp_endpoint)
+                        resume=resume, otel=otel, otlp_endpoint=otlp_endpoint, max_cost=max_cost)
 
     def go() -> int:
         from agent_eval.commands.run import run_command

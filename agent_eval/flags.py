@@ -63,6 +63,7 @@ class Flags:
     verbose: bool = False
     last_failed: bool = False
     exitfirst: bool = False
+    max_cost: float | None = None  # --max-cost USD: the spend of the whole command
     workers: int | None = None
     ray: bool = False
     ray_address: str | None = None

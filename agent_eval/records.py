@@ -129,4 +129,5 @@ class Report(TypedDict, total=False):
     gate: dict[str, Any] | None
     interrupted: bool
     stopped_early: bool
+    stopped_at_budget: bool
     exit_code: int | None

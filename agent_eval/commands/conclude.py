@@ -118,7 +118,8 @@ def finish_report(results: Results, suite: Suite, cfg: RunConfig, agent_name: st
                               summary=summarize(rows, cfg.repeat, suite.scorers),
                               cases=entries,
                               interrupted=interrupted,
-                              stopped_early=results.stopped_early and not interrupted)
+                              stopped_early=results.stopped_early and not interrupted,
+                              stopped_at_budget=getattr(results, "stopped_at_budget", False) and not interrupted)
         pricing = suite.settings.get("pricing")
         spent = results.spent(pricing)
         earlier = read_usage(results.journal.path)  # what earlier processes of a resumed run spent
@@ -136,6 +137,10 @@ def finish_report(results: Results, suite: Suite, cfg: RunConfig, agent_name: st
         helpers = [(cfg.judge_model, "judge"), (cfg.user_sim.model if cfg.user_sim else None, "user_sim")]
         models = results.models_used | {m for m, key in helpers if m and report["summary"][key].get("calls")}
         report["settings"]["prices"] = price_sources(models, pricing)
+        if cfg.max_cost is not None:
+            from agent_eval.run.budget import report_spend
+
+            report["summary"]["budget"] = {"limit_usd": cfg.max_cost, "spent_usd": report_spend(report)}
         from agent_eval.report.baseline import resolve_baseline
 
         baseline = resolve_baseline(cfg.baseline, cfg, agent_name, run_id, created_at, err)
@@ -182,7 +187,8 @@ def conclude(report: Report, run_bytes: RunBytes, outputs: Any, console: Console
         report["gate"] = gate_against(baseline, dict(report), list(gates))
     regression = bool(report.get("gate") and (report.get("gate") or {}).get("regression"))
     code = stop_code if interrupted else exit_code(report["cases"], regression,
-                                                          bool(report.get("stopped_early")))
+                                                          bool(report.get("stopped_early")),
+                                                          bool(report.get("stopped_at_budget")))
     if abandoned and code == 0:
         code = EXIT_ERROR  # runs were left unplayed: the run did not complete
     empty = (report.get("gate") or {}).get("nothing_to_gate") if not interrupted else None

@@ -47,7 +47,21 @@ def prepare_run(flags: Flags, adjust: Callable[[RunConfig], None] | None = None,
     check_judge(cfg, runnable, suite)
     require_user(cfg.user_sim, runnable, suite.path)
     check_baseline(cfg)
+    if cfg.max_cost is not None and runnable:
+        _require_prices(cfg, runnable, suite)
     return prepared
+
+
+def _require_prices(cfg: RunConfig, runnable: list[dict[str, Any]], suite: Any) -> None:
+    """--max-cost: every model whose spend it bounds (the agent's, the judge's, the simulator's) has a price."""
+    from agent_eval.run.budget import require_prices
+    from agent_eval.score.judge import needs_judge
+
+    judged = cfg.judge and needs_judge(runnable) is not None
+    simulated = any(c.get("scenario") is not None for c in runnable)
+    require_prices([("agent", cfg.model), ("judge", cfg.judge_model if judged else None),
+                    ("user simulator", cfg.user_sim.model if simulated else None)],
+                   suite.settings.get("pricing"), suite.path)
 
 
 def _select_last_failed(flags: Flags, cfg: RunConfig, cases: list[dict[str, Any]],
@@ -143,6 +157,8 @@ def play_suite(flags: Flags, console: Console | None, err: Console) -> Played:
                         on_run_done=(lambda: progress.update(progress.task_ids[0], description=_status(board),
                                                              advance=1)) if progress else None, simulator=simulator)
         runner.pool = pool
+        if cfg.max_cost is not None:
+            runner.budget = _budget(cfg, runner, suite, journal.path if resumed else None)
         if resumed:
             resumed.restore(runner.restore)
         with Interrupts() as interrupts:
@@ -173,6 +189,26 @@ def play_suite(flags: Flags, console: Console | None, err: Console) -> Played:
     finally:
         if pool is not None:
             pool.on_close()
+
+
+def _budget(cfg: RunConfig, runner: Runner, suite: Any, resumed_journal: Path | None) -> Any:
+    """The --max-cost budget: this process's judge and simulator spend (workers' included) read as runs
+    finish; a resumed run's earlier processes' spend counts against it too."""
+    from agent_eval.run.budget import Budget
+    from agent_eval.run.journal import read_usage
+
+    pricing = suite.settings.get("pricing")
+
+    def helpers() -> float | None:
+        spent = runner.player.spent(pricing, runner.pool.spent if runner.pool else [])
+        costs = [spent[key].get("cost_usd") for key in ("judge", "user_sim")]
+        return None if None in costs else float(sum(costs))
+
+    assert cfg.max_cost is not None
+    budget = Budget(cfg.max_cost, helpers)
+    for usage in read_usage(resumed_journal) if resumed_journal is not None else ():
+        budget.earlier_usd += sum((usage.get(key) or {}).get("cost_usd") or 0.0 for key in ("judge", "user_sim"))
+    return budget
 
 
 def _idle_workers_note(cfg: RunConfig, started: int) -> str | None:

@@ -29,6 +29,7 @@ _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS runs (
   run_id TEXT PRIMARY KEY, created_at TEXT, suite TEXT, cases_file TEXT, agent TEXT, model TEXT,
   git_commit TEXT, exit_code INTEGER, interrupted INTEGER, stopped_early INTEGER DEFAULT 0, rescored_from TEXT,
+  stopped_at_budget INTEGER DEFAULT 0,
   {", ".join(f"{m} REAL" for m in METRIC_COLUMNS)},
   summary_json TEXT
 );
@@ -47,6 +48,8 @@ def _connect(db_path: str | Path) -> sqlite3.Connection:
     columns = {r["name"] for r in conn.execute("PRAGMA table_info(runs)")}
     if "stopped_early" not in columns:
         conn.execute("ALTER TABLE runs ADD COLUMN stopped_early INTEGER DEFAULT 0")  # a file from before -x
+    if "stopped_at_budget" not in columns:  # a file from before --max-cost
+        conn.execute("ALTER TABLE runs ADD COLUMN stopped_at_budget INTEGER DEFAULT 0")
     if "rescored_from" not in columns:
         conn.execute("ALTER TABLE runs ADD COLUMN rescored_from TEXT")  # a file from before rescore rows
     return conn
@@ -79,6 +82,7 @@ def record_run(db_path: str | Path, report: dict[str, Any], cases_file_git_commi
         "model": report.get("model"), "git_commit": cases_file_git_commit,
         "exit_code": report.get("exit_code"), "interrupted": int(bool(report.get("interrupted"))),
         "stopped_early": int(bool(report.get("stopped_early"))),
+        "stopped_at_budget": int(bool(report.get("stopped_at_budget"))),
         "rescored_from": (report.get("settings") or {}).get("rescored_from"),
         **{m: _number(summary.get(m)) for m in METRIC_COLUMNS},
         "summary_json": orjson.dumps(summary).decode("utf-8"),
@@ -139,7 +143,7 @@ def baseline_last(db_path: str | Path, cases_file: str | Path, agent: str | None
                   before: str, exclude_run_id: str | None = None) -> str | None:
     """The run_id of `--baseline last`: the newest run created no later than `before` (a run_id in the
     history, or a created_at), other than `exclude_run_id`, with the same cases_file and agent that was
-    neither interrupted nor stopped early by -x, nor a rescore; None if there is none."""
+    neither interrupted nor stopped early by -x or at a --max-cost budget, nor a rescore; None if there is none."""
     if not Path(db_path).exists():
         return None
     conn = _connect(db_path)
@@ -148,7 +152,7 @@ def baseline_last(db_path: str | Path, cases_file: str | Path, agent: str | None
         created_at = hit["created_at"] if hit else before
         row = conn.execute(
             "SELECT run_id FROM runs WHERE cases_file = ? AND agent IS ? AND interrupted = 0 "
-            "AND COALESCE(stopped_early, 0) = 0 AND rescored_from IS NULL "
+            "AND COALESCE(stopped_early, 0) = 0 AND COALESCE(stopped_at_budget, 0) = 0 AND rescored_from IS NULL "
             "AND created_at <= ? AND run_id != ? AND run_id != ? ORDER BY created_at DESC, run_id DESC LIMIT 1",
             (normalize_cases_file(cases_file), agent, created_at, before, exclude_run_id or "")).fetchone()
         return row["run_id"] if row else None
@@ -218,6 +222,7 @@ def render_history(rows: list[dict[str, Any]], metrics: Sequence[str], console: 
         created = str(r.get("created_at") or "")[5:16].replace("T", " ")  # MM-DD HH:MM
         exit_text = str(r.get("exit_code")) + (" interrupted" if r.get("interrupted") else
                                                " stopped early" if r.get("stopped_early") else
+                                               " at budget" if r.get("stopped_at_budget") else
                                                " rescored" if r.get("rescored_from") else "")
         who = [_who(r)] if len(agents) > 1 else []
         table.add_row(r["run_id"], created, *who, (r.get("git_commit") or "")[:7], exit_text,

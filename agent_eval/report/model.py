@@ -24,7 +24,7 @@ SCHEMA_VERSION = 1
 HEAD_KEYS = ("schema_version", "run_id", "created_at", "suite", "agent", "model", "cases_file",
              "settings", "summary")
 """The top-level keys written before `cases`, in file order."""
-TAIL_KEYS = ("gate", "interrupted", "stopped_early", "exit_code")
+TAIL_KEYS = ("gate", "interrupted", "stopped_early", "stopped_at_budget", "exit_code")
 """The top-level keys written after `cases`, in file order."""
 
 
@@ -55,19 +55,21 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-def exit_code(entries: list[CaseEntry], regression: bool = False, stopped_early: bool = False) -> int:
-    """In order: 1 for a failed case, a regression or a stop by -x; 2 for an error or all skipped; else 0."""
+def exit_code(entries: list[CaseEntry], regression: bool = False, stopped_early: bool = False,
+              stopped_at_budget: bool = False) -> int:
+    """In order: 1 for a failed case, a regression or a stop by -x; 2 for an error, all skipped, or a stop
+    at the --max-cost budget (not a pass: cases were left unrun); else 0."""
     statuses = [e["status"] for e in entries]
     if "failed" in statuses or regression or stopped_early:
         return EXIT_FAILED
-    if "error" in statuses or (statuses and all(s == "skipped" for s in statuses)):
+    if stopped_at_budget or "error" in statuses or (statuses and all(s == "skipped" for s in statuses)):
         return EXIT_ERROR
     return EXIT_PASSED
 
 
 def build_report(*, run_id: str, created_at: str, suite: str | None, agent: str | None, model: str | None,
                  cases_file: str, settings: dict[str, Any], summary: dict[str, Any], cases: list[CaseEntry],
-                 interrupted: bool, stopped_early: bool = False) -> Report:
+                 interrupted: bool, stopped_early: bool = False, stopped_at_budget: bool = False) -> Report:
     """A report with every top-level key in file order; `gate` is None and `exit_code` the cases' verdict.
     Each case entry gains `flaky` (mixed outcomes among its runs that did not end in error)."""
     from agent_eval.score.metrics import is_flaky
@@ -78,7 +80,8 @@ def build_report(*, run_id: str, created_at: str, suite: str | None, agent: str 
         "schema_version": SCHEMA_VERSION, "run_id": run_id, "created_at": created_at, "suite": suite,
         "agent": agent, "model": model, "cases_file": cases_file, "settings": settings, "summary": summary,
         "cases": cases, "gate": None, "interrupted": interrupted, "stopped_early": stopped_early,
-        "exit_code": exit_code(cases, stopped_early=stopped_early),
+        "stopped_at_budget": stopped_at_budget,
+        "exit_code": exit_code(cases, stopped_early=stopped_early, stopped_at_budget=stopped_at_budget),
     }
 
 

@@ -102,6 +102,8 @@ def render_header(report: Report, console: Console) -> None:
         title.append(" (interrupted: partial report)", style="bold yellow")
     elif report.get("stopped_early"):
         title.append(" (stopped early by -x: partial report)", style="bold yellow")
+    elif report.get("stopped_at_budget"):
+        title.append(" (stopped at the --max-cost budget: partial report)", style="bold yellow")
     console.print(title)
     console.print(Text(" · ".join([
         f"agent {report.get('agent') or NA}",
@@ -270,18 +272,34 @@ def verdict_text(report: Report) -> Text:
     if code == 1 and report.get("stopped_early"):
         meaning = (f"{s.get('cases_failed') or 0} case(s) failed; -x stopped the run after the first failed run "
                    f"({s.get('cases_not_run') or 0} case(s) not run)")
+    elif code == 1 and s.get("cases_failed") and report.get("stopped_at_budget"):
+        meaning = f"{s['cases_failed']} case(s) failed; {budget_line(report)}"
     elif code == 1 and s.get("cases_failed"):
         meaning = f"{s['cases_failed']} case(s) failed"
     elif code == 1:
         meaning = "the baseline gate found a regression"
     elif code == 2 and s.get("cases_errored"):
         meaning = f"{s['cases_errored']} case(s) ended in an infrastructure error"
+    elif code == 2 and report.get("stopped_at_budget"):
+        meaning = f"{budget_line(report)} (not a pass: {s.get('cases_not_run') or 0} case(s) not run)"
     elif code == 2 and s.get("cases_total") and s.get("cases_skipped") == s.get("cases_total"):
         meaning = "every selected case was skipped"
     line = Text()
     line.append(f"{word} ", style=f"bold {style}")
     line.append(f"(exit {code}): {meaning}")
     return line
+
+
+def budget_line(report: Report) -> str:
+    """`stopped at the budget: $4.98 of $5.00, 212 of 300 runs` (runs finished of the runs selected)."""
+    budget = _summary(report).get("budget") or {}
+    spent, limit = budget.get("spent_usd"), budget.get("limit_usd")
+    repeat = (report.get("settings") or {}).get("repeat") or 1
+    cases = [c for c in report.get("cases") or [] if c.get("status") != "skipped"]
+    finished = sum(len(c.get("runs") or []) for c in cases)
+    shown = f"${spent:.2f}" if isinstance(spent, (int, float)) else "an unknown amount"
+    of = f" of ${limit:.2f}" if isinstance(limit, (int, float)) else ""
+    return f"stopped at the budget: {shown}{of}, {finished} of {len(cases) * repeat} runs"
 
 
 def render_verdict(report: Report, console: Console) -> None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent_eval.run.budget import check_max_cost
 from agent_eval.errors import ConfigError
 from agent_eval.llm import PLACEHOLDER_KEY, redact_url
 from agent_eval.flags import DEFAULTS, MAX_COUNT, Flags
@@ -61,6 +62,7 @@ class RunConfig:
     rate_limit: RateLimit | None = None  # --rate-limit: the agent's endpoints
     judge_rate_limit: RateLimit | None = None  # --judge-rate-limit: the judge's and the simulator's
     retry_budget: float = DEFAULTS.retry_budget
+    max_cost: float | None = None  # --max-cost USD
 
     def settings(self) -> dict[str, Any]:
         """The report's `settings` block: no keys, no secrets (URLs are shown with theirs replaced by ***)."""
@@ -76,7 +78,7 @@ class RunConfig:
             "workers": self.workers, "ray": (self.ray_address or "local") if self.ray else None,
             "otel": str(self.otel) if self.otel else None, "otlp_endpoint": redact_url(self.otlp_endpoint),
             "rate_limit": _shown(self.rate_limit), "judge_rate_limit": _shown(self.judge_rate_limit),
-            "retry_budget": self.retry_budget,
+            "retry_budget": self.retry_budget, "max_cost": self.max_cost,
         }
 
 
@@ -148,6 +150,8 @@ def resolve(flags: Flags, suite: Suite, environ: Mapping[str, str] | None = None
         raise ConfigError("--gate needs --baseline REPORT (or --baseline last): a gate compares this run "
                           "with a baseline run.")
     cfg.verbose, cfg.exitfirst = bool(flags.verbose), bool(flags.exitfirst)
+    cfg.max_cost = pick(src, "max_cost", ("flag", flags.max_cost))
+    check_max_cost(cfg.max_cost)
     _resolve_workers(cfg, flags)
     _resolve_limits(cfg, flags, env, block)
     _check_ranges(cfg)

@@ -17,7 +17,7 @@ from agent_eval.run.journal import Journal, scan_runs
 
 # Flags that never change results: they always come from the command line of the resumed run.
 FROM_COMMAND_LINE = {"concurrency", "quiet", "output_dir", "resume", "workers", "ray", "ray_address",
-                     "ray_runtime_env", "rate_limit", "judge_rate_limit", "retry_budget"}
+                     "ray_runtime_env", "rate_limit", "judge_rate_limit", "retry_budget", "max_cost"}
 
 
 def _same_path(given: Any, stored: Any) -> bool:
@@ -188,7 +188,9 @@ def open_resume(flags: Flags) -> Resume:
         last_failed=False, last_failed_ids=tuple(s["last_failed"]) if s.get("last_failed") is not None else None,
         user=user if user and ":" in user else flags.user,
         user_model=user if user and ":" not in user else flags.user_model,
-        agent_dir=stored.agent_dir if stored.agent_dir is not None else flags.agent_dir)
+        agent_dir=stored.agent_dir if stored.agent_dir is not None else flags.agent_dir,
+        # the same budget, unless a new one is given (to finish a run stopped at its budget)
+        max_cost=flags.max_cost if flags.max_cost is not None else s.get("max_cost"))
     return Resume(stored, resumed, journal)
 
 

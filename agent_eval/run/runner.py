@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import agent_eval.llm as llm
 from agent_eval.provider import endpoints
 from agent_eval.suite.cases import Suite, skip_reason
+from agent_eval.run.budget import UNLIMITED, Budget
 from agent_eval.run.config import RunConfig
 from agent_eval.report.dialogue import compact_dialogue
 from agent_eval.report.reasons import LITE_KEY, raised_tool_calls
@@ -68,6 +69,11 @@ class Runner:
         self.pool: WorkerPool | None = None  # under --workers N or --ray
         self._stopping = False
         self.stopped_early = False  # -x saw a failed run and took no new runs after it
+        self.budget: Budget | None = None  # --max-cost
+        self.stopped_at_budget = False  # the budget left no room for one more run
+        self._started = 0  # runs taken by this process (played here or handed to workers)
+        self._finished_here = 0
+        self._run_ended: asyncio.Event | None = None  # set as each run finishes (the budget's probe waits)
         self.models_used: set[str] = set()  # every model whose tokens a run recorded (settings.prices)
 
     def restore(self, case_id: str, trial: int, run: dict[str, Any], position: tuple[int, int]) -> None:
@@ -86,6 +92,8 @@ class Runner:
             return
         if trial in slot.trials:
             slot.trials.remove(trial)
+        if self.budget is not None and trial not in slot.runs:
+            self.budget.add_run((run.get("metrics") or {}).get("cost_usd"))
         self.models_used.update(run_models(run["trace"], self.cfg.model))
         slot.runs[trial] = lite_run(run, slot.case)
         slot.offsets[trial] = position
@@ -109,12 +117,27 @@ class Runner:
                 return slot
         return None
 
+    def _room(self) -> int | None:
+        """How many more runs the budget lets start now (None: wait for the probe run); stops at 0."""
+        if self.budget is None:
+            return None if self._stopping else UNLIMITED
+        room = self.budget.room(self._started - self._finished_here)
+        if room == 0 and not self._stopping and self.pending:
+            self._stopping = self.stopped_at_budget = True  # as -x does: runs in flight finish
+        return room
+
     def take(self, n: int) -> list[tuple[int, int]]:
-        """Up to n pending (slot index, trial) pairs in case order; fewer only when no more will come."""
+        """Up to n pending (slot index, trial) pairs in case order; fewer when no more will come, or when
+        the budget waits for its first run to finish."""
         if self._indexed is None:
             self._indexed = self._work()
+        room = self._room()
+        if not room:
+            return []
+        n = min(n, room)
         pairs = []
         for pair in self._indexed:
+            self._started += 1
             pairs.append(pair)
             if len(pairs) == n:
                 break
@@ -151,6 +174,7 @@ class Runner:
             self.player.gc.resume()
 
     async def _run_here(self) -> None:
+        self._run_ended = asyncio.Event()
         work = self._work()
         workers = [asyncio.create_task(self._worker(work)) for _ in range(min(self.cfg.concurrency,
                                                                               max(1, self.pending)))]
@@ -174,7 +198,19 @@ class Runner:
             self.journal.flush_if_pending()
 
     async def _worker(self, work: Iterator[tuple[int, int]]) -> None:
-        for index, trial in work:
+        while True:
+            if self.budget is not None:
+                while (room := self._room()) is None:  # the probe run is in flight: no mean cost yet
+                    assert self._run_ended is not None
+                    self._run_ended.clear()
+                    await self._run_ended.wait()
+                if not room:
+                    return
+            pair = next(work, None)
+            if pair is None:
+                return
+            self._started += 1
+            index, trial = pair
             slot = self.slots[index]
             # As stored: a value JSON cannot hold is converted, in the kept row too (as a worker sends it).
             run, run_json = await self.player.play_encoded(slot, trial)
@@ -201,6 +237,11 @@ class Runner:
     def _finished_run(self, slot: CaseSlot, trial: int, lite: dict[str, Any]) -> None:
         """Every journaled run passes here, wherever it was played."""
         slot.runs[trial] = lite
+        self._finished_here += 1
+        if self.budget is not None:
+            self.budget.add_run((lite.get("metrics") or {}).get("cost_usd"))
+            if self._run_ended is not None:
+                self._run_ended.set()
         if lite["status"] == "failed" and self.cfg.exitfirst and not self._stopping:
             self._stopping = self.stopped_early = True  # -x: runs in flight finish, no new one starts
         self.player.gc.run_finished()

@@ -64,7 +64,7 @@ def test_build_report_has_every_key_in_file_order_and_the_cases_exit_code() -> N
     report = build_report(run_id="r", created_at="t", suite="s", agent="x", model=None, cases_file="c.json",
                           settings={}, summary={}, cases=cases, interrupted=False)
     assert list(report) == ["schema_version", "run_id", "created_at", "suite", "agent", "model", "cases_file",
-                            "settings", "summary", "cases", "gate", "interrupted", "stopped_early",
+                            "settings", "summary", "cases", "gate", "interrupted", "stopped_early", "stopped_at_budget",
                             "exit_code"]
     assert report["schema_version"] == 1 and report["exit_code"] == 1
     assert exit_code([{"status": "skipped"}]) == 2 and exit_code([]) == 0
