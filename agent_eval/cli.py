@@ -11,7 +11,11 @@ import typer
 from rich.text import Text
 
 from agent_eval.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_TERMINATED, CaseFileError, ConfigError
-from agent_eval.flags import DEFAULTS, MAX_COUNT, Flags
+from agent_eval.flags import (
+    CASES_HELP, FILTER_HELP, REPEAT_HELP, THRESHOLD_HELP, CONCURRENCY_HELP, MAX_STEPS_HELP, OUTPUT_DIR_HELP,
+    JUDGE_MODEL_HELP, OTEL_HELP, OTLP_HELP, LOGS_HELP, JUDGE_TIMEOUT_HELP, RATE_LIMIT_HELP,
+    JUDGE_RATE_LIMIT_HELP, RETRY_BUDGET_HELP, DEFAULTS, MAX_COUNT, Flags,
+)
 from agent_eval.report.console import SafeConsole
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)  # help: main_options
@@ -50,23 +54,6 @@ PIPED_WIDTH = 160
 console = make_console()
 err_console = make_console(stderr=True)
 
-CASES_HELP = "The case file (a JSON list of cases, or {\"suite\": ..., \"cases\": [...]})."
-FILTER_HELP = "Keep cases whose id or a tag contains TEXT (repeatable)."
-REPEAT_HELP = f"Runs per case (default {DEFAULTS.repeat})."
-THRESHOLD_HELP = f"Pass rate a case needs (default {DEFAULTS.threshold})."
-CONCURRENCY_HELP = f"Runs at once (default {DEFAULTS.concurrency})."
-MAX_STEPS_HELP = f"Model completions per user turn (default {DEFAULTS.max_steps})."
-OUTPUT_DIR_HELP = f"Where reports go (default {DEFAULTS.output_dir})."
-JUDGE_MODEL_HELP = "The judge's model (AGENT_EVAL_JUDGE_MODEL)."
-OTEL_HELP = "Also write each run as an OpenTelemetry GenAI trace (OTLP/JSON lines) here."
-OTLP_HELP = "Also POST each run's trace here as OTLP/HTTP JSON (e.g. http://127.0.0.1:4318/v1/traces)."
-LOGS_HELP = "An OTLP logs export whose GenAI events hold the traces' messages."
-JUDGE_TIMEOUT_HELP = ("Seconds each judge or simulator request may take, retries included "
-                      f"(default {DEFAULTS.judge_timeout:g}).")
-RATE_LIMIT_HELP = ("RPM[:BURST]: at most RPM requests a minute to the agent's endpoint, BURST at once "
-                   "(AGENT_EVAL_RATE_LIMIT, the suite's rate_limit; default: none, the window adapts).")
-JUDGE_RATE_LIMIT_HELP = "RPM[:BURST] for the judge's and the simulator's endpoints (default: none)."
-RETRY_BUDGET_HELP = "Seconds one request may keep retrying rate limits, from its first attempt (default 600)."
 
 
 def judge_timeout_option() -> Any:
@@ -154,8 +141,7 @@ def run(
     rate_limit: str | None = typer.Option(None, "--rate-limit", help=RATE_LIMIT_HELP),
     judge_rate_limit: str | None = typer.Option(None, "--judge-rate-limit", help=JUDGE_RATE_LIMIT_HELP),
     retry_budget: float | None = typer.Option(None, "--retry-budget", help=RETRY_BUDGET_HELP),
-    max_cost: float | None = typer.Option(None, "--max-cost", help="Stop taking new runs before the spend (agent, "
-                                                                 "judge, simulator) would pass USD."),
+    max_cost: float | None = typer.Option(None, "--max-cost", help="Stop taking runs before the spend passes USD."),
 ) -> None:
     """Run the suite: every selected case k times, scored, reported, with a CI exit code."""
     # --resume compares only the flags typed on the command line with the run's stored settings.

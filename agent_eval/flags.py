@@ -32,6 +32,26 @@ MAX_MESSAGE_BYTES = 64 * 2**20  # the most read of one message from outside: a p
 # MCP message, a cmd: agent's reply, a request to the recording endpoint
 
 
+# The help text of the options that several commands share (cli.py).
+CASES_HELP = "The case file (a JSON list of cases, or {\"suite\": ..., \"cases\": [...]})."
+FILTER_HELP = "Keep cases whose id or a tag contains TEXT (repeatable)."
+REPEAT_HELP = f"Runs per case (default {DEFAULTS.repeat})."
+THRESHOLD_HELP = f"Pass rate a case needs (default {DEFAULTS.threshold})."
+CONCURRENCY_HELP = f"Runs at once (default {DEFAULTS.concurrency})."
+MAX_STEPS_HELP = f"Model completions per user turn (default {DEFAULTS.max_steps})."
+OUTPUT_DIR_HELP = f"Where reports go (default {DEFAULTS.output_dir})."
+JUDGE_MODEL_HELP = "The judge's model (AGENT_EVAL_JUDGE_MODEL)."
+OTEL_HELP = "Also write each run as an OpenTelemetry GenAI trace (OTLP/JSON lines) here."
+OTLP_HELP = "Also POST each run's trace here as OTLP/HTTP JSON (e.g. http://127.0.0.1:4318/v1/traces)."
+LOGS_HELP = "An OTLP logs export whose GenAI events hold the traces' messages."
+JUDGE_TIMEOUT_HELP = ("Seconds each judge or simulator request may take, retries included "
+                      f"(default {DEFAULTS.judge_timeout:g}).")
+RATE_LIMIT_HELP = ("RPM[:BURST]: at most RPM requests a minute to the agent's endpoint, BURST at once "
+                   "(AGENT_EVAL_RATE_LIMIT, the suite's rate_limit; default: none, the window adapts).")
+JUDGE_RATE_LIMIT_HELP = "RPM[:BURST] for the judge's and the simulator's endpoints (default: none)."
+RETRY_BUDGET_HELP = "Seconds one request may keep retrying rate limits, from its first attempt (default 600)."
+
+
 @dataclass(frozen=True)
 class Flags:
     """The flags of one command; None (or an empty tuple, or False) means the flag was not given."""
