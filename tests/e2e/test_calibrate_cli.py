@@ -1,13 +1,13 @@
-"""`agent-eval label` and `agent-eval calibrate` as subprocesses, on a real report judged by a loopback judge."""
+"""`agent-eval label` and `agent-eval calibrate` in-process, on a real report judged by a loopback judge."""
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import orjson
 import pytest
 
-from tests.e2e.test_judge_cli import CLI, cli, run_suite
+from tests.cli import run_cli
+from tests.e2e.test_judge_cli import cli, run_suite
 from tests.judged_suite import case, judge_script, judged_suite
 
 # The judge says PASS where the criterion holds RUBRIC_PASS and FAIL where it holds RUBRIC_FAIL.
@@ -128,8 +128,7 @@ def test_label_in_the_terminal_then_calibrate(judged, tmp_path: Path) -> None:
     path, report, _ = judged
     # Items in report order: g1, g2, g3, b1, b2 (rubric), o1 rubric, o1 expected_outcome.
     answers = "p\nf looks wrong\ns\nwhat\nf\np\nq\n"
-    done = subprocess.run([CLI, "label", str(path)], input=answers, capture_output=True, text=True, cwd=tmp_path,
-                          timeout=120, env=_env(tmp_path))
+    done = run_cli("label", path, input=answers, cwd=tmp_path, timeout=120, env=_env(tmp_path))
     assert done.returncode == 0, done.stderr
     assert f"cases: {tmp_path / 'cases.json'}" in done.stdout.splitlines()[0]
     assert "case g1 · trial 0 · rubric" in done.stdout and "rubric: RUBRIC_PASS" in done.stdout
@@ -146,8 +145,8 @@ def test_label_in_the_terminal_then_calibrate(judged, tmp_path: Path) -> None:
     ]
     assert "4 label(s) written" in done.stdout
     # End of input quits too, and appends: one more label.
-    done = subprocess.run([CLI, "label", str(path), "--out", str(tmp_path / "more.jsonl")], input="f",
-                          capture_output=True, text=True, cwd=tmp_path, timeout=120, env=_env(tmp_path))
+    done = run_cli("label", path, "--out", tmp_path / "more.jsonl", input="f", cwd=tmp_path, timeout=120,
+                   env=_env(tmp_path))
     assert done.returncode == 0 and (tmp_path / "more.jsonl").read_text().count("\n") == 1
     # g1 tp, g2 fp, b1 tn, b2 fn: po 2/4; h = 2, j = 2: pe = (4 + 4)/16 = 1/2 -> kappa 0
     code, out, _ = cli(tmp_path, "calibrate", str(path), "--labels", str(path.with_name(f"{path.stem}.labels.jsonl")))
@@ -159,8 +158,7 @@ def test_label_shows_hostile_text_inert(loopback, tmp_path: Path) -> None:
     cases_file = judged_suite(tmp_path, [case("h", "RUBRIC_PASS [red]x[/red] \x1b[2J")])
     _, report, _, _ = run_suite(tmp_path, cases_file, "--no-html", judge=judge)
     path = tmp_path / "reports" / f"{report['run_id']}.json"
-    done = subprocess.run([CLI, "label", str(path)], input="s\n", capture_output=True, text=True, cwd=tmp_path,
-                          timeout=120, env=_env(tmp_path))
+    done = run_cli("label", path, input="s\n", cwd=tmp_path, timeout=120, env=_env(tmp_path))
     assert done.returncode == 0
     assert "RUBRIC_PASS [red]x[/red] \\x1b[2J" in done.stdout and "\x1b" not in done.stdout
 
