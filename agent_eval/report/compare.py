@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agent_eval.report.files import make_parent, write_atomic
-from agent_eval.report.gate_table import VERDICT_STYLE, format_value
+from agent_eval.report.gate_table import VERDICT_STYLE, format_value, pair_notes
 
 VERDICT_MARK = {"regressed": "▼ regressed", "improved": "▲ improved", "no significant change": "~", "n/a": "n/a"}
 
@@ -50,6 +50,8 @@ def build_matrix(base: dict, news: list[dict], gated: list[dict], paths: list[st
     return {"columns": columns, "rows": rows, "cases_differing": differing,
             "m": gated[0]["m"], "alpha": gated[0]["alpha"], "resamples": gated[0]["resamples"],
             "cases_common": [g["cases_common"] for g in gated],
+            "notes": [pair_notes(g) for g in gated],
+            "alone": [any(v == "regressed" for v in (g.get("alone") or {}).values()) for g in gated],
             "regressed": [g["regression"] for g in gated], "regression": any(g["regression"] for g in gated)}
 
 
@@ -69,12 +71,31 @@ def cell_text(metric: str, cell: dict) -> str:
 
 
 def matrix_notes(matrix: dict) -> list[str]:
+    """The lines under the matrix: the method, the correction and what each report would get alone, the
+    legend, then each report's notes as a single comparison gives them."""
     level = 1 - matrix["alpha"] / max(matrix["m"], 1)
-    return [f"{len(matrix['columns']) - 1} reports against the base; one-sided bounds at {level:.3%} "
-            f"(Bonferroni, m={matrix['m']}: gated metrics x reports); {matrix['resamples']:,} paired bootstrap "
-            f"resamples. The base column is the base's own figure; each report's figure and verdict are over "
-            f"the cases it shares with the base ({', '.join(map(str, matrix['cases_common']))} per report).",
-            "▼ regressed: worse than the base beyond the allowed drop; ▲ improved; ~ no significant change."]
+    lines = [f"{len(matrix['columns']) - 1} reports against the base; Holm's step-down procedure at "
+             f"{matrix['alpha']:.0%} (m={matrix['m']}: gated metrics x reports), one-sided bounds at {level:.3%}; "
+             f"{matrix['resamples']:,} paired bootstrap resamples. The base column is the base's own figure; each "
+             f"report's figure and verdict are over the cases it shares with the base "
+             f"({', '.join(map(str, matrix['cases_common']))} per report).",
+             correction_line(matrix),
+             "▼ regressed: worse than the base beyond the allowed drop; ▲ improved; ~ no significant change."]
+    for i, notes in enumerate(matrix.get("notes") or [], start=1):
+        lines += [f"#{i}: {note}" for note in notes]
+    return lines
+
+
+def correction_line(matrix: dict) -> str:
+    """`m = 10 tests; alone, #2 lazy would be: regressed`: the reports whose verdict the correction changed."""
+    changed = [f"#{i} {matrix['columns'][i].get('agent') or matrix['columns'][i]['path']} would be: "
+               f"{'regressed' if alone else 'no regression'}"
+               for i, (alone, together) in enumerate(zip(matrix.get("alone") or [], matrix["regressed"],
+                                                         strict=False), start=1) if alone != together]
+    head = f"m = {matrix['m']} tests"
+    if not changed:
+        return f"{head}; compared alone with the base, each report would get the same verdict."
+    return f"{head}; alone, " + "; alone, ".join(changed)
 
 
 def verdict_line(matrix: dict) -> str:

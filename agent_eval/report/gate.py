@@ -1,5 +1,6 @@
-"""The regression gate. Paired bootstrap per gated metric, Bonferroni one-sided bounds,
-verdicts, and the cases whose successes fell by a one-sided Fisher exact test.
+"""The regression gate. Paired bootstrap per gated metric, a one-sided bootstrap p-value per metric decided
+with Holm's step-down procedure over the m tests, one-sided bounds at level alpha/m, verdicts, and the
+cases whose successes fell by a one-sided Fisher exact test.
 
 Every suite metric is rebuilt from per-case sufficient statistics (a numerator and a denominator per
 case, or the pooled run values for a percentile), so one (resamples x cases) count matrix gives all
@@ -102,21 +103,55 @@ def compare_reports(base: dict, new: dict, gates: list[tuple[str, float]] | None
 
 
 def compare_many(base: dict, news: list[dict], gates: list[tuple[str, float]] | None = None) -> list[dict]:
-    """One gate per new report against base, with m = the gated metrics of every pair (Bonferroni), so the
-    whole matrix keeps the 5% false-alarm bound."""
+    """One gate per new report against base, decided together: Holm's procedure runs over the m tests of
+    every pair, so the whole matrix keeps the 5% false-alarm bound. Each gate also gets `alone`, the
+    verdicts ({metric: verdict}) its pair would get compared by itself."""
     pairs = [paired_gate(base, new, gates) for new in news]
-    m = sum(len(pending) for _, pending in pairs)
     for gate, pending in pairs:
-        decide_gate(gate, pending, m)
+        alone = [({**row}, deltas) for row, deltas in pending]
+        holm_decide(alone, len(alone))
+        gate["alone"] = {row["metric"]: row["verdict"] for row, _ in alone}
+    family = [item for _, pending in pairs for item in pending]
+    holm_decide(family, len(family))
+    for gate, _ in pairs:
+        gate["m"] = len(family)
+        gate["regression"] = any(r["verdict"] == "regressed" for r in gate["metrics"])
+        gate["alone"] = {**{r["metric"]: r["verdict"] for r in gate["metrics"]}, **gate["alone"]}
     return [gate for gate, _ in pairs]
 
 
 def decide_gate(gate: dict, pending: list[tuple[dict, np.ndarray]], m: int) -> None:
-    """Fill each bootstrapped row's interval and verdict at level alpha/m, then the gate's verdict."""
+    """Decide the m bootstrapped rows with Holm's procedure (bounds at level alpha/m), then the gate's verdict."""
     gate["m"] = m
-    for row, deltas in pending:
-        _decide(row, deltas, ALPHA / m)
+    holm_decide(pending, m)
     gate["regression"] = any(r["verdict"] == "regressed" for r in gate["metrics"])
+
+
+def p_value(row: dict, deltas: np.ndarray) -> float:
+    """The one-sided bootstrap p-value that the metric did not get worse than its tolerance:
+    (1 + the resamples whose delta is not worse than -MAX_DROP) / (1 + the resamples), 10,001 with all."""
+    if row["direction"] == "higher":
+        not_worse = int(np.count_nonzero(deltas >= -row["max_drop"]))
+    else:
+        not_worse = int(np.count_nonzero(deltas <= row["max_drop"]))
+    return (1 + not_worse) / (1 + deltas.size)
+
+
+def holm_decide(tests: list[tuple[dict, np.ndarray]], m: int) -> None:
+    """Fill each row's interval (one-sided bounds at level alpha/m), p-value and verdict. Holm's step-down:
+    sort the p-values; the i-th smallest (from 0) is rejected, and its metric regressed, while every one
+    before it was and it is <= alpha/(m - i). That keeps the family-wise false-alarm rate at alpha and
+    rejects at least what Bonferroni (every p <= alpha/m) rejects; a row whose alpha/m bound already
+    lies past the tolerance is regressed too, as it was under Bonferroni."""
+    for row, deltas in tests:
+        _decide(row, deltas, ALPHA / max(m, 1))
+        row["p_value"] = p_value(row, deltas)
+    order = sorted(range(len(tests)), key=lambda i: tests[i][0]["p_value"])
+    for rank, i in enumerate(order):
+        row = tests[i][0]
+        if row["p_value"] > ALPHA / (m - rank):
+            break
+        row["verdict"] = "regressed"
 
 
 def paired_gate(base: dict, new: dict, gates: list[tuple[str, float]] | None = None,
@@ -202,7 +237,7 @@ def _why_nothing_to_gate(b_cases: dict, n_cases: dict, both: list[str], common: 
 
 
 def _decide(row: dict, deltas: np.ndarray, level: float) -> None:
-    """Fill ci and verdict: one-sided bounds at 1 - level on each side (Bonferroni level = alpha/m)."""
+    """Fill ci and verdict: one-sided bounds at 1 - level on each side (level = alpha/m)."""
     if deltas.size == 0:
         row["verdict"] = "no significant change"
         return

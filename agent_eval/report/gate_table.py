@@ -24,10 +24,22 @@ def gate_rows(gate: dict) -> list[list[str]]:
 
 
 def gate_notes(gate: dict) -> list[str]:
-    """The lines under the table: unpaired cases, regressed cases, and the Fisher note."""
+    """The lines under the table: how it decided, then the pair's notes."""
+    return [method_line(gate), *pair_notes(gate)]
+
+
+def method_line(gate: dict) -> str:
+    """How the gate decided: the common cases, Holm's procedure over m tests, the bounds, the resamples."""
     level = 1 - gate["alpha"] / max(gate["m"], 1)
-    lines = [f"{gate['cases_common']} common cases; one-sided bounds at {level:.3%} (Bonferroni, "
-             f"m={gate['m']}); {gate['resamples']:,} paired bootstrap resamples, seed {gate['seed']}."]
+    return (f"{gate['cases_common']} common cases; Holm's step-down procedure over m={gate['m']} test(s) at "
+            f"{gate['alpha']:.0%}, one-sided bounds at {level:.3%}; {gate['resamples']:,} paired bootstrap "
+            f"resamples, seed {gate['seed']}.")
+
+
+def pair_notes(gate: dict) -> list[str]:
+    """The notes of one comparison: tolerances, unpaired cases, regressed cases, the Fisher note, and why
+    listed cases did not make the gate fire (with pass_at_1's minimum detectable drop)."""
+    lines = []
     for row in gate["metrics"]:
         if row.get("max_drop"):
             worse = "a drop" if row["direction"] == "higher" else "a rise"

@@ -241,6 +241,30 @@ def test_simulated_false_alarm_rate_and_power() -> None:
     assert caught >= 95, caught
 
 
+@pytest.mark.slow
+def test_simulated_false_alarm_rate_of_holm_over_a_matrix_and_it_flags_what_bonferroni_flags() -> None:
+    # Holm's step-down procedure over the m tests keeps the family-wise false-alarm bound: with nothing
+    # changed, a matrix of two new reports (m = 5 metrics x 2 = 10 tests) raises an alarm at most ~5% of
+    # the time; and every metric Bonferroni (p <= 0.05 / m) flags, Holm flags too.
+    rng = np.random.default_rng(7)
+    n_matrices, alarms = 100, 0
+    for _ in range(n_matrices):
+        base, new1 = _simulated_pair(rng, 0.0)
+        _, new2 = _simulated_pair(rng, 0.0)
+        new2["cases"] = [dict(c, id=b["id"]) for c, b in zip(new2["cases"], base["cases"], strict=True)]
+        gated = gate.compare_many(base, [new1, new2])
+        alarms += any(g["regression"] for g in gated)
+    assert alarms / n_matrices <= 0.08, alarms
+    for drop in (0.0, 0.05, 0.1, 0.25):
+        for _ in range(20):
+            result = compare_reports(*_simulated_pair(rng, drop))
+            rows = [r for r in result["metrics"] if r.get("p_value") is not None]
+            m = len(rows)
+            for row in rows:
+                if row["p_value"] <= 0.05 / m:
+                    assert row["verdict"] == "regressed", row
+
+
 def test_resample_weights_are_paired_counts() -> None:
     w = gate.resample_weights(7)
     assert w.shape == (gate.RESAMPLES, 7) and (w.sum(axis=1) == 7).all()
@@ -284,3 +308,58 @@ def test_the_matrix_base_column_is_the_base_s_own_figure_and_m_counts_every_pair
     assert gated[0]["metrics"][0]["base"] == 0.5
     assert cell_text("pass_at_1", row["cells"][0]) == "0.750"
     assert [c["id"] for c in matrix["cases_differing"]] == ["b", "c", "d"]  # failed->passed, absent in "p"
+
+
+def test_holm_steps_down_where_bonferroni_stops() -> None:
+    # Three tests with p-values 0.001, 0.02 and 0.04 (m = 3): Bonferroni rejects only p <= 0.05/3 = 0.0167,
+    # the first. Holm: 0.001 <= 0.05/3 rejected; 0.02 <= 0.05/2 = 0.025 rejected; 0.04 <= 0.05/1 rejected.
+    # A p-value is (1 + resamples not worse than -MAX_DROP) / (1 + resamples); with 999 resamples,
+    # p = 0.001 needs 0 such resamples, p = 0.02 needs 19, p = 0.04 needs 39.
+    def test_row(not_worse: int) -> tuple[dict, np.ndarray]:
+        deltas = np.array([0.0] * not_worse + [-0.5] * (999 - not_worse))
+        return {"metric": f"m{not_worse}", "direction": "higher", "max_drop": 0.0, "delta": -0.4}, deltas
+
+    tests = [test_row(0), test_row(19), test_row(39)]
+    gate.holm_decide(tests, 3)
+    assert [row["p_value"] for row, _ in tests] == pytest.approx([0.001, 0.02, 0.04])
+    assert [row["verdict"] for row, _ in tests] == ["regressed"] * 3
+    # One more resample not worse at the second step (p = 21/1000 = 0.021 still <= 0.025) keeps it; at
+    # 0.03 (29 not worse) the second step fails, and Holm stops: the third is not rejected either.
+    tests = [test_row(0), test_row(29), test_row(39)]
+    gate.holm_decide(tests, 3)
+    assert [row["verdict"] for row, _ in tests] == ["regressed", "no significant change", "no significant change"]
+
+
+def test_a_lower_is_better_p_value_counts_resamples_at_or_below_the_tolerance() -> None:
+    # cost rose: deltas 0.02 in 90 resamples, 0.001 in 9 (<= MAX_DROP 0.005): p = (1 + 9) / (1 + 99) = 0.1.
+    row = {"metric": "cost_total_usd", "direction": "lower", "max_drop": 0.005, "delta": 0.02}
+    deltas = np.array([0.02] * 90 + [0.001] * 9)
+    assert gate.p_value(row, deltas) == pytest.approx(0.1)
+
+
+def test_compare_many_notes_each_column_and_names_the_correction() -> None:
+    from agent_eval.report.compare import build_matrix, matrix_notes
+
+    # c0..c9 pass 3/3 in the base. "lazy" fails c0 only: c0 flips (Fisher p = 1/20) but no metric regresses.
+    # "broken" fails every case: each of its 5 metrics has p = 1/10,001 and regresses.
+    base = make_report({f"c{i}": [True] * 3 for i in range(10)}, run_id="base")
+    lazy = make_report({"c0": [False] * 3, **{f"c{i}": [True] * 3 for i in range(1, 10)}}, run_id="lazy")
+    broken = make_report({f"c{i}": [False] * 3 for i in range(10)}, run_id="broken")
+    lazy["agent"], broken["agent"] = "lazy", "broken"
+    gated = gate.compare_many(base, [lazy, broken])
+    matrix = build_matrix(base, [lazy, broken], gated, ["b.json", "l.json", "x.json"])
+    notes = matrix_notes(matrix)
+    assert "m = 10 tests; compared alone with the base, each report would get the same verdict." in notes
+    assert "#1: regressed case c0: 3/3 -> 0/3 (Fisher p = 0.05)" in notes
+    (drop,) = [n for n in notes if n.startswith("#1: 1 case(s) listed as regressed, but no metric regressed")]
+    assert "pass_at_1 would have had to fall about 0.100 further than it did (delta -0.100)" in drop
+    assert sum(n.startswith("#2: regressed case") for n in notes) == 10
+
+
+def test_the_correction_line_names_a_report_whose_verdict_the_matrix_changed() -> None:
+    from agent_eval.report.compare import correction_line
+
+    matrix = {"m": 10, "columns": [{"path": "b.json"}, {"agent": "lazy", "path": "l.json"},
+                                   {"agent": "good", "path": "g.json"}],
+              "alone": [True, False], "regressed": [False, False]}
+    assert correction_line(matrix) == "m = 10 tests; alone, #1 lazy would be: regressed"

@@ -240,7 +240,7 @@
     var base = g.base_run_id || g.baseline;
     box.appendChild(el("h2", {text: "Regression gate" + (base ? " vs " + base : "")}));
     if (g.cases_common != null) box.appendChild(el("p", {cls: "muted", text: g.cases_common + " common cases, " +
-      (g.m != null ? g.m + " gated metrics (Bonferroni), " : "") + (g.resamples || "") + " paired bootstrap resamples"}));
+      (g.m != null ? g.m + " gated metrics (Holm's step-down procedure), " : "") + (g.resamples || "") + " paired bootstrap resamples"}));
     var rows = g.metrics || g.rows || [];
     var t = el("table", {cls: "data", id: "gate-table"}), hr = el("tr");
     ["metric", "base", "new", "delta", "CI", "verdict"].forEach(function (h) { hr.appendChild(el("th", {text: h})); });
