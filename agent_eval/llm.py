@@ -11,49 +11,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import orjson
 
 from agent_eval.errors import ProviderError
 from agent_eval.provider import endpoints, retry
 from agent_eval.redaction import PLACEHOLDER_KEY as PLACEHOLDER_KEY  # re-exported: the key of keyless endpoints
+from agent_eval.redaction import is_redacted as is_redacted  # re-exported: URLs are redacted there
+from agent_eval.redaction import redact_url as redact_url
 from agent_eval.redaction import redact_secrets, remember_secret
 from agent_eval.provider.tokens import token_count
 
 MAX_RETRIES = retry.hints.MAX_RETRIES
 
-_SECRET_PARAM = re.compile(r"key|token|secret|password|sig|auth", re.IGNORECASE)
 _SHOWN_CHARS = 300
-
-
-def redact_url(url: str | None) -> str | None:
-    """The URL with its userinfo and the values of secret-looking query parameters replaced by ***."""
-    if not url:
-        return url
-    try:
-        parts = urlsplit(url)
-        host = parts.netloc
-        if "@" in host:
-            host = "***@" + host.rpartition("@")[2]
-        query = parts.query
-        if query:
-            pairs = parse_qsl(query, keep_blank_values=True)
-            if any(_SECRET_PARAM.search(name) for name, _ in pairs):
-                query = urlencode([(name, "***" if _SECRET_PARAM.search(name) else value)
-                                   for name, value in pairs], safe="*")
-        return urlunsplit((parts.scheme, host, parts.path, query, parts.fragment))
-    except ValueError:  # not a URL urllib can split: show nothing of it that might be a secret
-        return "<unparseable URL>"
-
-
-def is_redacted(url: str | None) -> bool:
-    """True when `redact_url` would change the URL (it holds a secret that is never stored)."""
-    return bool(url) and redact_url(url) != url
 
 
 def restore_url(stored: str | None, *candidates: str | None) -> str | None:

@@ -1,9 +1,10 @@
 """Secrets never shown: the configured keys, bearer tokens and OpenAI-style keys in a provider's or a
 server's error text, and in the exceptions of user code, become `***` before the text is stored or shown
-(URLs have `llm.redact_url`)."""
+(URLs: `redact_url`, userinfo and key-like query values)."""
 from __future__ import annotations
 
 import re
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 PLACEHOLDER_KEY = "unused"
 """The key sent to an endpoint that needs none; it is no secret and is never redacted."""
@@ -44,3 +45,31 @@ def redact_trace_errors(trace: dict) -> None:
             text = holder.get(key)
             if isinstance(text, str) and text:
                 holder[key] = redact_secrets(text)
+
+
+_SECRET_PARAM = re.compile(r"key|token|secret|password|sig|auth", re.IGNORECASE)
+
+
+def redact_url(url: str | None) -> str | None:
+    """The URL with its userinfo and the values of secret-looking query parameters replaced by ***."""
+    if not url:
+        return url
+    try:
+        parts = urlsplit(url)
+        host = parts.netloc
+        if "@" in host:
+            host = "***@" + host.rpartition("@")[2]
+        query = parts.query
+        if query:
+            pairs = parse_qsl(query, keep_blank_values=True)
+            if any(_SECRET_PARAM.search(name) for name, _ in pairs):
+                query = urlencode([(name, "***" if _SECRET_PARAM.search(name) else value)
+                                   for name, value in pairs], safe="*")
+        return urlunsplit((parts.scheme, host, parts.path, query, parts.fragment))
+    except ValueError:  # not a URL urllib can split: show nothing of it that might be a secret
+        return "<unparseable URL>"
+
+
+def is_redacted(url: str | None) -> bool:
+    """True when `redact_url` would change the URL (it holds a secret that is never stored)."""
+    return bool(url) and redact_url(url) != url

@@ -125,3 +125,40 @@ def http_mcp_server(script: Path, *args: str, guard_s: float = 60) -> Iterator[s
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+class DrippingCollector:
+    """Reads each POST, then drips its answer's status line one byte every `every_s` seconds, forever."""
+
+    def __init__(self, every_s: float = 0.2) -> None:
+        self.every_s = every_s
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1/traces"
+        self.closed = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.closed.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._drip, args=(conn,), daemon=True).start()
+
+    def _drip(self, conn) -> None:
+        try:
+            conn.recv(1 << 20)
+            for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 10_000:
+                if self.closed.wait(self.every_s):
+                    break
+                conn.send(bytes([byte]))
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        self.closed.set()
+        self.sock.close()

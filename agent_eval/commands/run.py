@@ -183,8 +183,14 @@ def play_suite(flags: Flags, console: Console | None, err: Console) -> Played:
                 if progress:
                     progress.stop()
                 journal.close()
+            if sender is not None:
+                interrupts.after_run.append(sender.stop.set)
             code, report = finish_report(runner, suite, cfg, agent.name, run_id, created_at, interrupted, console,
                                          err, stop_code=interrupts.exit_code, sender=sender)
+            if interrupts.count and not interrupted:
+                # A Ctrl-C or SIGTERM that came while the report was written (the sender stopped waiting
+                # for the collector) still ends the command as one: 130 or 143.
+                code = interrupts.exit_code
             return Played(code, report, report_path_of(cfg.output_dir, run_id))
     finally:
         if pool is not None:

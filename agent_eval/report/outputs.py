@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from agent_eval.redaction import redact_url
 from agent_eval.report.files import history_path_of, page_path_of, write_atomic
 from agent_eval.report.html import MAX_BYTES, KEEP_TRACE_STATUSES, page_from_json
 
@@ -142,7 +143,8 @@ def write_extras(report: dict[str, Any], report_path: Path, run_bytes: Callable[
         try:
             output.write(OutputJob(report, report_path, target, run_bytes, cfg, warn, sender))
         except (OSError, sqlite3.Error) as exc:
-            warn(f"warning: could not write the {output.kind} file {target}: {_reason(exc)}; the verdict is unchanged.")
+            shown = redact_url(target) if isinstance(target, str) else target  # a URL shown has no secret
+            warn(f"warning: could not write the {output.kind} file {shown}: {_reason(exc)}; the verdict is unchanged.")
             continue
         if output.listed:
             written.append(f"{output.kind}: {target}")
@@ -156,9 +158,9 @@ def send_otlp(report: dict[str, Any], run_bytes: Any, url: str, warn: Callable[[
     from agent_eval.report.otlp_post import RunSender, warning
 
     every_run = sender is None
-    sent, failed, reason = (sender or RunSender(url, report)).finish(report, run_bytes, every_run=every_run)
-    if failed:
-        warn(warning(url, failed, sent + failed, reason))
+    line = warning(url, (sender or RunSender(url, report)).finish(report, run_bytes, every_run=every_run))
+    if line:
+        warn(line)
 
 
 def _reason(exc: BaseException) -> str:

@@ -5,7 +5,7 @@ import asyncio
 import os
 import signal
 import threading
-from collections.abc import Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from types import FrameType
 from typing import Any
@@ -49,6 +49,7 @@ class Interrupts:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task | None = None
         self._previous: dict[int, Any] = {}
+        self.after_run: list[Callable[[], None]] = []  # told of a first signal that comes once the run is over
 
     @property
     def exit_code(self) -> int:
@@ -76,6 +77,9 @@ class Interrupts:
         if loop is not None and task is not None and not task.done():
             # A signal handler runs between bytecodes of the loop's thread: wake the loop safely.
             loop.call_soon_threadsafe(task.cancel)
+        else:  # the report is being written: what still waits (the OTLP sender) stops waiting
+            for stop in self.after_run:
+                stop()
 
     def run(self, coro: Coroutine[Any, Any, None]) -> bool:
         """Run `coro` on a fresh event loop; True when a Ctrl-C cut it short."""

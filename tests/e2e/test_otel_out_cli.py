@@ -289,7 +289,7 @@ def test_an_unreachable_collector_is_one_warning_and_the_report_is_whole(tmp_pat
     report = only_report(out)
     assert [c["status"] for c in report["cases"]] == ["passed"] * 5 and report["exit_code"] == 0
     warnings = [line for line in done.stderr.splitlines() if "--otlp-endpoint" in line]
-    assert len(warnings) == 1 and "5 of 5 run trace(s)" in warnings[0] and "ConnectError" in warnings[0]
+    assert len(warnings) == 1 and "5 of 5 run trace(s)" in warnings[0] and "Connect" in warnings[0]
 
 
 def test_a_collector_answering_with_a_gzip_bomb_costs_no_memory(loopback, tmp_path):
@@ -307,5 +307,42 @@ def test_a_collector_answering_with_a_gzip_bomb_costs_no_memory(loopback, tmp_pa
         assert "--otlp-endpoint" not in measured.done.stderr  # sent, and nothing failed
         assert len(collector.trace_ids()) == 1
         assert measured.max_rss_bytes < 2**30, measured.max_rss_bytes
+    finally:
+        collector.close()
+
+
+def test_the_first_sigterm_ends_a_command_held_by_a_dripping_collector_within_5_s(tmp_path):
+    import signal
+    import subprocess
+    import time
+
+    from tests.builders import CLI, clean_env
+    from tests.hostile import DrippingCollector
+
+    collector = DrippingCollector(every_s=3.0)  # a byte of its answer every 3 s: no read ever times out
+    try:
+        cases = write_suite(tmp_path, [{"id": "c0", "query": "go", "expect": {"icontains": "done"}}],
+                            {"name": "live", "agent": "agent.py:agent"},
+                            files={"agent.py": "def agent(task):\n    return 'done'\n"})
+        out = tmp_path / "out"
+        url = collector.url.replace("http://", "http://alice:hunter2@")
+        process = subprocess.Popen([CLI, "run", "--cases", str(cases), "--output-dir", str(out), "--no-html",
+                                    "--otlp-endpoint", url], cwd=tmp_path, env=clean_env(),
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not list(out.glob("*.json")) and time.monotonic() < deadline:  # the report is written ...
+            time.sleep(0.1)
+        time.sleep(0.5)  # ... and the command waits for the collector
+        assert process.poll() is None
+        process.send_signal(signal.SIGTERM)
+        sent_at = time.monotonic()
+        stdout, stderr = process.communicate(timeout=30)
+        assert time.monotonic() - sent_at < 5.0
+        assert process.returncode == 143, stdout + stderr
+        report = only_report(out)
+        assert [c["status"] for c in report["cases"]] == ["passed"]  # the report was whole before
+        warnings = [line for line in stderr.splitlines() if "--otlp-endpoint" in line]
+        assert len(warnings) == 1 and "1 of 1 run trace(s) were not sent" in warnings[0]
+        assert "hunter2" not in stdout + stderr and "***@127.0.0.1" in warnings[0]
     finally:
         collector.close()
