@@ -1,22 +1,21 @@
-"""The agent's own faults and concurrency, with `agent-eval run` as a subprocess.
+"""The agent's own faults and concurrency, through `agent-eval run`.
 
 A raising agent fails only its own run; a hung agent, async or sync, is cut by --timeout, its slot goes
-to the next run, and a sync agent's sleeping thread does not keep the process alive; every run's env is
-private under --concurrency 50.
+to the next run, and a sync agent's sleeping thread does not keep the process alive (so that one runs
+as a subprocess: the process's exit is under test); every run's env is private under --concurrency 50.
 """
 from __future__ import annotations
 
-import subprocess
-import sys
+import os
 from pathlib import Path
 
 import orjson
 import pytest
 
 from agent_eval.score.envdiff import apply_diff
+from tests import cli
 from tests.builders import write_suite
 
-CLI = str(Path(sys.executable).parent / "agent-eval")
 # A hang guard only. The hung agents below sleep 600 s, so a run that waited for one would trip it.
 HANG_GUARD_S = 120
 
@@ -79,10 +78,11 @@ def faults_suite(folder: Path, agent_source: str, case_ids: list[str]) -> Path:
     return write_suite(folder, cases, block, {"tools.py": TOOLS, "agent.py": agent_source})
 
 
-def run_cli(tmp_path: Path, cases: Path, *args: str) -> tuple[int, dict, str]:
+def run_cli(tmp_path: Path, cases: Path, *args: str, process: bool = False) -> tuple[int, dict, str]:
     out = tmp_path / "reports"
-    proc = subprocess.run([CLI, "run", "--cases", str(cases), "--output-dir", str(out), "--quiet",
-                           *args], capture_output=True, text=True, timeout=HANG_GUARD_S)
+    call = cli.run_cli_process if process else cli.run_cli
+    proc = call("run", "--cases", cases, "--output-dir", out, "--quiet", *args, cwd=Path.cwd(), env=dict(os.environ),
+                timeout=HANG_GUARD_S)
     (report,) = out.glob("*.json")
     return proc.returncode, orjson.loads(report.read_bytes()), proc.stderr
 
@@ -90,7 +90,9 @@ def run_cli(tmp_path: Path, cases: Path, *args: str) -> tuple[int, dict, str]:
 @pytest.mark.parametrize("agent_source", [SYNC_AGENT, ASYNC_AGENT], ids=["sync", "async"])
 def test_a_raising_and_a_hung_agent_fail_only_their_own_runs(tmp_path, agent_source):
     cases = faults_suite(tmp_path, agent_source, ["first", "hang", "boom", "last"])
-    code, report, err = run_cli(tmp_path, cases, "--timeout", "0.5", "--concurrency", "1")
+    # The sync agent's thread sleeps on after its run is cut: the process must exit all the same.
+    code, report, err = run_cli(tmp_path, cases, "--timeout", "0.5", "--concurrency", "1",
+                                process=agent_source is SYNC_AGENT)
     assert code == 1 and "Traceback" not in err
     runs = {c["id"]: c["runs"][0] for c in report["cases"]}
     assert {cid: r["status"] for cid, r in runs.items()} == {"first": "passed", "hang": "failed",

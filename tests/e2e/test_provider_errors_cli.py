@@ -1,6 +1,6 @@
 """Provider trouble: the SDK's retries absorb a flaky provider; what is left is an `error`.
 
-`agent-eval run` runs as a subprocess with the built-in `openai` agent against the loopback server. Every
+`agent-eval run` runs (in-process) with the built-in `openai` agent against the loopback server. Every
 retried answer carries `retry-after-ms`, which the SDK honours before its own 0.5 s-and-doubling backoff,
 so eight retries take milliseconds.
 """
@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
 
 from tests.loopback import router, status, text, tool_calls
+from tests import cli
 from tests.builders import write_suite
 
-CLI = str(Path(sys.executable).parent / "agent-eval")
 HANG_GUARD_S = 120  # a generous bound so that a hang fails the test instead of stalling the suite
 
 TOOLS = '''
@@ -52,8 +50,8 @@ def run_cli(tmp_path: Path, cases: Path, base_url: str, *args: str) -> tuple[int
     out = tmp_path / "reports"
     env = {**os.environ, "OPENAI_API_KEY": "test", "OPENAI_BASE_URL": base_url}
     env.pop("AGENT_EVAL_MODEL", None)
-    proc = subprocess.run([CLI, "run", "--cases", str(cases), "--output-dir", str(out), "--quiet",
-                           *args], env=env, capture_output=True, text=True, timeout=HANG_GUARD_S)
+    proc = cli.run_cli("run", "--cases", cases, "--output-dir", out, "--quiet", *args, cwd=Path.cwd(), env=env,
+                       timeout=HANG_GUARD_S)
     (report,) = out.glob("*.json")
     return proc.returncode, orjson.loads(report.read_bytes()), proc.stderr
 

@@ -1,4 +1,4 @@
-"""Rate limits end to end: `agent-eval run` as a subprocess against a rate-limited loopback provider.
+"""Rate limits end to end: `agent-eval run` (in-process) against a rate-limited loopback provider.
 
 The provider (tests/ratelimited.py) is a token bucket: past it, each request is answered at once with
 429 and a hint of how long to wait. No test asserts a duration (speed lives in bench/rate_limits.py).
@@ -6,18 +6,16 @@ The provider (tests/ratelimited.py) is a token bucket: past it, each request is 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
 import pytest
 
+from tests import cli
 from tests.e2e.test_provider_errors_cli import answer, provider_suite
 from tests.loopback import router, status
 from tests.ratelimited import RateLimitedServer
 
-CLI = str(Path(sys.executable).parent / "agent-eval")
 HANG_GUARD_S = 180
 
 
@@ -26,8 +24,8 @@ def run_cli(tmp_path: Path, cases: Path, base_url: str, *args: str,
     out = tmp_path / "reports"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_EVAL_"))}
     env.update(OPENAI_API_KEY="test", OPENAI_BASE_URL=base_url, COLUMNS="200", **(env_extra or {}))
-    proc = subprocess.run([CLI, "run", "--cases", str(cases), "--output-dir", str(out), *args], env=env,
-                          capture_output=True, text=True, timeout=HANG_GUARD_S)
+    proc = cli.run_cli("run", "--cases", cases, "--output-dir", out, *args, cwd=Path.cwd(), env=env,
+                       timeout=HANG_GUARD_S)
     reports = list(out.glob("*.json"))
     return proc.returncode, orjson.loads(reports[0].read_bytes()) if reports else None, proc.stdout + proc.stderr
 
