@@ -73,3 +73,13 @@ def redact_url(url: str | None) -> str | None:
 def is_redacted(url: str | None) -> bool:
     """True when `redact_url` would change the URL (it holds a secret that is never stored)."""
     return bool(url) and redact_url(url) != url
+
+
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
+
+
+def redact_urls(text: str | None) -> str | None:
+    """text (an agent spec, a command line) with every URL in it redacted as `redact_url` does."""
+    if not text or "://" not in text:
+        return text
+    return _URL_IN_TEXT.sub(lambda m: str(redact_url(m.group(0))), text)

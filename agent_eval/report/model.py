@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 import orjson
 
 from agent_eval.errors import EXIT_ERROR, EXIT_FAILED, EXIT_PASSED, ConfigError
+from agent_eval.redaction import redact_urls
 
 if TYPE_CHECKING:
     from agent_eval.records import CaseEntry, Report
@@ -78,7 +79,7 @@ def build_report(*, run_id: str, created_at: str, suite: str | None, agent: str 
         case["flaky"] = is_flaky(case.get("runs") or [])
     return {
         "schema_version": SCHEMA_VERSION, "run_id": run_id, "created_at": created_at, "suite": suite,
-        "agent": agent, "model": model, "cases_file": cases_file, "settings": settings, "summary": summary,
+        "agent": redact_urls(agent), "model": model, "cases_file": cases_file, "settings": settings, "summary": summary,
         "cases": cases, "gate": None, "interrupted": interrupted, "stopped_early": stopped_early,
         "stopped_at_budget": stopped_at_budget,
         "exit_code": exit_code(cases, stopped_early=stopped_early, stopped_at_budget=stopped_at_budget),

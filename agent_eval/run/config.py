@@ -11,6 +11,7 @@ from typing import Any
 from agent_eval.run.budget import check_max_cost
 from agent_eval.errors import ConfigError
 from agent_eval.llm import PLACEHOLDER_KEY, redact_url
+from agent_eval.redaction import redact_urls
 from agent_eval.flags import DEFAULTS, MAX_COUNT, Flags
 from agent_eval.provider.throttle import RateLimit, parse_rate_limit
 from agent_eval.run.agents.base import BUILT_IN
@@ -71,11 +72,11 @@ class RunConfig:
             "judge": self.judge, "judge_model": self.judge_model if self.judge else None,
             "judge_base_url": redact_url(self.judge_base_url) if self.judge else None, "no_cache": self.no_cache,
             "concurrency": self.concurrency, "max_steps": self.max_steps, "timeout": self.timeout,
-            "judge_timeout": self.judge_timeout, "base_url": redact_url(self.base_url), "user": self.user,
-            "agent": self.agent, "model": self.model, "sources": dict(self.sources),
+            "judge_timeout": self.judge_timeout, "base_url": redact_url(self.base_url), "user": redact_urls(self.user),
+            "agent": redact_urls(self.agent), "model": self.model, "sources": dict(self.sources),
             "last_failed": self.last_failed,
             **({"scored_from": self.source} if self.source else {}),
-            "workers": self.workers, "ray": (self.ray_address or "local") if self.ray else None,
+            "workers": self.workers, "ray": redact_urls(self.ray_address or "local") if self.ray else None,
             "otel": str(self.otel) if self.otel else None, "otlp_endpoint": redact_url(self.otlp_endpoint),
             "rate_limit": _shown(self.rate_limit), "judge_rate_limit": _shown(self.judge_rate_limit),
             "retry_budget": self.retry_budget, "max_cost": self.max_cost,

@@ -13,6 +13,7 @@ from agent_eval.flags import DEFAULTS, Flags
 from agent_eval.run.config import RunConfig
 from agent_eval.errors import ConfigError
 from agent_eval.llm import redact_url, restore_url
+from agent_eval.redaction import redact_urls
 from agent_eval.run.journal import Journal, scan_runs
 
 # Flags that never change results: they always come from the command line of the resumed run.
@@ -55,7 +56,7 @@ class Stored:
         if flag == "filter":
             return list(s.get("filter") or [])
         if flag == "agent":
-            return resolve_spec(s.get("agent"), self.agent_dir or Path.cwd())
+            return redact_urls(resolve_spec(s.get("agent"), self.agent_dir or Path.cwd()))
         if flag == "user_model":
             return s.get("user")
         return s.get(flag)
@@ -65,8 +66,18 @@ def _given_value(flag: str, value: Any) -> Any:
     if flag == "filter":
         return list(value or [])
     if flag == "agent":
-        return resolve_spec(value, Path.cwd())
+        return redact_urls(resolve_spec(value, Path.cwd()))  # as stored: a URL's secret is never stored
     return value
+
+
+def full_agent(stored: str | None, given: str | None) -> str | None:
+    """The stored agent spec, or the one given again with --agent when a URL in it lost its secret."""
+    if not stored or stored == redact_urls(stored) and "***" not in stored:
+        return stored
+    if given and redact_urls(given) == stored:
+        return given
+    raise ConfigError(f"the run's agent {stored!r} holds a URL whose secret is never stored; give the whole "
+                      "--agent again to resume it.")
 
 
 def full_url(stored: str | None, where: str, *candidates: str | None) -> str | None:
@@ -179,7 +190,7 @@ def open_resume(flags: Flags) -> Resume:
     user = s.get("user")  # the simulator: a SPEC (file.py:fn) or a model name
     resumed = replace(
         flags, cases=Path(stored.cases_file), filter=tuple(s.get("filter") or ()), repeat=s.get("repeat"),
-        threshold=s.get("threshold"), no_judge=not s.get("judge", True), agent=s.get("agent"),
+        threshold=s.get("threshold"), no_judge=not s.get("judge", True), agent=full_agent(s.get("agent"), flags.agent),
         model=s.get("model"), max_steps=s.get("max_steps"),
         base_url=full_url(s.get("base_url"), "--base-url", flags.base_url, os.environ.get("OPENAI_BASE_URL")),
         timeout=s.get("timeout"), no_cache=bool(s.get("no_cache")), judge_model=s.get("judge_model"),
