@@ -1,23 +1,39 @@
 # Quick start: `make demo` then `make test`. Both create .venv when it is missing.
+# `make demo` installs agent-eval with its runtime dependencies and the `mcp` extra only (the demo's MCP
+# suite needs it); `make test` adds the dev extras (pytest, mypy, ruff, Ray, playwright, the frameworks).
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.demo-installed
 
-.PHONY: demo test test-fast lint bench clean
+.PHONY: demo test test-fast lint bench clean dist
+
+$(DEMO_STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q -e '.[mcp]'
+	touch $(DEMO_STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
-	touch $(STAMP)
+	touch $(STAMP) $(DEMO_STAMP)
 
 # The demo agent is honest and fails some cases, so exit 1 (failed cases) is a normal outcome here.
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	@rc=0; $(VENV)/bin/agent-eval run --cases cases/test_cases.json --no-judge || rc=$$?; \
 	  echo "agent-eval exited $$rc (0 = all passed, 1 = some cases failed, 2 = error)"; test $$rc -le 1
 	@# The same shop served by an MCP server (cases/mcp_server.py), one server process per run.
 	@rc=0; $(VENV)/bin/agent-eval run --cases cases/mcp_cases.json --no-judge || rc=$$?; \
 	  echo "agent-eval exited $$rc (0 = all passed, 1 = some cases failed, 2 = error)"; test $$rc -le 1
+
+# dist/agent_eval_trials-<version>-py3-none-any.whl and the sdist, built from a clean tree (no stale build/).
+dist: $(DEMO_STAMP)
+	rm -rf build dist
+	$(PY) -m build --version >/dev/null 2>&1 || $(PY) -m pip install -q build
+	$(PY) -m build --outdir dist .
+	rm -rf build
+	@ls -l dist
 
 # pytest runs on every core (pytest-xdist), at most 4 workers; `make test JOBS=1` runs in one process.
 JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
@@ -38,4 +54,4 @@ bench: $(STAMP)
 	$(PY) bench/overhead.py
 
 clean:
-	rm -rf $(VENV) reports/*.json reports/*.jsonl reports/*.html
+	rm -rf $(VENV) build dist reports/*.json reports/*.jsonl reports/*.html

@@ -30,11 +30,9 @@ def test_no_install_hint_names_the_unrelated_project():
 def test_version_prints_the_installed_distributions_version():
     from importlib.metadata import version
 
-    from typer.testing import CliRunner
+    from tests.cli import run_cli
 
-    from agent_eval.cli import app
-
-    result = CliRunner().invoke(app, ["--version"])
+    result = run_cli("--version")
     assert result.exit_code == 0
-    assert result.output == f"agent-eval {version(DIST)}\n"
+    assert result.stdout == f"agent-eval {version(DIST)}\n"
     assert version(DIST) == tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]

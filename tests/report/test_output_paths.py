@@ -1,6 +1,6 @@
 """Output paths a new user types: `-q` for `--quiet`, and every output flag creating its missing folders.
 
-The CLI is called in-process (typer's runner); the suite is a one-case Python agent in a temporary folder.
+The CLI is called in-process (tests/cli.py); the suite is a one-case Python agent in a temporary folder.
 """
 from __future__ import annotations
 
@@ -9,17 +9,15 @@ from pathlib import Path
 
 import orjson
 import pytest
-from typer.testing import CliRunner
-
-from agent_eval.cli import app
 from tests.builders import LOOKUP_TOOLS, write_suite
+from tests.cli import run_cli
 
 AGENT = "def agent(task):\n    return 'ok ' + task.call_tool('lookup', key='a')\n"
 
 
 def cli(*args: object) -> tuple[int, str]:
-    result = CliRunner().invoke(app, [str(a) for a in args], env={"COLUMNS": "200", "NO_COLOR": "1"})
-    return result.exit_code, result.output
+    result = run_cli(*args)
+    return result.exit_code, result.stdout + result.stderr
 
 
 @pytest.fixture
