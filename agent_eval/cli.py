@@ -142,18 +142,13 @@ def run(
     judge_rate_limit: str | None = typer.Option(None, "--judge-rate-limit", help=JUDGE_RATE_LIMIT_HELP),
     retry_budget: float | None = typer.Option(None, "--retry-budget", help=RETRY_BUDGET_HELP),
     max_cost: float | None = typer.Option(None, "--max-cost", help="Stop taking runs before the spend passes USD."),
+    record: Path | None = typer.Option(None, "--record", help="Record each run's model exchanges in DIR."),
+    replay: Path | None = typer.Option(None, "--replay", help="Answer model requests from DIR's recording."),
+    replay_miss: str | None = typer.Option(None, "--replay-miss", help="error (default) or live: ask the provider."),
 ) -> None:
     """Run the suite: every selected case k times, scored, reported, with a CI exit code."""
     # --resume compares only the flags typed on the command line with the run's stored settings.
-    flags = build_flags(ctx, cases=cases, filter=filter, repeat=repeat, threshold=threshold, no_judge=no_judge,
-                        gate=gate, verbose=verbose, last_failed=last_failed, exitfirst=exitfirst,
-                        baseline=baseline, junit=junit, markdown=markdown, no_html=no_html,
-                        agent=agent, model=model, base_url=base_url, concurrency=concurrency, max_steps=max_steps,
-                        timeout=timeout, output_dir=output_dir, quiet=quiet, judge_model=judge_model,
-                        no_cache=no_cache, user=user, user_model=user_model, judge_timeout=judge_timeout,
-                        workers=workers, ray=ray, ray_address=ray_address, ray_runtime_env=ray_runtime_env,
-                        rate_limit=rate_limit, judge_rate_limit=judge_rate_limit, retry_budget=retry_budget,
-                        resume=resume, otel=otel, otlp_endpoint=otlp_endpoint, max_cost=max_cost)
+    flags = build_flags(ctx, **{name: value for name, value in locals().items() if name != "ctx"})
 
     def go() -> int:
         from agent_eval.commands.run import run_command

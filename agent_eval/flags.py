@@ -91,6 +91,9 @@ class Flags:
     rate_limit: str | None = None  # RPM[:BURST], parsed when resolved
     judge_rate_limit: str | None = None
     retry_budget: float | None = None
+    record: Path | None = None  # --record DIR: a cassette per run (section 22)
+    replay: Path | None = None  # --replay DIR: answers from the cassettes, no provider
+    replay_miss: str | None = None  # --replay-miss error|live
     traces: Path | None = None  # `score`: the recorded runs
     format: str | None = None  # `score`: their format (None: detected)
     report: Path | None = None  # `rescore`: the report re-scored

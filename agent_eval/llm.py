@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from agent_eval.errors import ProviderError
-from agent_eval.provider import endpoints, retry
+from agent_eval.provider import endpoints, retry, tape
 from agent_eval.redaction import PLACEHOLDER_KEY as PLACEHOLDER_KEY  # re-exported: the key of keyless endpoints
 from agent_eval.redaction import is_redacted as is_redacted  # re-exported: URLs are redacted there
 from agent_eval.redaction import redact_url as redact_url
@@ -95,14 +95,23 @@ def _http_client(base_url: str | None) -> Any:
 
     from agent_eval.provider import bounded
 
+    client = None
     if not (base_url and "@" in urlsplit(base_url).netloc):
         try:
             from openai import DefaultAioHttpClient
 
-            return bounded.capped_client_class(DefaultAioHttpClient)()
+            client = bounded.capped_client_class(DefaultAioHttpClient)()
         except (ImportError, RuntimeError):  # the SDK without its aiohttp extra
             pass
-    return bounded.capped_client_class(DefaultAsyncHttpxClient)()
+    if client is None:
+        client = bounded.capped_client_class(DefaultAsyncHttpxClient)()
+    # Every request of this client passes the record/replay transport (idle unless a run's tape is set).
+    base_path = urlsplit(base_url or "https://api.openai.com/v1").path
+    client._transport = tape.TapeTransport(client._transport, base_path)
+    for pattern, mounted in list(client._mounts.items()):
+        if mounted is not None:
+            client._mounts[pattern] = tape.TapeTransport(mounted, base_path)
+    return client
 
 
 async def shared_client(base_url: str | None, api_key: str | None) -> Any:
@@ -179,7 +188,8 @@ async def send_raw(base_url: str | None, api_key: str | None, body: dict[str, An
                 attempts[0] += 1
             return _post(client, body, path)
 
-        response = await retry.send(ep, attempt, timeout_s, client.endpoint)
+        with tape.as_role(role):
+            response = await retry.send(ep, attempt, timeout_s, client.endpoint)
     except retry.RequestTimedOut as exc:
         raise ProviderError(f"no answer within {timeout_flag} {timeout_s:g}s"
                             f"{_where(client, shown, exc.retries)}") from None

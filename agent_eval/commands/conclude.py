@@ -134,6 +134,8 @@ def finish_report(results: Results, suite: Suite, cfg: RunConfig, agent_name: st
                                                          concurrent=False)
             else:
                 report["summary"][key] = add_summaries([u[key] for u in earlier if key in u] + [spent[key]])
+        for line in replay_notes(report["summary"].get("replay"), cfg):
+            say(err, line)
         helpers = [(cfg.judge_model, "judge"), (cfg.user_sim.model if cfg.user_sim else None, "user_sim")]
         models = results.models_used | {m for m, key in helpers if m and report["summary"][key].get("calls")}
         report["settings"]["prices"] = price_sources(models, pricing)
@@ -166,6 +168,23 @@ def finish_report(results: Results, suite: Suite, cfg: RunConfig, agent_name: st
 
         kill_servers()
         os._exit(stop_code)
+
+
+def replay_notes(counts: Any, cfg: RunConfig) -> list[str]:
+    """--replay: the runs it could not cover, and what to do about replay misses (section 22)."""
+    if not isinstance(counts, dict):
+        return []
+    lines = []
+    silent = counts.get("no_request_runs") or 0
+    if silent:
+        lines.append(f"warning: {silent} run{'s' if silent != 1 else ''} made no model request through agent-eval; "
+                     "--replay cannot cover direct calls")
+    missed = (counts.get("misses") or 0) - (counts.get("live") or 0)
+    if missed:
+        lines.append(f"error: {missed} request{'s' if missed != 1 else ''} had no recorded answer in {cfg.replay} "
+                     "(replay miss: the agent now asks what the recording does not hold); record again with "
+                     f"--record {cfg.replay}, or pass --replay-miss live to fill the gaps from the provider.")
+    return lines
 
 
 def conclude(report: Report, run_bytes: RunBytes, outputs: Any, console: Console | None, err: Console, *,

@@ -16,7 +16,7 @@ from agent_eval.commands.prepare import Prepared, check_baseline, check_judge, m
 from agent_eval.errors import ConfigError
 from agent_eval.flags import Flags
 from agent_eval.records import Report
-from agent_eval.provider import endpoints
+from agent_eval.provider import cassette, endpoints, tape
 from agent_eval.provider.endpoints import WindowBoard
 from agent_eval.report.files import history_path_of, journal_path_of, report_path_of
 from agent_eval.report.model import new_run_id, now_iso
@@ -26,8 +26,8 @@ from agent_eval.run.interrupt import Interrupts
 from agent_eval.run.journal import Journal
 from agent_eval.run.runner import Runner
 from agent_eval.run.scenario import require_user
-from agent_eval.run.worker import WorkerInit, build_parts
-from agent_eval.suite.cases import skip_reason
+from agent_eval.run.worker import WorkerInit, build_parts, tape_mode
+from agent_eval.suite.cases import Suite, skip_reason
 
 RUNNING = "running"
 SHOW_RETRY_FROM = 3  # without a progress display, an endpoint's retries are printed from this attempt on
@@ -106,6 +106,13 @@ class Played(NamedTuple):
 def play_suite(flags: Flags, console: Console | None, err: Console) -> Played:
     """Run a suite and write its report. With no `console` (the library's `run_suite`) there is no
     progress display and no report on the terminal."""
+    try:
+        return _play_suite(flags, console, err)
+    finally:
+        tape.configure(None)  # the next command of this process neither records nor replays
+
+
+def _play_suite(flags: Flags, console: Console | None, err: Console) -> Played:
     resumed = None
     if flags.resume:
         from agent_eval.run.resume import open_resume
@@ -130,6 +137,7 @@ def play_suite(flags: Flags, console: Console | None, err: Console) -> Played:
             say(err, shared)
     agent_dir = flags.agent_dir if flags.agent_dir else (suite.base_dir if flags.agent is None else Path.cwd())
     agent, simulator, scoring = build_parts(suite, cases, cfg, agent_dir)
+    open_tape(cfg, suite, cases)
     make_output_dir(cfg)
     pool = None
     if cfg.workers != 1 or cfg.ray:  # started here, so that a cluster that cannot be joined is exit 2
@@ -215,6 +223,40 @@ def _budget(cfg: RunConfig, runner: Runner, suite: Any, resumed_journal: Path | 
     for usage in read_usage(resumed_journal) if resumed_journal is not None else ():
         budget.earlier_usd += sum((usage.get(key) or {}).get("cost_usd") or 0.0 for key in ("judge", "user_sim"))
     return budget
+
+
+def open_tape(cfg: RunConfig, suite: Suite, cases: list[dict[str, Any]]) -> None:
+    """--replay: every run to play has a good cassette of this suite (else exit 2), read now; --record: the
+    recording's cassette.json. Then this process records or replays (section 22)."""
+    mode = tape_mode(cfg)
+    if mode is None:
+        return
+    label = cassette.suite_label(suite.name, cfg.cases_file)
+    if cfg.replay is not None:
+        runs = [(c["id"], trial) for c in cases if skip_reason(c, os.environ, cfg.judge) is None
+                for trial in range(cfg.repeat)]
+        loaded = cassette.check_recorded(cfg.replay, cfg.recorded or {}, label, runs)
+        tape.configure(mode, loaded)
+        return
+    from importlib.metadata import PackageNotFoundError, version
+
+    from agent_eval.redaction import redact_secrets
+
+    try:
+        ours = version("agent-eval-trials")
+    except PackageNotFoundError:  # a source tree that was never installed
+        ours = "unknown"
+
+    try:
+        cassette.write_header(mode.folder, {
+            "suite": label, "cases_file": str(cfg.cases_file), "agent": redact_secrets(cfg.agent),
+            "model": cfg.model, "judge_model": cfg.judge_model if cfg.judge else None,
+            "user_model": cfg.user_sim.model if cfg.user_sim else None, "repeat": cfg.repeat,
+            "agent_eval_version": ours, "created_at": now_iso()})
+    except OSError as exc:
+        raise ConfigError(f"--record {mode.folder}: cannot write there ({exc.strerror or exc}); pass a "
+                          "writable folder.") from None
+    tape.configure(mode)
 
 
 def _idle_workers_note(cfg: RunConfig, started: int) -> str | None:

@@ -112,6 +112,11 @@ def render_header(report: Report, console: Console) -> None:
         f"repeat {settings.get('repeat', _repeat(report))}",
         f"threshold {settings.get('threshold', NA)}",
     ]), style="dim"))
+    if settings.get("replay"):
+        console.print(Text(f"replaying {settings['replay']} (recorded {settings.get('replay_recorded_at') or NA}, "
+                           f"model {settings.get('replay_model') or NA})", style="dim"))
+    elif settings.get("record"):
+        console.print(Text(f"recording to {settings['record']}", style="dim"))
     line = judge_line(report)
     if line:
         console.print(Text(line, style="dim"))

@@ -64,6 +64,10 @@ class RunConfig:
     judge_rate_limit: RateLimit | None = None  # --judge-rate-limit: the judge's and the simulator's
     retry_budget: float = DEFAULTS.retry_budget
     max_cost: float | None = None  # --max-cost USD
+    record: Path | None = None  # --record DIR
+    replay: Path | None = None  # --replay DIR
+    replay_miss: str = "error"  # --replay-miss error|live
+    recorded: dict[str, Any] | None = None  # --replay: the recording's cassette.json
 
     def settings(self) -> dict[str, Any]:
         """The report's `settings` block: no keys, no secrets (URLs are shown with theirs replaced by ***)."""
@@ -80,6 +84,9 @@ class RunConfig:
             "otel": str(self.otel) if self.otel else None, "otlp_endpoint": redact_url(self.otlp_endpoint),
             "rate_limit": _shown(self.rate_limit), "judge_rate_limit": _shown(self.judge_rate_limit),
             "retry_budget": self.retry_budget, "max_cost": self.max_cost,
+            "record": str(self.record) if self.record else None, "replay": str(self.replay) if self.replay else None,
+            **({"replay_miss": self.replay_miss, "replay_recorded_at": (self.recorded or {}).get("created_at"),
+                "replay_model": (self.recorded or {}).get("model")} if self.replay else {}),
         }
 
 
@@ -153,10 +160,42 @@ def resolve(flags: Flags, suite: Suite, environ: Mapping[str, str] | None = None
     cfg.verbose, cfg.exitfirst = bool(flags.verbose), bool(flags.exitfirst)
     cfg.max_cost = pick(src, "max_cost", ("flag", flags.max_cost))
     check_max_cost(cfg.max_cost)
+    resolve_tape(cfg, flags)
     _resolve_workers(cfg, flags)
     _resolve_limits(cfg, flags, env, block)
     _check_ranges(cfg)
     return cfg
+
+
+def resolve_tape(cfg: RunConfig, flags: Flags) -> None:
+    """--record / --replay DIR and --replay-miss. A replay needs no key (the provider is not asked unless
+    --replay-miss live) and takes the recording's models where none is set."""
+    if flags.record and flags.replay:
+        raise ConfigError("--record and --replay both given: record a suite with --record DIR, replay it with "
+                          "--replay DIR (--replay-miss live adds what the recording lacks).")
+    cfg.record, cfg.replay = flags.record, flags.replay
+    miss = flags.replay_miss or "error"
+    if miss not in ("error", "live"):
+        raise ConfigError(f"--replay-miss must be error or live (got {miss!r}).")
+    if flags.replay_miss and not flags.replay:
+        raise ConfigError("--replay-miss needs --replay DIR.")
+    cfg.replay_miss = miss
+    if cfg.replay is None:
+        return
+    from agent_eval.provider.cassette import read_header
+
+    cfg.recorded = read_header(cfg.replay)
+    for name in ("model", "judge_model"):
+        if getattr(cfg, name) is None and isinstance(cfg.recorded.get(name), str):
+            setattr(cfg, name, cfg.recorded[name])
+            cfg.sources[name] = "replay"
+    if cfg.user_sim.model is None and cfg.user_sim.spec is None and isinstance(cfg.recorded.get("user_model"), str):
+        cfg.user_sim.model, cfg.user_sim.source = cfg.recorded["user_model"], "replay"
+        cfg.user = cfg.user_sim.label
+    if miss == "error":  # nothing is sent: a placeholder key lets a keyless CI job replay
+        cfg.api_key = cfg.api_key or PLACEHOLDER_KEY
+        cfg.judge_api_key = cfg.judge_api_key or PLACEHOLDER_KEY
+        cfg.user_sim.api_key = cfg.user_sim.api_key or PLACEHOLDER_KEY
 
 
 def _resolve_limits(cfg: RunConfig, flags: Flags, env: Mapping[str, str], block: Mapping[str, Any]) -> None:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from agent_eval.llm import _was_refused, close_when_the_loop_ends, redact_url, shared_client
-from agent_eval.provider import endpoints, retry
+from agent_eval.provider import endpoints, retry, tape
 from agent_eval.provider.bounded import BodyTooLarge
 from agent_eval.flags import MAX_MESSAGE_BYTES
 from agent_eval.provider.waits import recording
@@ -74,6 +74,7 @@ class RunLink:
     cleanups: list[Callable[[], object]] = field(default_factory=list)  # once the run has ended (a cmd: folder)
     pending: dict[asyncio.Task, dict[str, Any]] = field(default_factory=dict)  # requests in flight, their entries
     closed: bool = False
+    tape: tape.Tape | None = None  # the run's cassette under --record / --replay
 
     def close(self) -> None:
         """The run has ended: its path answers 401 from now on, a request still in flight (a child left
@@ -159,7 +160,7 @@ class Endpoint:
              llm_calls: list[dict[str, Any]], t0: Any) -> RunLink:
         token = "ae-" + secrets.token_urlsafe(18)
         root = f"http://127.0.0.1:{self.port}/r/{token}"
-        link = RunLink(token, root + "/v1", model, base_url, api_key, llm_calls, t0)
+        link = RunLink(token, root + "/v1", model, base_url, api_key, llm_calls, t0, tape=tape.current())
         self.links[token] = link
         link.leave = lambda: self.links.pop(token, None)
         return link
@@ -177,7 +178,8 @@ class Endpoint:
             return await link.mcp.handle(request)
         if parts[3] != "v1":
             return _error(web, 404, "not_found", f"agent-eval's endpoint serves /v1 and /mcp, not {request.path}")
-        return await self._forward(web, link, request, "/" + (parts[4] if len(parts) > 4 else ""))
+        with tape.using(link.tape, "agent"):  # this handler's task is not the run's: its tape is set here
+            return await self._forward(web, link, request, "/" + (parts[4] if len(parts) > 4 else ""))
 
     async def _forward(self, web: Any, link: RunLink, request: Any, path: str) -> Any:
         raw = await request.read()
@@ -197,6 +199,7 @@ class Endpoint:
                 raw = orjson.dumps(body)
         model = body.get("model") if isinstance(body, dict) and isinstance(body.get("model"), str) else None
         started = time.perf_counter()
+        credit = link.tape.credit_s if link.tape is not None else 0.0
         entry: dict[str, Any] = {"latency_s": None, "t_start_s": started - link.t0(), "prompt_tokens": None,
                                  "completion_tokens": None, "model": model or link.model, "path": path,
                                  "status": None, "retries": 0}
@@ -223,13 +226,14 @@ class Endpoint:
                     raise _Failed(failed.error, failed.retries, failed.note) from None
             entry["retries"] = max(0, count[0] - 1)
             if stream:
-                return await self._pass_stream(web, link, request, entry, response, path, wants_usage, body, started)
+                return await self._pass_stream(web, link, request, entry, response, path, wants_usage, body, started,
+                                               credit)
             data = response.content
             answer = None
             if recorded:
                 with contextlib.suppress(orjson.JSONDecodeError):
                     answer = read_answer(path, loads_answer(data))
-            self._finish(link, entry, response.status_code, answer, body if recorded else None, started)
+            self._finish(link, entry, response.status_code, answer, body if recorded else None, started, credit)
             return web.Response(body=data, status=response.status_code,
                                 content_type=_content_type(response), headers=_kept_headers(response))
         except asyncio.CancelledError:
@@ -258,7 +262,7 @@ class Endpoint:
         return getattr(answer, "response", answer)  # a stream: the response, its body still unread
 
     async def _pass_stream(self, web: Any, link: RunLink, request: Any, entry: dict[str, Any], response: Any,
-                           path: str, wants_usage: bool, body: Any, started: float) -> Any:
+                           path: str, wants_usage: bool, body: Any, started: float, credit: float = 0.0) -> Any:
         out = web.StreamResponse(status=response.status_code, headers=_kept_headers(response))
         out.content_type = _content_type(response)
         reader = StreamReader(path, wants_usage)
@@ -284,14 +288,14 @@ class Endpoint:
             raise
         finally:
             await response.aclose()
-        self._finish(link, entry, response.status_code, reader.finish(), body, started)
+        self._finish(link, entry, response.status_code, reader.finish(), body, started, credit)
         return out
 
     def _finish(self, link: RunLink, entry: dict[str, Any], status: int, answer: Answer | None, body: Any,
-                started: float) -> None:
+                started: float, credit: float = 0.0) -> None:
         if link.closed:  # answered after the run ended: its trace is frozen, the entry says client_closed
             return
-        entry.update(status=status, latency_s=time.perf_counter() - started)
+        entry.update(status=status, latency_s=time.perf_counter() - started + _credit(link, credit))
         if body is None:
             return
         if answer is not None:
@@ -324,6 +328,11 @@ class Endpoint:
             return web.Response(body=response.content, status=status, content_type=_content_type(response),
                                 headers={**_kept_headers(response), **NO_RETRY})
         return _error(web, 502, "upstream_error", message, NO_RETRY)
+
+
+def _credit(link: RunLink, since: float) -> float:
+    """The recorded latency of the run's answers replayed since `since` (--replay): reported, not waited for."""
+    return link.tape.credit_s - since if link.tape is not None else 0.0
 
 
 def _content_type(response: Any) -> str:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
+from agent_eval.provider import tape
 from agent_eval.provider.waits import Waits, recording
 from agent_eval.redaction import redact_secrets, redact_trace_errors
 from agent_eval.records import Step
@@ -31,6 +32,12 @@ class Played:
     final_env: dict[str, Any]
     error: str | None
     trace_json: bytes | None = None  # the trace's JSON, encoded once and spliced into the journal line
+
+
+def _replayed_s() -> float:
+    """The recorded latency of the run's replayed answers so far (--replay): the agent's time, not waited for."""
+    run_tape = tape.current()
+    return run_tape.credit_s if run_tape is not None else 0.0
 
 
 class Clock:
@@ -153,7 +160,7 @@ async def _play(case: dict, trial: int, agent: Agent, tools: ToolSet, template: 
             if ctx.fatal:
                 raise AgentStop("agent_error", ctx.fatal)
             if first_reply_at is None:
-                first_reply_at = time.perf_counter() - t0 - waits.within(t0)
+                first_reply_at = time.perf_counter() - t0 - waits.within(t0) + _replayed_s()
             replies.append(reply)
             turn_steps.append(len(sandbox.steps))
             ctx.messages.append({"role": "assistant", "content": reply.answer})
@@ -171,7 +178,7 @@ async def _play(case: dict, trial: int, agent: Agent, tools: ToolSet, template: 
     if sandbox.infra and error is None:  # agent-eval's argument check broke: never the agent's failure
         error, agent_error, agent_tb = sandbox.infra, None, None
     wall = time.perf_counter() - t0 - waits.within(t0) if t0 is not None else 0.0
-    elapsed = clock.used if simulator is not None else wall
+    elapsed = (clock.used if simulator is not None else wall) + _replayed_s()
     steps, env = sandbox.steps, sandbox.env
     if stop_reason == "timeout":
         # A sync agent's thread may still be inside a tool: freeze what it has done so far. orjson holds

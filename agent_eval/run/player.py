@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agent_eval.provider import endpoints
+from agent_eval.provider import endpoints, tape
 from agent_eval.run.agents.base import BUILT_IN
 from agent_eval.run.config import RunConfig
 from agent_eval.run.episode import play_run
@@ -146,12 +146,23 @@ class Player:
             blob = self._env_blob(slot)
             self._prestart_next(self.servers)
         assert slot.template is not None, "play() runs a prepared slot"
-        played = await play_run(slot.case, trial, self.agent, self.suite.tools, slot.template,
-                                self.system_prompt, self.cfg.timeout, simulator, self.servers, blob)
-        if played.trace_json is not None:  # encoded once: the journal splices it in as it is
-            self._trace_json[(id(slot), trial)] = played.trace_json
-        return await score_run(slot.case, trial, played.trace, played.final_env, slot.expected_env,
-                               played.error, self.scoring)
+        run_tape = tape.open_run(slot.case["id"], trial)  # --record / --replay: the run's cassette
+        with tape.using(run_tape):
+            played = await play_run(slot.case, trial, self.agent, self.suite.tools, slot.template,
+                                    self.system_prompt, self.cfg.timeout, simulator, self.servers, blob)
+            if played.trace_json is not None:  # encoded once: the journal splices it in as it is
+                self._trace_json[(id(slot), trial)] = played.trace_json
+            # A replay miss is the run's error (the agent asked what the recording does not hold),
+            # whatever the agent made of the failed request.
+            error = run_tape.miss if run_tape is not None and run_tape.miss else played.error
+            run = await score_run(slot.case, trial, played.trace, played.final_env, slot.expected_env,
+                                  error, self.scoring)
+        if run_tape is not None:
+            tape.close_run(run_tape)
+            if run_tape.miss is not None and run["status"] != "error":  # the judge's or simulator's miss
+                run.update(status="error", error=run_tape.miss, success=False)
+                run["metrics"]["success"] = 0
+        return run
 
     async def play_encoded(self, slot: CaseSlot, trial: int) -> tuple[dict[str, Any], bytes]:
         """Prepare the slot, play and score one run, and encode it as stored: (the run, its JSON line).
@@ -179,6 +190,9 @@ def helper_spend(scoring: ScoringContext, simulator: Simulator | None, pricing: 
                  workers: list[dict[str, Any]] | tuple = ()) -> dict[str, Any]:
     """summary.judge, summary.user_sim and summary.provider: this process's, plus what workers reported."""
     mine = {"judge": judge_summary(scoring.judge, pricing), "user_sim": user_sim_summary(simulator, pricing)}
+    mode = tape.active()
+    if mode is not None and mode.replay:
+        mine["replay"] = tape.counts.summary()
     parts = [mine, *workers]
     spent: dict[str, Any] = {key: add_summaries([p[key] for p in parts if key in p]) for key in mine}
     spent["provider"] = endpoints.merge_summaries([endpoints.provider_summary(),

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 import agent_eval.llm as llm
-from agent_eval.provider import endpoints
+from agent_eval.provider import endpoints, tape
 from agent_eval.errors import CaseFileError, ConfigError
 from agent_eval.redaction import remember_secret
 from agent_eval.suite.jsonsafe import dumps_safe
@@ -77,6 +77,7 @@ def build_parts(suite: Suite, cases: list[dict], cfg: RunConfig, agent_dir: Path
                 ) -> tuple[Agent, Simulator | None, ScoringContext]:
     """The agent, the user simulator and the scoring context of a run (in the driver and in each worker)."""
     remember_secret(cfg.api_key, cfg.judge_api_key, cfg.user_sim.api_key if cfg.user_sim is not None else None)
+    tape.configure(tape_mode(cfg))  # --record / --replay: each run's cassette (read here, in a worker)
     agent = load_agent(cfg.agent, agent_dir, {"model": cfg.model, "base_url": cfg.base_url,
                                               "api_key": cfg.api_key, "max_steps": cfg.max_steps,
                                               "cases_dir": str(Path(cfg.cases_file).resolve().parent)})
@@ -86,6 +87,15 @@ def build_parts(suite: Suite, cases: list[dict], cfg: RunConfig, agent_dir: Path
     scoring = ScoringContext(pricing=suite.settings.get("pricing") or {}, model=cfg.model, judge=judge)
     scoring.scorers = suite.scorers
     return agent, simulator, scoring
+
+
+def tape_mode(cfg: RunConfig) -> tape.Mode | None:
+    """The process's record/replay mode of these settings, or None."""
+    if cfg.replay is not None:
+        return tape.Mode(cfg.replay, True, cfg.replay_miss == "live")
+    if cfg.record is not None:
+        return tape.Mode(cfg.record, False)
+    return None
 
 
 class WorkerCore:

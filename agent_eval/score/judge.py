@@ -20,6 +20,7 @@ import orjson
 
 from agent_eval.flags import DEFAULTS
 from agent_eval.errors import ConfigError
+from agent_eval.provider import tape
 from agent_eval.score.judge_prompt import build_prompt, parse_verdict, shorten
 from agent_eval.score.usage import LLMUsage
 
@@ -191,6 +192,8 @@ class Judge:
 
     async def _ask(self, messages: list[dict[str, str]]) -> Answer:
         """One answer per distinct prompt in this process: memo, then disk cache, then the API."""
+        if tape.active() is not None:  # --record / --replay: each run's judge answer is in its own cassette
+            return await self._call(messages)
         key = cache_key(self.model, messages, self.base_url)
         task = self._asked.get(key)
         if task is not None:
@@ -221,7 +224,7 @@ class Judge:
             return None, f"{JUDGE_ERROR}: {exc}"
         self.usage.add(answer)
         text = answer.content or ""
-        if self.cache is not None and parse_verdict(text) is not None:
+        if self.cache is not None and parse_verdict(text) is not None and tape.active() is None:
             self.cache.put(key or cache_key(self.model, messages, self.base_url), self.model, text)
         return text, None
 

@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 
 import agent_eval.llm as llm
-from agent_eval.provider import waits
+from agent_eval.provider import tape, waits
 from agent_eval.run.agents.base import BUILT_IN, AgentStop, Reply, RunContext
 
 
@@ -32,9 +32,13 @@ class OpenAIAgent:
             body["tools"] = ctx.tool_schemas
         for _ in range(self.max_steps):
             started = time.perf_counter()
+            run_tape = tape.current()
+            credit = run_tape.credit_s if run_tape is not None else 0.0
             answer = await llm.complete(self.base_url, self.api_key, body)  # a ProviderError ends the run
             run_waits = waits.current()  # waiting for the rate limit is not the call's latency
             waited = run_waits.within(started) if run_waits is not None else 0.0
+            if run_tape is not None:  # a replayed answer's recorded latency: reported, not waited for
+                waited -= run_tape.credit_s - credit
             ctx.llm_calls.append({"latency_s": time.perf_counter() - started - waited,
                                   "t_start_s": started - ctx.sandbox.t0,
                                   "prompt_tokens": answer.prompt_tokens,
