@@ -1,7 +1,9 @@
-"""MCP tool servers (docs/mcp.md): `agent-eval run` as a subprocess against real stdio and HTTP servers.
+"""MCP tool servers (docs/mcp.md): `agent-eval run` (in-process) against real stdio and HTTP servers.
 
 The server is tests/fixtures/mcp/bank_server.py. Each test gives its server a unique tag argument, so
-that it can count the server processes still alive (in /proc) once agent-eval has exited.
+that it can count the server processes still alive (in /proc) once the command has returned: in-process
+that is the run's own cleanup, without the exiting process's reaper behind it. Ctrl-C is sent to a
+subprocess, whose exit is under test.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from tests import cli
 from tests.builders import write_suite
 from tests.hostile import http_mcp_server, live_pids
 
@@ -67,9 +70,9 @@ def bank_suite(folder: Path, cases: list[dict], name: str | None = None, url: st
     return write_suite(folder, cases, block, {"agent.py": AGENT}), tag
 
 
-def run_cli(cases: Path, out: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([CLI, "run", "--cases", str(cases), "--output-dir", str(out), "--no-html", *args],
-                          capture_output=True, text=True, timeout=HANG_GUARD_S, env={**os.environ, **(env or {})})
+def run_cli(cases: Path, out: Path, *args: str, env: dict | None = None) -> cli.CliResult:
+    return cli.run_cli("run", "--cases", cases, "--output-dir", out, "--no-html", *args, cwd=Path.cwd(),
+                       timeout=HANG_GUARD_S, env={**os.environ, **(env or {})})
 
 
 def report_of(out: Path) -> dict:
@@ -269,8 +272,7 @@ def test_rescore_keeps_env_checks_from_a_state_resource(tmp_path: Path) -> None:
     data["suite"]["initial_env"] = {"accounts": {"alice": 1}, "log": []}
     data["cases"][0]["expect"] = {"contains": "nobody"}
     path.write_bytes(orjson.dumps(data))
-    done = subprocess.run([CLI, "rescore", str(first), "--no-judge"], capture_output=True, text=True,
-                          timeout=HANG_GUARD_S)
+    done = cli.run_cli("rescore", first, "--no-judge", cwd=Path.cwd(), env=dict(os.environ), timeout=HANG_GUARD_S)
     assert done.returncode == 1, done.stdout + done.stderr
     rescored = orjson.loads(max(out.glob("*.json"), key=lambda p: p.stat().st_mtime).read_bytes())
     checks = {c["name"]: c["passed"] for c in rescored["cases"][0]["runs"][0]["checks"]}
