@@ -1,6 +1,7 @@
-"""MCP servers that misbehave (docs/mcp.md, "Bounds"), with `agent-eval` as a subprocess: state and
-results past the size and depth limits, schemas that loop, HTTP refusals, a flood of stderr, stray stdout
-lines, and servers that hang at start or on a request. The servers are tests/fixtures/mcp/."""
+"""MCP servers that misbehave (docs/mcp.md, "Bounds"), through `agent-eval` (in-process, but as a subprocess
+where a process limit is under test: a file size limit, the memory it reaches): state and results past the
+size and depth limits, schemas that loop, HTTP refusals, a flood of stderr, stray stdout lines, and
+servers that hang at start or on a request. The servers are tests/fixtures/mcp/."""
 from __future__ import annotations
 
 import resource
@@ -8,9 +9,12 @@ import subprocess
 import uuid
 from pathlib import Path
 
+from typing import Any
+
 import orjson
 import pytest
 
+from tests import cli as cli_helper
 from tests.builders import CLI, clean_env, write_suite
 from tests.hostile import SECRET, assert_clean, http_mcp_server, run_measured
 
@@ -42,16 +46,19 @@ def suite(folder: Path, cases: list[dict], *flags: str, entry: dict | None = Non
     return write_suite(folder, cases, settings, {"agent.py": AGENT}), tag
 
 
-def cli(*args: object, limit_files: int | None = None) -> subprocess.CompletedProcess:
+def cli(*args: object, limit_files: int | None = None) -> subprocess.CompletedProcess | cli_helper.CliResult:
+    """The command in-process; with `limit_files`, a subprocess that may write files of that size at most."""
+    if limit_files is None:
+        return cli_helper.run_cli(*args, cwd=Path.cwd(), timeout=HANG_GUARD_S, env=clean_env(OPENAI_API_KEY=SECRET))
+
     def limits() -> None:
-        if limit_files is not None:
-            resource.setrlimit(resource.RLIMIT_FSIZE, (limit_files, limit_files))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit_files, limit_files))
 
     return subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, timeout=HANG_GUARD_S,
                           env=clean_env(OPENAI_API_KEY=SECRET), preexec_fn=limits)
 
 
-def run(path: Path, *args: str, limit_files: int | None = None) -> tuple[subprocess.CompletedProcess, dict]:
+def run(path: Path, *args: str, limit_files: int | None = None) -> tuple[Any, dict]:
     out = path.parent / "out"
     done = cli("run", "--cases", path, "--output-dir", out, "--no-html", *args, limit_files=limit_files)
     reports = list(out.glob("*.json"))
