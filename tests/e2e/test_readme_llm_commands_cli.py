@@ -2,24 +2,23 @@
 
 Each command is read from README.md itself, so a README edit that breaks one fails here. Only the
 endpoint changes: `OPENAI_BASE_URL` points at the loopback server, and so does the command's own
-`--base-url`. The example suite is copied to a temporary folder, which is the working directory.
+`--base-url`. The example suite is copied to a temporary folder, which is the working directory. The
+command runs in-process (the words after `agent-eval` are its arguments).
 """
 from __future__ import annotations
 
 import os
 import shlex
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
 import pytest
 
+from tests.cli import run_cli
 from tests.loopback import router, text
 
 ROOT = Path(__file__).resolve().parents[2]
-CLI = str(Path(sys.executable).parent / "agent-eval")
 
 
 def readme_command(starts_with: str) -> list[str]:
@@ -58,7 +57,7 @@ def run(words: list[str], cwd: Path, **env_over: str) -> tuple[int, str, dict]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_EVAL_"))}
     env.update(XDG_CACHE_HOME=str(cwd / "cache"), COLUMNS="200", NO_COLOR="1", **env_over)
     assert words[0].endswith("agent-eval")
-    done = subprocess.run([CLI, *words[1:]], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    done = run_cli(*words[1:], cwd=cwd, env=env, timeout=300)
     reports = sorted((cwd / "reports").glob("*.json"))
     return done.returncode, done.stderr, orjson.loads(reports[-1].read_bytes()) if reports else {}
 
