@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 import orjson
 
@@ -178,8 +179,12 @@ class Endpoint:
             return await link.mcp.handle(request)
         if parts[3] != "v1":
             return _error(web, 404, "not_found", f"agent-eval's endpoint serves /v1 and /mcp, not {request.path}")
+        if has_dot_segments(request.raw_path):  # the forwarded URL stays the base URL followed by the agent's path
+            return _error(web, 400, "invalid_path", "'.' and '..' segments (raw or percent-encoded) are not "
+                          "allowed in a request path")
+        # "//host/x" would read as a host of its own: the path is always the base URL's followed by it
         with tape.using(link.tape, "agent"):  # this handler's task is not the run's: its tape is set here
-            return await self._forward(web, link, request, "/" + (parts[4] if len(parts) > 4 else ""))
+            return await self._forward(web, link, request, "/" + (parts[4].lstrip("/") if len(parts) > 4 else ""))
 
     async def _forward(self, web: Any, link: RunLink, request: Any, path: str) -> Any:
         raw = await request.read()
@@ -333,6 +338,17 @@ class Endpoint:
 def _credit(link: RunLink, since: float) -> float:
     """The recorded latency of the run's answers replayed since `since` (--replay): reported, not waited for."""
     return link.tape.credit_s - since if link.tape is not None else 0.0
+
+
+def has_dot_segments(raw_path: str) -> bool:
+    """True when a request path holds a `.` or `..` segment, raw or percent-encoded (once or more)."""
+    path = raw_path.split("?", 1)[0]
+    for _ in range(4):
+        decoded = unquote(path)
+        if decoded == path:
+            break
+        path = decoded
+    return any(segment in (".", "..") for segment in path.replace("\\", "/").split("/"))
 
 
 def _content_type(response: Any) -> str:

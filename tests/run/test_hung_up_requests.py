@@ -141,3 +141,75 @@ def test_a_request_still_upstream_when_a_cmd_run_ends_is_client_closed(loopback,
     stored = orjson.loads(played.trace_json)  # what the journal and the report get
     assert [c["status"] for c in stored["llm_calls"]] == ["client_closed"]
     assert invalid_counts(stored["llm_calls"]) == 0
+
+
+class PathRecorder:
+    """An upstream that answers every request with a small completion and keeps the paths it was asked."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        self.paths: list[str] = []
+        recorder = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                recorder.paths.append(self.path)
+                length = int(self.headers.get("Content-Length") or 0)
+                self.rfile.read(length)
+                body = (b'{"id":"x","object":"chat.completion","choices":[],'
+                        b'"usage":{"prompt_tokens":1,"completion_tokens":1}}')
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = _answer
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.base_url = f"http://127.0.0.1:{self.server.server_port}/prefix/v1"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+HOSTILE_PATHS = ["/../../admin", "/chat\\..\\..\\admin", "/chat/../../../admin", "/%2e%2e/%2e%2e/admin",
+                 "/%2E%2E%2f%2e%2e%2fadmin", "/..%2f..%2fadmin", "/./chat/completions", "/chat/%2e/completions",
+                 "/%252e%252e/admin"]
+
+
+def test_dot_segments_in_the_agents_path_are_refused_and_nothing_leaves_the_base_url() -> None:
+    import http.client
+    from urllib.parse import urlsplit
+
+    upstream = PathRecorder()
+    try:
+        async def agent(task):
+            base = urlsplit(task.base_url)
+            statuses = []
+            for path in [*HOSTILE_PATHS, "/chat/completions", "/models", "//evil.example/x", "/%2fevil/y"]:
+                def ask(path=path):
+                    connection = http.client.HTTPConnection(base.hostname, base.port, timeout=10)
+                    connection.request("POST" if "models" not in path else "GET", base.path + path, body=b"{}",
+                                       headers={"Authorization": f"Bearer {task.api_key}",
+                                                "Content-Type": "application/json"})
+                    status = connection.getresponse().status
+                    connection.close()
+                    return status
+                statuses.append(await asyncio.to_thread(ask))
+            return ",".join(map(str, statuses))
+
+        played = play(agent, upstream.base_url)
+    finally:
+        upstream.close()
+    statuses = played.trace["final_answer"].split(",")
+    assert statuses == ["400"] * len(HOSTILE_PATHS) + ["200"] * 4
+    assert upstream.paths == ["/prefix/v1/chat/completions", "/prefix/v1/models", "/prefix/v1/evil.example/x",
+                              "/prefix/v1/evil/y"]
