@@ -97,6 +97,7 @@ class RunRecord(TypedDict, total=False):
     scorers: dict[str, Any]
     scorer_errors: dict[str, str]
     escalated: bool
+    judge_skipped: bool  # present (true) only when --no-judge left the case's rubric or expected outcome unasked
     trace: Trace
 
 

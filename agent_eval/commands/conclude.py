@@ -136,6 +136,10 @@ def finish_report(results: Results, suite: Suite, cfg: RunConfig, agent_name: st
                 report["summary"][key] = add_summaries([u[key] for u in earlier if key in u] + [spent[key]])
         for line in replay_notes(report["summary"].get("replay"), cfg):
             say(err, line)
+        if cfg.judge:
+            from agent_eval.score.judge import runs_to_judge
+
+            report["summary"]["runs_to_judge"] = runs_to_judge(suite.cases, entries)
         helpers = [(cfg.judge_model, "judge"), (cfg.user_sim.model if cfg.user_sim else None, "user_sim")]
         models = results.models_used | {m for m, key in helpers if m and report["summary"][key].get("calls")}
         report["settings"]["prices"] = price_sources(models, pricing)

@@ -52,7 +52,8 @@ def rescore_command(flags: Flags, console: Console, err: Console, environ: Mappi
     judge = build_judge(judge_on, model, base_url, api_key, False, work, judge_repeat, judge_timeout)
     pricing = suite.settings.get("pricing") or {}
     # The suite's current scorers run on the old traces too.
-    ctx = ScoringContext(pricing=pricing, model=old.get("model"), judge=judge, scorers=suite.scorers)
+    ctx = ScoringContext(pricing=pricing, model=old.get("model"), judge=judge, scorers=suite.scorers,
+                         judge_off=not judge_on)
     by_id = {c["id"]: c for c in suite.cases}
     new_entries = asyncio.run(rescore_all(suite, entries, by_id, judge_on, ctx,
                                           min(int(settings.get("concurrency") or DEFAULTS.concurrency),

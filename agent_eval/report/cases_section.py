@@ -30,6 +30,11 @@ def format_pass_rate(case: dict[str, Any]) -> str:
     return f"{c}/{n} ({100 * c / n:.0f}%)"
 
 
+def judge_off(case: dict[str, Any]) -> bool:
+    """True when --no-judge left the case's rubric or expected outcome unasked (its runs' judge_skipped)."""
+    return any(run.get("judge_skipped") for run in case.get("runs") or [])
+
+
 def render_cases(report: Report, console: Console, verbose: bool = False) -> None:
     """One row per case: id, status, pass rate, and why it failed, errored or was skipped.
 
@@ -51,14 +56,14 @@ def render_cases(report: Report, console: Console, verbose: bool = False) -> Non
     # would forbid the fold, and an id wider than the terminal would push the other columns out.)
     longest = max(len(str(c.get("id", ""))) for c in cases)
     table.add_column("case", overflow="fold", min_width=min(longest, 40))
-    table.add_column("status", no_wrap=True, min_width=7)
+    table.add_column("status", no_wrap=True, min_width=7)  # `passed (judge off)` under --no-judge
     table.add_column("pass rate", no_wrap=True, justify="right", min_width=10)
     table.add_column("reason", overflow="fold", min_width=30)
     for case in cases:
         status = str(case.get("status") or "")
         table.add_row(
             Text(str(case.get("id"))),
-            Text(status, style=STATUS_STYLES.get(status, "")),
+            Text(status, style=STATUS_STYLES.get(status, "")).append(" (judge off)" if judge_off(case) else ""),
             format_pass_rate(case),
             Text(case_reason(case)),
         )

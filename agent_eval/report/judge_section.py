@@ -11,15 +11,26 @@ from agent_eval.report.fmt import format_cost, format_count, format_rate
 
 
 def judge_line(report: dict[str, Any]) -> str | None:
-    """`judge gpt-4o-mini: 3 calls, 2 cache hits, 1,234 tokens, $0.0004, 0 errors`; None when unused."""
+    """`judge gpt-4o-mini: 3 calls, 2 cache hits, 1,234 tokens, $0.0004, 0 errors; 3 of 4 run(s) judged (...)`;
+    with judging on and no run judged, `judge: on, 0 calls: ...`; None when no case asked for the judge."""
     judge = (report.get("summary") or {}).get("judge") or {}
+    to_judge = (report.get("summary") or {}).get("runs_to_judge")
+    judged = sum(1 for case in report.get("cases") or [] for run in case.get("runs") or []
+                 if run.get("judge") or run.get("judge_expected_outcome"))
     if not (judge.get("calls") or judge.get("cache_hits") or judge.get("errors")):
+        # Judging was on for a case with a rubric, and not one run reached the judge: say so.
+        if to_judge and not judged:
+            return "judge: on, 0 calls: every judged run failed a deterministic check first"
         return None
     model = (report.get("settings") or {}).get("judge_model") or "?"
     tokens = (judge.get("prompt_tokens") or 0) + (judge.get("completion_tokens") or 0)
+    runs = ""
+    if isinstance(to_judge, int) and isinstance(judged, int):
+        runs = f"; {judged} of {to_judge} run(s) judged"
+        runs += " (the others failed a deterministic check first)" if judged < to_judge else ""
     return (f"judge {model}: {format_count(judge.get('calls'))} calls, "
             f"{format_count(judge.get('cache_hits'))} cache hits, {format_count(tokens)} tokens, "
-            f"{format_cost(judge.get('cost_usd'))}, {format_count(judge.get('errors'))} errors")
+            f"{format_cost(judge.get('cost_usd'))}, {format_count(judge.get('errors'))} errors{runs}")
 
 
 def render_judge(report: dict[str, Any], console: Console) -> None:

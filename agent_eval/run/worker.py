@@ -84,7 +84,8 @@ def build_parts(suite: Suite, cases: list[dict], cfg: RunConfig, agent_dir: Path
     simulator = build_simulator(cfg.user_sim)
     judge = build_judge(cfg.judge, cfg.judge_model, cfg.judge_base_url, cfg.judge_api_key, cfg.no_cache, cases,
                         timeout_s=cfg.judge_timeout)
-    scoring = ScoringContext(pricing=suite.settings.get("pricing") or {}, model=cfg.model, judge=judge)
+    scoring = ScoringContext(pricing=suite.settings.get("pricing") or {}, model=cfg.model, judge=judge,
+                             judge_off=not cfg.judge)
     scoring.scorers = suite.scorers
     return agent, simulator, scoring
 

@@ -279,6 +279,14 @@ def build_judge(judge_on: bool, model: str | None, base_url: str | None, api_key
     return Judge(model, base_url, api_key, cache, repeat, timeout_s)
 
 
+def runs_to_judge(cases: list[dict], entries: list[Any]) -> int:
+    """summary.runs_to_judge, with judging on: the runs, not in error, of the cases with a rubric or an
+    expected outcome (those the judge gave no verdict failed a deterministic check first)."""
+    wanted = {str(c.get("id")) for c in cases if judged_fields(c)}
+    return sum(1 for e in entries if str(e.get("id")) in wanted for r in e.get("runs") or []
+               if r.get("status") != "error")
+
+
 def judge_summary(judge: Judge | None, pricing: Mapping[str, Any] | None) -> dict[str, Any]:
     """summary.judge: this judge's usage, or zeros when none was used."""
     return judge.summary(pricing) if judge is not None else empty_summary()

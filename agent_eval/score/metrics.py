@@ -309,6 +309,7 @@ def summarize(case_rows: list[dict], repeat: int, scorers: ScorerSet | None = No
         cases_flaky=sum(1 for row in case_rows if row["status"] != "skipped" and is_flaky(row.get("runs") or [])),
         runs=len(runs),
         runs_errored=runs_errored,
+        runs_judge_skipped=sum(1 for r in counted_runs if r.get("judge_skipped")),
         scorers=summarize_scorers(counted_runs, scorers),
         ci=suite_intervals(counted_cases(case_rows), repeat),
     )

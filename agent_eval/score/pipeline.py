@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from agent_eval.redaction import redact_secrets
 from agent_eval.score.checks import check_run
 from agent_eval.score.env_checks import with_env_checks
+from agent_eval.score.judge import judged_fields
 from agent_eval.score.metrics import price_usage, run_metrics
 from agent_eval.score.safety import is_escalated
 
@@ -22,6 +23,7 @@ class ScoringContext:
     pricing: dict[str, Any] = field(default_factory=dict)
     model: str | None = None
     judge: Judge | None = None  # when judging is on
+    judge_off: bool = False  # --no-judge: a run of a case with a rubric or expected outcome is judge_skipped
     scorers: ScorerSet | None = None  # the suite's custom scorers
 
 
@@ -53,7 +55,9 @@ async def score_run(case: dict, trial: int, trace: dict, final_env: dict, expect
         scorer_errors = {name: redact_secrets(text) for name, text in scorer_errors.items()}
     success = error is None and completed and all(c["passed"] for c in checks)
     cost = price_usage(trace["llm_calls"], ctx.pricing, ctx.model)
+    skipped = error is None and ctx.judge_off and bool(judged_fields(case))
     return {
+        **({"judge_skipped": True} if skipped else {}),  # --no-judge left this case's rubric unasked
         "trial": trial,
         "status": "error" if error is not None else ("passed" if success else "failed"),
         "error": error,

@@ -458,6 +458,7 @@ def test_empty_inputs_and_key_names():
         "cases_flaky",
         "runs",
         "runs_errored",
+        "runs_judge_skipped",
         "scorers",
         "ci",
     ]
