@@ -56,6 +56,16 @@ class SimulatorError(InfrastructureError):
     """The simulator gave no usable message (or failed): the run ends in `error`."""
 
 
+ENDED_FIRST = "the simulated user ended before its first message"
+
+
+def ended_before_speaking(label: str, what: str) -> SimulatorError:
+    """A simulator whose first answer is the stop (or nothing): the run is an error, never the agent's failure,
+    since the agent was never asked anything."""
+    return SimulatorError(f"{SIM_ERROR}: {ENDED_FIRST} ({label} {what}); check the scenario, which must give "
+                          "the user something to say")
+
+
 class SimUsage(LLMUsage):
     """The simulator's own spend (summary.user_sim), kept apart from the agent's."""
 
@@ -102,6 +112,9 @@ class PythonSimulator:
                 raise  # a real cancellation (timeout, Ctrl-C)
             self.usage.errors += 1
             raise SimulatorError(f"{SIM_ERROR}: {self.label} raised {describe_user_error(exc)}") from None
+        if not messages and (value is None or (isinstance(value, str) and not value.strip())):
+            self.usage.errors += 1
+            raise ended_before_speaking(self.label, "returned None" if value is None else "returned an empty message")
         if value is None:
             return None
         if not isinstance(value, str) or not value.strip():
@@ -152,15 +165,22 @@ class LLMSimulator:
         prompt = [{"role": "system", "content": system_prompt(case)}]
         prompt += swap_roles(messages) if messages else [{"role": "user", "content": OPENING}]
         answer = await self._complete(prompt)
+        if not messages and STOP in answer:
+            self.usage.errors += 1
+            raise ended_before_speaking(self.label, f"answered {STOP}")
         problem = problem_of(answer) if STOP not in answer else None
         if problem is not None:
             retry = prompt + [{"role": "assistant", "content": answer},
                               {"role": "user", "content": CORRECTION.format(problem=problem)}]
             answer = await self._complete(retry)
             second = problem_of(answer) if STOP not in answer else None
+            if not messages and second is None and STOP in answer:
+                self.usage.errors += 1
+                raise ended_before_speaking(self.label, f"answered nothing, then {STOP}")
             if second is not None:
                 self.usage.errors += 1
-                raise SimulatorError(f"{SIM_ERROR}: {self.label} gave no usable user message twice "
+                ended = f"{ENDED_FIRST}: " if not messages else ""
+                raise SimulatorError(f"{SIM_ERROR}: {ended}{self.label} gave no usable user message twice "
                                      f"(first {problem}; then {second})")
         return None if STOP in answer else answer.strip()
 
