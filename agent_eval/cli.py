@@ -223,13 +223,17 @@ def compare(
     gate: list[str] | None = typer.Option(None, "--gate", help="METRIC[=MAX_DROP] to gate on (repeatable)."),
     markdown: Path | None = typer.Option(None, "--markdown", help="Also append the comparison as Markdown here."),
     html_out: Path | None = typer.Option(None, "--html", help="Also write the comparison as an HTML page here."),
+    pairwise: bool = typer.Option(False, "--pairwise", help="Judge each pair of answers, both orders."),
+    judge_model: str | None = typer.Option(None, "--judge-model", help=JUDGE_MODEL_HELP),
+    judge_repeat: int | None = typer.Option(None, "--judge-repeat", help="N uncached answers per order (--pairwise)."),
 ) -> None:
     """Gate each NEW report against BASE; several NEW reports make one matrix. Exit 1 on a regression."""
 
     def go() -> int:
         from agent_eval.commands.compare import compare_command
 
-        return compare_command(base_report, list(new_reports), gate or [], console, markdown, html_out)
+        return compare_command(base_report, list(new_reports), gate or [], console, markdown, html_out, pairwise,
+                               judge_model, judge_repeat)
 
     guarded(go)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,8 +70,10 @@ def cache_key(model: str, messages: list[dict[str, str]], base_url: str | None =
 class JudgeCache:
     """Answers on disk, one small JSON file per key; a torn or foreign file counts as a miss."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, usable: Callable[[str], bool] | None = None) -> None:
         self.root = root
+        # Which answers are served: PASS or FAIL by default (the pairwise judge's A, B or TIE for its own).
+        self.usable = usable or (lambda answer: parse_verdict(answer) is not None)
 
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
@@ -82,7 +84,7 @@ class JudgeCache:
         except (OSError, orjson.JSONDecodeError, AttributeError):
             return None
         # An unusable answer is never served (an older version cached them): the judge is asked again.
-        return answer if isinstance(answer, str) and parse_verdict(answer) is not None else None
+        return answer if isinstance(answer, str) and self.usable(answer) else None
 
     def put(self, key: str, model: str, answer: str) -> None:
         path = self._path(key)
