@@ -1,4 +1,7 @@
-"""--workers N and --ray: the same report as one process; a lost worker; Ctrl-C; --resume (docs/scale.md)."""
+"""--workers N and --ray: the same report as one process; a lost worker; Ctrl-C; --resume (docs/scale.md).
+
+The driver runs in-process (`cli`), its workers are processes all the same; a test that kills a process,
+sends a signal or counts the processes left starts the driver as a subprocess (`start`)."""
 from __future__ import annotations
 
 import os
@@ -13,6 +16,7 @@ import orjson
 import pytest
 
 from tests.builders import RAISING_AGENT, RAISING_TOOL
+from tests.cli import CliResult, run_cli
 from tests.loopback import FAST_RETRY, router, status, text
 
 CLI = str(Path(sys.executable).parent / "agent-eval")
@@ -121,14 +125,13 @@ def write_scale_suite(folder: Path) -> Path:
     return path
 
 
-def cli(tmp_path: Path, *args: str, judge=None) -> subprocess.CompletedProcess:
+def cli(tmp_path: Path, *args: str, judge=None) -> CliResult:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_EVAL_", "RAY_"))}
     env.update(XDG_CACHE_HOME=str(tmp_path / "cache"), NO_COLOR="1")
     if judge is not None:
         env.update(AGENT_EVAL_JUDGE_BASE_URL=judge.base_url, AGENT_EVAL_JUDGE_API_KEY="judge-key",
                    AGENT_EVAL_JUDGE_MODEL="judge-m")
-    return subprocess.run([CLI, *args], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=HANG_GUARD_S)
+    return run_cli(*args, cwd=tmp_path, env=env, timeout=HANG_GUARD_S)
 
 
 def run_report(tmp_path: Path, cases: Path, out: str, *args: str, judge=None) -> tuple[int, dict, str]:
