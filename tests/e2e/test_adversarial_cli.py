@@ -1,9 +1,12 @@
 """Hostile agents, tools and case files through the real CLI: nothing lost, nothing silently off.
 
-Every attack runs `agent-eval` as a subprocess in its own process group and checks, through `hostile()`,
-the exit code, a readable JSON report where a run happened, no Python traceback on stderr, and no process
-left behind. To add an attack: write the agent (and tools) as source text, call `hostile(...)`, and assert
-what the report holds. The in-process half of these attacks is tests/test_adversarial.py.
+Every attack runs `agent-eval` and checks, through `hostile()`, the exit code, a readable JSON report where
+a run happened, no Python traceback on stderr, and no process left behind. It runs in-process (no child
+process of this one may be left when it returns), or with `process=True` as a subprocess in its own
+process group (nothing of the group may be left): for an attack on the process itself, such as threads
+still sleeping in user code when it should exit, or a limit set on it (`prefix`). To add an attack: write
+the agent (and tools) as source text, call `hostile(...)`, and assert what the report holds. The attacks on
+the library itself (no CLI) are tests/test_adversarial.py.
 """
 from __future__ import annotations
 
@@ -21,6 +24,8 @@ import orjson
 import pytest
 
 from agent_eval.run.journal import Journal
+from agent_eval.suite.reaper import descendants
+from tests.cli import run_cli
 from tests.loopback import router, text, tool_calls
 
 CLI = str(Path(sys.executable).parent / "agent-eval")
@@ -85,24 +90,33 @@ def write_suite(folder: Path, agent_source: str | None, cases: list[dict], tools
     return path
 
 
-def hostile(tmp_path: Path, *args: str, command: str = "run", code: int | None = None,
-            report: bool = True, env: dict[str, str] | None = None, prefix: list[str] | None = None) -> Result:
-    """Run the CLI in its own process group and assert what every hostile run must hold."""
+def hostile(tmp_path: Path, *args: str, command: str = "run", code: int | None = None, report: bool = True,
+            env: dict[str, str] | None = None, prefix: list[str] | None = None, process: bool = False) -> Result:
+    """Run the CLI (in-process, or in its own process group with `process` or `prefix`) and assert what
+    every hostile run must hold."""
     out = tmp_path / "reports"
-    argv = [*(prefix or [CLI]), command, *args]
+    argv = [command, *args]
     if command == "run" and "--output-dir" not in args:
         argv += ["--output-dir", str(out)]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
-                            env={**os.environ, "COLUMNS": "1000", **(env or {})}, start_new_session=True)
-    try:
-        stdout, stderr = proc.communicate(timeout=HANG_GUARD_S)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    result = Result(proc.returncode, stdout, stderr, out)
+    full_env = {**os.environ, "COLUMNS": "1000", **(env or {})}
+    if prefix is None and not process:
+        before = set(descendants())
+        done = run_cli(*argv, cwd=tmp_path, env=full_env, timeout=HANG_GUARD_S)
+        result = Result(done.exit_code, done.stdout, done.stderr, out)
+        assert set(descendants()) - before == set()  # no process of the command's is left
+    else:
+        proc = subprocess.Popen([*(prefix or [CLI]), *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, cwd=tmp_path, env=full_env, start_new_session=True)
+        try:
+            stdout, stderr = proc.communicate(timeout=HANG_GUARD_S)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+        result = Result(proc.returncode, stdout, stderr, out)
+        with pytest.raises(ProcessLookupError):
+            os.killpg(proc.pid, 0)  # nothing of the run's process group is left
+    stderr, stdout = result.stderr, result.stdout
     assert "Traceback" not in stderr, stderr
-    with pytest.raises(ProcessLookupError):
-        os.killpg(proc.pid, 0)  # nothing of the run's process group is left
     if code is not None:
         assert result.code == code, (stdout, stderr)
     if report:
@@ -209,7 +223,7 @@ def test_an_async_agent_that_blocks_past_the_timeout_is_a_timeout_even_though_it
 def test_a_slow_sync_tool_under_an_async_agent_is_cut_at_the_deadline_and_not_recorded(tmp_path):
     cases = write_suite(tmp_path, SLOW_TOOL_ASYNC_AGENT, [case(f"s{n}") for n in range(4)])
     result = hostile(tmp_path, "--cases", str(cases), "--timeout", "0.5", "--concurrency", "4", "--quiet",
-                     code=1)
+                     code=1, process=True)  # the tools' threads still sleep when the process should exit
     for n in range(4):
         trace = result.runs(f"s{n}")[0]["trace"]
         assert trace["stop_reason"] == "timeout"
@@ -223,7 +237,7 @@ def test_a_slow_sync_tool_under_the_openai_agent_is_cut_at_the_deadline(tmp_path
     srv = loopback(router(script))
     cases = write_suite(tmp_path, None, [case(f"s{n}") for n in range(4)], agent="openai", model="loopback")
     result = hostile(tmp_path, "--cases", str(cases), "--timeout", "0.5", "--concurrency", "4", "--quiet",
-                     "--base-url", srv.base_url, env={"OPENAI_API_KEY": "test"}, code=1)
+                     "--base-url", srv.base_url, env={"OPENAI_API_KEY": "test"}, code=1, process=True)
     for n in range(4):
         trace = result.runs(f"s{n}")[0]["trace"]
         assert trace["stop_reason"] == "timeout" and trace["steps"] == []
