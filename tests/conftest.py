@@ -28,6 +28,8 @@ if str(ROOT) not in sys.path:
 
 from tests.loopback import LoopbackServer, Script  # noqa: E402
 
+pytest_plugins = ("pytester",)  # tests/test_pytest_plugin.py runs pytest inside pytest
+
 _CACHE = pytest.StashKey[str]()
 
 

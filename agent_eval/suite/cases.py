@@ -162,7 +162,9 @@ def _field_of(loc: tuple) -> str:
     return out
 
 
-class _Collector:
+class Collector:
+    """The problems found in one case file (or in cases given in code, named by `path`)."""
+
     def __init__(self, path: Path) -> None:
         self.path = path
         self.problems: list[Problem] = []
@@ -182,7 +184,7 @@ class _Collector:
                 self.add(case_id, prefix + name, e["msg"])
 
 
-def _load_json_ref(value: Any, base_dir: Path, col: _Collector, case_id: str | None, name: str) -> Any:
+def _load_json_ref(value: Any, base_dir: Path, col: Collector, case_id: str | None, name: str) -> Any:
     """An object is taken as it is; a string is the path of a JSON file relative to the case file."""
     if not isinstance(value, str):
         return value
@@ -199,7 +201,7 @@ def _load_json_ref(value: Any, base_dir: Path, col: _Collector, case_id: str | N
 def load_suite(path: Path | str) -> Suite:
     """Load and validate a whole case file; raise CaseFileError listing every problem found."""
     path = Path(path)
-    col = _Collector(path)
+    col = Collector(path)
     try:
         data = read_json(path)
     except OSError as exc:
@@ -226,7 +228,7 @@ def load_suite(path: Path | str) -> Suite:
     scorer_problems: dict[tuple[str, str], list[str]] = {}  # one scorer's problem, once with its cases
     allowed = case_fields()
     for index, raw in enumerate(raw_cases):
-        case = _load_case(suite, raw, index, col, scorer_problems, allowed)
+        case = load_case(suite, raw, index, col, scorer_problems, allowed)
         case_id = raw.get("id") if isinstance(raw, dict) else None
         if isinstance(case_id, str):  # checked even when the case has other problems
             if case_id in seen:
@@ -247,7 +249,7 @@ def load_suite(path: Path | str) -> Suite:
     return suite
 
 
-def _load_suite_block(path: Path, block: Any, col: _Collector) -> Suite:
+def _load_suite_block(path: Path, block: Any, col: Collector) -> Suite:
     base_dir = path.parent
     if not isinstance(block, dict):
         col.add(None, "suite", "must be an object")
@@ -297,8 +299,9 @@ def _load_suite_block(path: Path, block: Any, col: _Collector) -> Suite:
                  cases=[], tools=tools, scorers=scorers, servers=servers)
 
 
-def _load_case(suite: Suite, raw: Any, index: int, col: _Collector,
-               scorer_problems: dict[tuple[str, str], list[str]], allowed: tuple[str, ...]) -> dict[str, Any] | None:
+def load_case(suite: Suite, raw: Any, index: int, col: Collector,
+              scorer_problems: dict[tuple[str, str], list[str]], allowed: tuple[str, ...]) -> dict[str, Any] | None:
+    """One case of `suite`, checked as the file's cases are (problems go to `col`); None when unusable."""
     if not isinstance(raw, dict):
         col.add(f"#{index}", None, "a case must be an object")
         return None
@@ -352,7 +355,7 @@ def _load_case(suite: Suite, raw: Any, index: int, col: _Collector,
     return case
 
 
-def _check_inputs(case: dict, case_id: str, col: _Collector) -> None:
+def _check_inputs(case: dict, case_id: str, col: Collector) -> None:
     given = [k for k in ("query", "messages", "scenario") if case.get(k) is not None]
     if len(given) != 1:
         col.add(case_id, "query", "give exactly one of query, messages or scenario"

@@ -1,0 +1,302 @@
+"""One case file's part of a pytest session: its suite and settings, the runs played, and the report.
+
+The plugin plays the cases of the items a process holds in batches (all of them at once without
+xdist), each through the run scheduler, into one journal; the session's report is written from it as
+`run` writes one. Under xdist each worker keeps a book of its own and sends it to the controller, which
+writes the one report of the session (`merge_parts`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from rich.console import Console
+
+from agent_eval.commands.conclude import finish_report
+from agent_eval.commands.prepare import check_judge, make_output_dir
+from agent_eval.errors import CaseFileError, ConfigError, Problem
+from agent_eval.flags import Flags
+from agent_eval.provider.endpoints import merge_summaries
+from agent_eval.records import CaseEntry, Report
+from agent_eval.report.files import journal_path_of, report_path_of
+from agent_eval.run.agents import kind_of
+from agent_eval.run.config import RunConfig, require_llm, resolve
+from agent_eval.run.interrupt import Interrupts
+from agent_eval.run.journal import Journal
+from agent_eval.run.runner import Runner
+from agent_eval.run.scenario import require_user
+from agent_eval.run.worker import build_parts
+from agent_eval.score.metrics import case_entry, skipped_entry
+from agent_eval.score.usage import add_summaries
+from agent_eval.suite.cases import Collector, Suite, case_fields, load_case, load_suite, skip_reason
+
+if TYPE_CHECKING:
+    from agent_eval.run.pool import WorkerPool
+
+
+@dataclass
+class Played:
+    """One case as this process played it: its runs (lite, by trial) and where each is in the journal."""
+
+    case: dict[str, Any]
+    skip: str | None
+    runs: dict[int, dict[str, Any]] = field(default_factory=dict)
+    offsets: dict[int, tuple[int, int]] = field(default_factory=dict)
+
+
+@dataclass
+class Book:
+    """A case file's suite, resolved settings and played cases, for one session (or one xdist worker)."""
+
+    suite: Suite
+    cfg: RunConfig
+    run_id: str
+    created_at: str
+    part: str | None = None  # the xdist worker's id: its journal is a part the controller merges
+    played: dict[str, Played] = field(default_factory=dict)
+    spends: list[dict[str, Any]] = field(default_factory=list)  # each batch's summary.judge/user_sim/provider
+    models_used: set[str] = field(default_factory=set)
+    agent_name: str | None = None
+    stopped_early: bool = False
+    interrupted: bool = False
+    problem: str | None = None  # why this file's cases cannot be played (each of its items is an error)
+    journal: Journal | None = None
+    inline: dict[str, dict[str, Any]] = field(default_factory=dict)  # inline cases by id, as the test gave them
+    repeats: dict[str, int] = field(default_factory=dict)  # an inline case's own repeat
+
+    @property
+    def by_id(self) -> dict[str, dict[str, Any]]:
+        return {case["id"]: case for case in self.suite.cases}
+
+    def skip_of(self, case: dict[str, Any]) -> str | None:
+        return skip_reason(case, os.environ, self.cfg.judge)
+
+    def add_inline(self, case: dict[str, Any], raw: dict[str, Any]) -> str:
+        """Add an inline case (checked) to this book's suite; its id, made unique in the session."""
+        taken = self.by_id
+        case_id, n = case["id"], 1
+        while case_id in taken:
+            n += 1
+            case_id = f"{case['id']} ({n})"
+        case["id"] = raw["id"] = case_id
+        self.suite.cases.append(case)
+        self.inline[case_id] = raw
+        return case_id
+
+    def play(self, ids: list[str], repeat: int | None = None) -> None:
+        """Play every trial of the cases `ids` not played yet, `concurrency` runs at once (`repeat` runs each,
+        when given); a Ctrl-C is re-raised once the runs in flight are cancelled and journaled."""
+        by_id = self.by_id
+        cases = [by_id[i] for i in dict.fromkeys(ids) if i not in self.played and i in by_id]
+        if not cases or self.problem:
+            return
+        cfg = self.cfg if repeat is None else dataclasses.replace(self.cfg, repeat=repeat)
+        try:
+            agent, simulator, scoring = self._parts(cases)
+            journal = self._journal()
+        except ConfigError as exc:
+            self.problem = str(exc)
+            return
+        self.agent_name = self.agent_name or agent.name
+        runner = Runner(self.suite, cases, cfg, agent, scoring, journal, simulator=simulator)
+        with Interrupts() as interrupts:
+            interrupted = interrupts.run(runner.run())
+        self.spends.append(runner.spent(self.suite.settings.get("pricing")))
+        self.models_used |= runner.models_used
+        self.stopped_early |= runner.stopped_early
+        for slot in runner.slots:
+            self.played[slot.case["id"]] = Played(slot.case, slot.skip, dict(slot.runs), dict(slot.offsets))
+        if journal.failed:
+            self.problem = f"cannot write the journal {journal.path} ({journal.failed})"
+        if interrupted:
+            self.interrupted = True
+            raise KeyboardInterrupt
+
+    def _parts(self, cases: list[dict[str, Any]]) -> Any:
+        """The checks `run` makes before anything runs, on these cases; then the agent, simulator, scoring."""
+        runnable = [c for c in cases if self.skip_of(c) is None]
+        kind = kind_of(self.cfg.agent)
+        if kind.uses_llm and runnable:
+            require_llm(self.cfg, kind.name)
+        check_judge(self.cfg, runnable, self.suite)
+        require_user(self.cfg.user_sim, runnable, self.suite.path)
+        return build_parts(self.suite, cases, self.cfg, self.suite.base_dir)
+
+    def _journal(self) -> Journal:
+        if self.journal is None:
+            make_output_dir(self.cfg)
+            name = self.run_id if self.part is None else f"{self.run_id}.{self.part}"
+            self.journal = Journal(journal_path_of(self.cfg.output_dir, name), self._header(), run_id=self.run_id)
+            if self.journal.failed:
+                raise ConfigError(f"cannot write the journal {self.journal.path} ({self.journal.failed}); pass "
+                                  "--agent-eval-output-dir with a writable folder.")
+        return self.journal
+
+    def _header(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "created_at": self.created_at, "settings": self.cfg.settings(),
+                "cases_file": str(self.cfg.cases_file), "agent_dir": str(self.suite.base_dir.resolve()),
+                "cases_sha256": hashlib.sha256(self.suite.path.read_bytes()).hexdigest()}
+
+    # ------------------------------------------------------------ the report
+
+    def entry(self, case_id: str, threshold: float | None = None) -> CaseEntry | None:
+        """The case entry of a played case (its runs lite), as the report will hold it."""
+        played = self.played.get(case_id)
+        if played is None:
+            return None
+        if played.skip is not None:
+            return skipped_entry(played.case, played.skip)
+        limit = self.cfg.threshold if threshold is None else threshold
+        return case_entry(played.case, [played.runs[t] for t in sorted(played.runs)], limit, "not_run")
+
+    def run_chunks(self, case_id: str) -> list[bytes]:
+        """A played case's runs as the journal holds them (JSON, traces included), in trial order."""
+        played = self.played.get(case_id)
+        if played is None or not played.offsets or self.journal is None:
+            return []
+        self.journal.flush()
+        chunks = []
+        with open(self.journal.path, "rb") as f:
+            for trial in sorted(played.offsets):
+                offset, length = played.offsets[trial]
+                f.seek(offset)
+                chunks.append(f.read(length))
+        return chunks
+
+    def write_report(self) -> tuple[Report | None, list[str]]:
+        """Write the JSON report, its page and its history row for every case played; the report (None
+        when nothing was played or it could not be written) and the warnings `run` would print."""
+        if not self.played or self.journal is None:
+            return None, []
+        self.journal.close()
+        said = io.StringIO()
+        _, report = finish_report(_Results(self), self.suite, self.cfg, self.agent_name or self.cfg.agent,
+                                  self.run_id, self.created_at, self.interrupted, None,
+                                  Console(file=said, width=10_000, color_system=None))
+        lines = [line for line in said.getvalue().splitlines() if line.strip()]
+        written = report is not None and report_path_of(self.cfg.output_dir, self.run_id).is_file()
+        return (report if written else None), lines
+
+    # ------------------------------------------------------------ xdist
+
+    def part_payload(self) -> bytes:
+        """What a worker sends the controller: its played cases, where their runs are, what it spent."""
+        if self.journal is not None:
+            self.journal.close()
+        return orjson.dumps({
+            "cases_file": str(self.cfg.cases_file), "journal": str(self.journal.path) if self.journal else None,
+            "played": [{"id": p.case["id"], "skip": p.skip, "inline": self.inline.get(p.case["id"]),
+                        "runs": {str(t): r for t, r in p.runs.items()},
+                        "offsets": {str(t): list(o) for t, o in p.offsets.items()}} for p in self.played.values()],
+            "spends": self.spends, "models_used": sorted(self.models_used), "agent_name": self.agent_name,
+            "stopped_early": self.stopped_early, "interrupted": self.interrupted,
+        }, option=orjson.OPT_NON_STR_KEYS)
+
+    def merge_parts(self, payloads: list[bytes]) -> None:
+        """Take the workers' books into this one: their runs copied into this book's journal, in case order."""
+        parts = [orjson.loads(p) for p in payloads]
+        by_id = self.by_id
+        found: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+        for part in parts:
+            self.spends += part["spends"]
+            self.models_used |= set(part["models_used"])
+            self.agent_name = self.agent_name or part["agent_name"]
+            self.stopped_early |= part["stopped_early"]
+            self.interrupted |= part["interrupted"]
+            for played in part["played"]:
+                found[played["id"]] = (part, played)
+        if not found:
+            return
+        journal = self._journal()
+        for _, played in found.values():
+            if played["inline"] is not None and played["id"] not in by_id:
+                case = load_inline_case(self.suite, played["inline"], "inline case")
+                self.suite.cases.append(case)
+                self.inline[case["id"]] = played["inline"]
+                by_id[case["id"]] = case
+        for case_id in [c["id"] for c in self.suite.cases if c["id"] in found]:
+            part, played = found[case_id]
+            entry = Played(by_id[case_id], played["skip"])
+            with open(part["journal"], "rb") as f:
+                for trial_text, (offset, length) in sorted(played["offsets"].items(), key=lambda kv: int(kv[0])):
+                    f.seek(offset)
+                    trial = int(trial_text)
+                    position = journal.append_json(case_id, trial, f.read(length))
+                    if position is not None:
+                        entry.offsets[trial] = position
+                        entry.runs[trial] = played["runs"][trial_text]
+            self.played[case_id] = entry
+        for part in parts:
+            if part["journal"]:
+                Path(part["journal"]).unlink(missing_ok=True)
+
+
+class _Results:
+    """A book as `finish_report` reads the results of a run (conclude.Results)."""
+
+    pool: WorkerPool | None = None
+
+    def __init__(self, book: Book) -> None:
+        self.book = book
+        self.stopped_early = book.stopped_early
+        self.models_used = book.models_used
+        self.order = [c["id"] for c in book.suite.cases if c["id"] in book.played]
+
+    @property
+    def journal(self) -> Journal:
+        assert self.book.journal is not None
+        return self.book.journal
+
+    def case_entries(self) -> list[CaseEntry]:
+        return [e for e in (self.book.entry(i) for i in self.order) if e is not None]
+
+    def spent(self, pricing: dict[str, Any] | None) -> dict[str, Any]:
+        spends = self.book.spends
+        return {"judge": add_summaries([s["judge"] for s in spends]),
+                "user_sim": add_summaries([s["user_sim"] for s in spends]),
+                "provider": merge_summaries([s.get("provider") for s in spends], concurrent=False)}
+
+    def run_bytes(self) -> Iterator[list[bytes]]:
+        with open(self.journal.path, "rb") as f:
+            for case_id in self.order:
+                chunk = []
+                offsets = self.book.played[case_id].offsets
+                for trial in sorted(offsets):
+                    offset, length = offsets[trial]
+                    f.seek(offset)
+                    chunk.append(f.read(length))
+                yield chunk
+
+
+def open_book(path: Path, flags: Flags, run_id: str, created_at: str, part: str | None = None) -> Book:
+    """Load and check the case file, and resolve its settings; a CaseFileError or ConfigError as `run` has."""
+    suite = load_suite(path)
+    cfg = resolve(flags, suite)
+    return Book(suite, cfg, run_id, created_at, part)
+
+
+def load_inline_case(suite: Suite, raw: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """`raw` checked as a case of `suite` (an unknown field is an error here, not a warning)."""
+    col = Collector(Path(where))
+    if not isinstance(raw, Mapping):
+        raise CaseFileError([Problem(where, None, None, "an inline case is a dict in the case-file format")])
+    scorer_problems: dict[tuple[str, str], list[str]] = {}
+    before = {name: list(ids) for name, ids in suite.unused_fields.items()}
+    case = load_case(suite, dict(raw), 0, col, scorer_problems, case_fields())
+    case_id = str(raw.get("id"))
+    for (field_name, message), _ in scorer_problems.items():
+        col.add(case_id, field_name, message)
+    for name, ids in suite.unused_fields.items():
+        if len(ids) > len(before.get(name, ())):
+            col.add(case_id, name, "unknown field; no check or scorer reads it (see `agent-eval validate`)")
+    suite.unused_fields = before
+    if col.problems or case is None:
+        raise CaseFileError(col.problems or [Problem(where, case_id, None, "not a usable case")])
+    return case

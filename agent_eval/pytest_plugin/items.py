@@ -1,0 +1,120 @@
+"""The plugin's options and its collection: a case file as a pytest File, each case as an Item.
+
+Imported with the plugin, so it imports nothing of agent-eval's at module level.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from agent_eval.pytest_plugin.session import SessionState
+
+# (name, help, type): the run settings the plugin takes, as `--agent-eval-NAME` options and `agent_eval_NAME` ini keys.
+SETTINGS: list[tuple[str, str, type]] = [
+    ("agent", "The agent SPEC (openai, file.py:function, module:function, cmd:...).", str),
+    ("model", "The agent's model (AGENT_EVAL_MODEL).", str),
+    ("base-url", "OpenAI-compatible endpoint (OPENAI_BASE_URL).", str),
+    ("repeat", "Runs per case (default 1).", int),
+    ("threshold", "Pass rate a case needs (default 1.0).", float),
+    ("concurrency", "Runs at once (default 8).", int),
+    ("no-judge", "Never call the judge; skip rubric-only cases.", bool),
+    ("output-dir", "Where the report, journal, page and history go (default reports).", str),
+]
+STATE: pytest.StashKey[SessionState] = pytest.StashKey()  # the session's state, once the plugin is asked
+
+
+def case_files(config: pytest.Config) -> list[Path]:
+    """The case files asked for: `--agent-eval` (relative to where pytest started), else the ini's."""
+    given = [config.invocation_params.dir / p for p in config.getoption("agent_eval") or ()]
+    return [p.resolve() for p in (given or config.getini("agent_eval_cases") or ())]
+
+
+def settings_of(config: pytest.Config) -> dict[str, Any]:
+    """The settings given as `--agent-eval-*` options or ini keys (the option wins), as `run`'s flags."""
+    found: dict[str, Any] = {}
+    for name, _, kind in SETTINGS:
+        dest = "agent_eval_" + name.replace("-", "_")
+        value = config.getoption(dest)
+        if value is None:
+            value = config.getini(dest)
+            if value is not None and kind is not bool:
+                try:
+                    value = kind(value)
+                except ValueError:
+                    raise pytest.UsageError(f"{dest} = {value!r} in the ini file: not a valid {kind.__name__}") \
+                        from None
+        if value is not None and value is not False:
+            found[name.replace("-", "_")] = value
+    return found
+
+
+class CaseFile(pytest.File):
+    """A case file: one item per case, its tags as (registered) markers."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        state = self.config.stash[STATE]
+        book = state.open(self.path)
+        text = self.path.read_text(encoding="utf-8", errors="replace")
+        for case in book.suite.cases:
+            item = CaseItem.from_parent(self, name=case["id"])
+            item.line = _line_of(text, case["id"])
+            for tag in case.get("tags") or ():
+                state.register_marker(tag)
+                item.add_marker(tag)
+            yield item
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        from agent_eval.errors import CaseFileError, ConfigError
+
+        if isinstance(excinfo.value, CaseFileError):
+            return "the case file is invalid:\n" + "\n".join(f"  - {p}" for p in excinfo.value.problems)
+        if isinstance(excinfo.value, ConfigError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+
+def _line_of(text: str, case_id: str) -> int:
+    """The 0-based line where the case's id is written (0 when it cannot be found)."""
+    import json
+    import re
+
+    found = re.search(r'"id"\s*:\s*' + re.escape(json.dumps(case_id)), text)
+    return text.count("\n", 0, found.start()) if found else 0
+
+
+class CaseError(Exception):
+    """An infrastructure error of a case (pytest reports it as an error, not a failure)."""
+
+
+class CaseFailed(AssertionError):
+    """A failed case: its reason and failed checks."""
+
+
+class CaseItem(pytest.Item):
+    """One case of a case file. Its setup plays the runs (of every case not played yet, at once)."""
+
+    line = 0
+
+    def setup(self) -> None:
+        state = self.config.stash[STATE]
+        self.outcome = state.outcome_of(self)
+        if self.outcome.status == "error":
+            raise CaseError(self.outcome.message)
+        if self.outcome.status in ("skipped", "not_run"):  # shown at the case file, not in this module
+            raise pytest.skip.Exception(self.outcome.message, _use_item_location=True)
+
+    def runtest(self) -> None:
+        if self.outcome.status != "passed":
+            raise CaseFailed(self.outcome.message)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, (CaseFailed, CaseError)):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, self.line, f"agent-eval case {self.name}"

@@ -1,0 +1,214 @@
+"""The plugin's state in one pytest process once it is asked for: the books, the batches, the reports.
+
+Without xdist this process plays every case and writes the reports. Under xdist each worker plays the
+cases it was given (those of the items it holds when the first unplayed one is set up, at once) and
+sends its books to the controller, which writes the session's one report per case file.
+"""
+from __future__ import annotations
+
+import io
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from agent_eval.flags import Flags
+from agent_eval.pytest_plugin.book import Book, open_book
+from agent_eval.pytest_plugin.items import CaseError, CaseItem, settings_of
+from agent_eval.records import CaseEntry, Report
+from agent_eval.report.model import new_run_id, now_iso
+from agent_eval.report.reasons import case_reason, failure_lines
+
+PAYLOAD = "agent_eval"  # the key of an xdist worker's books in its workeroutput
+RUNS_KEY = "agent_eval_runs"  # the key of the controller's run ids in each worker's workerinput
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What an item reports: the case's status and the message pytest shows."""
+
+    status: str
+    message: str
+
+
+def outcome_message(entry: CaseEntry, threshold: float) -> str:
+    """The case's reason, then each unsuccessful run's failed checks (what an assertion message says)."""
+    status = entry.get("status")
+    reason = case_reason(dict(entry))
+    if status == "skipped":
+        return reason
+    if status == "not_run":
+        return "not run: the session stopped taking runs (-x, or interrupted)"
+    runs = entry.get("runs") or []
+    rate = entry.get("pass_rate")
+    if status == "error":
+        reason = reason.removeprefix("error: ")
+    head = f"case {entry['id']!r} {'ended in an infrastructure error' if status == 'error' else status}"
+    if status == "failed" and rate is not None:
+        head += f" (pass rate {rate:.2f} < threshold {threshold:g})"
+    lines = [f"{head}: {reason}"]
+    for run in runs:
+        if run.get("status") in ("failed", "error"):
+            why = [f"error: {run['error']}"] if run.get("error") else failure_lines(run)
+            lines.append(f"  run {run.get('trial', 0) + 1}: " + "\n         ".join(why))
+    if len(lines) == 2 and lines[1].endswith(": " + reason) and "\n" not in lines[1]:
+        return lines[0]  # one run with one failure: its line says nothing the reason has not
+    return "\n".join(lines)
+
+
+class SessionState:
+    """The books of one pytest process, keyed by case file, and the reports written at the end."""
+
+    def __init__(self, config: pytest.Config, files: list[Path]) -> None:
+        from agent_eval.suite.imports import load_plugins
+
+        load_plugins(os.environ)
+        self.config = config
+        self.files = files
+        self.books: dict[Path, Book] = {}
+        self.parts: list[bytes] = []
+        self.reports: list[tuple[Report | None, list[str], Path | None]] = []
+        self.markers: set[str] = set()
+        workerinput = getattr(config, "workerinput", None)
+        self.worker: str | None = workerinput["workerid"] if workerinput else None
+        given = (workerinput or {}).get(RUNS_KEY) or {}
+        self.runs: dict[str, list[str]] = dict(given) or {str(p): [new_run_id(), now_iso()] for p in files}
+
+    # ------------------------------------------------------------ collection
+
+    def flags(self, path: Path) -> Flags:
+        """`run`'s flags for a case file: the plugin's settings, and pytest's -x as `run`'s -x."""
+        from agent_eval.commands.library import flags_for
+
+        settings = self._settings()
+        if self.config.getoption("maxfail", 0) == 1:
+            settings["exitfirst"] = True
+        return flags_for(path, settings, "pytest --agent-eval")
+
+    def _settings(self) -> dict[str, Any]:
+        return settings_of(self.config)
+
+    def open(self, path: Path) -> Book:
+        """The book of a case file, loaded once (a CaseFileError or ConfigError is a collection error)."""
+        key = path.resolve()
+        if key not in self.books:
+            run_id, created_at = self.runs.get(str(key)) or [new_run_id(), now_iso()]
+            self.books[key] = open_book(key, self.flags(key), run_id, created_at, self.worker)
+        return self.books[key]
+
+    def register_marker(self, tag: str) -> None:
+        if tag not in self.markers:
+            self.markers.add(tag)
+            self.config.addinivalue_line("markers", f"{tag}: agent-eval cases tagged {tag}")
+
+    # ------------------------------------------------------------ playing
+
+    def outcome_of(self, item: CaseItem) -> Outcome:
+        """Play the case of `item` if it is not played yet (with every other one this process holds), and
+        say how it ended."""
+        book = self.open(item.path)
+        if item.name not in book.played and not book.problem:
+            book.play(self._batch(item, book))
+        if book.problem:
+            return Outcome("error", book.problem)
+        entry = book.entry(item.name)
+        if entry is None:
+            return Outcome("error", f"case {item.name!r} was not played")
+        return Outcome(entry["status"], outcome_message(entry, book.cfg.threshold))
+
+    def _batch(self, item: CaseItem, book: Book) -> list[str]:
+        """The cases of `book` among the items this process will run (all the session's without xdist; the
+        ones this worker holds under xdist), `item`'s first."""
+        held = _held_items(self.config, item.session) if self.worker else item.session.items
+        key = item.path.resolve()
+        return [item.name, *(other.name for other in held
+                             if isinstance(other, CaseItem) and other.path.resolve() == key)]
+
+    # ------------------------------------------------------------ the end of the session
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+        """A case's infrastructure error is shown as its message, as a failure is, not as a traceback."""
+        report = yield
+        if call.excinfo is not None and isinstance(call.excinfo.value, CaseError):
+            report.longrepr = str(call.excinfo.value)
+        return report
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """xdist: every worker writes its runs under the controller's run ids."""
+        node.workerinput[RUNS_KEY] = self.runs
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """xdist: keep what the worker played for the controller's report."""
+        payload = getattr(node, "workeroutput", {}).get(PAYLOAD)
+        if payload:
+            self.parts.extend(payload)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.worker is not None:
+            self.config.workeroutput[PAYLOAD] = [b.part_payload() for b in self.books.values()]  # type: ignore[attr-defined]
+            return
+        if self.parts:
+            self._merge_parts()
+        from agent_eval.report.files import report_path_of
+
+        for book in self.books.values():
+            report, lines = book.write_report()
+            if report is not None or lines:
+                self.reports.append((report, lines, report_path_of(book.cfg.output_dir, book.run_id)))
+
+    def _merge_parts(self) -> None:
+        import orjson
+
+        by_file: dict[str, list[bytes]] = {}
+        for payload in self.parts:
+            by_file.setdefault(orjson.loads(payload)["cases_file"], []).append(payload)
+        for cases_file, payloads in by_file.items():
+            try:
+                book = self.open(Path(cases_file))
+            except Exception as exc:  # noqa: BLE001 - the workers reported it as each item's error
+                self.reports.append((None, [f"agent-eval: no report for {cases_file}: {exc}"], None))
+                continue
+            book.merge_parts(payloads)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.reports:
+            return
+        terminalreporter.section("agent-eval")
+        for report, lines, path in self.reports:
+            for line in lines:
+                terminalreporter.write_line(line)
+            if report is not None and path is not None:
+                terminalreporter.write(headline(report, path, terminalreporter._tw.fullwidth))
+
+
+def headline(report: Report, path: Path, width: int) -> str:
+    """The report's headline metrics, its verdict and where it was written, as `run` prints them."""
+    from agent_eval.report.terminal import render_headline, verdict_text
+
+    out = io.StringIO()
+    console = Console(file=out, width=max(width, 80), color_system=None, highlight=False)
+    cases_file = Path(str(report.get("cases_file")))
+    shown = cases_file.relative_to(Path.cwd()) if cases_file.is_relative_to(Path.cwd()) else cases_file
+    console.print(f"{report.get('suite')} ({shown}), run {report.get('run_id')}", markup=False)
+    render_headline(dict(report), console)
+    console.print(verdict_text(dict(report)))
+    console.print(f"JSON report: {path}", markup=False)
+    return out.getvalue()
+
+
+def _held_items(config: pytest.Config, session: pytest.Session) -> list[pytest.Item]:
+    """xdist: the items this worker was given and has not run yet (the one after the current, then its queue)."""
+    for plugin in config.pluginmanager.get_plugins():
+        queue = getattr(plugin, "torun", None)
+        if type(plugin).__name__ == "WorkerInteractor" and queue is not None:
+            with queue.lock() as pending:
+                indices = [plugin.nextitem_index, *pending]
+            return [session.items[i] for i in indices if isinstance(i, int)]
+    return []
