@@ -38,6 +38,9 @@ def _extra_requirements(dist: str, extra: str) -> set[str]:
 # Packages an extra's own package brings and whose API agent-eval uses beside it (named, never inferred:
 # an extra's whole dependency tree would let `httpx`, which langchain brings, pass).
 COMPANIONS = {"mcp": {"anyio", "mcp-types"}, "otlp": {"protobuf"}, "langchain": {"langchain-core"}}
+# A package only its host imports (pytest loads agent_eval/pytest_plugin through its pytest11 entry point),
+# so the host is there whenever the package is.
+HOSTED = {"agent_eval/pytest_plugin/": "pytest"}
 
 
 def declared() -> tuple[set[str], dict[str, set[str]]]:
@@ -72,6 +75,9 @@ def imports(root: Path = ROOT) -> list[tuple[str, int, str, bool]]:
             for name in names:
                 top = name.split(".")[0]
                 if top in sys.stdlib_module_names or top == "agent_eval" or id(node) in guarded:
+                    continue
+                if any(str(path.relative_to(root)).startswith(where) and top == host
+                       for where, host in HOSTED.items()):
                     continue
                 found.append((str(path.relative_to(root)), node.lineno, top, id(node) in top_level))
     return found
