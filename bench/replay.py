@@ -22,8 +22,8 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.harness import answer, child_env, runner_command, timed, write_suite  # noqa: E402
-from tests.loopback import LoopbackServer  # noqa: E402
+from bench.harness import answer, child_env, runner_command, timed, write_suite
+from tests.loopback import LoopbackServer
 
 
 def run(label: str, srv: LoopbackServer, cases_path: Path, out: Path, extra: list[str]) -> dict:

@@ -56,6 +56,16 @@ client = OpenAI(max_retries=0)
 stream = client.chat.completions.create(model=os.environ["AGENT_EVAL_MODEL"], messages=messages, stream=True)
 print("".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices))
 '''
+CMD_RESPONSES_AGENT = '''
+import json, os
+from openai import OpenAI
+
+messages = json.load(open(os.environ["AGENT_EVAL_MESSAGES_FILE"]))
+client = OpenAI(max_retries=0)
+events = client.responses.create(model=os.environ["AGENT_EVAL_MODEL"], stream=True,
+                                 input=[m for m in messages if m["role"] != "system"])
+print("".join(e.response.output_text for e in events if e.type == "response.completed"))
+'''
 SDK_AGENT = '''
 from agents import Agent, Runner, set_tracing_disabled
 from agent_eval.bridge import openai_agents as bridge
@@ -78,6 +88,8 @@ def reply(request: dict, index: int):
     """Agent, judge and user by model; every text carries the request's index (a live re-run differs)."""
     messages = request.get("messages") or []
     model = request.get("model")
+    if "input" in request:  # the Responses API
+        return text(f"Done: answered on /responses (#{index})")
     if model == "judge-m":
         return text(f"PASS: it says so (#{index})", prompt_tokens=30, completion_tokens=3)
     if model == "user-m":
@@ -117,7 +129,8 @@ def suite(folder: Path, agent: str | None = None) -> Path:
     block = {"name": "helpdesk", "tools": "tools.py", "initial_env": ENV, "pricing": PRICING,
              "system_prompt": "You are the helpdesk.", **({"agent": agent} if agent else {})}
     return write_suite(folder, CASES, block, {"tools.py": TOOLS, "cmd_agent.py": CMD_AGENT,
-                                              "sdk_agent.py": SDK_AGENT})
+                                              "sdk_agent.py": SDK_AGENT,
+                                              "cmd_responses.py": CMD_RESPONSES_AGENT})
 
 
 def run(folder: Path, cases: Path, *, base_url: str | None = None, **flags: object) -> tuple[int, dict, str]:
@@ -227,7 +240,8 @@ def test_record_then_replay_with_the_provider_stopped(keyed_env: None, tmp_path:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("agent", ["sdk_agent.py:agent", "cmd:python cmd_agent.py --token sk-plantedInTheSuite0123"])
+@pytest.mark.parametrize("agent", ["sdk_agent.py:agent", "cmd:python cmd_agent.py --token sk-plantedInTheSuite0123",
+                                   "cmd:python cmd_responses.py"])
 def test_framework_and_cmd_agents_replay_through_the_runs_endpoint(keyed_env: None, tmp_path: Path,
                                                                    agent: str) -> None:
     cases = suite(tmp_path, agent)
@@ -242,9 +256,13 @@ def test_framework_and_cmd_agents_replay_through_the_runs_endpoint(keyed_env: No
     assert replayed["summary"]["replay"]["misses"] == 0
     text_of_all = all_cassette_text(tape)
     assert "sk-planted" not in text_of_all and AGENT_KEY not in text_of_all and JUDGE_KEY not in text_of_all
-    if agent.startswith("cmd:"):  # the cmd: agent streams: its cassette holds the stream's events
-        line = orjson.loads((tape / "reset" / "0.jsonl").read_text().splitlines()[0])
+    line = orjson.loads((tape / "reset" / "0.jsonl").read_text().splitlines()[0])
+    if "cmd_agent" in agent:  # the cmd: agent streams: its cassette holds the stream's events
         assert line["stream"] is True and isinstance(line["response"], list) and line["response"][-1] == "[DONE]"
+    if "responses" in agent:  # a Responses stream, replayed as one (its events' types kept)
+        assert line["path"] == "/responses" and line["stream"] is True
+        assert line["response"][-1]["type"] == "response.completed"
+        assert replayed["cases"][0]["runs"][0]["trace"]["replies"][0].startswith("Done: answered on /responses")
 
 
 def test_a_bad_cassette_is_exit_2_naming_the_file_and_line(keyed_env: None, tmp_path: Path) -> None:
