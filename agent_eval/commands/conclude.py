@@ -32,13 +32,16 @@ RunBytes = Callable[[], Iterable[list[bytes]]]  # per case entry, its runs as JS
 
 
 class Journal(Protocol):
-    """The journal's part in the conclusion: where it is, and why it stopped taking runs (if it did)."""
+    """The journal's part in the conclusion: where it is, why it stopped taking runs (if it did), and
+    whether the file was changed under the command."""
 
     @property
     def path(self) -> Path: ...
 
     @property
     def failed(self) -> str | None: ...
+
+    def changed(self) -> str | None: ...
 
 
 class Results(Protocol):
@@ -156,6 +159,9 @@ def finish_report(results: Results, suite: Suite, cfg: RunConfig, agent_name: st
                         gates=cfg.gates, verbose=cfg.verbose, quiet=cfg.quiet,
                         abandoned=bool(pool is not None and pool.abandoned), journal=results.journal.path,
                         sender=sender)
+        changed = results.journal.changed()  # the report came from the runs held, whatever happened to it
+        if changed:
+            say(err, changed)
         for crash in pool.crashes if pool is not None else ():
             say(err, f"warning: a worker crashed; this is a bug in agent-eval, please report it with this "
                      f"traceback:\n{crash.rstrip()}")

@@ -62,13 +62,8 @@ class ScoredRuns:
         return helper_spend(self.scoring, self.simulator, pricing)
 
     def run_bytes(self) -> Iterator[list[bytes]]:
-        with open(self.journal.path, "rb") as f:
-            for offsets in self._offsets:
-                chunk = []
-                for offset, length in offsets:
-                    f.seek(offset)
-                    chunk.append(f.read(length))
-                yield chunk
+        for offsets in self._offsets:
+            yield [self.journal.run_json(position) for position in offsets]
 
 
 def env_skipped(case: dict) -> tuple[dict, list[dict]]:

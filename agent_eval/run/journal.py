@@ -4,6 +4,7 @@ from __future__ import annotations
 import fcntl
 import os
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,9 @@ class Journal:
         is_new = self._file.seek(0, os.SEEK_END) == 0
         self._pending = 0
         self._last_flush = time.monotonic()
+        # Each run's JSON as written, compressed: the report is built from these, never from the file,
+        # which anyone who can write the output folder (an agent, say) may truncate or overwrite meanwhile.
+        self._kept: dict[int, bytes] = {}
         if header is not None and is_new:
             self._write(orjson.dumps(header) + b"\n")
             self.flush()
@@ -69,12 +73,50 @@ class Journal:
         prefix = run_prefix(case_id, trial)
         offset = self._file.tell() + len(prefix)
         self._write(prefix + run_bytes + b"}\n")
+        self._kept[offset] = zlib.compress(run_bytes, 1)
         if self.on_append is not None and not self.failed:
             self.on_append(case_id, trial, run_bytes)
         self._pending += 1
         if self._pending >= FLUSH_EVERY_RUNS or time.monotonic() - self._last_flush >= FLUSH_EVERY_S:
             self.flush()
         return None if self.failed else (offset, len(run_bytes))
+
+    def hold(self, position: tuple[int, int]) -> None:
+        """Keep a run already in the file (a resumed run's earlier ones), read now, before any agent runs."""
+        offset, length = position
+        with open(self.path, "rb") as f:
+            f.seek(offset)
+            self._kept[offset] = zlib.compress(f.read(length), 1)
+
+    def run_json(self, position: tuple[int, int]) -> bytes:
+        """The JSON of the run written at `position`, as agent-eval wrote (or first read) it."""
+        kept = self._kept.get(position[0])
+        if kept is not None:
+            return zlib.decompress(kept)
+        offset, length = position
+        with open(self.path, "rb") as f:
+            f.seek(offset)
+            return f.read(length)
+
+    def changed(self) -> str | None:
+        """A warning when the file no longer holds the runs as they were written (it was truncated or
+        overwritten while the command ran); None when it does."""
+        differ = 0
+        try:
+            with open(self.path, "rb") as f:
+                for offset, kept in self._kept.items():
+                    run = zlib.decompress(kept)
+                    f.seek(offset)
+                    if f.read(len(run)) != run:
+                        differ += 1
+        except OSError as exc:
+            return (f"warning: the journal {self.path} cannot be read back ({exc.strerror or exc}); the report "
+                    "was built from the runs agent-eval holds.")
+        if not differ:
+            return None
+        return (f"warning: the journal {self.path} was truncated or overwritten while the command ran ({differ} "
+                f"of {len(self._kept)} run(s) no longer match what was written); the report was built from the "
+                "runs agent-eval holds, but a --resume of this run would read the damaged file.")
 
     def flush_if_pending(self) -> None:
         """Flush when some run is not on disk yet (called on a timer by the runner)."""

@@ -97,6 +97,7 @@ class Runner:
         self.models_used.update(run_models(run["trace"], self.cfg.model))
         slot.runs[trial] = lite_run(run, slot.case)
         slot.offsets[trial] = position
+        self.journal.hold(position)
 
     @property
     def pending(self) -> int:
@@ -259,13 +260,6 @@ class Runner:
                 for slot in self.slots]
 
     def run_bytes(self) -> Iterator[list[bytes]]:
-        """Per case, its runs' JSON read back from the journal, in trial order."""
-        with open(self.journal.path, "rb") as f:
-            for slot in self.slots:
-                chunk = []
-                for t in sorted(slot.offsets):
-                    offset, length = slot.offsets[t]
-                    f.seek(offset)
-                    chunk.append(f.read(length))
-                yield chunk
-
+        """Per case, its runs' JSON as the journal wrote them (held in memory, never read back), in trial order."""
+        for slot in self.slots:
+            yield [self.journal.run_json(slot.offsets[t]) for t in sorted(slot.offsets)]
