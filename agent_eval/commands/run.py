@@ -137,6 +137,12 @@ def _play_suite(flags: Flags, console: Console | None, err: Console) -> Played:
             say(err, shared)
     agent_dir = flags.agent_dir if flags.agent_dir else (suite.base_dir if flags.agent is None else Path.cwd())
     agent, simulator, scoring = build_parts(suite, cases, cfg, agent_dir)
+    if cfg.baseline == "last":  # exit 2 before anything runs when no earlier run is comparable
+        from agent_eval.report.baseline import pick_last
+
+        cfg.baseline = str(pick_last(cfg, agent.name, [str(c["id"]) for c in cases],
+                                     resumed.created_at if resumed else now_iso(),
+                                     resumed.run_id if resumed else None))
     open_tape(cfg, suite, cases)
     make_output_dir(cfg)
     pool = None

@@ -29,7 +29,7 @@ _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS runs (
   run_id TEXT PRIMARY KEY, created_at TEXT, suite TEXT, cases_file TEXT, agent TEXT, model TEXT,
   git_commit TEXT, exit_code INTEGER, interrupted INTEGER, stopped_early INTEGER DEFAULT 0, rescored_from TEXT,
-  stopped_at_budget INTEGER DEFAULT 0,
+  stopped_at_budget INTEGER DEFAULT 0, last_failed INTEGER DEFAULT 0, partial INTEGER DEFAULT 0,
   {", ".join(f"{m} REAL" for m in METRIC_COLUMNS)},
   summary_json TEXT
 );
@@ -46,12 +46,12 @@ def _connect(db_path: str | Path) -> sqlite3.Connection:
     conn.row_factory = sqlite3.Row
     conn.executescript(_SCHEMA)
     columns = {r["name"] for r in conn.execute("PRAGMA table_info(runs)")}
-    if "stopped_early" not in columns:
-        conn.execute("ALTER TABLE runs ADD COLUMN stopped_early INTEGER DEFAULT 0")  # a file from before -x
-    if "stopped_at_budget" not in columns:  # a file from before --max-cost
-        conn.execute("ALTER TABLE runs ADD COLUMN stopped_at_budget INTEGER DEFAULT 0")
-    if "rescored_from" not in columns:
-        conn.execute("ALTER TABLE runs ADD COLUMN rescored_from TEXT")  # a file from before rescore rows
+    # A file from before -x, --max-cost, rescore rows, and the last_failed/partial marks gets their columns.
+    for name, kind in (("stopped_early", "INTEGER DEFAULT 0"), ("stopped_at_budget", "INTEGER DEFAULT 0"),
+                       ("rescored_from", "TEXT"), ("last_failed", "INTEGER DEFAULT 0"),
+                       ("partial", "INTEGER DEFAULT 0")):
+        if name not in columns:
+            conn.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
     return conn
 
 
@@ -73,9 +73,24 @@ def git_commit_of(path: str | Path) -> str | None:
     return commit if out.returncode == 0 and commit else None
 
 
-def record_run(db_path: str | Path, report: dict[str, Any], cases_file_git_commit: str | None) -> None:
-    """Add the report's run to the history; a resumed run (same run_id) replaces its earlier row."""
+def cases_in_file(cases_file: str | Path | None) -> int | None:
+    """How many cases the case file holds now (None when it cannot be read): what `partial` compares with."""
+    if cases_file is None:
+        return None
+    try:
+        data = orjson.loads(Path(cases_file).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    cases = data.get("cases") if isinstance(data, dict) else data
+    return len(cases) if isinstance(cases, list) else None
+
+
+def record_run(db_path: str | Path, report: dict[str, Any], cases_file_git_commit: str | None,
+               total_cases: int | None = None) -> None:
+    """Add the report's run to the history; a resumed run (same run_id) replaces its earlier row.
+    `total_cases` is the case file's size: a run that selected fewer (--filter, --lf) is `partial`."""
     summary = report.get("summary") or {}
+    selected = len(report.get("cases") or [])
     row = {
         "run_id": report["run_id"], "created_at": report.get("created_at"), "suite": report.get("suite"),
         "cases_file": normalize_cases_file(report.get("cases_file")), "agent": report.get("agent"),
@@ -84,6 +99,8 @@ def record_run(db_path: str | Path, report: dict[str, Any], cases_file_git_commi
         "stopped_early": int(bool(report.get("stopped_early"))),
         "stopped_at_budget": int(bool(report.get("stopped_at_budget"))),
         "rescored_from": (report.get("settings") or {}).get("rescored_from"),
+        "last_failed": int((report.get("settings") or {}).get("last_failed") is not None),
+        "partial": int(total_cases is not None and selected < total_cases),
         **{m: _number(summary.get(m)) for m in METRIC_COLUMNS},
         "summary_json": orjson.dumps(summary).decode("utf-8"),
     }
@@ -102,11 +119,11 @@ def record_run(db_path: str | Path, report: dict[str, Any], cases_file_git_commi
 
 
 def record_run_or_recover(db_path: Path, report: dict[str, Any], cases_file_git_commit: str | None,
-                          warn: Callable[[str], None]) -> None:
+                          warn: Callable[[str], None], total_cases: int | None = None) -> None:
     """record_run; a history file that is not a database is moved aside as
     `history.sqlite.corrupt-<timestamp>` (with a warning) and a new one is started."""
     try:
-        record_run(db_path, report, cases_file_git_commit)
+        record_run(db_path, report, cases_file_git_commit, total_cases)
         return
     except sqlite3.OperationalError:
         raise  # locked, read-only, disk full: the caller warns, the file is left alone
@@ -115,7 +132,7 @@ def record_run_or_recover(db_path: Path, report: dict[str, Any], cases_file_git_
         os.replace(db_path, aside)
         warn(f"warning: {db_path} was not a usable database ({exc}); moved it to {aside} and started a new "
              "history.")
-    record_run(db_path, report, cases_file_git_commit)
+    record_run(db_path, report, cases_file_git_commit, total_cases)
 
 
 def _number(value: Any) -> float | None:
@@ -140,22 +157,31 @@ def recent_runs(db_path: str | Path, cases_file: str | Path | None, last: int = 
 
 
 def baseline_last(db_path: str | Path, cases_file: str | Path, agent: str | None,
-                  before: str, exclude_run_id: str | None = None) -> str | None:
+                  before: str, exclude_run_id: str | None = None, selected: Sequence[str] | None = None,
+                  ) -> str | None:
     """The run_id of `--baseline last`: the newest run created no later than `before` (a run_id in the
-    history, or a created_at), other than `exclude_run_id`, with the same cases_file and agent that was
-    neither interrupted nor stopped early by -x or at a --max-cost budget, nor a rescore; None if there is none."""
+    history, or a created_at), other than `exclude_run_id`, with the same cases_file and agent, that was
+    neither interrupted nor stopped early by -x or at a --max-cost budget, nor a rescore, did not use --lf,
+    and whose selected case ids include every id of `selected` (the cases selected now); None if none is."""
     if not Path(db_path).exists():
         return None
     conn = _connect(db_path)
     try:
         hit = conn.execute("SELECT created_at FROM runs WHERE run_id = ?", (before,)).fetchone()
         created_at = hit["created_at"] if hit else before
-        row = conn.execute(
+        rows = conn.execute(
             "SELECT run_id FROM runs WHERE cases_file = ? AND agent IS ? AND interrupted = 0 "
             "AND COALESCE(stopped_early, 0) = 0 AND COALESCE(stopped_at_budget, 0) = 0 AND rescored_from IS NULL "
-            "AND created_at <= ? AND run_id != ? AND run_id != ? ORDER BY created_at DESC, run_id DESC LIMIT 1",
-            (normalize_cases_file(cases_file), agent, created_at, before, exclude_run_id or "")).fetchone()
-        return row["run_id"] if row else None
+            "AND COALESCE(last_failed, 0) = 0 "
+            "AND created_at <= ? AND run_id != ? AND run_id != ? ORDER BY created_at DESC, run_id DESC",
+            (normalize_cases_file(cases_file), agent, created_at, before, exclude_run_id or ""))
+        wanted = {str(i) for i in selected or ()}
+        for row in rows.fetchall():
+            ids = {r["case_id"] for r in conn.execute("SELECT case_id FROM case_results WHERE run_id = ?",
+                                                      (row["run_id"],))}
+            if wanted <= ids:
+                return str(row["run_id"])
+        return None
     finally:
         conn.close()
 
@@ -224,13 +250,16 @@ def render_history(rows: list[dict[str, Any]], metrics: Sequence[str], console: 
                                                " stopped early" if r.get("stopped_early") else
                                                " at budget" if r.get("stopped_at_budget") else
                                                " rescored" if r.get("rescored_from") else "")
+        exit_text += " partial" if r.get("partial") else ""
         who = [_who(r)] if len(agents) > 1 else []
         table.add_row(r["run_id"], created, *who, (r.get("git_commit") or "")[:7], exit_text,
                       *[format_value(m, r.get(m)) for m in metrics])
     if rows:
         table.add_section()
         blank = [""] * len(columns)
-        table.add_row("trend", *blank, *[sparkline([r.get(m) for r in rows]) for m in metrics])
+        # A partial run (a strict subset of the case file: --filter, --lf) is not on the trend line.
+        whole = [r for r in rows if not r.get("partial")]
+        table.add_row("trend", *blank, *[sparkline([r.get(m) for r in whole]) for m in metrics])
         table.add_row("latest", *blank, *[format_value(m, rows[-1].get(m)) for m in metrics])
     console.print(table)
     if hidden:

@@ -86,9 +86,10 @@ def _write_html(job: OutputJob) -> None:
 
 
 def _write_history(job: OutputJob) -> None:
-    from agent_eval.report.history import git_commit_of, record_run_or_recover
+    from agent_eval.report.history import cases_in_file, git_commit_of, record_run_or_recover
 
-    record_run_or_recover(job.target, job.report, git_commit_of(job.cfg.cases_file), job.warn)
+    record_run_or_recover(job.target, job.report, git_commit_of(job.cfg.cases_file), job.warn,
+                          cases_in_file(job.cfg.cases_file))
 
 
 def _write_junit(job: OutputJob) -> None:

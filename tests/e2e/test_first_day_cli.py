@@ -160,12 +160,15 @@ def test_last_failed_runs_only_what_failed_and_baseline_last_skips_a_stopped_run
     assert [c["id"] for c in newest["cases"]] == ["b", "c"]
     assert newest["settings"]["last_failed"] == ["b", "c"]
     assert second.returncode == 1
-    # A stopped-early run is never `--baseline last`: the gate compares with the full second run.
+    # A stopped-early run is never `--baseline last`, nor a run that used --lf (the second run, of b and c
+    # only): the gate compares with the first run, which found no earlier run to --lf and ran every case.
     cli("run", "--cases", path, "--output-dir", out, "--no-html", "-x", "--concurrency", "1")
     stopped = reports(out)[-1]
     assert stopped["stopped_early"] is True
     gated = cli("run", "--cases", path, "--output-dir", out, "--no-html", "--baseline", "last")
-    assert reports(out)[-1]["gate"]["base_run_id"] == newest["run_id"], gated.stdout
+    first_run = reports(out)[0]
+    assert first_run["settings"]["last_failed"] is None and len(first_run["cases"]) == 4
+    assert reports(out)[-1]["gate"]["base_run_id"] == first_run["run_id"], gated.stdout
 
 
 def test_run_gate_needs_a_baseline_and_chooses_the_gated_metrics(suite, tmp_path):

@@ -155,3 +155,46 @@ def test_git_commit_of(tmp_path: Path) -> None:
     subprocess.run([*git, "commit", "-qm", "cases"], check=True)
     head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout
     assert git_commit_of(repo / "cases.json") == head.strip()
+
+
+def test_baseline_last_skips_lf_runs_and_runs_that_did_not_select_every_case_selected_now(db: Path) -> None:
+    full = make_report("r1", "2025-01-01T00:00:00")  # the fixture's 6 cases
+    ids = [c["id"] for c in full["cases"]]
+    record_run(db, full, None, total_cases=6)
+    lf = make_report("r2", "2025-01-02T00:00:00")
+    lf["settings"]["last_failed"] = ids[:2]
+    lf["cases"] = lf["cases"][:2]
+    record_run(db, lf, None, total_cases=6)
+    narrow = make_report("r3", "2025-01-03T00:00:00")
+    narrow["cases"] = narrow["cases"][:4]  # a --filter run without --lf: cases 0-3
+    narrow["settings"]["last_failed"] = None
+    record_run(db, narrow, None, total_cases=6)
+    at_budget = make_report("r4", "2025-01-04T00:00:00")
+    at_budget["stopped_at_budget"] = True  # the key the spend slice adds to a report stopped at --max-cost
+    record_run(db, at_budget, None, total_cases=6)
+    now = "2025-02-01T00:00:00"
+    # Every case selected now: only r1 selected them all (r2 used --lf, r3 left two out, r4 hit its budget).
+    assert baseline_last(db, "cases/test_cases.json", "openai", now, selected=ids) == "r1"
+    # Cases 0-2 selected now: r3 selected them, and is newer than r1.
+    assert baseline_last(db, "cases/test_cases.json", "openai", now, selected=ids[:3]) == "r3"
+    # Never r2, the --lf run, although it is newer than r1 and holds case 0.
+    assert baseline_last(db, "cases/test_cases.json", "openai", "2025-01-02T12:00:00", selected=ids[:1]) == "r1"
+    assert baseline_last(db, "cases/test_cases.json", "openai", now, selected=[*ids, "brand_new"]) is None
+
+
+def test_history_marks_a_partial_run_and_leaves_it_off_the_trend(db: Path) -> None:
+    # pass_at_1 of the whole-file runs: 0.2 then 0.8; the partial run between them scored 1.0 on 2 cases.
+    record_run(db, make_report("20250101-000000-aaaaaa", "2025-01-01T00:00:00", 0.2), None, total_cases=6)
+    partial = make_report("20250102-000000-bbbbbb", "2025-01-02T00:00:00", 1.0)
+    partial["cases"] = partial["cases"][:2]
+    record_run(db, partial, None, total_cases=6)
+    record_run(db, make_report("20250103-000000-cccccc", "2025-01-03T00:00:00", 0.8), None, total_cases=6)
+    rows = recent_runs(db, "cases/test_cases.json")
+    assert [r["partial"] for r in rows] == [0, 1, 0]
+    console = Console(record=True, width=200)
+    render_history(rows, ["pass_at_1"], console)
+    text = console.export_text()
+    assert "1 partial" in next(line for line in text.splitlines() if "20250102-000000-bbbbbb" in line)
+    trend = next(line for line in text.splitlines() if line.strip().startswith("trend"))
+    # Two points, 0.2 and 0.8: the lowest and the highest spark; the partial 1.0 is left out.
+    assert trend.split()[-1] == "▁▇"
