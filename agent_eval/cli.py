@@ -281,6 +281,7 @@ def import_cases(
     fmt: str = typer.Argument(..., metavar="FORMAT", help="otel, deepeval, inspect or openai-evals."),
     source: Path = typer.Argument(..., help="The file to import (JSON, JSON Lines, CSV, protobuf or an .eval log)."),
     out: Path | None = typer.Option(None, "--out", help="Write the case file here (default: stdout)."),
+    into: Path | None = typer.Option(None, "--into", help="Append the cases to this case file (its suite kept)."),
     tools: str | None = typer.Option(None, "--tools", help="The tools module the cases are validated against."),
     logs: Path | None = typer.Option(None, "--logs", help=LOGS_HELP),
 ) -> None:
@@ -289,7 +290,7 @@ def import_cases(
     def go() -> int:
         from agent_eval.commands.import_cases import import_command
 
-        return import_command(fmt, source, out, tools, console, err_console, logs)
+        return import_command(fmt, source, out, tools, console, err_console, logs, into)
 
     guarded(go)
 

@@ -120,3 +120,10 @@ def flags_of(**given: Any) -> Flags:
     explicit = frozenset(given.pop("explicit", ()))
     values = {k: tuple(v) if isinstance(v, list) else v for k, v in given.items()}
     return Flags(**values, explicit=explicit)
+
+
+def imported_cases(path: Path) -> list[dict[str, Any]]:
+    """The cases of a case file `import` wrote: a bare list, or the `cases` of {"suite": ..., "cases": [...]}
+    (written when the source gave a tools module, a system prompt or a model)."""
+    doc = orjson.loads(Path(path).read_bytes())
+    return doc["cases"] if isinstance(doc, dict) else doc

@@ -21,7 +21,8 @@ def test_no_install_hint_names_the_unrelated_project():
     files += [ROOT / "README.md", ROOT / "Makefile"]
     hits = [f"{p.relative_to(ROOT)}:{n}: {line.strip()}" for p in files
             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
-            if re.search(r"(?<![/\w.-])agent-eval\[", line) or re.search(r"pip install\s+['\"]?agent-eval(?!-trials)", line)]
+            if re.search(r"(?<![/\w.-])agent-eval\[", line)
+            or re.search(r"pip install\s+['\"]?agent-eval(?!-trials)", line)]
     assert hits == []
     readme = (ROOT / "README.md").read_text()
     assert f"pip install '{DIST}[mcp]'" in readme or f"'{DIST}[mcp]'" in (ROOT / "docs" / "mcp.md").read_text()

@@ -64,6 +64,7 @@ class Recorded:
     trial: int | None = None
     warnings: list[str] = field(default_factory=list)
     framework_calls: list[Call] = field(default_factory=list)  # the framework's own calls (handoffs)
+    system_prompt: str | None = None  # the first system (or developer) message the model was given
 
     @property
     def input_tokens(self) -> int | None:
@@ -319,10 +320,12 @@ def read_trace(trace_id: str, spans: list[Span]) -> Recorded | str:
                          for s, _, _ in inferences]
     ends = [s.end_ns for s in spans if not s.is_backwards]
     case_id, trial = _own_ids(spans)
+    system = next((m.text for _, inputs, _ in talk for m in inputs or () if m.role in SYSTEM_ROLES and m.text), None)
     return Recorded(trace_id=trace_id, user_messages=users, replies=_replies(users, convo, answer), answer=answer,
                     steps=steps, inferences=inference_records, start_ns=min(s.start_ns for s in spans),
                     end_ns=max(ends) if ends else None, agent_error=_agent_error(spans), trace_ids=[trace_id],
-                    case_id=case_id, trial=trial, warnings=_backwards(trace_id, spans), framework_calls=framework)
+                    case_id=case_id, trial=trial, warnings=_backwards(trace_id, spans), framework_calls=framework,
+                    system_prompt=system)
 
 
 def _model(span: Span) -> str | None:

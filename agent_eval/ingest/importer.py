@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from rich.console import Console
@@ -12,6 +12,9 @@ from agent_eval.errors import CaseFileError, ConfigError
 from agent_eval.ingest.formats import format_row, import_formats
 from agent_eval.ingest.records import TOO_DEEP, Unmappable
 from agent_eval.suite.fields import id_problem, is_too_deep
+
+if TYPE_CHECKING:
+    from agent_eval.suite.cases import Suite
 
 
 def map_records(fmt: str, source: Path, logs: Path | None = None,
@@ -54,29 +57,50 @@ def tools_ref(tools: str, out_dir: Path) -> str:
     return tools
 
 
-def document(cases: list[dict], tools_ref: str | None) -> bytes:
-    doc: Any = {"suite": {"tools": tools_ref}, "cases": cases} if tools_ref else cases
+# The suite keys a recording can give, and the metadata field each imported case keeps it in.
+LIFTED = (("system_prompt", "recorded_system_prompt"), ("model", "recorded_model"))
+
+
+def suite_block(cases: list[dict], tools_ref: str | None) -> dict[str, Any]:
+    """The suite block `import --out` writes: the tools module, and the system prompt and model when every
+    case's recording gave the same one (the system prompt then leaves the cases' metadata)."""
+    block: dict[str, Any] = {"tools": tools_ref} if tools_ref else {}
+    for key, field in LIFTED:
+        values = [(c.get("metadata") or {}).get(field) for c in cases]
+        if values and values[0] is not None and all(v == values[0] for v in values):
+            block[key] = values[0]
+    if "system_prompt" in block:
+        for case in cases:
+            del case["metadata"]["recorded_system_prompt"]
+    return block
+
+
+def document(cases: list[dict], block: dict[str, Any]) -> bytes:
+    """The case file `import --out` writes: a bare list of cases when there is no suite block to write."""
+    doc: Any = {"suite": block, "cases": cases} if block else cases
     return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
 
 
-def _probe(cases: list[dict], tools_ref: str | None) -> bytes:
-    """The document validated beside the output: without --tools it names no tools, so no code is
-    loaded (a bare list would load a tools.py found in that folder)."""
-    return orjson.dumps({"suite": {"tools": tools_ref or []}, "cases": cases})
+def _probe(cases: list[dict], block: dict[str, Any] | None) -> bytes:
+    """The document validated beside the output. `block` None: a new file's, which names no tools unless
+    --tools did, so no code is loaded (a bare list would load a tools.py found in that folder)."""
+    if block is None:
+        return orjson.dumps({"suite": {"tools": []}, "cases": cases})
+    return orjson.dumps({"suite": block, "cases": cases} if block else cases)
 
 
-def validate(cases: list[tuple[str, dict]], tools_ref: str | None, out_dir: Path,
-              bad: list[Unmappable]) -> list[tuple[str, dict]]:
-    """Keep the cases that validate beside the output file; the others become unmappable records."""
+def validate(cases: list[tuple[str, dict]], block: dict[str, Any] | None, out_dir: Path,
+             bad: list[Unmappable]) -> tuple[list[tuple[str, dict]], Suite | None]:
+    """Keep the cases that validate beside the output file under the suite block `block` (None: a new file
+    with no tools); the others become unmappable records. Also returns the loaded suite of those kept."""
     from agent_eval.suite.cases import load_suite
 
     probe = out_dir / f".agent-eval-import-{os.getpid()}.json"
     try:
         for _ in range(2):  # a second pass only confirms the file once the invalid cases are out
-            probe.write_bytes(_probe([c for _, c in cases], tools_ref))
+            probe.write_bytes(_probe([c for _, c in cases], block))
             try:
-                load_suite(probe)
-                return cases
+                return cases, load_suite(probe)
             except CaseFileError as exc:
                 by_case: dict[str, list[str]] = {}
                 for problem in exc.problems:
@@ -94,7 +118,7 @@ def validate(cases: list[tuple[str, dict]], tools_ref: str | None, out_dir: Path
                         kept.append((where, case))
                 cases = kept
                 if not cases:
-                    return cases
+                    return cases, None
         raise ConfigError("the imported cases do not validate; this is a bug, please report it.")
     except OSError as exc:
         raise ConfigError(f"cannot write in {out_dir} ({exc.strerror or exc}); pass --out with a writable "
@@ -124,3 +148,70 @@ def print_problems(bad: list[Unmappable], notes: list[str], source: Path, err: C
             err.print(f"  - {item}", highlight=False, markup=False, soft_wrap=True)
     for note in notes:
         err.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
+
+
+class Target:
+    """The case file `import --into` appends to: its document as read, its suite block and its case ids."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self.doc: Any = orjson.loads(path.read_bytes())
+        except FileNotFoundError:
+            raise ConfigError(f"--into {path}: no such file; to start a new case file, use --out {path}.") from None
+        except OSError as exc:
+            raise ConfigError(f"--into {path}: cannot read it ({exc.strerror or exc}).") from None
+        except orjson.JSONDecodeError as exc:
+            raise ConfigError(f"--into {path}: not JSON ({exc}); fix the file or pick another.") from None
+        doc = self.doc
+        if isinstance(doc, dict) and isinstance(doc.get("cases"), list):
+            block = doc.get("suite")
+            self.block: dict[str, Any] = block if isinstance(block, dict) else {}
+            self.cases: list[Any] = doc["cases"]
+        elif isinstance(doc, list):
+            self.block, self.cases = {}, doc
+        else:
+            raise ConfigError(f"--into {path}: not a case file (a JSON list of cases, or an object with a "
+                              "\"cases\" list); pick the case file to append to.")
+        self.ids = {str(c["id"]) for c in self.cases if isinstance(c, dict) and "id" in c}
+
+    def renumber(self, cases: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
+        """Each case whose id the file already holds gets the first free `-2`, `-3`, ... suffix."""
+        taken = self.ids | {c["id"] for _, c in cases}
+        for _, case in cases:
+            if case["id"] in self.ids:
+                n = 2
+                while f"{case['id']}-{n}" in taken:
+                    n += 1
+                case["id"] = f"{case['id']}-{n}"
+                taken.add(case["id"])
+        return cases
+
+    def write(self, new: list[dict]) -> Path:
+        """Rewrite the file with `new` appended (atomically), the original kept as CASEFILE.bak; the backup's path."""
+        import shutil
+
+        doc = {**self.doc, "cases": [*self.cases, *new]} if isinstance(self.doc, dict) else [*self.cases, *new]
+        backup = self.path.with_name(self.path.name + ".bak")
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        try:
+            shutil.copy2(self.path, backup)
+            tmp.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise ConfigError(f"--into {self.path}: cannot rewrite it ({exc.strerror or exc}); the file is "
+                              "unchanged.") from None
+        return backup
+
+
+def empty_env_warning(suite: Suite, where: str) -> str | None:
+    """The warning `import --out` prints when the tools read the run's env and the cases give none."""
+    takers = suite.tools.env_tools()
+    if not takers or suite.initial_env or any(c.get("initial_env") for c in suite.cases):
+        return None
+    named = ", ".join(takers[:3]) + (f" and {len(takers) - 3} more" if len(takers) > 3 else "")
+    return (f"warning: the tools {named} take the run's env, but {where} gives no initial_env: these cases will "
+            "run on an empty env, and a tool that reads it will raise. Append them to your suite with "
+            "`agent-eval import ... --into CASEFILE` (its initial_env is kept), or add \"initial_env\" to the "
+            "suite block.")

@@ -49,4 +49,15 @@ def eval_case(where: str, record: Any) -> dict[str, Any]:
         else f"sample-{where.split()[-1]}"
     case: dict[str, Any] = {"id": case_id, **({"query": users[0]} if len(users) == 1 else {"messages": users})}
     case["expect"] = expect_of(ideal)
+    system = _system(item.get("input", item.get("messages")))
+    if system is not None:
+        case["metadata"] = {"recorded_system_prompt": system}
     return case
+
+
+def _system(value: Any) -> str | None:
+    """The first system (or developer) message's text of a chat input, if any."""
+    if isinstance(value, list):
+        return next((text for m in value if isinstance(m, dict) and m.get("role") in SYSTEM_ROLES
+                     and (text := _text(m.get("content")))), None)
+    return None

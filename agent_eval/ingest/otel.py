@@ -14,6 +14,10 @@ if TYPE_CHECKING:
     from agent_eval.suite.tools import ToolSet
 
 IMPORTED_TAG = "imported"
+# What a recording says of the agent, kept in a case's metadata; `import` lifts a value every case shares
+# into the written suite block (ingest/importer.py).
+RECORDED_MODEL = "recorded_model"
+RECORDED_SYSTEM_PROMPT = "recorded_system_prompt"
 
 
 def case_id_of(trace_id: str) -> str:
@@ -93,6 +97,11 @@ def recorded_case(rec: Recorded) -> tuple[dict[str, Any], list[str]]:
     metadata["recorded_replies"] = list(rec.replies)
     metadata["recorded_calls"] = recorded
     metadata["recorded_usage"] = {"prompt_tokens": rec.input_tokens, "completion_tokens": rec.output_tokens}
+    model = next((i.model for i in rec.inferences if i.model), None)
+    if model is not None:
+        metadata[RECORDED_MODEL] = model
+    if rec.system_prompt is not None:
+        metadata[RECORDED_SYSTEM_PROMPT] = rec.system_prompt
     if rec.framework_calls:  # the framework's own (handoffs): neither expected nor a mistake
         metadata["framework_calls"] = _framework_calls(rec)
     case["metadata"] = metadata

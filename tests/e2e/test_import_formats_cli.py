@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import orjson
 
+from tests.builders import imported_cases
 from tests.cli import run_cli
 from tests.e2e.test_import_score_cli import only_report
 from tests.inspect_gen import eval_log, sample
@@ -14,7 +15,7 @@ def test_an_inspect_eval_log_imports_and_scores_each_epoch_as_a_trial(tmp_path):
     log.write_bytes(eval_log([sample(1, target=None), sample(2, target=None)]))
     imported = run_cli("import", "inspect", log, "--out", tmp_path / "cases.json", cwd=tmp_path)
     assert imported.returncode == 0, imported.stderr
-    (case,) = orjson.loads((tmp_path / "cases.json").read_bytes())
+    (case,) = imported_cases(tmp_path / "cases.json")
     assert case["messages"] == TURNS and len(case["expected_tools"]) == 3  # lookup_order(42) once, not twice
     out = tmp_path / "out"
     scored = run_cli("score", log, "--cases", tmp_path / "cases.json", "--output-dir", out, "--no-html", cwd=tmp_path)

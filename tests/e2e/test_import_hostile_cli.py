@@ -8,6 +8,7 @@ from pathlib import Path
 
 import orjson
 
+from tests.builders import imported_cases
 from tests.cli import run_cli
 from tests.hostile import assert_clean
 
@@ -43,7 +44,7 @@ def test_deep_records_and_control_characters_are_left_out_by_number(tmp_path: Pa
     done = run_cli("import", "deepeval", source, "--out", out, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert_clean(done, tmp_path)
-    cases = orjson.loads(out.read_bytes())
+    cases = imported_cases(out)
     assert [c["query"] for c in cases] == ["fine"]
     assert "5 records of" in done.stderr and "left out" in done.stderr
     for number in (0, 2, 3, 4, 5):

@@ -9,6 +9,7 @@ import orjson
 from google.protobuf.json_format import ParseDict
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from tests.builders import imported_cases
 from tests.builders import CLI, clean_env, write_suite
 from tests.cli import run_cli
 from tests.e2e.test_import_score_cli import only_report
@@ -99,7 +100,7 @@ def test_otel_output_follows_the_genai_conventions_and_scores_back_to_the_same_m
 
     imported = run_cli("import", "otel", path, "--out", tmp_path / "imported.json", cwd=tmp_path)
     assert imported.returncode == 0, imported.stderr
-    first = orjson.loads((tmp_path / "imported.json").read_bytes())[0]
+    first = imported_cases(tmp_path / "imported.json")[0]
     assert first["id"] == "refund" and first["messages"] == TURNS and first["expected_tools"] == EXPECTED
     # the second trial's case has the same id: named as left out, never a traceback
     assert "already taken" in imported.stderr or "duplicate case id" in imported.stderr

@@ -12,10 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import orjson
 import pytest
 
 from agent_eval.ingest.otel import otel_cases
+from tests.builders import imported_cases
 from tests.e2e.test_import_score_cli import ROOT, cli, only_report
 from tests.recorders.agent import COMPLETION_TOKENS, PROMPT_TOKENS, SCRIPT, TURNS
 
@@ -52,7 +52,7 @@ def test_a_real_recording_imports_and_scores_as_what_the_agent_did(loopback, tmp
     imported = cli("import", "otel", rec / "traces.jsonl", "--out", tmp_path / "cases.json", *logs, cwd=tmp_path)
     assert imported.returncode == 0, imported.stderr
     assert "Traceback" not in imported.stderr
-    (case,) = orjson.loads((tmp_path / "cases.json").read_bytes())
+    (case,) = imported_cases(tmp_path / "cases.json")
     assert case["messages"] == TURNS  # both user turns, the system message dropped
     assert case["expected_tools"] == EXPECTED and case["trajectory"] == "unordered"
     assert [c["name"] for c in case["metadata"]["recorded_calls"]] == ["lookup_order"] * 2 + ["refund", "lookup_order"]
@@ -102,7 +102,7 @@ def test_a_pydantic_ai_run_keeps_final_result_as_the_frameworks_own_call(loopbac
     assert proc.returncode == 0, proc.stderr
     imported = cli("import", "otel", rec / "traces.jsonl", "--out", tmp_path / "cases.json", cwd=tmp_path)
     assert imported.returncode == 0, imported.stderr
-    (case,) = orjson.loads((tmp_path / "cases.json").read_bytes())
+    (case,) = imported_cases(tmp_path / "cases.json")
     assert case["query"] == pai.PROMPT
     assert case["expected_tools"] == EXPECTED[:2]  # lookup_order(42) once (collapsed), refund(42, 9.5)
     assert [c["name"] for c in case["metadata"]["recorded_calls"]] == ["lookup_order", "lookup_order", "refund"]

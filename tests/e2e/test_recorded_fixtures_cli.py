@@ -21,6 +21,7 @@ import orjson
 import pytest
 
 from agent_eval.ingest.otel import otel_cases
+from tests.builders import imported_cases
 from tests.e2e.test_import_score_cli import ROOT, cli, only_report
 from tests.recorders import agent, agents_sdk
 
@@ -52,7 +53,7 @@ def import_and_score(tmp_path: Path, traces: Path) -> tuple[dict, dict]:
     imported = cli("import", "otel", traces, "--out", tmp_path / "cases.json", cwd=tmp_path)
     assert imported.returncode == 0, imported.stderr
     assert "Traceback" not in imported.stderr and "could not be" not in imported.stderr
-    (case,) = orjson.loads((tmp_path / "cases.json").read_bytes())
+    (case,) = imported_cases(tmp_path / "cases.json")
     out = tmp_path / "out"
     scored = cli("score", traces, "--cases", tmp_path / "cases.json", "--output-dir", out, "--no-html", cwd=tmp_path)
     assert scored.returncode == 0, scored.stdout + scored.stderr
@@ -102,7 +103,7 @@ def test_an_inspect_log_written_by_inspect_imports_and_scores_as_what_the_model_
     path = RECORDINGS / "inspect" / log
     imported = cli("import", "inspect", path, "--out", tmp_path / "imported.json", cwd=tmp_path)
     assert imported.returncode == 0 and "Traceback" not in imported.stderr, imported.stderr
-    refund, where = orjson.loads((tmp_path / "imported.json").read_bytes())
+    refund, where = imported_cases(tmp_path / "imported.json")
     assert (refund["id"], refund["query"], refund["expect"]) == ("refund-42", "Refund order 42", {"icontains": "9.50"})
     # no target: the recorded calls are what is expected (one call, nothing to collapse)
     assert (where["id"], where["query"]) == ("where-7", "Where is order 7?")
@@ -153,7 +154,7 @@ def test_deepeval_goldens_saved_by_deepeval_import(tmp_path, name):
     """tests/recorders/deepeval_files.py: EvaluationDataset.save_as of three goldens."""
     done = cli("import", "deepeval", RECORDINGS / "deepeval" / name, "--out", tmp_path / "cases.json", cwd=tmp_path)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
-    refund, where, hours = orjson.loads((tmp_path / "cases.json").read_bytes())
+    refund, where, hours = imported_cases(tmp_path / "cases.json")
     assert {k: refund[k] for k in GOLDEN_REFUND} == GOLDEN_REFUND
     assert refund["metadata"]["context"] == ["Order 42 cost 9.50", "Refunds are instant"]
     # tools_called (what the app did: lookup_order(7) twice) collapsed, the recorded mistake not required
@@ -168,7 +169,7 @@ def test_a_deepeval_conversational_golden_and_test_run_import(tmp_path):
     folder = RECORDINGS / "deepeval"
     done = cli("import", "deepeval", folder / "conversational.json", "--out", tmp_path / "talk.json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    (talk,) = orjson.loads((tmp_path / "talk.json").read_bytes())
+    (talk,) = imported_cases(tmp_path / "talk.json")
     assert talk["messages"] == ["Refund order 42", "And order 7?"]  # the user turns
     # the assistant turns' tools_called, lookup_order(42) x2 collapsed
     lookup_7 = {"name": "lookup_order", "args": {"order_id": 7}}
@@ -178,7 +179,7 @@ def test_a_deepeval_conversational_golden_and_test_run_import(tmp_path):
 
     done = cli("import", "deepeval", folder / "test_run.json", "--out", tmp_path / "run.json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    (case,) = orjson.loads((tmp_path / "run.json").read_bytes())
+    (case,) = imported_cases(tmp_path / "run.json")
     assert {k: case[k] for k in GOLDEN_REFUND} == GOLDEN_REFUND  # expectedTools, not what was called
 
 
@@ -245,7 +246,7 @@ def test_an_unreadable_record_beside_real_ones_is_named_and_the_rest_import(tmp_
     done = cli("import", fmt, make(tmp_path), "--out", tmp_path / "cases.json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
-    assert len(orjson.loads((tmp_path / "cases.json").read_bytes())) == kept
+    assert len(imported_cases(tmp_path / "cases.json")) == kept
     left_out = [line.strip() for line in done.stderr.splitlines() if line.startswith("  - ")]
     assert len(left_out) == len(named) and all(any(line.startswith(f"- {n}") for line in left_out) for n in named)
     if name in ("otel JSON lines", "otel protobuf", "inspect .eval"):  # score reads the same file as runs

@@ -98,7 +98,8 @@ def test_openai_evals_rows_and_item_exports(tmp_path):
     ]))
     cases, bad, _ = map_records("openai-evals", path)
     assert [c for _, c in cases] == [
-        {"id": "sample-1", "query": "Capital of France?", "expect": {"icontains": "Paris"}},
+        {"id": "sample-1", "query": "Capital of France?", "expect": {"icontains": "Paris"},
+         "metadata": {"recorded_system_prompt": "Be brief."}},  # import lifts it into the suite block
         {"id": "sample-2", "query": "2+2?", "expect": {"regex": "(?i)(4|four)"}},
     ]
     assert [str(b) for b in bad] == ["line 3: no ideal (or expected) answer, so nothing to check"]

@@ -80,7 +80,7 @@ def test_current_convention_maps_to_the_case(tmp_path):
     assert not bad and not notes
     assert cases == [{
         "id": "trace-5b8efff79803",
-        "query": "Refund order 42",  # the system message is dropped
+        "query": "Refund order 42",  # the system message is no user message: it is kept apart
         "expected_tools": [{"name": "lookup_order", "args": {"order_id": 42}},
                            {"name": "refund", "args": {"order_id": 42, "amount": 9.5}}],
         "trajectory": "unordered",
@@ -90,7 +90,8 @@ def test_current_convention_maps_to_the_case(tmp_path):
                      "recorded_calls": [{"name": "lookup_order", "args": {"order_id": 42}},
                                         {"name": "refund", "args": {"order_id": 42, "amount": 9.5}}],
                      # summed over the three chat spans, never the agent span's 999: 100+150+200, 20+30+10
-                     "recorded_usage": {"prompt_tokens": 450, "completion_tokens": 60}},
+                     "recorded_usage": {"prompt_tokens": 450, "completion_tokens": 60},
+                     "recorded_model": "gpt-test", "recorded_system_prompt": "Be brief."},
     }]
 
 
