@@ -77,8 +77,9 @@ def count_successes(report: Report) -> int:
 def _dimension_table(title: str, rows: list[tuple[str, str]]) -> Table:
     table = Table(title=title, title_justify="left", title_style="bold", box=None,
                   show_header=False, padding=(0, 1))
-    table.add_column(style="dim", no_wrap=True)
-    table.add_column(no_wrap=True)
+    # A label is never squeezed: its column is as wide as the longest label, and a long value folds instead.
+    table.add_column(style="dim", no_wrap=True, min_width=max((len(label) for label, _ in rows), default=1))
+    table.add_column(overflow="fold")
     for label, value in rows:
         table.add_row(label, value)
     return table
@@ -162,8 +163,7 @@ def outcome_rows(report: Report) -> list[tuple[str, str]]:
         rows += [(f"pass^{k}", format_rate(s.get("pass_hat_k"))), (f"pass@{k}", format_rate(s.get("pass_at_k")))]
     pass_hat = s.get("pass_hat") or {}
     if len(pass_hat) > 1:
-        curve = " ".join(format_rate(pass_hat[key]) for key in sorted(pass_hat, key=int))
-        rows.append((f"pass^1..{k}", curve))
+        rows.append((f"pass^1..{k}", curve_text(pass_hat)))
     count = {key: format_count(s.get(f"cases_{key}")) for key in ("passed", "failed", "skipped", "errored")}
     rows.append(("cases", f"{count['passed']} passed, {count['failed']} failed"))
     rows.append(("", f"{count['skipped']} skipped, {count['errored']} errored"))
@@ -174,6 +174,37 @@ def outcome_rows(report: Report) -> list[tuple[str, str]]:
         runs += f" (+{format_count(s['runs_errored'])} errored)"
     rows.append(("runs", runs))
     return rows
+
+
+CURVE_SPARKS = 20
+"""The pass^k sparkline has at most this many marks, at evenly spaced k, so any -k fits a narrow terminal."""
+
+
+def curve_points(pass_hat: dict[str, Any]) -> list[tuple[int, float | None]]:
+    """summary.pass_hat as (k, pass^k), k ascending."""
+    return [(int(key), pass_hat[key]) for key in sorted(pass_hat, key=int)]
+
+
+def curve_text(pass_hat: dict[str, Any]) -> str:
+    """`0.767 ▇▅▃▂▁ 0.000`: pass^1, a sparkline of pass^1..K (at most CURVE_SPARKS marks), pass^K."""
+    from agent_eval.report.history import sparkline
+
+    values = [value for _, value in curve_points(pass_hat)]
+    if len(values) > CURVE_SPARKS:
+        values = [values[round(i * (len(values) - 1) / (CURVE_SPARKS - 1))] for i in range(CURVE_SPARKS)]
+    return f"{format_rate(values[0])} {sparkline(values)} {format_rate(values[-1])}"
+
+
+def render_curve(report: Report, console: Console, verbose: bool = False) -> None:
+    """-v: the whole pass^k curve, `k=1 0.767` for every k, wrapped to the terminal's width."""
+    from rich.columns import Columns
+
+    points = curve_points(_summary(report).get("pass_hat") or {})
+    if not verbose or len(points) < 2:
+        return
+    console.print()
+    console.print(Text(f"pass^k for k = 1..{points[-1][0]}", style="bold"))
+    console.print(Columns([Text(f"k={k} {format_rate(v)}") for k, v in points], padding=(0, 2)))
 
 
 def trajectory_rows(report: Report) -> list[tuple[str, str]]:
@@ -351,6 +382,7 @@ SECTIONS: list[SectionRenderer] = [
     render_headline,
     render_safety,
     render_intervals,
+    render_curve,
     render_cases,
     render_flaky,
     render_failed_checks,
@@ -362,7 +394,7 @@ SECTIONS: list[SectionRenderer] = [
 ]
 
 
-VERBOSE_SECTIONS = (render_intervals, render_cases, render_failed_checks)  # the sections -v changes
+VERBOSE_SECTIONS = (render_intervals, render_curve, render_cases, render_failed_checks)  # the sections -v changes
 
 
 def render_report(report: Report, console: Console, verbose: bool = False) -> None:
