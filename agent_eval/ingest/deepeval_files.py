@@ -28,8 +28,17 @@ def _snake(record: dict[str, Any]) -> dict[str, Any]:
 def _csv_records(data: bytes) -> tuple[list[tuple[str, Any]], list[Unmappable]]:
     records: list[tuple[str, Any]] = []
     bad: list[Unmappable] = []
-    reader = csv.DictReader(io.StringIO(data.decode("utf-8-sig", errors="replace"), newline=""))
-    for number, row in enumerate(reader, start=2):  # line 1 is the header
+    reader = csv.DictReader(io.StringIO(data.decode("utf-8-sig", errors="replace"), newline=""), strict=True)
+    rows: list[dict[str, Any]] = []
+    try:
+        rows.extend(reader)
+    except csv.Error as exc:  # a quoted field left open: the file is cut short here
+        bad.append(Unmappable(f"row {len(rows) + 2}", f"cut short or broken, left out ({exc})"))
+    if rows and not bad and not data.rstrip(b" \t").endswith((b"\n", b"\r")) and None in rows[-1].values():
+        last = rows.pop()  # the file stops mid-row: that row has fewer columns than the header
+        bad.append(Unmappable(f"row {len(rows) + 2}", f"cut short: {sum(v is not None for v in last.values())} of "
+                                                      f"{len(last)} columns, left out"))
+    for number, row in enumerate(rows, start=2):  # line 1 is the header
         where = f"row {number}"
         record: dict[str, Any] = {k: (v if v != "" else None) for k, v in row.items() if k}
         for column in _JSON_COLUMNS:

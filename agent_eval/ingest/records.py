@@ -50,6 +50,8 @@ def read_records(path: Path) -> tuple[list[tuple[str, Any]], list[Unmappable]]:
         if isinstance(doc, list):
             return [(f"index {i}", item) for i, item in enumerate(doc)], []
         return [("line 1", doc)], []
+    if data.lstrip()[:1] == b"[":  # a JSON list that does not parse whole: the entries before the break
+        return _list_entries(data)
     records: list[tuple[str, Any]] = []
     bad: list[Unmappable] = []
     for number, line in enumerate(data.splitlines(), start=1):
@@ -60,6 +62,30 @@ def read_records(path: Path) -> tuple[list[tuple[str, Any]], list[Unmappable]]:
         except orjson.JSONDecodeError as exc:
             bad.append(Unmappable(f"line {number}", f"not JSON ({exc})"))
     return records, bad
+
+
+def _list_entries(data: bytes) -> tuple[list[tuple[str, Any]], list[Unmappable]]:
+    """The entries of a JSON list read one by one up to the first that does not parse (a file cut short),
+    which is named and left out with everything after it."""
+    import json
+
+    text = data.decode("utf-8", "replace")
+    decoder = json.JSONDecoder()
+    records: list[tuple[str, Any]] = []
+    at = text.index("[") + 1
+    while True:
+        while at < len(text) and text[at] in " \t\r\n,":
+            at += 1
+        if at >= len(text) or text[at] == "]":
+            why = "the list is cut short after it" if at >= len(text) else "not JSON after the list"
+            return records, [] if at < len(text) and not text[at + 1:].strip() else [
+                Unmappable(f"index {len(records)}", why)]
+        try:
+            item, at = decoder.raw_decode(text, at)
+        except (ValueError, RecursionError) as exc:
+            return records, [Unmappable(f"index {len(records)}", f"not JSON, cut short or broken, left out with "
+                                        f"anything after it ({exc})")]
+        records.append((f"index {len(records)}", item))
 
 
 def map_each(records: list[tuple[str, Any]], to_case: Callable[[str, Any], dict[str, Any]],
