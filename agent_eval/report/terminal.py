@@ -37,6 +37,7 @@ from agent_eval.report.cases_section import (  # noqa: F401  (re-exported)
     render_failed_checks,
 )
 from agent_eval.report.trust_section import rate_with_interval, render_flaky, render_intervals
+from agent_eval.report.curve_section import curve_text, render_curve
 from agent_eval.errors import EXIT_MEANINGS
 from agent_eval.score.metric_registry import label_of
 
@@ -174,37 +175,6 @@ def outcome_rows(report: Report) -> list[tuple[str, str]]:
         runs += f" (+{format_count(s['runs_errored'])} errored)"
     rows.append(("runs", runs))
     return rows
-
-
-CURVE_SPARKS = 20
-"""The pass^k sparkline has at most this many marks, at evenly spaced k, so any -k fits a narrow terminal."""
-
-
-def curve_points(pass_hat: dict[str, Any]) -> list[tuple[int, float | None]]:
-    """summary.pass_hat as (k, pass^k), k ascending."""
-    return [(int(key), pass_hat[key]) for key in sorted(pass_hat, key=int)]
-
-
-def curve_text(pass_hat: dict[str, Any]) -> str:
-    """`0.767 ▇▅▃▂▁ 0.000`: pass^1, a sparkline of pass^1..K (at most CURVE_SPARKS marks), pass^K."""
-    from agent_eval.report.history import sparkline
-
-    values = [value for _, value in curve_points(pass_hat)]
-    if len(values) > CURVE_SPARKS:
-        values = [values[round(i * (len(values) - 1) / (CURVE_SPARKS - 1))] for i in range(CURVE_SPARKS)]
-    return f"{format_rate(values[0])} {sparkline(values)} {format_rate(values[-1])}"
-
-
-def render_curve(report: Report, console: Console, verbose: bool = False) -> None:
-    """-v: the whole pass^k curve, `k=1 0.767` for every k, wrapped to the terminal's width."""
-    from rich.columns import Columns
-
-    points = curve_points(_summary(report).get("pass_hat") or {})
-    if not verbose or len(points) < 2:
-        return
-    console.print()
-    console.print(Text(f"pass^k for k = 1..{points[-1][0]}", style="bold"))
-    console.print(Columns([Text(f"k={k} {format_rate(v)}") for k, v in points], padding=(0, 2)))
 
 
 def trajectory_rows(report: Report) -> list[tuple[str, str]]:
