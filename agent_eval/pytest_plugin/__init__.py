@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from agent_eval.pytest_plugin.items import SETTINGS, STATE, CaseFile, case_files
+from agent_eval.pytest_plugin.items import PAYLOAD, SETTINGS, STATE, CaseFile, case_files
 
 if TYPE_CHECKING:
     from agent_eval.pytest_plugin.inline import CaseResult
@@ -53,6 +53,16 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     if state is None or file_path.resolve() not in state.files:
         return None
     return CaseFile.from_parent(parent, path=file_path)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """xdist: keep what a worker played (its case files' or its inline cases') for the session's report."""
+    payload = getattr(node, "workeroutput", {}).get(PAYLOAD)
+    if payload:
+        from agent_eval.pytest_plugin.inline import state_of
+
+        state_of(node.config).parts.extend(payload)
 
 
 @pytest.fixture

@@ -85,7 +85,7 @@ class Book:
         while case_id in taken:
             n += 1
             case_id = f"{case['id']} ({n})"
-        case["id"] = raw["id"] = case_id
+        case["id"] = case_id
         self.suite.cases.append(case)
         self.inline[case_id] = raw
         return case_id
@@ -202,7 +202,6 @@ class Book:
     def merge_parts(self, payloads: list[bytes]) -> None:
         """Take the workers' books into this one: their runs copied into this book's journal, in case order."""
         parts = [orjson.loads(p) for p in payloads]
-        by_id = self.by_id
         found: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
         for part in parts:
             self.spends += part["spends"]
@@ -211,16 +210,14 @@ class Book:
             self.stopped_early |= part["stopped_early"]
             self.interrupted |= part["interrupted"]
             for played in part["played"]:
+                if played["inline"] is not None:  # an inline case: its id made unique in the session
+                    case = load_inline_case(self.suite, played["inline"], "inline case")
+                    played["id"] = self.add_inline(case, dict(played["inline"]))
                 found[played["id"]] = (part, played)
         if not found:
             return
         journal = self._journal()
-        for _, played in found.values():
-            if played["inline"] is not None and played["id"] not in by_id:
-                case = load_inline_case(self.suite, played["inline"], "inline case")
-                self.suite.cases.append(case)
-                self.inline[case["id"]] = played["inline"]
-                by_id[case["id"]] = case
+        by_id = self.by_id
         for case_id in [c["id"] for c in self.suite.cases if c["id"] in found]:
             part, played = found[case_id]
             entry = Played(by_id[case_id], played["skip"])
@@ -284,6 +281,7 @@ def open_book(path: Path, flags: Flags, run_id: str, created_at: str, part: str 
 
 def load_inline_case(suite: Suite, raw: Mapping[str, Any], where: str) -> dict[str, Any]:
     """`raw` checked as a case of `suite` (an unknown field is an error here, not a warning)."""
+    __tracebackhide__ = True
     col = Collector(Path(where))
     if not isinstance(raw, Mapping):
         raise CaseFileError([Problem(where, None, None, "an inline case is a dict in the case-file format")])

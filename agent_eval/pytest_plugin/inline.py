@@ -47,6 +47,7 @@ def inline_runner(request: pytest.FixtureRequest, suite_file: Path | str | None)
     from agent_eval.commands.library import off_running_loop
 
     def run(case: Mapping[str, Any], *, repeat: int | None = None, threshold: float | None = None) -> CaseResult:
+        __tracebackhide__ = True
         if suite_file is None:
             raise CaseFileError([Problem(request.node.nodeid, None, None,
                                          "no suite to run the inline case against: pass --agent-eval CASEFILE, "

@@ -24,6 +24,7 @@ SETTINGS: list[tuple[str, str, type]] = [
     ("no-judge", "Never call the judge; skip rubric-only cases.", bool),
     ("output-dir", "Where the report, journal, page and history go (default reports).", str),
 ]
+PAYLOAD = "agent_eval"  # the key of an xdist worker's books in its workeroutput
 STATE: pytest.StashKey[SessionState] = pytest.StashKey()  # the session's state, once the plugin is asked
 
 

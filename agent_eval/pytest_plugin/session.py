@@ -17,12 +17,11 @@ from rich.console import Console
 
 from agent_eval.flags import Flags
 from agent_eval.pytest_plugin.book import Book, open_book
-from agent_eval.pytest_plugin.items import CaseError, CaseItem, settings_of
+from agent_eval.pytest_plugin.items import PAYLOAD, CaseError, CaseItem, settings_of
 from agent_eval.records import CaseEntry, Report
 from agent_eval.report.model import new_run_id, now_iso
 from agent_eval.report.reasons import case_reason, failure_lines
 
-PAYLOAD = "agent_eval"  # the key of an xdist worker's books in its workeroutput
 RUNS_KEY = "agent_eval_runs"  # the key of the controller's run ids in each worker's workerinput
 
 
@@ -141,13 +140,6 @@ class SessionState:
     def pytest_configure_node(self, node: Any) -> None:
         """xdist: every worker writes its runs under the controller's run ids."""
         node.workerinput[RUNS_KEY] = self.runs
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        """xdist: keep what the worker played for the controller's report."""
-        payload = getattr(node, "workeroutput", {}).get(PAYLOAD)
-        if payload:
-            self.parts.extend(payload)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
