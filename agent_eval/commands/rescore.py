@@ -67,6 +67,10 @@ def rescore_command(flags: Flags, console: Console, err: Console, environ: Mappi
                     judge_timeout=judge_timeout,
                     judge_repeat=judge_repeat, rescored_from=old.get("run_id"), cases_not_in_file=missing)
     report = new_report(dict(old), settings, new_entries, judge, pricing, judge_repeat, suite.scorers, str(cases_file))
+    if judge_on:  # the terminal says how many runs were judged, also when none was
+        from agent_eval.score.judge import runs_to_judge
+
+        report["summary"]["runs_to_judge"] = runs_to_judge(suite.cases, list(new_entries))
     outputs = Outputs(output_dir=report_path.parent, cases_file=cases_file, junit=flags.junit,
                       markdown=flags.markdown, otel=flags.otel, otlp_endpoint=flags.otlp_endpoint)
     notes = [f"Not in {suite.path} anymore, so not rescored: {', '.join(map(str, missing))}"] if missing else []

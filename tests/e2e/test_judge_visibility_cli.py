@@ -49,6 +49,14 @@ def test_with_judging_on_the_terminal_says_no_run_was_judged(loopback, tmp_path:
     assert code == 1 and judge.count == 0
     assert report["summary"]["runs_to_judge"] == 2
     assert "judge: on, 0 calls: every judged run failed a deterministic check first" in out
+    # rescore says the same of the same traces.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_EVAL_"))}
+    env.update(XDG_CACHE_HOME=str(tmp_path / "cache"), COLUMNS="200", NO_COLOR="1",
+               AGENT_EVAL_JUDGE_BASE_URL=judge.base_url, AGENT_EVAL_JUDGE_API_KEY="judge-key",
+               AGENT_EVAL_JUDGE_MODEL="judge-m")
+    rescored = run_cli("rescore", tmp_path / "reports" / f"{report['run_id']}.json", cwd=tmp_path, env=env)
+    assert "judge: on, 0 calls: every judged run failed a deterministic check first" in rescored.stdout
+    assert judge.count == 0
 
 
 def test_the_judge_line_counts_the_judged_runs(loopback, tmp_path: Path) -> None:
