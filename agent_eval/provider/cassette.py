@@ -27,18 +27,19 @@ FORMAT = 1
 UNMATCHED = frozenset({"stream", "stream_options", "user", "metadata", "store"})
 _KEY_LIKE = re.compile(r"^(api[_-]?key|apikey|key|token|access[_-]?token|auth|authorization|secret|"
                        r"client[_-]?secret|password|bearer|x-api-key)$", re.IGNORECASE)
-_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.")
+_SAFE = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_-.")
 _MAX_NAME = 200  # bytes of a folder name, under every file system's 255
 LINE_KEYS = ("seq", "role", "path", "request", "response", "status", "latency_s", "usage")
 ROLES = frozenset({"agent", "judge", "user"})
 
 
 def case_folder(case_id: str) -> str:
-    """A case id as one folder name: bytes outside [A-Za-z0-9_.-] (and a leading dot) percent-encoded, so
-    that no id climbs out of DIR or names another case's folder; a long one keeps a prefix and its hash."""
+    """A case id as one folder name: bytes outside [a-z0-9_.-] (capitals too, for file systems that ignore
+    case; and a leading dot) percent-encoded, so that no id climbs out of DIR or names another case's
+    folder; "" is "%"; a long one keeps a prefix and its hash."""
     raw = case_id.encode("utf-8", "surrogatepass")
     name = "".join(chr(b) if b in _SAFE and not (i == 0 and b == 0x2E) else f"%{b:02X}"
-                   for i, b in enumerate(raw))
+                   for i, b in enumerate(raw)) or "%"
     if len(name) > _MAX_NAME:
         name = name[:_MAX_NAME - 65] + "~" + hashlib.sha256(raw).hexdigest()
     return name

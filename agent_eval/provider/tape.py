@@ -164,15 +164,26 @@ def close_run(tape: Tape | None) -> None:
         cassette.write_lines(tape.path, tape.lines)
 
 
+_replayed_here: ContextVar[list[float] | None] = ContextVar("agent_eval_tape_replayed", default=None)
+
+
+def replayed_s() -> float:
+    """The recorded latency of the agent's answers replayed inside the innermost `using` block so far."""
+    held = _replayed_here.get()
+    return held[0] if held is not None else 0.0
+
+
 @contextmanager
 def using(tape: Tape | None, role: str | None = None) -> Iterator[None]:
     """Make `tape` the current run's (and `role` the requests' role) inside the block."""
     token = _current.set(tape)
     role_token = _role.set(role) if role is not None else None
+    held_token = _replayed_here.set([0.0])
     try:
         yield
     finally:
         _current.reset(token)
+        _replayed_here.reset(held_token)
         if role_token is not None:
             _role.reset(role_token)
 
@@ -217,6 +228,9 @@ class TapeTransport(httpx2.AsyncBaseTransport):
                 counts.hits += 1
                 if role == "agent":
                     tape.credit_s += hit.latency_s or 0.0
+                    held = _replayed_here.get()
+                    if held is not None:
+                        held[0] += hit.latency_s or 0.0
                 return _replayed(hit, request)
             if not mode.live_on_miss:
                 counts.misses += 1

@@ -17,7 +17,7 @@ from urllib.parse import unquote
 
 import orjson
 
-from agent_eval.llm import _was_refused, close_when_the_loop_ends, redact_url, shared_client
+from agent_eval.llm import _shorten, _was_refused, close_when_the_loop_ends, redact_url, shared_client
 from agent_eval.provider import endpoints, retry, tape
 from agent_eval.provider.bounded import BodyTooLarge
 from agent_eval.flags import MAX_MESSAGE_BYTES
@@ -204,7 +204,6 @@ class Endpoint:
                 raw = orjson.dumps(body)
         model = body.get("model") if isinstance(body, dict) and isinstance(body.get("model"), str) else None
         started = time.perf_counter()
-        credit = link.tape.credit_s if link.tape is not None else 0.0
         entry: dict[str, Any] = {"latency_s": None, "t_start_s": started - link.t0(), "prompt_tokens": None,
                                  "completion_tokens": None, "model": model or link.model, "path": path,
                                  "status": None, "retries": 0}
@@ -231,14 +230,13 @@ class Endpoint:
                     raise _Failed(failed.error, failed.retries, failed.note) from None
             entry["retries"] = max(0, count[0] - 1)
             if stream:
-                return await self._pass_stream(web, link, request, entry, response, path, wants_usage, body, started,
-                                               credit)
+                return await self._pass_stream(web, link, request, entry, response, path, wants_usage, body, started)
             data = response.content
             answer = None
             if recorded:
                 with contextlib.suppress(orjson.JSONDecodeError):
                     answer = read_answer(path, loads_answer(data))
-            self._finish(link, entry, response.status_code, answer, body if recorded else None, started, credit)
+            self._finish(link, entry, response.status_code, answer, body if recorded else None, started)
             return web.Response(body=data, status=response.status_code,
                                 content_type=_content_type(response), headers=_kept_headers(response))
         except asyncio.CancelledError:
@@ -267,7 +265,7 @@ class Endpoint:
         return getattr(answer, "response", answer)  # a stream: the response, its body still unread
 
     async def _pass_stream(self, web: Any, link: RunLink, request: Any, entry: dict[str, Any], response: Any,
-                           path: str, wants_usage: bool, body: Any, started: float, credit: float = 0.0) -> Any:
+                           path: str, wants_usage: bool, body: Any, started: float) -> Any:
         out = web.StreamResponse(status=response.status_code, headers=_kept_headers(response))
         out.content_type = _content_type(response)
         reader = StreamReader(path, wants_usage)
@@ -293,14 +291,14 @@ class Endpoint:
             raise
         finally:
             await response.aclose()
-        self._finish(link, entry, response.status_code, reader.finish(), body, started, credit)
+        self._finish(link, entry, response.status_code, reader.finish(), body, started)
         return out
 
     def _finish(self, link: RunLink, entry: dict[str, Any], status: int, answer: Answer | None, body: Any,
-                started: float, credit: float = 0.0) -> None:
+                started: float) -> None:
         if link.closed:  # answered after the run ended: its trace is frozen, the entry says client_closed
             return
-        entry.update(status=status, latency_s=time.perf_counter() - started + _credit(link, credit))
+        entry.update(status=status, latency_s=time.perf_counter() - started + tape.replayed_s())  # --replay: recorded
         if body is None:
             return
         if answer is not None:
@@ -324,7 +322,7 @@ class Endpoint:
         if name == "APITimeoutError" and _was_refused(exc):  # the aiohttp transport's refused connection
             name, text = "APIConnectionError", "Connection error"
         entry["status"] = entry["status"] if isinstance(status, int) else name
-        message = f"{name}: {_short(text)}{where}{note}" if not isinstance(exc, BodyTooLarge) else f"{text}{where}"
+        message = f"{name}: {_shorten(text)}{where}{note}" if not isinstance(exc, BodyTooLarge) else f"{text}{where}"
         is_infra = not isinstance(status, int) or status in INFRA_STATUSES or status >= 500
         if entry["path"] in RECORDED_PATHS or is_infra:
             link.outcomes.append(Outcome(False, message if is_infra else None))
@@ -333,11 +331,6 @@ class Endpoint:
             return web.Response(body=response.content, status=status, content_type=_content_type(response),
                                 headers={**_kept_headers(response), **NO_RETRY})
         return _error(web, 502, "upstream_error", message, NO_RETRY)
-
-
-def _credit(link: RunLink, since: float) -> float:
-    """The recorded latency of the run's answers replayed since `since` (--replay): reported, not waited for."""
-    return link.tape.credit_s - since if link.tape is not None else 0.0
 
 
 def has_dot_segments(raw_path: str) -> bool:
@@ -363,10 +356,6 @@ def _kept_headers(response: Any) -> dict[str, str]:
 def _endpoint(link: RunLink, client: Any = None) -> str:
     shown = getattr(client, "endpoint", None) or redact_url(link.real_base_url) or "https://api.openai.com/v1"
     return str(shown)
-
-
-def _short(text: str) -> str:
-    return text if len(text) <= 300 else text[:300] + "…"
 
 
 def _error(web: Any, status: int, code: str, message: str, headers: dict[str, str] | None = None) -> Any:
