@@ -9,9 +9,9 @@ from pathlib import Path
 
 import orjson
 import pytest
-from typer.testing import CliRunner
 
-from agent_eval import cli
+from tests.builders import clean_env
+from tests.cli import run_cli
 
 # Line numbers matter: reset_password raises on line 7 of tools.py.
 TOOLS = '''from agent_eval import ToolError, tool
@@ -51,14 +51,13 @@ def agent(task):
 
 
 def invoke(*args: object) -> tuple[int, str, str]:
-    """`agent-eval ARGS...` in this process: (exit code, stdout, stderr)."""
-    result = CliRunner().invoke(cli.app, [str(a) for a in args], env={"NO_COLOR": "1"})
+    """`agent-eval ARGS...` in this process, 200 columns wide: (exit code, stdout, stderr)."""
+    result = run_cli(*args, env={**clean_env(), "COLUMNS": "200"})
     return result.exit_code, result.stdout, result.stderr
 
 
 @pytest.fixture
-def suite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setattr(cli.console, "width", 200)
+def suite(tmp_path: Path) -> Path:
     folder = tmp_path / "desk"
     folder.mkdir()
     (folder / "tools.py").write_text(TOOLS)
