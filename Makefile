@@ -23,6 +23,9 @@ $(STAMP): pyproject.toml
 demo: $(DEMO_STAMP)
 	@rc=0; $(VENV)/bin/agent-eval run --cases cases/test_cases.json --no-judge || rc=$$?; \
 	  echo "agent-eval exited $$rc (0 = all passed, 1 = some cases failed, 2 = error)"; test $$rc -le 1
+	@# The demo agent's own reply format: cards and final_agent, which no LLM agent returns.
+	@rc=0; $(VENV)/bin/agent-eval run --cases cases/demo_agent_cases.json || rc=$$?; \
+	  echo "agent-eval exited $$rc (0 = all passed, 1 = some cases failed, 2 = error)"; test $$rc -le 1
 	@# The same shop served by an MCP server (cases/mcp_server.py), one server process per run.
 	@rc=0; $(VENV)/bin/agent-eval run --cases cases/mcp_cases.json --no-judge || rc=$$?; \
 	  echo "agent-eval exited $$rc (0 = all passed, 1 = some cases failed, 2 = error)"; test $$rc -le 1
