@@ -239,6 +239,16 @@ def compare(
 
 
 @app.command()
+def plan(report: Path = typer.Argument(..., help="A JSON report of the suite."),
+         detect: float = typer.Option(0.05, "--detect", help="The drop of pass_at_1 to detect (default 0.05)."),
+         power: float = typer.Option(0.8, "--power", help="The probability of detecting it (default 0.8).")) -> None:
+    """How many repeats and cases the gate needs: each design's detectable drop, and the cheapest one."""
+    from agent_eval.commands.plan import plan_command
+
+    guarded(lambda: plan_command(report, console, detect, power))
+
+
+@app.command()
 def view(
     report: Path = typer.Argument(..., help="A JSON report written by `agent-eval run`."),
     out: Path | None = typer.Option(None, "--out", help="The page (default: REPORT as .html)."),
