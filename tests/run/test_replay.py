@@ -121,6 +121,8 @@ def keyed_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("AGENT_EVAL_USER_API_KEY", USER_KEY)
     monkeypatch.setenv("AGENT_EVAL_JUDGE_MODEL", "judge-m")
     monkeypatch.setenv("AGENT_EVAL_USER_MODEL", "user-m")
+    for name in ("AGENT_EVAL_JUDGE_BASE_URL", "AGENT_EVAL_USER_BASE_URL"):  # set by a test, restored after it
+        monkeypatch.setenv(name, "")
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}:{os.environ['PATH']}")
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
 
@@ -149,10 +151,10 @@ def run(folder: Path, cases: Path, *, base_url: str | None = None, **flags: obje
     return code, orjson.loads(new[-1].read_bytes()) if new else {}, out.getvalue()
 
 
-def secret_url(srv: LoopbackServer) -> str:
+def secret_url(srv: LoopbackServer, password: str = URL_SECRET) -> str:
     """The server's URL with a password in its userinfo (redacted where shown, never stored)."""
     scheme, rest = srv.base_url.split("://")
-    return f"{scheme}://bob:{URL_SECRET}@{rest}"
+    return f"{scheme}://bob:{password}@{rest}"
 
 
 def outcome(report: dict) -> dict:
@@ -178,6 +180,8 @@ def test_record_then_replay_with_the_provider_stopped(keyed_env: None, tmp_path:
     cases = suite(tmp_path)
     tape = tmp_path / "tape"
     with LoopbackServer(reply) as srv:
+        os.environ["AGENT_EVAL_JUDGE_BASE_URL"] = secret_url(srv, "judge-url-secret-7")
+        os.environ["AGENT_EVAL_USER_BASE_URL"] = secret_url(srv, "user-url-secret-7")
         code, recorded, out = run(tmp_path, cases, base_url=secret_url(srv), repeat=3, record=tape)
         assert code == 0, out
         live_requests = srv.count
@@ -196,7 +200,7 @@ def test_record_then_replay_with_the_provider_stopped(keyed_env: None, tmp_path:
     header = orjson.loads((tape / "cassette.json").read_bytes())
     assert (header["suite"], header["model"], header["agent"]) == ("helpdesk", "agent-m", "openai")
     text_of_all = all_cassette_text(tape)
-    for secret in (AGENT_KEY, JUDGE_KEY, USER_KEY, URL_SECRET, "Bearer"):
+    for secret in (AGENT_KEY, JUDGE_KEY, USER_KEY, URL_SECRET, "judge-url-secret", "user-url-secret", "Bearer"):
         assert secret not in text_of_all
 
     # The provider is gone, and no key is set: the replay answers every request from the cassettes.
@@ -212,6 +216,11 @@ def test_record_then_replay_with_the_provider_stopped(keyed_env: None, tmp_path:
     on_tape = orjson.loads((tape / "reset" / "0.jsonl").read_text().splitlines()[0])["latency_s"]
     again = replayed["cases"][0]["runs"][0]["trace"]["llm_calls"][0]["latency_s"]
     assert on_tape <= again <= recorded["cases"][0]["runs"][0]["trace"]["llm_calls"][0]["latency_s"] + 0.5
+
+    # A replayed report gates like any other: against the recording's own report, nothing regressed.
+    recorded_path = tmp_path / "reports" / f"{recorded['run_id']}.json"
+    code, gated, out = run(tmp_path, cases, repeat=3, replay=tape, baseline=str(recorded_path))
+    assert code == 0 and gated["gate"]["regression"] is False, out
 
     # pass^k stays honest: four trials were never recorded.
     code, _, out = run(tmp_path, cases, repeat=4, replay=tape)
@@ -280,3 +289,17 @@ def test_a_bad_cassette_is_exit_2_naming_the_file_and_line(keyed_env: None, tmp_
     assert code == 2 and "cassette.json, line 1" in out and "another suite" in out
     code, _, out = run(tmp_path, cases, replay=tape, record=tmp_path / "t2")
     assert code == 2 and "--record and --replay" in out
+
+
+def test_a_replayed_run_with_no_request_through_agent_eval_is_warned_about(keyed_env: None, tmp_path: Path) -> None:
+    cases = write_suite(tmp_path, [{"id": "direct", "query": "hi", "expect": {"contains": "hello"}}],
+                        {"name": "direct", "agent": "direct.py:agent"},
+                        {"direct.py": "def agent(task):\n    return 'hello'  # a provider called directly, say\n"})
+    tape = tmp_path / "tape"
+    code, _, out = run(tmp_path, cases, record=tape)
+    assert code == 0, out
+    assert (tape / "direct" / "0.jsonl").read_text() == ""  # recorded: nothing went through agent-eval
+    code, replayed, out = run(tmp_path, cases, replay=tape)
+    assert code == 0, out
+    assert replayed["summary"]["replay"]["no_request_runs"] == 1
+    assert "1 run made no model request through agent-eval; --replay cannot cover direct calls" in out
