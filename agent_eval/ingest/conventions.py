@@ -26,7 +26,10 @@ def to_genai(spans: list[Span]) -> list[Span]:
     """The spans with each other convention's attributes added as GenAI ones (never over a GenAI one);
     spans a convention marks as duplicates (logfire's streaming request half) are left out."""
     kept = []
+    halves = logfire.streamed_request_halves(spans)
     for span in spans:
+        if id(span) in halves:
+            continue
         for translate in CONVENTIONS.values():
             found = translate(span)
             if found is None:

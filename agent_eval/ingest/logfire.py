@@ -98,6 +98,42 @@ def _function(span: Span, out: dict[str, Any]) -> None:
         out["gen_ai.tool.call.result"] = attrs["output"]
 
 
+def _is_stream_log(span: Span) -> bool:
+    return str(span.attributes.get(_TEMPLATE) or span.name).startswith(_STREAMING)
+
+
+def _is_unanswered_request(span: Span) -> bool:
+    """A logfire model span with no answer on it: no response body, no output messages, no usage."""
+    attrs = span.attributes
+    return ("request_data" in attrs and not _is_stream_log(span) and "response_data" not in attrs
+            and "gen_ai.output.messages" not in attrs
+            and not any(key.startswith("gen_ai.usage.") for key in attrs))
+
+
+def streamed_request_halves(spans: list[Span]) -> set[int]:
+    """The request halves of streamed calls, as `id()`s of their spans. With only the latest GenAI
+    conventions logfire's request span says nothing of the stream (`request_data` is just the model): each
+    "streaming response" log is paired with the latest unanswered request span of its trace and model that
+    started before it, and that one is the half left out, so the call counts once."""
+    waiting: dict[tuple[str, Any], list[Span]] = {}
+    for span in sorted(spans, key=lambda s: s.start_ns):
+        model = json_value(span.attributes.get("request_data"))
+        key = (span.trace_id, model.get("model") if isinstance(model, dict) else None)
+        if _is_unanswered_request(span):
+            waiting.setdefault(key, []).append(span)
+    halves: set[int] = set()
+    for log in sorted((s for s in spans if _is_stream_log(s) and "request_data" in s.attributes),
+                      key=lambda s: s.end_ns):
+        model = json_value(log.attributes.get("request_data"))
+        candidates = waiting.get((log.trace_id, model.get("model") if isinstance(model, dict) else None), [])
+        before = [span for span in candidates if span.start_ns <= log.end_ns]
+        if before:
+            half = before[-1]
+            candidates.remove(half)
+            halves.add(id(half))
+    return halves
+
+
 def translate(span: Span) -> dict[str, Any] | None:
     """The GenAI attributes a logfire span stands for; None when it is not one of logfire's LLM spans."""
     attrs = span.attributes

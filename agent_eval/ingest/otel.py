@@ -114,8 +114,17 @@ def otel_cases(path: Path, logs: Path | None = None) -> tuple[list[dict[str, Any
     cases: list[dict[str, Any]] = []
     notes: list[str] = []
     seen: dict[str, str] = {}
+    # agent-eval's own runs: one case per agent_eval.case_id, from its lowest trial; the others are noted
+    recorded = sorted(recorded, key=lambda r: (r.case_id is None, r.trial if r.trial is not None else 0))
+    own: set[str] = set()
     for rec in recorded:
+        if rec.case_id is not None and rec.case_id in own:
+            notes.append(f"trace {rec.trace_id}: another trial of {rec.case_id}"
+                         + (f" (trial {rec.trial})" if rec.trial is not None else ""))
+            continue
         case, case_notes = recorded_case(rec)
+        if rec.case_id is not None:
+            own.add(rec.case_id)
         if case["id"] in seen:
             bad.append(Unmappable(f"trace {rec.trace_id}", f"its case id {case['id']} is already taken by "
                                   f"trace {seen[case['id']]}"))

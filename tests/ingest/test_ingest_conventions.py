@@ -204,3 +204,41 @@ def test_openllmetry_flattened_messages_and_its_tool_decorator_spans(tmp_path):
     # 30+40, 5+6 over the two chat spans; the workflow span is the agent, not a model call
     assert case["metadata"]["recorded_usage"] == {"prompt_tokens": 70, "completion_tokens": 11}
     assert case["metadata"]["recorded_answer"] == "Refunded."
+
+
+def _logfire_latest_stream(t: Trace, start: float, end: float, text: str, reply: dict, usage: tuple[int, int]) -> None:
+    """A streamed call as logfire writes it with only the latest GenAI semconv (`request_data` is just the model,
+    so nothing on the request span says it streamed): the request span (input messages, no output, no usage)
+    and, attached to the request's context (a sibling), the "streaming response" log with output and usage."""
+    common = {"request_data": as_json({"model": "gpt-test"}), "gen_ai.provider.name": "openai",
+              "gen_ai.request.model": "gpt-test", "gen_ai.operation.name": "chat", "async": False,
+              "gen_ai.input.messages": as_json([{"role": "user", "parts": [{"type": "text", "content": text}]}])}
+    t.span("Chat Completion with 'gpt-test'", start, start + 1,
+           key_values({**common, "logfire.msg_template": "Chat Completion with {request_data[model]!r}",
+                       "logfire.span_type": "span"}))
+    log = {**common, "logfire.msg_template": "streaming response from {request_data[model]!r} took {duration:.2f}s",
+           "logfire.span_type": "log", "duration": (end - start) / 1000,
+           "gen_ai.output.messages": as_json([reply]),
+           "gen_ai.usage.input_tokens": usage[0], "gen_ai.usage.output_tokens": usage[1]}
+    t.span("streaming response from 'gpt-test' took 0.10s", end, end, key_values(log))
+
+
+def test_logfire_latest_semconv_streamed_calls_count_once(tmp_path):
+    t = Trace(TID)
+    first = {"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "refund",
+                                             "arguments": {"order_id": 42}}]}
+    _logfire_latest_stream(t, 0, 100, "Refund order 42", first, (30, 5))
+    t.span("Function: refund", 110, 150, key_values({"logfire.msg_template": "Function: {name}",
+                                                    "logfire.span_type": "span", "name": "refund",
+                                                    "input": '{"order_id": 42}', "output": "ok"}))
+    _logfire_latest_stream(t, 160, 300, "Refund order 42", {"role": "assistant", "parts": [
+        {"type": "text", "content": "Refunded."}]}, (40, 6))
+    path = tmp_path / "logfire-latest.jsonl"
+    path.write_bytes(jsonl([export_request(t.spans)]))
+    (rec,), bad = read_recorded(path)
+    assert not bad
+    trace = recorded_run_trace(rec)
+    # two model calls, each once (no zero-token entry for the request halves): 30+40, 5+6
+    assert [(c["prompt_tokens"], c["completion_tokens"]) for c in trace["llm_calls"]] == [(30, 5), (40, 6)]
+    assert (rec.input_tokens, rec.output_tokens) == (70, 11)
+    assert trace["final_answer"] == "Refunded."
