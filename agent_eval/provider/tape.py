@@ -153,15 +153,20 @@ def open_run(case_id: str, trial: int) -> Tape | None:
     return Tape(case_id, trial, path, recorded)
 
 
-def close_run(tape: Tape | None) -> None:
-    """The run has ended: its cassette is written (recording, or a replay that went live)."""
+def close_run(tape: Tape | None) -> str | None:
+    """The run has ended: its cassette is written (recording, or a replay that went live); the error
+    when it cannot be, else None."""
     mode = _mode
     if tape is None or mode is None:
-        return
+        return None
     if mode.replay and tape.agent_requests == 0:
         counts.silent_runs += 1
     if not mode.replay or tape.changed:
-        cassette.write_lines(tape.path, tape.lines)
+        try:
+            cassette.write_lines(tape.path, tape.lines)
+        except OSError as exc:
+            return f"cannot write the cassette {tape.path} ({exc.strerror or exc})"
+    return None
 
 
 _replayed_here: ContextVar[list[float] | None] = ContextVar("agent_eval_tape_replayed", default=None)

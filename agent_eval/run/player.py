@@ -158,9 +158,10 @@ class Player:
             run = await score_run(slot.case, trial, played.trace, played.final_env, slot.expected_env,
                                   error, self.scoring)
         if run_tape is not None:
-            tape.close_run(run_tape)
-            if run_tape.miss is not None and run["status"] != "error":  # the judge's or simulator's miss
-                run.update(status="error", error=run_tape.miss, success=False)
+            unwritten = tape.close_run(run_tape)
+            problem = run_tape.miss or unwritten  # a judge's or simulator's miss; a cassette not written
+            if problem is not None and (run["status"] != "error" or unwritten):
+                run.update(status="error", error=problem, success=False)
                 run["metrics"]["success"] = 0
         return run
 

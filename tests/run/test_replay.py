@@ -303,3 +303,15 @@ def test_a_replayed_run_with_no_request_through_agent_eval_is_warned_about(keyed
     assert code == 0, out
     assert replayed["summary"]["replay"]["no_request_runs"] == 1
     assert "1 run made no model request through agent-eval; --replay cannot cover direct calls" in out
+
+
+def test_a_cassette_that_cannot_be_written_is_that_runs_error(keyed_env: None, tmp_path: Path) -> None:
+    cases = write_suite(tmp_path, [{"id": "direct", "query": "hi", "expect": {"contains": "hello"}}],
+                        {"name": "direct", "agent": "direct.py:agent"},
+                        {"direct.py": "def agent(task):\n    return 'hello'\n"})
+    tape = tmp_path / "tape"
+    tape.mkdir()
+    (tape / "direct").write_text("a file where the case's folder goes")
+    code, report, out = run(tmp_path, cases, record=tape)
+    assert code == 2, out
+    assert report["cases"][0]["runs"][0]["error"].startswith(f"cannot write the cassette {tape / 'direct' / '0.jsonl'}")
