@@ -86,6 +86,10 @@ def headline_lines(report: dict) -> list[str]:
         lines += [who, ""]
     if report.get("interrupted"):
         lines += ["> [!WARNING]", "> This run was interrupted; the figures cover the finished runs only.", ""]
+    elif report.get("stopped_at_budget"):
+        from agent_eval.report.terminal import budget_line
+
+        lines += ["> [!WARNING]", f"> This run {budget_line(report)}; the figures cover the finished runs only.", ""]
     return lines + [counts, "", *_table(["metric", "value"], rows, right={1}), ""]
 
 

@@ -162,3 +162,14 @@ def test_sign_test_and_win_rate_by_hand():
     assert p["errors"] == [{"id": "d", "trial": 0, "error": "judge error: boom"}]
     assert p["gate"]["regression"] is False and p["gate"]["upper_bound"] >= 0.5
     assert orjson.loads(orjson.dumps(p))  # plain data
+
+
+def test_judge_repeat_asks_each_order_n_uncached_times(reports, tmp_path, loopback):
+    base, new = reports
+    srv = loopback(biased_judge())
+    result = run_cli("compare", base, new, "--pairwise", "--judge-repeat", "3", env=judge_env(srv, tmp_path))
+    assert result.exit_code == 0, result.stdout + result.stderr
+    # 20 pairs x 2 orders x 3 answers, none from the cache or the memo: 120 calls; the same verdicts.
+    assert srv.count == 120
+    assert "15 wins, 0 losses, 0 ties, 5 inconsistent" in result.stdout
+    assert "judge judge-m: 120 calls, 0 cached" in result.stdout

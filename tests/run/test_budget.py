@@ -97,13 +97,15 @@ def test_a_budget_stop_with_a_failed_case_exits_1(env, tmp_path, loopback):
     srv = loopback(router(lambda messages: text("ok" if "case 0" not in messages[-1]["content"] else "no",
                                                 prompt_tokens=10, completion_tokens=5)))
     # Every run costs 10 * 0.001 + 0.01 = $0.02; $0.10 leaves room for exactly 5 runs at --concurrency 1.
+    summary = tmp_path / "summary.md"
     code, report, shown = run(tmp_path, cases=suite(tmp_path, cases=10), model="priced-m", base_url=srv.base_url,
-                              concurrency=1, max_cost=0.10)
+                              concurrency=1, max_cost=0.10, markdown=summary)
     assert len(runs_of(report)) == 5 and srv.count == 5
     assert report["summary"]["budget"]["spent_usd"] == pytest.approx(0.10)
     assert [c["status"] for c in report["cases"]] == ["failed"] + ["passed"] * 4 + ["not_run"] * 5
     assert code == 1 and report["exit_code"] == 1
     assert "1 case(s) failed; stopped at the budget: $0.10 of $0.10, 5 of 10 runs" in shown
+    assert "> This run stopped at the budget: $0.10 of $0.10, 5 of 10 runs; the figures cover" in summary.read_text()
 
 
 def test_a_budget_that_is_not_reached_changes_nothing(env, tmp_path, loopback):
@@ -159,3 +161,38 @@ def test_baseline_last_never_picks_a_run_stopped_at_its_budget(tmp_path):
     record_run(db, row("20260101-000000-aaaaaa", "2026-01-01T00:00:00"), None)
     record_run(db, row("20260101-010000-bbbbbb", "2026-01-01T01:00:00", stopped_at_budget=True), None)
     assert baseline_last(db, cases_file, "a", "2026-01-01T02:00:00") == "20260101-000000-aaaaaa"
+
+
+def test_the_judges_spend_counts_against_the_budget(env, tmp_path, loopback, monkeypatch):
+    def answer(messages: list[dict]) -> object:
+        if "impartial evaluator" in messages[0]["content"]:  # the judge: 20 prompt tokens, 5 completion
+            return text("PASS\nit answered", prompt_tokens=20, completion_tokens=5)
+        return text("ok", prompt_tokens=10, completion_tokens=5)  # the agent
+
+    srv = loopback(router(answer))
+    monkeypatch.setenv("AGENT_EVAL_JUDGE_MODEL", "priced-m")
+    rows = [{"id": f"c{n}", "query": f"answer case {n}", "expect": {"contains": "ok"}, "rubric": "It answers."}
+            for n in range(10)]
+    cases = write_suite(tmp_path / "suite", rows, {"name": "judged", "pricing": PRICING})
+    # A run: the agent's 10 * 0.001 + 0.01 = $0.02, and the judge's 20 * 0.001 + 0.01 = $0.03: $0.05 in all.
+    # $0.25 leaves room for exactly 5 runs at --concurrency 1.
+    code, report, shown = run(tmp_path, cases=cases, model="priced-m", base_url=srv.base_url, concurrency=1,
+                              max_cost=0.25)
+    runs = runs_of(report)
+    assert len(runs) == 5 and report["summary"]["judge"]["calls"] == 5
+    assert report["summary"]["judge"]["cost_usd"] == pytest.approx(0.15)
+    # The spend is every run's cost plus the judge's: 5 * 0.02 + 0.15 = $0.25
+    assert report["summary"]["budget"]["spent_usd"] == pytest.approx(
+        sum(r["metrics"]["cost_usd"] for r in runs) + report["summary"]["judge"]["cost_usd"])
+    assert report["summary"]["budget"]["spent_usd"] == pytest.approx(0.25)
+    assert code == 2 and "stopped at the budget: $0.25 of $0.25, 5 of 10 runs" in shown
+
+
+def test_a_judge_with_no_price_is_exit_2_before_anything_runs(env, tmp_path, loopback, monkeypatch):
+    srv = loopback(agent_script())
+    monkeypatch.setenv("AGENT_EVAL_JUDGE_MODEL", "house-judge-3")
+    rows = [{"id": "c0", "query": "answer case 0", "rubric": "It answers."}]
+    cases = write_suite(tmp_path / "suite", rows, {"name": "judged", "pricing": PRICING})
+    with pytest.raises(ConfigError, match="spend of the judge: no price for model 'house-judge-3'"):
+        run(tmp_path, cases=cases, model="priced-m", base_url=srv.base_url, max_cost=1.0)
+    assert srv.count == 0

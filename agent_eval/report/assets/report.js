@@ -48,6 +48,10 @@
     h.appendChild(d);
     var b = document.getElementById("banners");
     if (R.interrupted) b.appendChild(el("div", {cls: "banner", text: "This run was interrupted: the report is partial."}));
+    var budget = (R.summary || {}).budget;
+    if (R.stopped_at_budget && budget) b.appendChild(el("div", {cls: "banner", text: "This run stopped at its --max-cost " +
+      "budget ($" + Number(budget.spent_usd).toFixed(2) + " of $" + Number(budget.limit_usd).toFixed(2) +
+      "): the report is partial."}));
     if (page.traces_left_out > 0) b.appendChild(el("div", {cls: "banner", id: "trim-banner",
       text: "The report passed " + page.max_bytes + " bytes: " + page.traces_left_out +
         " traces of passed runs were left out of this page; failed and errored runs keep theirs."}));
