@@ -67,6 +67,11 @@ def figures(report: dict[str, Any]) -> tuple[list[tuple[str, str, Any]], dict[st
     return [(c["id"], c["status"], c["pass_rate"]) for c in report["cases"]], summary
 
 
+def outcomes_of(report: dict[str, Any]) -> dict[str, int]:
+    """The pytest outcomes a report's cases give: one test per case."""
+    return {status: sum(c["status"] == status for c in report["cases"]) for status in ("passed", "failed", "skipped")}
+
+
 def test_the_plugin_is_registered_as_agent_eval() -> None:
     found = [ep for ep in entry_points(group="pytest11") if ep.name == "agent_eval"]
     assert [ep.value for ep in found] == ["agent_eval.pytest_plugin"]
@@ -96,9 +101,7 @@ def test_the_demo_suite_gives_run_s_statuses_and_figures(pytester: pytest.Pytest
     report = only_report(pytester.path / "out")
     expected = agent_eval.run_suite(cases, no_judge=True, output_dir=pytester.path / "cli")
     assert figures(report) == figures(expected)
-    counts = {status: sum(c["status"] == status for c in expected["cases"])
-              for status in ("passed", "failed", "skipped")}
-    result.assert_outcomes(**counts)
+    result.assert_outcomes(**outcomes_of(expected))
     assert report["exit_code"] == expected["exit_code"] == 1
     # the JSON report, journal, page and history row, so compare, --baseline, history and view work on it
     run_id = report["run_id"]
@@ -106,7 +109,7 @@ def test_the_demo_suite_gives_run_s_statuses_and_figures(pytester: pytest.Pytest
         f"{run_id}.json", f"{run_id}.jsonl", f"{run_id}.html", "history.sqlite"}
     assert report["cases"][0]["runs"][0]["trace"]["steps"]  # traces included, as run writes them
     out = result.stdout.str()
-    assert "agent-eval" in out and "pass@1" in out and "FAIL (exit 1): 6 case(s) failed" in out
+    assert "pass@1" in out and f"FAIL (exit 1): {report['summary']['cases_failed']} case(s) failed" in out
     assert f"out/{run_id}.json" in out
 
 
@@ -241,6 +244,33 @@ def test_under_xdist_each_worker_plays_its_cases_and_the_report_is_one(pytester:
     report = only_report(pytester.path / "out")
     expected = agent_eval.run_suite(cases, no_judge=True, output_dir=pytester.path / "cli")
     assert figures(report) == figures(expected)
-    result.assert_outcomes(passed=14, failed=6, skipped=3)
+    result.assert_outcomes(**outcomes_of(expected))
     assert not list((pytester.path / "out").glob("*.gw*"))  # the workers' journals are merged into one
-    assert len((pytester.path / "out" / f"{report['run_id']}.jsonl").read_bytes().splitlines()) == 1 + 20
+    journal = (pytester.path / "out" / f"{report['run_id']}.jsonl").read_bytes().splitlines()
+    assert len(journal) == 1 + report["summary"]["runs"] + report["summary"]["runs_errored"]  # header + runs
+
+
+def test_a_missing_model_is_each_case_s_error(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("AGENT_EVAL_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    suite = write_suite(pytester.path / "llm", [{"id": "a", "query": "hi", "expect": {"contains": "x"}},
+                                                {"id": "b", "query": "hi", "expect": {"contains": "y"}}])
+    result = pytester.runpytest("-p", "no:cacheprovider", "--agent-eval", str(suite), "--agent-eval-agent", "openai",
+                                "--agent-eval-output-dir", "out")
+    result.assert_outcomes(errors=2)
+    assert "Traceback" not in result.stdout.str() and "AGENT_EVAL_MODEL" in result.stdout.str()
+
+
+def test_inline_ids_are_unique_in_the_session_report(pytester: pytest.Pytester) -> None:
+    small_suite(pytester)
+    pytester.makeini("[pytest]\nagent_eval_cases = suite/cases.json\n")
+    pytester.makepyfile(test_many='''
+import pytest
+
+@pytest.mark.parametrize("query", ["the answer?", "the answer, please?"])
+def test_many(agent_eval, query):
+    agent_eval({"id": "same", "query": query, "expect": {"contains": "42"}}).assert_passed()
+''')
+    pytester.runpytest("-p", "no:cacheprovider", "test_many.py", "--agent-eval-output-dir", "out").assert_outcomes(
+        passed=2)
+    assert [c["id"] for c in only_report(pytester.path / "out")["cases"]] == ["same", "same (2)"]
