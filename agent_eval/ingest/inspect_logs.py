@@ -1,6 +1,7 @@
 """Inspect AI logs (`.eval`, its zip, or `--log-format json`) as cases and as recorded runs for `score`.
 
-Zip members are read in memory, never extracted, each capped at 256 MiB uncompressed. Inspect
+Zip members are read in memory one at a time, never extracted, each capped at 256 MiB uncompressed and
+all of them within a total budget of 1 GiB decompressed. Inspect
 compresses members with zstd (method 93), which Python's `zipfile` reads only from 3.14 on: those are
 decompressed with `zstandard` (the optional extra `agent-eval-trials[inspect]`).
 """
@@ -10,6 +11,7 @@ import struct
 import zipfile
 from io import BytesIO
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -18,6 +20,8 @@ from agent_eval.errors import ConfigError
 from agent_eval.ingest.records import Unmappable, read_bytes
 
 MEMBER_CAP = 256 * 1024 * 1024
+TOTAL_BUDGET = 2**30  # decompressed bytes of one log across all its members
+_PIECE = 1 << 20
 ZSTD = 93
 _ATTACHMENT = "attachment://"
 
@@ -36,40 +40,73 @@ def is_inspect_log(data: bytes) -> bool:
     return isinstance(doc, dict) and "eval" in doc and "samples" in doc
 
 
-def _member(data: bytes, info: zipfile.ZipInfo, zf: zipfile.ZipFile) -> bytes:
+class _Budget:
+    """What is left of the total decompressed budget of one log, across all its members."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.left = path, TOTAL_BUDGET
+
+    def spend(self, size: int) -> None:
+        self.left -= size
+        if self.left < 0:
+            raise ConfigError(f"{self.path}: the Inspect log decompresses to more than the total budget of "
+                              f"{TOTAL_BUDGET:,} bytes ({_shown(TOTAL_BUDGET)}) across its members; split the log "
+                              "(inspect log dump, or fewer samples per log) and import the parts.")
+
+
+def _shown(size: int) -> str:
+    return f"{size / 2**30:g} GiB" if size >= 2**30 else f"{size / 2**20:.3g} MiB"
+
+
+def _read_capped(read: Any, budget: _Budget) -> bytes:
+    """Read a member's decompressed stream in pieces, at most MEMBER_CAP + 1 bytes, each piece spent from
+    the budget as it comes (a member never holds more than one cap in memory)."""
+    out = bytearray()
+    while len(out) <= MEMBER_CAP:
+        piece = read(min(_PIECE, MEMBER_CAP + 1 - len(out)))
+        if not piece:
+            break
+        budget.spend(len(piece))
+        out += piece
+    if len(out) > MEMBER_CAP:
+        raise ValueError("over the 256 MiB cap for one member once decompressed")
+    return bytes(out)
+
+
+def _member(file: Any, info: zipfile.ZipInfo, zf: zipfile.ZipFile, budget: _Budget) -> bytes:
     if info.file_size > MEMBER_CAP:
         raise ValueError(f"{info.file_size} bytes uncompressed, over the 256 MiB cap for one member")
     if info.compress_type != ZSTD:
         with zf.open(info) as f:
-            out = f.read(MEMBER_CAP + 1)
-    else:
-        try:
-            import zstandard
-        except ImportError:
-            raise ConfigError("this Inspect log compresses its members with zstd, which needs zstandard: "
-                              "pip install 'agent-eval-trials[inspect]'.") from None
-        at = info.header_offset
-        name_len, extra_len = struct.unpack("<HH", data[at + 26:at + 30])
-        start = at + 30 + name_len + extra_len
-        raw = data[start:start + info.compress_size]
-        try:
-            out = zstandard.ZstdDecompressor().decompress(raw, max_output_size=MEMBER_CAP + 1)
-        except zstandard.ZstdError as exc:
-            raise ValueError(f"cannot be decompressed ({exc})") from None
-    if len(out) > MEMBER_CAP:
-        raise ValueError("over the 256 MiB cap for one member once decompressed")
-    return out
+            return _read_capped(f.read, budget)
+    try:
+        import zstandard
+    except ImportError:
+        raise ConfigError("this Inspect log compresses its members with zstd, which needs zstandard: "
+                          "pip install 'agent-eval-trials[inspect]'.") from None
+    file.seek(info.header_offset + 26)
+    name_len, extra_len = struct.unpack("<HH", file.read(4))
+    file.seek(info.header_offset + 30 + name_len + extra_len)
+    raw = file.read(info.compress_size)
+    try:
+        with zstandard.ZstdDecompressor().stream_reader(BytesIO(raw)) as reader:
+            return _read_capped(reader.read, budget)
+    except zstandard.ZstdError as exc:
+        raise ValueError(f"cannot be decompressed ({exc})") from None
 
 
-def read_samples(path: Path) -> tuple[list[tuple[str, dict[str, Any]]], list[Unmappable]]:
-    """Every sample of an Inspect log with its label, and the members or samples that cannot be read."""
-    data = read_bytes(path)
-    bad: list[Unmappable] = []
-    samples: list[tuple[str, dict[str, Any]]] = []
-    if data[:4] == b"PK\x03\x04":
+def iter_samples(path: Path) -> Iterator[tuple[str, dict[str, Any]] | Unmappable]:
+    """Each sample of an Inspect log with its label, or a member or sample that cannot be read, one at a
+    time: a `.eval` zip is read member by member (never extracted) within TOTAL_BUDGET decompressed bytes
+    in all (ConfigError past it, naming the file), so memory stays flat in the number of samples."""
+    with _open(path) as file:
+        if file.read(4) != b"PK\x03\x04":
+            yield from _json_samples(path)
+            return
+        budget = _Budget(path)
         try:
-            zf = zipfile.ZipFile(BytesIO(data))
-        except zipfile.BadZipFile as exc:
+            zf = zipfile.ZipFile(file)
+        except (zipfile.BadZipFile, OSError) as exc:
             raise ConfigError(f"{path} is not a readable .eval log ({exc}); pass an Inspect log.") from None
         with zf:
             for info in sorted(zf.infolist(), key=lambda i: i.filename):
@@ -77,26 +114,44 @@ def read_samples(path: Path) -> tuple[list[tuple[str, dict[str, Any]]], list[Unm
                     continue
                 where = f"member {info.filename}"
                 try:
-                    raw = _member(data, info, zf)
-                except (ValueError, zipfile.BadZipFile, NotImplementedError) as exc:
-                    bad.append(Unmappable(where, str(exc) or "cannot be read"))
+                    raw = _member(file, info, zf, budget)
+                except (ValueError, zipfile.BadZipFile, NotImplementedError, EOFError) as exc:
+                    yield Unmappable(where, str(exc) or "cannot be read")
                     continue
                 try:
                     sample = orjson.loads(raw)
                 except orjson.JSONDecodeError as exc:
-                    bad.append(Unmappable(where, f"not JSON ({exc})"))
+                    yield Unmappable(where, f"not JSON ({exc})")
                     continue
-                if not isinstance(sample, dict):
-                    bad.append(Unmappable(where, "a sample must be an object"))
-                    continue
-                samples.append((where, sample))
-        return samples, bad
-    doc = orjson.loads(data)
+                del raw
+                yield (where, sample) if isinstance(sample, dict) else Unmappable(where, "a sample must be an object")
+
+
+def _open(path: Path) -> Any:
+    try:
+        return open(path, "rb")
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path} ({exc.strerror or exc}); pass the path of an existing file.") \
+            from None
+
+
+def _json_samples(path: Path) -> Iterator[tuple[str, dict[str, Any]] | Unmappable]:
+    """A `--log-format json` log: one document, held whole, within the same budget."""
+    if path.stat().st_size > TOTAL_BUDGET:
+        _Budget(path).spend(path.stat().st_size)
+    doc = orjson.loads(read_bytes(path))
     for i, sample in enumerate(doc.get("samples") or []):
-        if isinstance(sample, dict):
-            samples.append((f"sample index {i}", sample))
-        else:
-            bad.append(Unmappable(f"sample index {i}", "a sample must be an object"))
+        yield (f"sample index {i}", sample) if isinstance(sample, dict) else Unmappable(
+            f"sample index {i}", "a sample must be an object")
+
+
+def read_samples(path: Path) -> tuple[list[tuple[str, dict[str, Any]]], list[Unmappable]]:
+    """Every sample of an Inspect log with its label, and the members or samples that cannot be read (all
+    held at once: `iter_samples` is the flat way)."""
+    samples: list[tuple[str, dict[str, Any]]] = []
+    bad: list[Unmappable] = []
+    for item in iter_samples(path):
+        (bad if isinstance(item, Unmappable) else samples).append(item)  # type: ignore[arg-type]
     return samples, bad
 
 

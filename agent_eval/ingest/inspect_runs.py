@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agent_eval.ingest.inspect_logs import answer, read_samples, recorded_calls, tool_times, user_turns
+from agent_eval.ingest.inspect_logs import answer, iter_samples, recorded_calls, tool_times, user_turns
 from agent_eval.ingest.inspect_samples import expect_of
 from agent_eval.ingest.otel import collapse
 from agent_eval.ingest.records import Unmappable
@@ -43,19 +43,26 @@ def log_case(where: str, sample: dict[str, Any]) -> dict[str, Any]:
 
 
 def log_cases(path: Path) -> tuple[list[tuple[str, dict[str, Any]]], list[Unmappable]]:
-    """(label, case) per sample id of the log (its first epoch), and the samples that do not map."""
-    samples, bad = read_samples(path)
-    out, seen = [], set()
-    for where, sample in sorted(samples, key=lambda s: (s[1].get("epoch") or 0)):
+    """(label, case) per sample id of the log (its lowest epoch), and the samples that do not map. Each
+    sample is mapped as it is read and dropped: only the cases are held."""
+    best: dict[str, tuple[int, str, dict[str, Any]]] = {}  # sample id -> (epoch, label, case)
+    bad: list[Unmappable] = []
+    for item in iter_samples(path):
+        if isinstance(item, Unmappable):
+            bad.append(item)
+            continue
+        where, sample = item
+        found = sample.get("epoch")
+        epoch = found if isinstance(found, int) and not isinstance(found, bool) else 0
         try:
             case = log_case(where, sample)
         except ValueError as exc:
             bad.append(Unmappable(where, str(exc)))
             continue
-        if case["id"] not in seen:
-            seen.add(case["id"])
-            out.append((where, case))
-    return out, bad
+        if case["id"] not in best or epoch < best[case["id"]][0]:
+            best[case["id"]] = (epoch, where, case)
+    order = sorted(best.values(), key=lambda found: found[0])  # lowest epochs first, then as read
+    return [(where, case) for _, where, case in order], bad
 
 
 def log_trace(sample: dict[str, Any]) -> dict[str, Any]:
@@ -95,10 +102,15 @@ def _ttfa(steps: list[dict[str, Any]], latency: float | None) -> float | None:
 
 
 def log_recordings(path: Path) -> tuple[list[tuple[str, str, int, dict[str, Any]]], list[Unmappable]]:
-    """(label, sample id, trial, trace) per sample and epoch; epoch 1 is trial 0."""
-    samples, bad = read_samples(path)
+    """(label, sample id, trial, trace) per sample and epoch; epoch 1 is trial 0. Each sample becomes its
+    trace as it is read and is dropped."""
     out = []
-    for where, sample in samples:
+    bad: list[Unmappable] = []
+    for item in iter_samples(path):
+        if isinstance(item, Unmappable):
+            bad.append(item)
+            continue
+        where, sample = item
         try:
             sample_id = _sample_id(where, sample)
         except ValueError as exc:

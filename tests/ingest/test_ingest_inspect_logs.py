@@ -65,3 +65,37 @@ def test_a_member_over_the_cap_or_broken_is_named_and_the_rest_read(tmp_path, mo
     reasons = {b.where: b.reason for b in bad}
     assert reasons["member samples/b_epoch_1.json"].startswith("not JSON")
     assert reasons["member samples/c_epoch_1.json"] == "a sample must be an object"
+
+
+def test_an_archive_past_the_total_budget_is_exit_2_naming_the_file_and_the_budget(tmp_path, monkeypatch):
+    # Twelve members each under the per-member cap, 2.4x the budget together: the budget is across members.
+    # (The real budget is 1 GiB; scaled down here, the same code holds it.)
+    import agent_eval.ingest.inspect_logs as logs
+    from tests.builders import run_cli
+
+    assert logs.TOTAL_BUDGET == 2**30
+    monkeypatch.setattr(logs, "TOTAL_BUDGET", 1_000_000)
+    padding = "p" * 200_000
+    members = {f"samples/s{n}_epoch_1.json": orjson.dumps({**sample(1, sample_id=f"s{n}"), "pad": padding})
+               for n in range(12)}
+    path = tmp_path / "big.eval"
+    path.write_bytes(eval_zip(members))
+    done = run_cli("import", "inspect", path, "--out", tmp_path / "cases.json", cwd=tmp_path)
+    assert done.returncode == 2
+    assert str(path) in done.stderr and "1,000,000 bytes" in done.stderr and "budget" in done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "cases.json").exists()
+    cases = tmp_path / "suite.json"
+    cases.write_bytes(orjson.dumps({"suite": {}, "cases": [{"id": "s0", "query": "q", "expect": {"contains": "x"}}]}))
+    done = run_cli("score", path, "--cases", cases, "--output-dir", tmp_path / "out", "--no-html", cwd=tmp_path)
+    assert done.returncode == 2 and str(path) in done.stderr and "budget" in done.stderr
+    monkeypatch.setattr(logs, "TOTAL_BUDGET", 5_000_000)  # within the budget: every sample imports
+    done = run_cli("import", "inspect", path, "--out", tmp_path / "cases.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+
+
+def test_samples_are_read_one_member_at_a_time() -> None:
+    import inspect
+
+    import agent_eval.ingest.inspect_logs as logs
+
+    assert inspect.isgeneratorfunction(logs.iter_samples)  # each sample is mapped before the next is read
