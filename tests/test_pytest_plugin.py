@@ -16,6 +16,7 @@ import pytest
 
 import agent_eval
 from tests.builders import ROOT, write_suite
+from tests.cli import run_cli
 from tests.loopback import status
 
 AGENT = '''
@@ -108,6 +109,11 @@ def test_the_demo_suite_gives_run_s_statuses_and_figures(pytester: pytest.Pytest
     assert {p.name for p in (pytester.path / "out").iterdir()} >= {
         f"{run_id}.json", f"{run_id}.jsonl", f"{run_id}.html", "history.sqlite"}
     assert report["cases"][0]["runs"][0]["trace"]["steps"]  # traces included, as run writes them
+    compared = run_cli("compare", pytester.path / "cli" / f"{expected['run_id']}.json",
+                       pytester.path / "out" / f"{run_id}.json")
+    assert compared.exit_code == 0, compared.stdout + compared.stderr  # the same figures: no regression
+    history = run_cli("history", "--cases", cases, "--output-dir", pytester.path / "out")
+    assert history.exit_code == 0 and run_id in history.stdout
     out = result.stdout.str()
     assert "pass@1" in out and f"FAIL (exit 1): {report['summary']['cases_failed']} case(s) failed" in out
     assert f"out/{run_id}.json" in out

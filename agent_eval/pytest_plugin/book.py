@@ -68,6 +68,7 @@ class Book:
     interrupted: bool = False
     problem: str | None = None  # why this file's cases cannot be played (each of its items is an error)
     journal: Journal | None = None
+    agent_dir: Path = Path()  # where a relative agent SPEC starts: the case file's folder, or pytest's for an option's
     inline: dict[str, dict[str, Any]] = field(default_factory=dict)  # inline cases by id, as the test gave them
     repeats: dict[str, int] = field(default_factory=dict)  # an inline case's own repeat
 
@@ -127,7 +128,7 @@ class Book:
             require_llm(self.cfg, kind.name)
         check_judge(self.cfg, runnable, self.suite)
         require_user(self.cfg.user_sim, runnable, self.suite.path)
-        return build_parts(self.suite, cases, self.cfg, self.suite.base_dir)
+        return build_parts(self.suite, cases, self.cfg, self.agent_dir)
 
     def _journal(self) -> Journal:
         if self.journal is None:
@@ -141,7 +142,7 @@ class Book:
 
     def _header(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "created_at": self.created_at, "settings": self.cfg.settings(),
-                "cases_file": str(self.cfg.cases_file), "agent_dir": str(self.suite.base_dir.resolve()),
+                "cases_file": str(self.cfg.cases_file), "agent_dir": str(self.agent_dir.resolve()),
                 "cases_sha256": hashlib.sha256(self.suite.path.read_bytes()).hexdigest()}
 
     # ------------------------------------------------------------ the report
@@ -180,7 +181,7 @@ class Book:
         _, report = finish_report(_Results(self), self.suite, self.cfg, self.agent_name or self.cfg.agent,
                                   self.run_id, self.created_at, self.interrupted, None,
                                   Console(file=said, width=10_000, color_system=None))
-        lines = [line for line in said.getvalue().splitlines() if line.strip()]
+        lines = [*self.suite.warnings, *(line for line in said.getvalue().splitlines() if line.strip())]
         written = report is not None and report_path_of(self.cfg.output_dir, self.run_id).is_file()
         return (report if written else None), lines
 
@@ -272,11 +273,14 @@ class _Results:
                 yield chunk
 
 
-def open_book(path: Path, flags: Flags, run_id: str, created_at: str, part: str | None = None) -> Book:
-    """Load and check the case file, and resolve its settings; a CaseFileError or ConfigError as `run` has."""
+def open_book(path: Path, flags: Flags, run_id: str, created_at: str, part: str | None = None,
+              cwd: Path | None = None) -> Book:
+    """Load and check the case file, and resolve its settings; a CaseFileError or ConfigError as `run` has.
+    A relative `--agent-eval-agent` SPEC starts from `cwd`, as `run --agent`'s does."""
     suite = load_suite(path)
     cfg = resolve(flags, suite)
-    return Book(suite, cfg, run_id, created_at, part)
+    agent_dir = suite.base_dir if flags.agent is None else (cwd or Path.cwd())
+    return Book(suite, cfg, run_id, created_at, part, agent_dir=agent_dir)
 
 
 def load_inline_case(suite: Suite, raw: Mapping[str, Any], where: str) -> dict[str, Any]:

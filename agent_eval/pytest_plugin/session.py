@@ -95,7 +95,8 @@ class SessionState:
         key = path.resolve()
         if key not in self.books:
             run_id, created_at = self.runs.get(str(key)) or [new_run_id(), now_iso()]
-            self.books[key] = open_book(key, self.flags(key), run_id, created_at, self.worker)
+            self.books[key] = open_book(key, self.flags(key), run_id, created_at, self.worker,
+                                        self.config.invocation_params.dir)
         return self.books[key]
 
     def register_marker(self, tag: str) -> None:
