@@ -5,7 +5,6 @@ from pathlib import Path
 
 from rich.console import Console
 
-from agent_eval.commands.conclude import say
 from agent_eval.errors import ConfigError
 from agent_eval.run.agents import BUILT_IN, kind_of
 from agent_eval.suite.cases import Suite
@@ -22,8 +21,11 @@ def validate_command(cases: Path, console: Console, err: Console, agent: str | N
     load_suite_code(suite)
     if agent is not None:
         check_agent(agent, Path.cwd(), suite)
-    for warning in suite.warnings:
-        say(err, warning)
+    if suite.warnings:
+        from agent_eval.commands.conclude import say  # the run's whole ending: only for a warning
+
+        for warning in suite.warnings:
+            say(err, warning)
     console.print(f"{cases}: {len(suite.cases)} cases, valid.", highlight=False, markup=False)
     return 0
 

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 from agent_eval.score.env_checks import env_checks, expected_env_checks
 from agent_eval.score.envdiff import show_json as _show
-from agent_eval.score.call_matching import max_matching
 from agent_eval.score.matchers import RegexTimeout, match_call
 from agent_eval.score.expect import expect_checks
 from agent_eval.score.safety import authorization_checks, policy_checks, safety_of
@@ -67,8 +66,14 @@ def _hashable(name: Any) -> Any:
     return name if isinstance(name, str) or name is None else repr(name)
 
 
+def _max_matching(expected: list[dict], steps: list[dict]) -> list[int | None]:
+    from agent_eval.score.call_matching import max_matching  # numpy: when scoring, not when validating
+
+    return max_matching(expected, steps)
+
+
 def _covers_expected(expected: list[dict], steps: list[dict]) -> Verdict:
-    pairing = max_matching(expected, steps)
+    pairing = _max_matching(expected, steps)
     if all(j is not None for j in pairing):
         return True, f"all {len(expected)} expected calls matched among {len(steps)} calls"
     return False, _uncovered_detail(expected, steps, pairing)
@@ -90,7 +95,7 @@ def _strict(expected: list[dict], steps: list[dict]) -> Verdict:
 
 
 def _subset(expected: list[dict], steps: list[dict]) -> Verdict:
-    pairing = max_matching(expected, steps)
+    pairing = _max_matching(expected, steps)
     used = {j for j in pairing if j is not None}
     extra = [i for i in range(len(steps)) if i not in used]
     if not extra:

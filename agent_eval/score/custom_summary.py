@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from agent_eval.score import stats
 from agent_eval.tracebacks import describe
 
 if TYPE_CHECKING:
@@ -27,6 +26,8 @@ def summarize_values(values: list[Any]) -> dict[str, Any] | None:
     """One key's summary over all rows: numbers, bools, or dicts key by key; None for strings/nothing."""
     numbers = [float(v) for v in values if is_number(v)]
     if numbers:
+        from agent_eval.score import stats  # numpy: here, not when a scorer module is loaded (validate, --help)
+
         return {"mean": stats.mean(numbers), "p50": stats.percentile(numbers, 50),
                 "p95": stats.percentile(numbers, 95)}
     if any(isinstance(v, bool) for v in values):

@@ -20,7 +20,6 @@ import orjson
 
 from agent_eval.flags import DEFAULTS
 from agent_eval.errors import ConfigError
-from agent_eval.provider import tape
 from agent_eval.score.judge_prompt import build_prompt, parse_verdict, shorten
 from agent_eval.score.usage import LLMUsage
 
@@ -194,6 +193,8 @@ class Judge:
 
     async def _ask(self, messages: list[dict[str, str]]) -> Answer:
         """One answer per distinct prompt in this process: memo, then disk cache, then the API."""
+        from agent_eval.provider import tape  # the HTTP client's types: when the judge asks, not to validate
+
         if tape.active() is not None:  # --record / --replay: each run's judge answer is in its own cassette
             return await self._call(messages)
         key = cache_key(self.model, messages, self.base_url)
@@ -216,6 +217,7 @@ class Judge:
         """One API call at temperature 0; a usable answer goes to the disk cache, an unusable one never."""
         from agent_eval.errors import ProviderError
         from agent_eval.llm import complete
+        from agent_eval.provider import tape
 
         self.usage.calls += 1
         try:

@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agent_eval.score.metrics import price_usage
 from agent_eval.provider.tokens import MAX_TOKENS, TOKEN_KEYS, sum_tokens
 
 if TYPE_CHECKING:
@@ -42,6 +41,8 @@ class LLMUsage:
         if self.prompt_tokens == 0 and self.completion_tokens == 0:
             return 0.0
         record = {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "model": model}
+        from agent_eval.score.metrics import price_usage  # the metrics (numpy): when a summary is priced
+
         return price_usage([record], dict(pricing or {}), model)
 
     def as_summary(self, model: str | None, pricing: Mapping[str, Any] | None) -> dict[str, Any]:

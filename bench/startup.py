@@ -1,0 +1,87 @@
+"""How long does `agent-eval` take to start? The whole process, from exec to exit, median of N.
+
+Usage: .venv/bin/python bench/startup.py [--repeats 10]
+
+Five commands run as child processes, interleaved (one of each, then again, `--repeats` times), so a
+change of machine load hits all alike:
+  help       agent-eval --help
+  version    agent-eval --version
+  validate   agent-eval validate --cases cases/test_cases.json   (the demo suite)
+  openai     python -c "import openai"                            (the floor of the next one)
+  run        agent-eval run --agent openai on a one-case suite, against a loopback server in this process
+For each: the median wall time and the median CPU time (user + system of the child, from os.wait4; less
+sensitive to other load). The budgets (bench/README.md): help and version <= 0.20 s, validate <= 0.35 s,
+run <= openai + 0.40 s. Exit 1 when a median is over its budget.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.harness import answer, child_env, runner_command, timed, write_suite  # noqa: E402
+from tests.loopback import LoopbackServer  # noqa: E402
+
+BUDGETS = {"help": 0.20, "version": 0.20, "validate": 0.35}
+RUN_OVER_OPENAI = 0.40
+
+
+def commands(cli: list[str], base_url: str, folder: Path) -> dict[str, list[str]]:
+    cases = write_suite(folder, 1)
+    return {
+        "help": [*cli, "--help"],
+        "version": [*cli, "--version"],
+        "validate": [*cli, "validate", "--cases", str(ROOT / "cases" / "test_cases.json")],
+        "openai": [sys.executable, "-c", "import openai"],
+        "run": [*cli, "run", "--cases", str(cases), "--agent", "openai", "--model", "bench", "--base-url", base_url,
+                "--no-judge", "--no-html", "--quiet", "--output-dir", str(folder / "reports")],
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=10)
+    options = parser.parse_args()
+    cli = runner_command()
+    if cli is None:
+        print("agent-eval is not installed: make .venv/.installed", file=sys.stderr)
+        return 2
+    server = LoopbackServer(answer).start()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            todo = commands(cli, server.base_url, Path(tmp))
+            env = child_env()
+            samples: dict[str, list[dict]] = {name: [] for name in todo}
+            for _ in range(options.repeats):
+                for name, command in todo.items():
+                    result = timed(command, env, limit_s=60)
+                    if result["code"] not in (0, 1):
+                        print(f"{name}: exit {result['code']}\n{result['tail']}", file=sys.stderr)
+                        return 2
+                    samples[name].append(result)
+    finally:
+        server.stop()
+    wall = {name: statistics.median(s["wall_s"] for s in runs) for name, runs in samples.items()}
+    cpu = {name: statistics.median(s["cpu_s"] for s in runs) for name, runs in samples.items()}
+    budgets = {**BUDGETS, "run": wall["openai"] + RUN_OVER_OPENAI}
+    over = False
+    print(f"{'command':<10} {'wall (median)':>14} {'cpu (median)':>13} {'budget':>8}")
+    for name in todo:
+        limit = budgets.get(name)
+        verdict = "" if limit is None else ("ok" if wall[name] <= limit else "OVER")
+        over = over or verdict == "OVER"
+        shown = "" if limit is None else f"{limit:.3f}"
+        print(f"{name:<10} {wall[name]:>13.3f}s {cpu[name]:>12.3f}s {shown:>8} {verdict}")
+    print(f"run - openai: {wall['run'] - wall['openai']:.3f} s wall, {cpu['run'] - cpu['openai']:.3f} s cpu "
+          f"(budget {RUN_OVER_OPENAI} s); {options.repeats} repeats")
+    return 1 if over else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
