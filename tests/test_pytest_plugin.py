@@ -280,3 +280,12 @@ def test_many(agent_eval, query):
     pytester.runpytest("-p", "no:cacheprovider", "test_many.py", "--agent-eval-output-dir", "out").assert_outcomes(
         passed=2)
     assert [c["id"] for c in only_report(pytester.path / "out")["cases"]] == ["same", "same (2)"]
+
+
+def test_a_tag_no_marker_can_name_is_still_found_by_k(pytester: pytest.Pytester) -> None:
+    odd = [{"id": "odd", "query": "the answer?", "expect": {"contains": "42"}, "tags": ["a:b", "with space"]},
+           {"id": "plain", "query": "the answer?", "expect": {"contains": "42"}, "tags": ["multi-turn"]}]
+    suite = write_suite(pytester.path / "odd", odd, {"agent": "agent.py:agent"}, {"agent.py": AGENT})
+    args = ["-p", "no:cacheprovider", "--strict-markers", "--agent-eval", str(suite), "--agent-eval-output-dir"]
+    pytester.runpytest(*args, "o1", "-m", "multi-turn").assert_outcomes(passed=1, deselected=1)
+    pytester.runpytest(*args, "o2", "-k", "space").assert_outcomes(passed=1, deselected=1)

@@ -4,6 +4,7 @@ Imported with the plugin, so it imports nothing of agent-eval's at module level.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -64,8 +65,10 @@ class CaseFile(pytest.File):
             item = CaseItem.from_parent(self, name=case["id"])
             item.line = _line_of(text, case["id"])
             for tag in case.get("tags") or ():
-                state.register_marker(tag)
-                item.add_marker(tag)
+                if _MARKER.fullmatch(tag):  # what `-m` can name and the ini's `markers` can register
+                    state.register_marker(tag)
+                    item.add_marker(tag)
+                item.extra_keyword_matches.add(tag)  # `-k` finds every tag
             yield item
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
@@ -78,10 +81,12 @@ class CaseFile(pytest.File):
         return super().repr_failure(excinfo)
 
 
+_MARKER = re.compile(r"[A-Za-z_][\w.+-]*")
+
+
 def _line_of(text: str, case_id: str) -> int:
     """The 0-based line where the case's id is written (0 when it cannot be found)."""
     import json
-    import re
 
     found = re.search(r'"id"\s*:\s*' + re.escape(json.dumps(case_id)), text)
     return text.count("\n", 0, found.start()) if found else 0
