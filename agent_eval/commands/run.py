@@ -220,8 +220,16 @@ def _budget(cfg: RunConfig, runner: Runner, suite: Any, resumed_journal: Path | 
     pricing = suite.settings.get("pricing")
 
     def helpers() -> float | None:
-        spent = runner.player.spent(pricing, runner.pool.spent if runner.pool else [])
-        costs = [spent[key].get("cost_usd") for key in ("judge", "user_sim")]
+        from agent_eval.run.simulator import user_sim_summary
+        from agent_eval.score.judge import judge_summary
+
+        judge, simulator = runner.scoring.judge, runner.player.simulator
+        if judge is None and simulator is None and runner.pool is None:
+            return 0.0  # nothing but the agent spends: its runs' costs are counted as they finish
+        parts = [judge_summary(judge, pricing), user_sim_summary(simulator, pricing),
+                 *(worker.get(key) or {} for worker in (runner.pool.spent if runner.pool else [])
+                   for key in ("judge", "user_sim"))]
+        costs = [part.get("cost_usd", 0.0) for part in parts]
         return None if None in costs else float(sum(costs))
 
     assert cfg.max_cost is not None

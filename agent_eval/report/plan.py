@@ -65,8 +65,9 @@ class DesignSimulation:
     def flagged(self, drop: float) -> np.ndarray:
         """Per simulated pair: would the gate flag pass_at_1 as regressed?"""
         new = (self.thresholds > drop).sum(axis=2, dtype=np.int32)
-        # Row j, column r: pass_at_1's new - base (a mean of per-case c/n) on resample r of pair j.
-        deltas = ((new - self.base).astype(np.float32) @ self.weights.T) * self.scale
+        # Row j, column r: pass_at_1's new - base on resample r of pair j, times k n > 0 (the p-value reads
+        # only its sign, so the exact integer is kept: `self.scale` would give the delta itself).
+        deltas = (new - self.base).astype(np.float32) @ self.weights.T
         return pair_p_values(deltas) <= self.level
 
     def power(self, drop: float) -> float:
