@@ -1,0 +1,121 @@
+"""Every command from the base install alone: the wheel in a new venv that sees only the declared runtime
+dependencies (tests/e2e/test_wheel_install_cli.py builds it), then each command a user runs without an
+extra, `run --otlp-endpoint` included (it needs no extra: the sender uses aiohttp). A subprocess earns its
+keep here: which modules the installed process can import is what is under test."""
+from __future__ import annotations
+
+import http.server
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import orjson
+
+from tests.e2e.test_wheel_install_cli import build_wheel, link_dependencies, runtime_closure
+
+TOOLS = '''
+from agent_eval import tool
+
+
+@tool
+def get_balance(account: str, env: dict) -> int:
+    """The balance of an account."""
+    return env["balances"][account]
+'''
+
+AGENT = '''
+def agent(task):
+    balance = task.call_tool("get_balance", account="alice")
+    return f"Alice has {balance} euros."
+'''
+
+
+class Collector:
+    """An OTLP/HTTP collector that counts the POSTs it gets."""
+
+    def __init__(self) -> None:
+        self.posts = 0
+        collector = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers["Content-Length"]))
+                collector.posts += 1
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/v1/traces"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+def base_venv(tmp_path: Path) -> Path:
+    wheel = build_wheel(tmp_path)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
+                    str(wheel), "--no-deps", "--no-index"], check=True, capture_output=True, timeout=600)
+    import zipfile
+    from email.parser import Parser
+
+    with zipfile.ZipFile(wheel) as zf:
+        meta = Parser().parsestr(zf.read(next(f for f in zf.namelist() if f.endswith(".dist-info/METADATA"))).decode())
+    runtime = [line for line in meta.get_all("Requires-Dist") or [] if "extra ==" not in line]
+    link_dependencies(runtime_closure(runtime), tmp_path / "deps")
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    (site / "runtime_dependencies.pth").write_text(str(tmp_path / "deps") + "\n")
+    return venv
+
+
+def test_every_command_works_from_the_base_install(tmp_path: Path) -> None:
+    venv = base_venv(tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "tools.py").write_text(TOOLS)
+    (work / "bank_agent.py").write_text(AGENT)
+    suite = {"name": "bank", "tools": "tools.py", "agent": "bank_agent.py:agent",
+             "initial_env": {"balances": {"alice": 42}}}
+    cases = [{"id": f"balance-{n}", "query": "How much does Alice have?", "expected_tools": [{"name": "get_balance"}],
+              "expect": {"contains": "42 euros"}} for n in range(5)]
+    (work / "cases.json").write_bytes(orjson.dumps({"suite": suite, "cases": cases}))
+    (work / "goldens.jsonl").write_bytes(orjson.dumps({"name": "g1", "input": "hi", "expected_output": "hello"}))
+    (work / "evals.jsonl").write_bytes(orjson.dumps({"input": [{"role": "user", "content": "hi"}], "ideal": "hi"}))
+    (work / "samples.jsonl").write_bytes(orjson.dumps({"id": "s1", "input": "hi", "target": "hello"}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_EVAL_", "PYTHON", "VIRTUAL_ENV"))}
+    env.update(PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}", NO_COLOR="1", COLUMNS="200")
+    cli = str(venv / "bin" / "agent-eval")
+
+    def sh(*args: object) -> subprocess.CompletedProcess:
+        done = subprocess.run([cli, *map(str, args)], cwd=work, env=env, capture_output=True, text=True, timeout=300)
+        assert "Traceback" not in done.stderr and "ModuleNotFoundError" not in done.stderr, (args, done.stderr)
+        return done
+
+    collector = Collector()
+    try:
+        for n in (1, 2):
+            ran = sh("run", "--cases", "cases.json", "--otlp-endpoint", collector.url, "--otel", f"runs{n}.jsonl",
+                     "--junit", "junit.xml", "--markdown", "summary.md")
+            assert ran.returncode == 0, ran.stdout + ran.stderr
+        assert collector.posts >= 2 and "--otlp-endpoint" not in ran.stderr  # every run sent, no warning
+    finally:
+        collector.server.shutdown()
+        collector.server.server_close()
+    first, second = sorted((work / "reports").glob("*.json"))
+    expected = {
+        ("list", "--cases", "cases.json"): 0, ("validate", "--cases", "cases.json"): 0,
+        ("compare", first, second): 0, ("view", second, "--out", "page.html"): 0,
+        ("history", "--cases", "cases.json"): 0, ("plan", second): 0,
+        ("rescore", second, "--no-judge", "--cases", "cases.json"): 0,
+        ("import", "otel", "runs1.jsonl", "--out", "from_otel.json"): 0,
+        ("import", "deepeval", "goldens.jsonl", "--out", "from_deepeval.json"): 0,
+        ("import", "openai-evals", "evals.jsonl", "--out", "from_evals.json"): 0,
+        ("import", "inspect", "samples.jsonl", "--out", "from_inspect.json"): 0,
+        ("score", "runs1.jsonl", "--cases", "cases.json", "--output-dir", "scored", "--no-html"): 0,
+    }
+    codes = {args: sh(*args).returncode for args in expected}
+    assert codes == expected
