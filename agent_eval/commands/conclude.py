@@ -104,7 +104,7 @@ def finish_report(results: Results, suite: Suite, cfg: RunConfig, agent_name: st
     printed but the warnings, which go to `err`."""
     from agent_eval.run.journal import append_usage, read_usage
     from agent_eval.score.metrics import summarize
-    from agent_eval.score.prices import price_sources
+    from agent_eval.score.prices import GENAI_PRICES, genai_prices_version, price_sources
     from agent_eval.provider.endpoints import merge_summaries
     from agent_eval.score.usage import add_summaries
 
@@ -146,6 +146,8 @@ def finish_report(results: Results, suite: Suite, cfg: RunConfig, agent_name: st
         helpers = [(cfg.judge_model, "judge"), (cfg.user_sim.model if cfg.user_sim else None, "user_sim")]
         models = results.models_used | {m for m, key in helpers if m and report["summary"][key].get("calls")}
         report["settings"]["prices"] = price_sources(models, pricing)
+        if GENAI_PRICES in report["settings"]["prices"].values():
+            report["settings"]["genai_prices_version"] = genai_prices_version()
         if cfg.max_cost is not None:
             from agent_eval.run.budget import report_spend
 

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agent_eval.errors import EXIT_PASSED, ConfigError
+from agent_eval.report.fmt import format_cost
 
 DEFAULT_DETECT = 0.05
 DEFAULT_POWER = 0.8
@@ -53,7 +54,7 @@ def render_plan(result: dict[str, Any], console: Console, source: str) -> None:
                  f"detects a {result['detect']:g} drop", f"min drop at {result['power']:.0%}"):
         table.add_column(name, justify="right")
     for d in result["designs"]:
-        cost = f"${d['cost_usd']:.2f}" if d["cost_usd"] is not None else "n/a"
+        cost = format_cost(d["cost_usd"])
         good = d["power_at_detect"] >= result["power"]
         table.add_row(str(d["repeat"]), f"{d['cases']} (x{d['scale']})", f"{d['runs']:,}", cost,
                       f"{d['false_alarm']:.1%}", Text(f"{d['power_at_detect']:.1%}", style="green" if good else ""),
@@ -66,7 +67,7 @@ def render_plan(result: dict[str, Any], console: Console, source: str) -> None:
             f"strongest, k={strongest['repeat']} over {strongest['cases']} cases, detects it "
             f"{strongest['power_at_detect']:.0%} of the time. Add cases, or plan for a larger drop (--detect).")
         return
-    cost = (f", about ${best['cost_usd']:.2f} at ${result['cost_per_run_usd']:.4f} a run"
+    cost = (f", about {format_cost(best['cost_usd'])} at {format_cost(result['cost_per_run_usd'])} a run"
             if best["cost_usd"] is not None else " (the report's cost per run is unknown)")
     more = "" if best["scale"] == 1 else f" ({best['scale']}x the report's {result['cases']} cases)"
     say(f"Cheapest design that detects a drop of {result['detect']:g} in pass_at_1 with probability "

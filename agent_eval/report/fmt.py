@@ -2,13 +2,14 @@
 suite metric in its own units."""
 from __future__ import annotations
 
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 NA = "n/a"
 REASON_MAX_CHARS = 100
 
 # Rates are fractions with three decimals (the units of the JSON report and of --gate MAX_DROP),
-# costs are dollars, and seconds have 2-3 decimals.
+# money is dollars (format_cost), and seconds have 2-3 decimals.
 
 
 def format_rate(value: float | None) -> str:
@@ -17,14 +18,25 @@ def format_rate(value: float | None) -> str:
 
 
 def format_cost(value: float | None) -> str:
-    """A cost in USD as `$0.0012` (`$12.35` from one dollar up); null as `n/a`."""
+    """An amount of money in USD, the one format of every output (report.js's `usd` is its twin): `$` and 4
+    decimals below $10 (`$0.0012`, `$8.6000`), 2 decimals with thousands separators from $10 (`$12.35`,
+    `$1,234.50`), `<$0.0001` for a positive amount below that, never scientific notation; `-` before a
+    negative amount; null as `n/a`. Ties round up, as JavaScript's toFixed does."""
     if value is None:
         return NA
-    if value >= 1:
-        return f"${value:,.2f}"
-    if value == 0 or value >= 0.0001:
-        return f"${value:.4f}"
-    return f"${value:.1e}"  # four decimals would print a real, tiny cost as $0.0000
+    if value < 0:
+        return "-" + format_cost(-value)
+    if 0 < value < 0.0001:
+        return "<$0.0001"
+    cents = _rounded(value, "0.0001")
+    if cents < 10:
+        return f"${cents}"
+    return f"${_rounded(value, '0.01'):,}"
+
+
+def _rounded(value: float, step: str) -> Decimal:
+    """The exact binary value rounded half up to `step` (what toFixed does)."""
+    return Decimal(value).quantize(Decimal(step), rounding=ROUND_HALF_UP)
 
 
 def format_seconds(value: float | None) -> str:
@@ -52,7 +64,7 @@ def format_value(metric: str, value: Any, signed: bool = False) -> str:
     sign = "+" if signed and value > 0 else ""
     leaf = metric.rsplit(".", 1)[-1]
     if metric.startswith("cost_"):
-        return f"{sign}{'-' if value < 0 else ''}${abs(value):.4f}"
+        return sign + format_cost(value)
     if metric.startswith(("latency_", "ttfa_")):
         return f"{sign}{value:.2f}s"
     if metric.startswith("tokens_") or leaf == "true_count":

@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from agent_eval.report.fmt import format_cost
 from agent_eval.score.intervals import percentile_interval, resampled_values
 from agent_eval.score.pairwise import INCONSISTENT, LOSS, TIE, WIN, PairVerdict
 
@@ -101,7 +102,7 @@ def headline(p: dict[str, Any]) -> list[str]:
              f"sign test (wins vs losses, two-sided, exact): p = {p['sign_test_p']:.3g}",
              f"judge {p.get('judge_model') or 'n/a'}: {judge.get('calls', 0)} calls, {judge.get('cache_hits', 0)} "
              f"cached, {judge.get('prompt_tokens') or 0:,} + {judge.get('completion_tokens') or 0:,} tokens, "
-             + (f"${cost:.4f}" if isinstance(cost, (int, float)) else "cost n/a (the judge's model has no price)")]
+             + (format_cost(cost) if isinstance(cost, (int, float)) else "cost n/a (the judge's model has no price)")]
     gate = p.get("gate")
     if gate:
         bound = gate.get("upper_bound")

@@ -38,6 +38,7 @@ from agent_eval.report.cases_section import (  # noqa: F401  (re-exported)
 )
 from agent_eval.report.trust_section import rate_with_interval, render_flaky, render_intervals
 from agent_eval.report.curve_section import curve_text, render_curve
+from agent_eval.report.price_source import pricing_line
 from agent_eval.errors import EXIT_MEANINGS
 from agent_eval.score.metric_registry import label_of
 
@@ -119,9 +120,9 @@ def render_header(report: Report, console: Console) -> None:
                            f"model {settings.get('replay_model') or NA})", style="dim"))
     elif settings.get("record"):
         console.print(Text(f"recording to {settings['record']}", style="dim"))
-    line = judge_line(report)
-    if line:
-        console.print(Text(line, style="dim"))
+    for line in (judge_line(report), pricing_line(report)):
+        if line:
+            console.print(Text(line, style="dim"))
     for model in unpriced_models(report):
         console.print(Text(f"cost n/a: {price_hint(model)}", style="yellow"))
     for why in invalid_usage_lines(report):
@@ -297,14 +298,14 @@ def verdict_text(report: Report) -> Text:
 
 
 def budget_line(report: Report) -> str:
-    """`stopped at the budget: $4.98 of $5.00, 212 of 300 runs` (runs finished of the runs selected)."""
+    """`stopped at the budget: $4.9800 of $5.0000, 212 of 300 runs` (runs finished of the runs selected)."""
     budget = _summary(report).get("budget") or {}
     spent, limit = budget.get("spent_usd"), budget.get("limit_usd")
     repeat = (report.get("settings") or {}).get("repeat") or 1
     cases = [c for c in report.get("cases") or [] if c.get("status") != "skipped"]
     finished = sum(len(c.get("runs") or []) for c in cases)
-    shown = f"${spent:.2f}" if isinstance(spent, (int, float)) else "an unknown amount"
-    of = f" of ${limit:.2f}" if isinstance(limit, (int, float)) else ""
+    shown = format_cost(spent) if isinstance(spent, (int, float)) else "an unknown amount"
+    of = f" of {format_cost(limit)}" if isinstance(limit, (int, float)) else ""
     return f"stopped at the budget: {shown}{of}, {finished} of {len(cases) * repeat} runs"
 
 

@@ -61,6 +61,16 @@ def price_sources(models: Iterable[str | None], pricing: Mapping[str, Any] | Non
     return {m: price_source(m, pricing) for m in sorted({m for m in models if m})}
 
 
+def genai_prices_version() -> str | None:
+    """The installed genai-prices' version (the header's `pricing: genai-prices <version>`)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("genai-prices")
+    except PackageNotFoundError:
+        return None
+
+
 def price_hint(model: str) -> str:
     """How to price a model that has no price: the suite block to add."""
     return (f"no price for model {model!r}: add it to the suite block's pricing, e.g. \"pricing\": "

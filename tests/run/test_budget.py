@@ -10,6 +10,7 @@ from rich.console import Console
 
 from agent_eval.commands.run import run_command
 from agent_eval.errors import ConfigError
+from agent_eval.report.fmt import format_cost
 from tests.builders import flags_of, write_suite
 from tests.loopback import router, text
 
@@ -90,7 +91,7 @@ def test_max_cost_stops_within_one_run_of_the_budget(env, tmp_path, loopback, co
     # Every case passed: a budget stop is exit 2, not a pass.
     assert code == 2 and report["exit_code"] == 2
     assert report["summary"]["cases_not_run"] == sum(c["status"] == "not_run" for c in report["cases"]) > 0
-    assert f"stopped at the budget: ${spent:.2f} of $5.30, {len(runs)} of 300 runs" in shown
+    assert f"stopped at the budget: {format_cost(spent)} of $5.3000, {len(runs)} of 300 runs" in shown
 
 
 def test_a_budget_stop_with_a_failed_case_exits_1(env, tmp_path, loopback):
@@ -104,8 +105,8 @@ def test_a_budget_stop_with_a_failed_case_exits_1(env, tmp_path, loopback):
     assert report["summary"]["budget"]["spent_usd"] == pytest.approx(0.10)
     assert [c["status"] for c in report["cases"]] == ["failed"] + ["passed"] * 4 + ["not_run"] * 5
     assert code == 1 and report["exit_code"] == 1
-    assert "1 case(s) failed; stopped at the budget: $0.10 of $0.10, 5 of 10 runs" in shown
-    assert "> This run stopped at the budget: $0.10 of $0.10, 5 of 10 runs; the figures cover" in summary.read_text()
+    assert "1 case(s) failed; stopped at the budget: $0.1000 of $0.1000, 5 of 10 runs" in shown
+    assert "> This run stopped at the budget: $0.1000 of $0.1000, 5 of 10 runs; the figures cover" in summary.read_text()
 
 
 def test_a_budget_that_is_not_reached_changes_nothing(env, tmp_path, loopback):

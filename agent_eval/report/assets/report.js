@@ -24,7 +24,15 @@
     return text + " [" + (ci[0] * 100).toFixed(1) + ", " + (ci[1] * 100).toFixed(1) + "]";
   }
   function secs(v) { return isNum(v) ? v.toFixed(2) + " s" : "n/a"; }
-  function usd(v) { return isNum(v) ? "$" + (v < 0.01 ? v.toFixed(5) : v.toFixed(4)) : "n/a"; }
+  // Money, as the terminal, Markdown and JUnit show it (agent_eval/report/fmt.py format_cost is the twin):
+  // "$" and 4 decimals below $10, 2 decimals with thousands separators from $10, "<$0.0001" below that.
+  function usd(v) {
+    if (!isNum(v)) return "n/a";
+    if (v < 0) return "-" + usd(-v);
+    if (v > 0 && v < 0.0001) return "<$0.0001";
+    if (Number(v.toFixed(4)) < 10) return "$" + v.toFixed(4);
+    return "$" + v.toFixed(2).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+  }
   function num(v) { return isNum(v) ? (Number.isInteger(v) ? String(v) : v.toFixed(3)) : (v == null ? "n/a" : String(v)); }
   function json(v) { return typeof v === "string" ? v : JSON.stringify(v, null, 2); }
   function caseLink(id) {
