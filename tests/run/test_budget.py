@@ -106,7 +106,8 @@ def test_a_budget_stop_with_a_failed_case_exits_1(env, tmp_path, loopback):
     assert [c["status"] for c in report["cases"]] == ["failed"] + ["passed"] * 4 + ["not_run"] * 5
     assert code == 1 and report["exit_code"] == 1
     assert "1 case(s) failed; stopped at the budget: $0.1000 of $0.1000, 5 of 10 runs" in shown
-    assert "> This run stopped at the budget: $0.1000 of $0.1000, 5 of 10 runs; the figures cover" in summary.read_text()
+    markdown = summary.read_text()
+    assert "> This run stopped at the budget: $0.1000 of $0.1000, 5 of 10 runs; the figures cover" in markdown
 
 
 def test_a_budget_that_is_not_reached_changes_nothing(env, tmp_path, loopback):
@@ -186,7 +187,7 @@ def test_the_judges_spend_counts_against_the_budget(env, tmp_path, loopback, mon
     assert report["summary"]["budget"]["spent_usd"] == pytest.approx(
         sum(r["metrics"]["cost_usd"] for r in runs) + report["summary"]["judge"]["cost_usd"])
     assert report["summary"]["budget"]["spent_usd"] == pytest.approx(0.25)
-    assert code == 2 and "stopped at the budget: $0.25 of $0.25, 5 of 10 runs" in shown
+    assert code == 2 and "stopped at the budget: $0.2500 of $0.2500, 5 of 10 runs" in shown
 
 
 def test_a_judge_with_no_price_is_exit_2_before_anything_runs(env, tmp_path, loopback, monkeypatch):
