@@ -38,7 +38,10 @@ from agent_eval.score.usage import add_summaries
 from agent_eval.suite.cases import Collector, Suite, case_fields, load_case, load_suite, skip_reason
 
 if TYPE_CHECKING:
+    from agent_eval.run.agents import Agent
     from agent_eval.run.pool import WorkerPool
+    from agent_eval.run.simulator import Simulator
+    from agent_eval.score.pipeline import ScoringContext
 
 
 @dataclass
@@ -66,11 +69,10 @@ class Book:
     agent_name: str | None = None
     stopped_early: bool = False
     interrupted: bool = False
-    problem: str | None = None  # why this file's cases cannot be played (each of its items is an error)
+    problems: dict[str, str] = field(default_factory=dict)  # case id -> why it could not be played (an error)
     journal: Journal | None = None
     agent_dir: Path = Path()  # where a relative agent SPEC starts: the case file's folder, or pytest's for an option's
     inline: dict[str, dict[str, Any]] = field(default_factory=dict)  # inline cases by id, as the test gave them
-    repeats: dict[str, int] = field(default_factory=dict)  # an inline case's own repeat
 
     @property
     def by_id(self) -> dict[str, dict[str, Any]]:
@@ -95,15 +97,15 @@ class Book:
         """Play every trial of the cases `ids` not played yet, `concurrency` runs at once (`repeat` runs each,
         when given); a Ctrl-C is re-raised once the runs in flight are cancelled and journaled."""
         by_id = self.by_id
-        cases = [by_id[i] for i in dict.fromkeys(ids) if i not in self.played and i in by_id]
-        if not cases or self.problem:
+        cases = [by_id[i] for i in dict.fromkeys(ids) if i not in self.played and i not in self.problems and i in by_id]
+        if not cases:
             return
         cfg = self.cfg if repeat is None else dataclasses.replace(self.cfg, repeat=repeat)
         try:
             agent, simulator, scoring = self._parts(cases)
             journal = self._journal()
         except ConfigError as exc:
-            self.problem = str(exc)
+            self.problems.update((case["id"], str(exc)) for case in cases)
             return
         self.agent_name = self.agent_name or agent.name
         runner = Runner(self.suite, cases, cfg, agent, scoring, journal, simulator=simulator)
@@ -115,12 +117,13 @@ class Book:
         for slot in runner.slots:
             self.played[slot.case["id"]] = Played(slot.case, slot.skip, dict(slot.runs), dict(slot.offsets))
         if journal.failed:
-            self.problem = f"cannot write the journal {journal.path} ({journal.failed})"
+            self.problems.update((case["id"], f"cannot write the journal {journal.path} ({journal.failed})")
+                                 for case in cases if not self.played[case["id"]].runs)
         if interrupted:
             self.interrupted = True
             raise KeyboardInterrupt
 
-    def _parts(self, cases: list[dict[str, Any]]) -> Any:
+    def _parts(self, cases: list[dict[str, Any]]) -> tuple[Agent, Simulator | None, ScoringContext]:
         """The checks `run` makes before anything runs, on these cases; then the agent, simulator, scoring."""
         runnable = [c for c in cases if self.skip_of(c) is None]
         kind = kind_of(self.cfg.agent)

@@ -78,8 +78,9 @@ def result_of(book: Book, case_id: str, threshold: float | None) -> CaseResult:
     """The CaseResult of a played inline case."""
     from agent_eval.score.metrics import summarize
 
-    if book.problem:
-        return CaseResult(case_id, "error", None, book.problem, [], {}, [], book.problem)
+    if case_id in book.problems:
+        problem = book.problems[case_id]
+        return CaseResult(case_id, "error", None, problem, [], {}, [], problem)
     entry = book.entry(case_id, threshold)
     assert entry is not None
     runs: list[RunRecord] = [orjson.loads(chunk) for chunk in book.run_chunks(case_id)]

@@ -110,10 +110,10 @@ class SessionState:
         """Play the case of `item` if it is not played yet (with every other one this process holds), and
         say how it ended."""
         book = self.open(item.path)
-        if item.name not in book.played and not book.problem:
+        if item.name not in book.played and item.name not in book.problems:
             book.play(self._batch(item, book))
-        if book.problem:
-            return Outcome("error", book.problem)
+        if item.name in book.problems:
+            return Outcome("error", book.problems[item.name])
         entry = book.entry(item.name)
         if entry is None:
             return Outcome("error", f"case {item.name!r} was not played")
@@ -159,13 +159,15 @@ class SessionState:
     def _merge_parts(self) -> None:
         import orjson
 
+        from agent_eval.errors import CaseFileError, ConfigError
+
         by_file: dict[str, list[bytes]] = {}
         for payload in self.parts:
             by_file.setdefault(orjson.loads(payload)["cases_file"], []).append(payload)
         for cases_file, payloads in by_file.items():
             try:
                 book = self.open(Path(cases_file))
-            except Exception as exc:  # noqa: BLE001 - the workers reported it as each item's error
+            except (CaseFileError, ConfigError) as exc:  # the workers reported it as each item's error
                 self.reports.append((None, [f"agent-eval: no report for {cases_file}: {exc}"], None))
                 continue
             book.merge_parts(payloads)
@@ -178,7 +180,7 @@ class SessionState:
             for line in lines:
                 terminalreporter.write_line(line)
             if report is not None and path is not None:
-                terminalreporter.write(headline(report, path, terminalreporter._tw.fullwidth))
+                terminalreporter.write(headline(report, path, self.config.get_terminal_writer().fullwidth))
 
 
 def headline(report: Report, path: Path, width: int) -> str:
