@@ -226,3 +226,13 @@ def test_screenshot(opened: tuple) -> None:
         page.set_viewport_size({"width": 1300, "height": 1900})
         page.evaluate("window.scrollTo(0, 0)")
         page.screenshot(path=str(docs))
+
+
+def test_the_case_table_shows_each_case_s_reason_as_the_terminal_does(opened: tuple, report: dict) -> None:
+    from agent_eval.report.reasons import case_reason
+
+    page = opened[0]
+    cells = page.eval_on_selector_all("#case-table tbody tr",
+                                      "rows => rows.map(r => [r.dataset.id, r.lastElementChild.title])")
+    assert cells == [[c["id"], case_reason(c)] for c in report["cases"]]
+    assert any(reason.startswith("env: orders.ORD_2001.status equals") for _, reason in cells)
