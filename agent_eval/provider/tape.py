@@ -86,6 +86,7 @@ class Tape:
     requests: int = 0
     agent_requests: int = 0
     credit_s: float = 0.0  # recorded latency of the agent's replayed answers: its time, not waited for
+    credits: list[tuple[float, float]] = field(default_factory=list)  # (perf_counter, credit_s from then on)
     miss: str | None = None
     changed: bool = False
     _index: dict[bytes, deque[Exchange]] = field(default_factory=dict)
@@ -95,6 +96,10 @@ class Tape:
             key = cassette.match_key(exchange.role, exchange.path, exchange.request)
             self._index.setdefault(key, deque()).append(exchange)
             self.lines.append(_line_of(exchange))
+
+    def credit_at(self, when: float) -> float:
+        """The replayed answers' recorded latency credited up to the time `when` (perf_counter)."""
+        return next((credit for at, credit in reversed(self.credits) if at <= when), 0.0)
 
     def take(self, role: str, path: str, body: Any) -> Exchange | None:
         queue = self._index.get(cassette.match_key(role, path, body))
@@ -233,6 +238,7 @@ class TapeTransport(httpx2.AsyncBaseTransport):
                 counts.hits += 1
                 if role == "agent":
                     tape.credit_s += hit.latency_s or 0.0
+                    tape.credits.append((time.perf_counter(), tape.credit_s))
                     held = _replayed_here.get()
                     if held is not None:
                         held[0] += hit.latency_s or 0.0

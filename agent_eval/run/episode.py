@@ -204,6 +204,11 @@ async def _play(case: dict, trial: int, agent: Agent, tools: ToolSet, template: 
     if waits.intervals and t0 is not None and steps:  # ttfa_s is the agent's time too: not the waiting
         first_step = steps[0]["t_start_s"] - waits.within(t0, t0 + steps[0]["t_start_s"])
         trace["ttfa_s"] = first_step if first_reply_at is None else min(first_step, first_reply_at)
+    run_tape = tape.current()
+    if run_tape is not None and run_tape.credits and t0 is not None and steps:  # --replay: the model's time
+        at = min(s["t_start_s"] for s in steps)
+        first_step = at - waits.within(t0, t0 + at) + run_tape.credit_at(t0 + at)
+        trace["ttfa_s"] = first_step if first_reply_at is None else min(first_step, first_reply_at)
     trace["turn_steps"] = turn_steps
     if framework_calls is not None:
         trace["framework_calls"] = framework_calls

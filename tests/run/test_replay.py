@@ -216,6 +216,7 @@ def test_record_then_replay_with_the_provider_stopped(keyed_env: None, tmp_path:
     on_tape = orjson.loads((tape / "reset" / "0.jsonl").read_text().splitlines()[0])["latency_s"]
     again = replayed["cases"][0]["runs"][0]["trace"]["llm_calls"][0]["latency_s"]
     assert on_tape <= again <= recorded["cases"][0]["runs"][0]["trace"]["llm_calls"][0]["latency_s"] + 0.5
+    assert replayed["cases"][0]["runs"][0]["metrics"]["ttfa_s"] >= on_tape  # the first call waited for the model
 
     # A replayed report gates like any other: against the recording's own report, nothing regressed.
     recorded_path = tmp_path / "reports" / f"{recorded['run_id']}.json"
