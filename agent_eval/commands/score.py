@@ -54,7 +54,7 @@ def score_command(flags: Flags, console: Console, err: Console) -> int:
     judge = build_judge(cfg.judge, cfg.judge_model, cfg.judge_base_url, cfg.judge_api_key, cfg.no_cache,
                         runnable, timeout_s=cfg.judge_timeout)
     ctx = ScoringContext(pricing=suite.settings.get("pricing") or {}, model=cfg.model, judge=judge,
-                         scorers=suite.scorers)
+                         scorers=suite.scorers, judge_off=not cfg.judge)
     scored_runs = ScoredRuns(journal, ctx, cfg.threshold)
     try:
         asyncio.run(score_all(suite, plans, ctx, cfg.concurrency, scored_runs))
