@@ -30,18 +30,50 @@ def load_cases(data: Mapping[str, Any], report: Path, cases: Path | None, consol
     return load_suite(cases_path(data, report, cases, console))
 
 
+def load_case_data(data: Mapping[str, Any], report: Path, cases: Path | None, console: Console) -> Suite:
+    """The suite of --cases, else of the report's cases_file, read as data only: its suite block (checked)
+    and its cases as written, with no tools module, scorer or MCP server loaded, since a report that names
+    the file chooses no code to run (what `compare --pairwise` needs: the rubrics and the judge's settings)."""
+    import orjson
+
+    from agent_eval.score.custom import ScorerSet
+    from agent_eval.suite.cases import SuiteBlock
+    from agent_eval.suite.tools import ToolSet
+
+    path = cases_path(data, report, cases, console)
+    try:
+        doc = orjson.loads(path.read_bytes())
+    except OSError as exc:
+        raise ConfigError(f"cannot read the case file {path} ({exc.strerror or exc}); pass --cases PATH.") from None
+    except orjson.JSONDecodeError as exc:
+        raise ConfigError(f"the case file {path} is not valid JSON ({exc}); pass --cases PATH.") from None
+    block, rows = ({}, doc) if isinstance(doc, list) else (
+        (doc.get("suite") or {}, doc.get("cases")) if isinstance(doc, dict) else (None, None))
+    if not isinstance(block, dict) or not isinstance(rows, list):
+        raise ConfigError(f"{path} is not a case file ({{\"suite\": {{...}}, \"cases\": [...]}}); pass --cases PATH.")
+    try:
+        SuiteBlock.model_validate(block)
+    except ValueError as exc:
+        raise ConfigError(f"the suite block of {path} is invalid; run `agent-eval validate --cases {path}` "
+                          f"({str(exc).splitlines()[0]}).") from None
+    cases_read = [row for row in rows if isinstance(row, dict) and isinstance(row.get("id"), str)]
+    return Suite(path=path, name=str(block.get("name") or path.stem), settings=dict(block), initial_env={},
+                 cases=cases_read, tools=ToolSet([]), scorers=ScorerSet())
+
+
 def resolve_judge(data: Mapping[str, Any], report: Path, cases: Path | None, judge_model: str | None,
                   judge_timeout: float | None, console: Console,
-                  environ: Mapping[str, str]) -> tuple[Suite, tuple[str, str | None, str | None]]:
+                  environ: Mapping[str, str], code: bool = True) -> tuple[Suite, tuple[str, str | None, str | None]]:
     """(suite, (model, base_url, api_key)): the judge from the flag, the environment and the suite block,
     exactly as `run` resolves it. Exit 2 when that is the provider's default endpoint but the report was
-    judged elsewhere (a local server): transcripts are never sent to a place nobody chose."""
+    judged elsewhere (a local server): transcripts are never sent to a place nobody chose. Without `code`,
+    the case file is read as data only (`load_case_data`)."""
     from agent_eval.flags import Flags
     from agent_eval.run.config import check_judge_timeout, resolve
 
     if judge_timeout is not None:
         check_judge_timeout(judge_timeout)
-    suite = load_cases(data, report, cases, console)
+    suite = (load_cases if code else load_case_data)(data, report, cases, console)
     cfg = resolve(Flags(judge_model=judge_model, judge_timeout=judge_timeout), suite, environ)
     if not cfg.judge_model:
         raise ConfigError("the judge has no model: pass --judge-model NAME, set AGENT_EVAL_JUDGE_MODEL, or set "

@@ -50,7 +50,9 @@ def run_pairwise(base: Mapping[str, Any], new: Mapping[str, Any], new_path: Path
     if judge_repeat is not None and judge_repeat < 1:
         raise ConfigError(f"--judge-repeat must be at least 1 (got {judge_repeat}).")
     env = os.environ if environ is None else environ
-    suite, (model, base_url, api_key) = resolve_judge(new, new_path, None, judge_model, None, console, env)
+    # compare runs no code of a report's: the case file the NEW report names is read for its rubrics only
+    suite, (model, base_url, api_key) = resolve_judge(new, new_path, None, judge_model, None, console, env,
+                                                      code=False)
     cache = None if judge_repeat else pair_cache(default_cache_dir(env))
     judge = PairwiseJudge(model, base_url, api_key, cache, judge_repeat, DEFAULTS.judge_timeout)
     rubrics = {str(c["id"]): c.get("rubric") for c in suite.cases}
