@@ -6,7 +6,15 @@ key, and readers treat a missing key as null. The keys are documented in docs/re
 """
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from collections.abc import Mapping
+from typing import Any, Literal, TypedDict
+
+StopReason = Literal["completed", "max_steps", "max_turns", "timeout", "agent_error"]
+"""Why a run ended; every reason but `completed` fails the run (the agent's fault)."""
+RunStatus = Literal["passed", "failed", "error"]
+"""A run's status: `error` is an infrastructure failure, not the agent's."""
+CaseStatus = Literal["passed", "failed", "error", "skipped", "not_run"]
+"""A case's status over its runs (`not_run`: none of its runs finished before Ctrl-C or -x)."""
 
 
 class Case(TypedDict, total=False):
@@ -32,6 +40,14 @@ class Case(TypedDict, total=False):
     policy: list[dict[str, Any]]
     authorized: bool
     injection: dict[str, Any]
+    requires: list[str]
+    expected_output: Any
+    _safety: dict[str, Any]  # what scoring needs of the suite (score/safety.py, SAFETY_KEY), set by load_suite
+
+
+def field_of(record: Mapping[str, Any], name: str) -> Any:
+    """A record's value of a key named at run time (a custom scorer's parameter, a judged field)."""
+    return record.get(name)
 
 
 class Step(TypedDict, total=False):
@@ -44,8 +60,8 @@ class Step(TypedDict, total=False):
     error: str | None
     error_traceback: str | None
     invalid_args: str | None
-    latency_s: float
-    t_start_s: float
+    latency_s: float | None  # None: an imported step that was not timed
+    t_start_s: float | None
     executed: bool  # False: the model issued the call but it never reached the sandbox
     call_id: str  # the model's id of the call, while a run is played (removed when its steps are paired)
 
@@ -66,7 +82,7 @@ class Trace(TypedDict, total=False):
     final_answer: str | None
     cards: list[dict[str, Any]]
     final_agent: str | None
-    stop_reason: str
+    stop_reason: StopReason
     agent_error: str | None
     agent_error_traceback: str | None
     steps: list[Step]
@@ -87,7 +103,7 @@ class RunRecord(TypedDict, total=False):
     """One scored run of a case: the report's `cases[i].runs[j]`."""
 
     trial: int
-    status: str
+    status: RunStatus
     error: str | None
     success: bool
     checks: list[Check]
@@ -97,6 +113,7 @@ class RunRecord(TypedDict, total=False):
     scorers: dict[str, Any]
     scorer_errors: dict[str, str]
     escalated: bool
+    skipped_checks: list[dict[str, Any]]  # `score`: checks a recording could not decide (no env recorded)
     judge_skipped: bool  # present (true) only when --no-judge left the case's rubric or expected outcome unasked
     trace: Trace
 
@@ -106,12 +123,12 @@ class CaseEntry(TypedDict, total=False):
 
     id: str
     tags: list[str]
-    status: str
+    status: CaseStatus
     pass_rate: float | None
     skip_reason: str | None
     flaky: bool
     judge_agreement: float | None  # rescore --judge-repeat: the share of its runs whose answers were unanimous
-    runs: list[dict[str, Any]]  # RunRecords; while a run is going, lite ones (their traces are in the journal)
+    runs: list[RunRecord]  # while a run is going, lite ones (their traces are in the journal)
 
 
 class Report(TypedDict, total=False):

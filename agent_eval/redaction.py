@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from agent_eval.records import Trace
+
 PLACEHOLDER_KEY = "unused"
 """The key sent to an endpoint that needs none; it is no secret and is never redacted."""
 MIN_SECRET_CHARS = 8
@@ -35,16 +37,24 @@ def redact_secrets(text: str) -> str:
     return _SK.sub(MASK, text)
 
 
-def redact_trace_errors(trace: dict) -> None:
+def redact_trace_errors(trace: Trace) -> None:
     """Redact, in place, the error texts user code put into a trace: the agent's exception and its
     traceback, and each step's (a tool's) error and traceback. The agent's answers are its data, kept."""
-    holders = [(trace, ("agent_error", "agent_error_traceback"))]
-    holders += [(step, ("error", "error_traceback")) for step in trace.get("steps") or () if step.get("error")]
-    for holder, keys in holders:
-        for key in keys:
-            text = holder.get(key)
-            if isinstance(text, str) and text:
-                holder[key] = redact_secrets(text)
+    if text := _text(trace.get("agent_error")):
+        trace["agent_error"] = redact_secrets(text)
+    if text := _text(trace.get("agent_error_traceback")):
+        trace["agent_error_traceback"] = redact_secrets(text)
+    for step in trace.get("steps") or ():
+        if not step.get("error"):
+            continue
+        if text := _text(step.get("error")):
+            step["error"] = redact_secrets(text)
+        if text := _text(step.get("error_traceback")):
+            step["error_traceback"] = redact_secrets(text)
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 _SECRET_PARAM = re.compile(r"key|token|secret|password|sig|auth", re.IGNORECASE)

@@ -16,7 +16,8 @@ def tools(task: Any) -> list[Any]:
     from langchain_core.tools import StructuredTool
 
     class SuiteTool(StructuredTool):
-        def _to_args_and_kwargs(self, tool_input: Any, tool_call_id: str | None) -> tuple[tuple, dict]:
+        def _to_args_and_kwargs(self, tool_input: Any, tool_call_id: str | None,
+                                ) -> tuple[tuple[Any, ...], dict[str, Any]]:
             # The arguments go to the sandbox as the model sent them: it validates them, not LangChain.
             return (), {"call": (parse_arguments(tool_input), tool_call_id)}
 

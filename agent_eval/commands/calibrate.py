@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 from rich.console import Console
 
+from agent_eval.records import Case, RunRecord
 from agent_eval.errors import ConfigError
 from agent_eval.flags import DEFAULTS
 from agent_eval.report.calibration_table import render_calibration
@@ -64,7 +65,7 @@ def calibrate_command(report: Path, labels: Path, console: Console, *, cases: Pa
         from agent_eval.report.html import write_html
 
         try:
-            write_html(dict(data), page, calibration=doc)
+            write_html(data, page, calibration=doc)
         except OSError as exc:  # an extra output never changes the verdict
             console.print(f"warning: could not rewrite {page}: {exc.strerror or exc}", highlight=False, markup=False)
         else:
@@ -100,7 +101,7 @@ def fresh_verdicts(data: Mapping[str, Any], report: Path, labels: list[Label], c
     async def ask_all() -> list[Any]:
         limit = asyncio.Semaphore(8)
 
-        async def one(case: dict, run: dict) -> Any:
+        async def one(case: Case, run: RunRecord) -> Any:
             async with limit:
                 return await judge.judge_run(case, run["trace"])
         return list(await asyncio.gather(*(one(case, run) for case, run in work)))

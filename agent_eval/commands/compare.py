@@ -9,6 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from agent_eval.records import Report
 from agent_eval.errors import EXIT_ERROR, EXIT_FAILED, EXIT_PASSED
 from agent_eval.report.compare import build_matrix, render_matrix, write_matrix_html, write_matrix_markdown
 from agent_eval.report.gate import ReportError, compare_many, load_report, parse_gate_spec
@@ -28,14 +29,15 @@ def compare_command(base_path: str | Path, new_paths: list[str | Path], gate_spe
             raise ReportError("--gate pairwise takes no MAX_DROP: it regresses when the win rate's upper bound is "
                               "below 0.5.")
         gates = [parse_gate_spec(spec) for spec in metric_specs] or None
-        base: dict[str, Any] = dict(load_report(base_path))
-        news: list[dict[str, Any]] = [dict(load_report(path)) for path in new_paths]
+        base = load_report(base_path)
+        news = [load_report(path) for path in new_paths]
         if pairwise and len(news) != 1:
             raise ReportError(f"--pairwise compares one NEW report with BASE (got {len(news)}); run one compare "
                               "per new report.")
         gated, level = _gate(base, news, gates, pairwise_gated and not metric_specs, pairwise_gated)
     except ReportError as exc:
         print(f"agent-eval compare: {exc}", file=sys.stderr)
+
         return EXIT_ERROR
     suites = {str(r.get("suite")) for r in [base, *news] if r.get("suite") is not None}
     if len(suites) > 1:
@@ -78,7 +80,7 @@ def compare_command(base_path: str | Path, new_paths: list[str | Path], gate_spe
     return EXIT_FAILED if regression else EXIT_PASSED
 
 
-def _gate(base: dict[str, Any], news: list[dict[str, Any]], gates: list[tuple[str, float]] | None,
+def _gate(base: Report, news: list[Report], gates: list[tuple[str, float]] | None,
           pairwise_only: bool, pairwise_gated: bool) -> tuple[list[dict[str, Any]], float | None]:
     """The metric gates, and the pairwise win rate's one-sided level (None when it is not gated). Gated
     together, the pairwise test counts in m: each of the m tests is held to the level alpha/m."""

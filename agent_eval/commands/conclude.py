@@ -215,7 +215,7 @@ def conclude(report: Report, run_bytes: RunBytes, outputs: Any, console: Console
     from agent_eval.report.terminal import render_report, verdict_text
 
     if baseline is not None and not interrupted:
-        report["gate"] = gate_against(baseline, dict(report), list(gates))
+        report["gate"] = gate_against(baseline, report, list(gates))
     regression = bool(report.get("gate") and (report.get("gate") or {}).get("regression"))
     code = stop_code if interrupted else exit_code(report["cases"], regression,
                                                           bool(report.get("stopped_early")),
@@ -230,22 +230,23 @@ def conclude(report: Report, run_bytes: RunBytes, outputs: Any, console: Console
     report["exit_code"] = code
     path = report_path_of(outputs.output_dir, report["run_id"])
     try:
-        write_json_report(path, dict(report), run_bytes())
+        write_json_report(path, report, run_bytes())
     except OSError as exc:
         problem = f"error: cannot write the JSON report {path} ({exc.strerror or exc})."
         say(err, problem if journal is None else
             f"{problem} Every finished run is in the journal {journal}; once the disk is writable, "
             f"`{resume_hint(report['run_id'], outputs.output_dir)}` writes the report.")
         return EXIT_ERROR
-    written = write_extras(dict(report), path, run_bytes, outputs, lambda line: say(err, line), sender)
+    written = write_extras(report, path, run_bytes, outputs, lambda line: say(err, line), sender)
     if console is not None:
         if not quiet or interrupted:
-            render_report(dict(report), console, verbose=verbose)
+            render_report(report, console, verbose=verbose)
         else:
-            console.print(verdict_text(dict(report)))  # --quiet still says how the run ended
+            console.print(verdict_text(report))  # --quiet still says how the run ended
         for line in [*notes, f"{label}: {path}", *written]:
             say(console, line)
     from agent_eval.score.usage import usage_warning
+
 
     warning = usage_warning(report)
     if warning:

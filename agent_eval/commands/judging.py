@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from rich.console import Console
 
+from agent_eval.records import Case, RunRecord
 from agent_eval.errors import ConfigError
 from agent_eval.score.labels import Label
 from agent_eval.suite.cases import Suite, load_suite
@@ -56,7 +57,7 @@ def load_case_data(data: Mapping[str, Any], report: Path, cases: Path | None, co
     except ValueError as exc:
         raise ConfigError(f"the suite block of {path} is invalid; run `agent-eval validate --cases {path}` "
                           f"({str(exc).splitlines()[0]}).") from None
-    cases_read = [row for row in rows if isinstance(row, dict) and isinstance(row.get("id"), str)]
+    cases_read = [cast(Case, row) for row in rows if isinstance(row, dict) and isinstance(row.get("id"), str)]
     return Suite(path=path, name=str(block.get("name") or path.stem), settings=dict(block), initial_env={},
                  cases=cases_read, tools=ToolSet([]), scorers=ScorerSet())
 
@@ -104,7 +105,7 @@ def would_be_judged(run: Mapping[str, Any]) -> bool:
 
 
 def labelled_runs(data: Mapping[str, Any], labels: list[Label],
-                  by_id: Mapping[str, dict]) -> list[tuple[dict, dict]]:
+                  by_id: Mapping[str, Case]) -> list[tuple[Case, RunRecord]]:
     """(case, run) for each run of the report with a label of its run id, in report order, whose case is
     still in the case file and which the judge would be asked about."""
     wanted = {(lab.case_id, lab.trial) for lab in labels if lab.run_id == data.get("run_id")}

@@ -13,6 +13,7 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.text import Text
 
+from agent_eval.records import Case, CaseEntry, RunRecord
 from agent_eval.errors import ConfigError
 from agent_eval.report.console import escape_control
 from agent_eval.report.files import labels_path_of
@@ -38,7 +39,8 @@ def _inert(value: Any) -> Text:
     return Text(escape_control(str(value)))
 
 
-def judged_items(data: Mapping[str, Any], suite_cases: dict[str, dict]) -> list[tuple[dict, dict, str, tuple]]:
+def judged_items(data: Mapping[str, Any], suite_cases: dict[str, Case],
+                 ) -> list[tuple[CaseEntry, RunRecord, str, tuple[Any, ...]]]:
     """(case entry, run, criterion, verdict) for each run and criterion with a usable verdict, in report
     order (trials ascending, rubric before expected_outcome)."""
     from agent_eval.score.judge import CRITERIA
@@ -53,8 +55,8 @@ def judged_items(data: Mapping[str, Any], suite_cases: dict[str, dict]) -> list[
     return out
 
 
-def show_item(console: Console, entry: dict, run: dict, criterion: str, verdict: tuple,
-              case: dict | None) -> None:
+def show_item(console: Console, entry: CaseEntry, run: RunRecord, criterion: str, verdict: tuple[Any, ...],
+              case: Case | None) -> None:
     """One judged run as the labeller sees it; every piece of it is inert text."""
     console.print()
     head = Text(f"case {escape_control(str(entry.get('id')))} · trial {run['trial']} · "

@@ -10,19 +10,20 @@ import asyncio
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from rich.console import Console
 
+from agent_eval.records import RunRecord, Trace
 from agent_eval.flags import DEFAULTS
 
 GATE_NAME = "pairwise"
 CONCURRENT_ASKS = 8
 
 
-def pairs_of(base: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str, int, dict, dict]]:
+def pairs_of(base: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str, int, RunRecord, RunRecord]]:
     """(case id, trial, base run, new run) of every pair to judge, in the new report's case order."""
-    def counted(report: Mapping[str, Any]) -> dict[str, dict[int, dict]]:
+    def counted(report: Mapping[str, Any]) -> dict[str, dict[int, RunRecord]]:
         out = {}
         for case in report.get("cases") or []:
             if case.get("status") in ("skipped", "error", "not_run"):
@@ -61,9 +62,10 @@ def run_pairwise(base: Mapping[str, Any], new: Mapping[str, Any], new_path: Path
     async def ask_all() -> list[PairVerdict]:
         limit = asyncio.Semaphore(CONCURRENT_ASKS)
 
-        async def one(case_id: str, trial: int, b: dict, n: dict) -> PairVerdict:
+        async def one(case_id: str, trial: int, b: RunRecord, n: RunRecord) -> PairVerdict:
             async with limit:
-                return await judge.judge_pair(case_id, trial, b.get("trace") or {}, n.get("trace") or {},
+                return await judge.judge_pair(case_id, trial, b.get("trace") or cast(Trace, {}),
+                                              n.get("trace") or cast(Trace, {}),
                                               rubrics.get(case_id))
         return list(await asyncio.gather(*(one(*pair) for pair in pairs)))  # clients close with the loop
 

@@ -27,7 +27,7 @@ def plan_command(report_path: Path, console: Console, detect: float = DEFAULT_DE
         raise ConfigError(f"--detect must be a drop of pass_at_1 between 0 and 1, such as 0.05 (got {detect}).")
     if not (math.isfinite(power) and 0 < power < 1):
         raise ConfigError(f"--power must be a probability between 0 and 1, such as 0.8 (got {power}).")
-    report: dict[str, Any] = dict(load_report(report_path))
+    report = load_report(report_path)
     rates = case_rates(report)
     if rates.size < MIN_CASES:
         raise ConfigError(f"{report_path} has {rates.size} case(s) with a pass rate; plan needs at least {MIN_CASES} "

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from agent_eval.records import Case
 from agent_eval.errors import ConfigError
 from agent_eval.flags import Flags
 from agent_eval.run.config import RunConfig, resolve
@@ -22,7 +22,7 @@ class Prepared:
 
     suite: Suite
     cfg: RunConfig
-    cases: list[dict[str, Any]]
+    cases: list[Case]
 
 
 def prepare(flags: Flags, adjust: Callable[[RunConfig], None] | None = None) -> Prepared:
@@ -41,7 +41,7 @@ def prepare(flags: Flags, adjust: Callable[[RunConfig], None] | None = None) -> 
     return Prepared(suite, cfg, cases)
 
 
-def check_judge(cfg: RunConfig, runnable: list[dict[str, Any]], suite: Suite) -> None:
+def check_judge(cfg: RunConfig, runnable: list[Case], suite: Suite) -> None:
     """Exit 2 when a case that will be scored needs the judge and it has no model or key."""
     from agent_eval.score.judge import needs_judge, require_judge
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 
-from agent_eval.records import CaseEntry, Report
+from agent_eval.records import Case, CaseEntry, Report, RunRecord
 from agent_eval.score import stats
 from agent_eval.suite.cases import Suite, case_env, has_only_judged_checks
 from agent_eval.score.env_checks import is_env_check
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from agent_eval.score.custom import ScorerSet
     from agent_eval.score.judge import Judge
 
-def validate_diff_fits(case_id: str, initial_env: Any, diff: list[dict], report_path: Path) -> None:
+def validate_diff_fits(case_id: str, initial_env: Any, diff: list[dict[str, Any]], report_path: Path) -> None:
     """Exit 2 (ConfigError) when the trace's env diff no longer fits the case's current initial env."""
     for entry in diff:
         found, value = get_path(initial_env, entry["path"])
@@ -47,14 +47,14 @@ def validate_diff_fits(case_id: str, initial_env: Any, diff: list[dict], report_
                           "case (`agent-eval run --filter ...`) instead of rescoring it.")
 
 
-async def _rescore_case(suite: Suite, case: dict, runs: list[dict], ctx: ScoringContext,
-                        limit: asyncio.Semaphore) -> list[dict]:
+async def _rescore_case(suite: Suite, case: Case, runs: list[RunRecord], ctx: ScoringContext,
+                        limit: asyncio.Semaphore) -> list[RunRecord]:
     initial = case_env(suite, case)
     expected = case.get("expected_env")
     if expected == "replay":
         expected = replay_expected_tools(suite.tools, EnvTemplate(initial), case["expected_tools"])
 
-    async def one(run: dict) -> dict:
+    async def one(run: RunRecord) -> RunRecord:
         trace = run["trace"]
         kept = None
         if trace.get("state_resource"):
@@ -78,7 +78,7 @@ def agreement_of(judge: Judge | None, case_id: str) -> float | None:
 
 
 def select_work(old: Mapping[str, Any], suite: Suite, report_path: Path,
-                judge_on: bool) -> tuple[list[dict], list[Any], list[dict]]:
+                judge_on: bool) -> tuple[list[CaseEntry], list[Any], list[Case]]:
     """(the report's entries still in the case file, the ids of those that are not, the cases to score);
     a trace that no longer fits its case's initial env is exit 2."""
     by_id = {c["id"]: c for c in suite.cases}
@@ -100,7 +100,7 @@ def select_work(old: Mapping[str, Any], suite: Suite, report_path: Path,
     return entries, missing, work
 
 
-async def rescore_all(suite: Suite, entries: list[dict], by_id: dict[str, dict], judge_on: bool,
+async def rescore_all(suite: Suite, entries: list[CaseEntry], by_id: dict[str, Case], judge_on: bool,
                        ctx: ScoringContext, concurrency: int, threshold: float) -> list[CaseEntry]:
     limit = asyncio.Semaphore(max(1, concurrency))
     out: list[CaseEntry] = []
@@ -116,7 +116,8 @@ async def rescore_all(suite: Suite, entries: list[dict], by_id: dict[str, dict],
     return out
 
 
-def new_report(old: dict, settings: dict, entries: list[CaseEntry], judge: Judge | None, pricing: dict,
+def new_report(old: dict[str, Any], settings: dict[str, Any], entries: list[CaseEntry], judge: Judge | None,
+               pricing: dict[str, Any],
                 judge_repeat: int | None, scorers: ScorerSet | None, cases_file: str) -> Report:
     """The report of a rescore; the write keeps only the top-level keys, so provenance is in settings."""
     rows = [{"id": e["id"], "status": e["status"], "runs": e["runs"]} for e in entries]

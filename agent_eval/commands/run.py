@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 import agent_eval.llm as llm
+from agent_eval.records import Case
 from agent_eval.commands.conclude import finish_report, offer_runs, say
 from agent_eval.commands.prepare import Prepared, check_baseline, check_judge, make_output_dir, prepare
 from agent_eval.errors import ConfigError
@@ -52,7 +53,7 @@ def prepare_run(flags: Flags, adjust: Callable[[RunConfig], None] | None = None,
     return prepared
 
 
-def _require_prices(cfg: RunConfig, runnable: list[dict[str, Any]], suite: Any) -> None:
+def _require_prices(cfg: RunConfig, runnable: list[Case], suite: Any) -> None:
     """--max-cost: every model whose spend it bounds (the agent's, the judge's, the simulator's) has a price."""
     from agent_eval.run.budget import require_prices
     from agent_eval.score.judge import needs_judge
@@ -64,11 +65,12 @@ def _require_prices(cfg: RunConfig, runnable: list[dict[str, Any]], suite: Any) 
                    suite.settings.get("pricing"), suite.path)
 
 
-def _select_last_failed(flags: Flags, cfg: RunConfig, cases: list[dict[str, Any]],
-                        warn: Callable[[str], None]) -> list[dict[str, Any]]:
+def _select_last_failed(flags: Flags, cfg: RunConfig, cases: list[Case],
+                        warn: Callable[[str], None]) -> list[Case]:
     """--lf: keep the cases that failed or errored in the newest earlier run of this case file."""
     ids = flags.last_failed_ids  # a resumed run's stored selection
     if ids is None and flags.last_failed:
+
         from agent_eval.report.history import last_failed
 
         db = history_path_of(cfg.output_dir)
@@ -239,7 +241,7 @@ def _budget(cfg: RunConfig, runner: Runner, suite: Any, resumed_journal: Path | 
     return budget
 
 
-def open_tape(cfg: RunConfig, suite: Suite, cases: list[dict[str, Any]]) -> None:
+def open_tape(cfg: RunConfig, suite: Suite, cases: list[Case]) -> None:
     """--replay: every run to play has a good cassette of this suite (else exit 2), read now; --record: the
     recording's cassette.json. Then this process records or replays (section 22)."""
     mode = tape_mode(cfg)

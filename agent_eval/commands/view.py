@@ -17,6 +17,6 @@ def view_command(report: Path, out: Path | None, console: Console) -> int:
     from agent_eval.report.model import VIEW_SHAPE, load_report
 
     data = load_report(report, VIEW_SHAPE)
-    path = write_html(dict(data), out or page_path_of(report), calibration=read_calibration(report))
+    path = write_html(data, out or page_path_of(report), calibration=read_calibration(report))
     say(console, f"wrote {path}")
     return 0

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent_eval.records import Case
 from agent_eval.ingest.records import Unmappable, map_each
 
 RUBRIC = "The answer conveys the same facts as this reference: "
@@ -52,12 +53,12 @@ def _metadata(golden: dict[str, Any]) -> dict[str, Any]:
     return metadata
 
 
-def _scenario_case(case_id: str, golden: dict[str, Any]) -> dict[str, Any]:
+def _scenario_case(case_id: str, golden: dict[str, Any]) -> Case:
     if not isinstance(golden.get("scenario"), str) or not golden["scenario"].strip():
         raise ValueError("a conversational golden needs a scenario")
     if not isinstance(golden.get("expected_outcome"), str) or not golden["expected_outcome"].strip():
         raise ValueError("nothing to check: the conversational golden has no expected_outcome")
-    case: dict[str, Any] = {"id": case_id, "scenario": golden["scenario"],
+    case: Case = {"id": case_id, "scenario": golden["scenario"],
                             "expected_outcome": golden["expected_outcome"]}
     description = golden.get("user_description") or golden.get("persona")
     if isinstance(description, str) and description:
@@ -68,7 +69,7 @@ def _scenario_case(case_id: str, golden: dict[str, Any]) -> dict[str, Any]:
     return case
 
 
-def _turns_case(case_id: str, golden: dict[str, Any]) -> dict[str, Any]:
+def _turns_case(case_id: str, golden: dict[str, Any]) -> Case:
     """A ConversationalGolden with turns: user turns -> messages, the assistant turns' tools_called ->
     expected_tools (collapsed), scenario -> metadata.scenario, expected_outcome the judged criterion."""
     turns = [t for t in golden["turns"] if isinstance(t, dict)]
@@ -76,7 +77,7 @@ def _turns_case(case_id: str, golden: dict[str, Any]) -> dict[str, Any]:
              and t["content"].strip()]
     if not users:
         raise ValueError("the conversational golden's turns hold no user turn with content")
-    case: dict[str, Any] = {"id": case_id, **({"query": users[0]} if len(users) == 1 else {"messages": users})}
+    case: Case = {"id": case_id, **({"query": users[0]} if len(users) == 1 else {"messages": users})}
     called = [call for i, t in enumerate(turns) if t.get("role") == "assistant"
               for call in _tools(t.get("tools_called", t.get("toolsCalled")), "", f"turns[{i}].tools_called")]
     if called:
@@ -96,7 +97,7 @@ def _turns_case(case_id: str, golden: dict[str, Any]) -> dict[str, Any]:
     return case
 
 
-def golden_case(where: str, golden: Any) -> dict[str, Any]:
+def golden_case(where: str, golden: Any) -> Case:
     """One golden as a case; ValueError says why it cannot be mapped."""
     if not isinstance(golden, dict):
         raise ValueError("a golden must be an object")
@@ -109,7 +110,7 @@ def golden_case(where: str, golden: Any) -> dict[str, Any]:
     query = golden.get("input")
     if not isinstance(query, str) or not query.strip():
         raise ValueError("no input (the user message)")
-    case: dict[str, Any] = {"id": case_id, "query": query}
+    case: Case = {"id": case_id, "query": query}
     tools = _tools(golden.get("expected_tools"), where, "expected_tools")
     if not tools:  # the recorded trajectory: its consecutive repeats are a mistake, not a requirement
         from agent_eval.ingest.otel import collapse
@@ -132,6 +133,6 @@ def golden_case(where: str, golden: Any) -> dict[str, Any]:
     return case
 
 
-def deepeval_cases(records: list[tuple[str, Any]]) -> tuple[list[dict[str, Any]], list[Unmappable]]:
+def deepeval_cases(records: list[tuple[str, Any]]) -> tuple[list[Case], list[Unmappable]]:
     """The cases of a goldens file's records, and the records that could not be mapped."""
     return map_each(records, golden_case)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agent_eval.records import Case
 from agent_eval.errors import ConfigError
 from agent_eval.ingest.records import Unmappable, map_each_record
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from agent_eval.ingest.recordings import Recording
     from agent_eval.suite.tools import ToolSet
 
-Mapped = tuple[list[tuple[str, dict[str, Any]]], list[Unmappable], list[str]]  # (label, case), left out, notes
+Mapped = tuple[list[tuple[str, Case]], list[Unmappable], list[str]]  # (label, case), left out, notes
 Loaded = tuple[list["Recording"], list[Unmappable], dict[str, Any]]  # recordings, left out, {"agent", "model"}
 
 
@@ -39,7 +40,7 @@ def _otel_cases(source: Path, logs: Path | None) -> Mapped:
     return [(f"trace {c['metadata']['trace_id']}", c) for c in cases], bad, notes
 
 
-def _per_record(to_case: Callable[[str, Any], dict[str, Any]], read: Callable[[Path], Any]) -> Callable[..., Mapped]:
+def _per_record(to_case: Callable[[str, Any], Case], read: Callable[[Path], Any]) -> Callable[..., Mapped]:
     def cases(source: Path, logs: Path | None) -> Mapped:
         records, bad = read(source)
         mapped, bad = map_each_record(records, to_case, bad)

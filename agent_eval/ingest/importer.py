@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from rich.console import Console
 
+from agent_eval.records import Case
 from agent_eval.errors import CaseFileError, ConfigError
 from agent_eval.ingest.formats import format_row, import_formats
 from agent_eval.ingest.records import TOO_DEEP, Unmappable
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 
 
 def map_records(fmt: str, source: Path, logs: Path | None = None,
-                ) -> tuple[list[tuple[str, dict]], list[Unmappable], list[str]]:
+                ) -> tuple[list[tuple[str, Case]], list[Unmappable], list[str]]:
     """(record label, case) for every record that maps, the records that do not, and notes."""
     row = format_row(fmt, "cases", logs, f"unknown import format {fmt!r}; use one of {', '.join(import_formats())}.",
                      f"--logs {logs} joins OTLP log records to OpenTelemetry spans; it goes with "
@@ -29,7 +30,7 @@ def map_records(fmt: str, source: Path, logs: Path | None = None,
 
 
 
-def screen(cases: list[tuple[str, dict]], bad: list[Unmappable]) -> list[tuple[str, dict]]:
+def screen(cases: list[tuple[str, Case]], bad: list[Unmappable]) -> list[tuple[str, Case]]:
     """Every reader's cases pass here: one nested too deep, or whose id or a tool name holds a control
     character, is left out as unmappable, so the rest import."""
     kept = []
@@ -61,7 +62,7 @@ def tools_ref(tools: str, out_dir: Path) -> str:
 LIFTED = (("system_prompt", "recorded_system_prompt"), ("model", "recorded_model"))
 
 
-def suite_block(cases: list[dict], tools_ref: str | None) -> dict[str, Any]:
+def suite_block(cases: list[Case], tools_ref: str | None) -> dict[str, Any]:
     """The suite block `import --out` writes: the tools module, and the system prompt and model when every
     case's recording gave the same one (the system prompt then leaves the cases' metadata)."""
     block: dict[str, Any] = {"tools": tools_ref} if tools_ref else {}
@@ -75,13 +76,13 @@ def suite_block(cases: list[dict], tools_ref: str | None) -> dict[str, Any]:
     return block
 
 
-def document(cases: list[dict], block: dict[str, Any]) -> bytes:
+def document(cases: list[Case], block: dict[str, Any]) -> bytes:
     """The case file `import --out` writes: a bare list of cases when there is no suite block to write."""
     doc: Any = {"suite": block, "cases": cases} if block else cases
     return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
 
 
-def _probe(cases: list[dict], block: dict[str, Any] | None) -> bytes:
+def _probe(cases: list[Case], block: dict[str, Any] | None) -> bytes:
     """The document validated beside the output. `block` None: a new file's, which names no tools unless
     --tools did, so no code is loaded (a bare list would load a tools.py found in that folder)."""
     if block is None:
@@ -89,8 +90,8 @@ def _probe(cases: list[dict], block: dict[str, Any] | None) -> bytes:
     return orjson.dumps({"suite": block, "cases": cases} if block else cases)
 
 
-def validate(cases: list[tuple[str, dict]], block: dict[str, Any] | None, out_dir: Path,
-             bad: list[Unmappable]) -> tuple[list[tuple[str, dict]], Suite | None]:
+def validate(cases: list[tuple[str, Case]], block: dict[str, Any] | None, out_dir: Path,
+             bad: list[Unmappable]) -> tuple[list[tuple[str, Case]], Suite | None]:
     """Keep the cases that validate beside the output file under the suite block `block` (None: a new file
     with no tools); the others become unmappable records. Also returns the loaded suite of those kept."""
     from agent_eval.suite.cases import load_suite
@@ -127,7 +128,7 @@ def validate(cases: list[tuple[str, dict]], block: dict[str, Any] | None, out_di
         probe.unlink(missing_ok=True)
 
 
-def unique(cases: list[tuple[str, dict]], bad: list[Unmappable]) -> list[tuple[str, dict]]:
+def unique(cases: list[tuple[str, Case]], bad: list[Unmappable]) -> list[tuple[str, Case]]:
     seen: dict[str, str] = {}
     kept = []
     for where, case in cases:
@@ -175,7 +176,7 @@ class Target:
                               "\"cases\" list); pick the case file to append to.")
         self.ids = {str(c["id"]) for c in self.cases if isinstance(c, dict) and "id" in c}
 
-    def renumber(self, cases: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
+    def renumber(self, cases: list[tuple[str, Case]]) -> list[tuple[str, Case]]:
         """Each case whose id the file already holds gets the first free `-2`, `-3`, ... suffix."""
         taken = self.ids | {c["id"] for _, c in cases}
         for _, case in cases:
@@ -187,7 +188,7 @@ class Target:
                 taken.add(case["id"])
         return cases
 
-    def write(self, new: list[dict]) -> Path:
+    def write(self, new: list[Case]) -> Path:
         """Rewrite the file with `new` appended (atomically), the original kept as CASEFILE.bak; the backup's path."""
         import shutil
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from agent_eval.records import Case, Step, Trace
 from agent_eval.ingest.inspect_logs import answer, iter_samples, recorded_calls, tool_times, user_turns
 from agent_eval.ingest.inspect_samples import expect_of
 from agent_eval.ingest.otel import collapse
@@ -18,12 +19,12 @@ def _sample_id(where: str, sample: dict[str, Any]) -> str:
     return str(sample_id)
 
 
-def log_case(where: str, sample: dict[str, Any]) -> dict[str, Any]:
+def log_case(where: str, sample: dict[str, Any]) -> Case:
     """One sample as a case: its user turns, and its target as the check (else its recorded calls)."""
     users = user_turns(sample)
     if not users:
         raise ValueError("no user message in input")
-    case: dict[str, Any] = {"id": _sample_id(where, sample)}
+    case: Case = {"id": _sample_id(where, sample)}
     if len(users) == 1:
         case["query"] = users[0]
     else:
@@ -42,10 +43,10 @@ def log_case(where: str, sample: dict[str, Any]) -> dict[str, Any]:
     return case
 
 
-def log_cases(path: Path) -> tuple[list[tuple[str, dict[str, Any]]], list[Unmappable]]:
+def log_cases(path: Path) -> tuple[list[tuple[str, Case]], list[Unmappable]]:
     """(label, case) per sample id of the log (its lowest epoch), and the samples that do not map. Each
     sample is mapped as it is read and dropped: only the cases are held."""
-    best: dict[str, tuple[int, str, dict[str, Any]]] = {}  # sample id -> (epoch, label, case)
+    best: dict[str, tuple[int, str, Case]] = {}  # sample id -> (epoch, label, case)
     bad: list[Unmappable] = []
     for item in iter_samples(path):
         if isinstance(item, Unmappable):
@@ -65,9 +66,9 @@ def log_cases(path: Path) -> tuple[list[tuple[str, dict[str, Any]]], list[Unmapp
     return [(where, case) for _, where, case in order], bad
 
 
-def log_trace(sample: dict[str, Any]) -> dict[str, Any]:
+def log_trace(sample: dict[str, Any]) -> Trace:
     """The report trace of a sample's recorded run: steps from the tool calls, tokens from model_usage."""
-    steps = []
+    steps: list[Step] = []
     times = tool_times(sample)
     for i, call in enumerate(recorded_calls(sample)):
         args = call["args"] if isinstance(call["args"], dict) else {}
@@ -86,7 +87,8 @@ def log_trace(sample: dict[str, Any]) -> dict[str, Any]:
     latency = sample.get("working_time", sample.get("total_time"))
     latency = float(latency) if isinstance(latency, (int, float)) and not isinstance(latency, bool) else None
     error = sample.get("error")
-    return {"user_messages": users, "replies": [None] * (len(users) - 1) + [final] if users else [],
+    replies: list[str | None] = [*([None] * (len(users) - 1)), final] if users else []
+    return {"user_messages": users, "replies": replies,
             "final_answer": final, "cards": [], "final_agent": None,
             "stop_reason": "agent_error" if error else "completed",
             "agent_error": (error.get("message") if isinstance(error, dict) else str(error)) if error else None,
@@ -94,17 +96,18 @@ def log_trace(sample: dict[str, Any]) -> dict[str, Any]:
             "ttfa_s": _ttfa(steps, latency), "final_env_diff": [], "has_env": False}
 
 
-def _ttfa(steps: list[dict[str, Any]], latency: float | None) -> float | None:
+def _ttfa(steps: list[Step], latency: float | None) -> float | None:
     """To the first tool call's `tool` event (working time); the whole run when there is no call."""
     if not steps:
         return latency
     return steps[0]["t_start_s"]
 
 
-def log_recordings(path: Path) -> tuple[list[tuple[str, str, int, dict[str, Any]]], list[Unmappable]]:
+def log_recordings(path: Path) -> tuple[list[tuple[str, str, int, Trace]], list[Unmappable]]:
     """(label, sample id, trial, trace) per sample and epoch; epoch 1 is trial 0. Each sample becomes its
     trace as it is read and is dropped."""
     out = []
+
     bad: list[Unmappable] = []
     for item in iter_samples(path):
         if isinstance(item, Unmappable):

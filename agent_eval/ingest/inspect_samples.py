@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from agent_eval.records import Case
 from agent_eval.ingest.records import Unmappable, map_each
 
 
@@ -46,7 +47,7 @@ def expect_of(target: Any) -> dict[str, Any]:
     raise ValueError("no target, so nothing to check")
 
 
-def sample_case(where: str, sample: Any) -> dict[str, Any]:
+def sample_case(where: str, sample: Any) -> Case:
     """One Inspect sample as a case; ValueError says why it cannot be mapped."""
     if not isinstance(sample, dict):
         raise ValueError("a sample must be an object")
@@ -56,7 +57,7 @@ def sample_case(where: str, sample: Any) -> dict[str, Any]:
     users = _user_messages(sample.get("input"))
     if not users:
         raise ValueError("no user message in input")
-    case: dict[str, Any] = {"id": str(sample_id)}
+    case: Case = {"id": str(sample_id)}
     if len(users) == 1:
         case["query"] = users[0]
     else:
@@ -68,6 +69,6 @@ def sample_case(where: str, sample: Any) -> dict[str, Any]:
     return case
 
 
-def inspect_cases(records: list[tuple[str, Any]]) -> tuple[list[dict[str, Any]], list[Unmappable]]:
+def inspect_cases(records: list[tuple[str, Any]]) -> tuple[list[Case], list[Unmappable]]:
     """The cases of a samples file's records, and the records that could not be mapped."""
     return map_each(records, sample_case)

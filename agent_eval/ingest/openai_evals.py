@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent_eval.records import Case
 from agent_eval.ingest.inspect_samples import expect_of
 
 SYSTEM_ROLES = ("system", "developer")
@@ -33,7 +34,7 @@ def _users(value: Any) -> list[str]:
     return users
 
 
-def eval_case(where: str, record: Any) -> dict[str, Any]:
+def eval_case(where: str, record: Any) -> Case:
     """One Evals row as a case; ValueError says why it cannot be mapped."""
     if not isinstance(record, dict):
         raise ValueError("a row must be an object")
@@ -47,7 +48,7 @@ def eval_case(where: str, record: Any) -> dict[str, Any]:
     name = item.get("id", record.get("id"))
     case_id = str(name) if isinstance(name, (str, int)) and not isinstance(name, bool) and str(name).strip() \
         else f"sample-{where.split()[-1]}"
-    case: dict[str, Any] = {"id": case_id, **({"query": users[0]} if len(users) == 1 else {"messages": users})}
+    case: Case = {"id": case_id, **({"query": users[0]} if len(users) == 1 else {"messages": users})}
     case["expect"] = expect_of(ideal)
     system = _system(item.get("input", item.get("messages")))
     if system is not None:

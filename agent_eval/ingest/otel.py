@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from agent_eval.records import Case, Step, Trace
 from agent_eval.ingest.genai import Recorded, read_trace
 from agent_eval.ingest.otlp import read_spans
 from agent_eval.ingest.records import Unmappable
@@ -65,9 +66,9 @@ def _same(a: Any, b: Any) -> bool:
     return orjson.dumps(a, option=orjson.OPT_SORT_KEYS) == orjson.dumps(b, option=orjson.OPT_SORT_KEYS)
 
 
-def recorded_case(rec: Recorded) -> tuple[dict[str, Any], list[str]]:
+def recorded_case(rec: Recorded) -> tuple[Case, list[str]]:
     """The case a recorded conversation becomes, and notes on what it could not keep (malformed arguments)."""
-    case: dict[str, Any] = {"id": rec.case_id or case_id_of(rec.trace_id)}
+    case: Case = {"id": rec.case_id or case_id_of(rec.trace_id)}
     if len(rec.user_messages) == 1:
         case["query"] = rec.user_messages[0]
     else:
@@ -108,10 +109,10 @@ def recorded_case(rec: Recorded) -> tuple[dict[str, Any], list[str]]:
     return case, notes
 
 
-def otel_cases(path: Path, logs: Path | None = None) -> tuple[list[dict[str, Any]], list[Unmappable], list[str]]:
+def otel_cases(path: Path, logs: Path | None = None) -> tuple[list[Case], list[Unmappable], list[str]]:
     """The cases of an OTLP file, its unmappable records, and notes on what cases left out."""
     recorded, bad = read_recorded(path, logs)
-    cases: list[dict[str, Any]] = []
+    cases: list[Case] = []
     notes: list[str] = []
     seen: dict[str, str] = {}
     # agent-eval's own runs: one case per agent_eval.case_id, from its lowest trial; the others are noted
@@ -140,14 +141,14 @@ def _seconds(ns: int | None, origin: int | None) -> float | None:
     return None if ns is None or origin is None else (ns - origin) / 1e9
 
 
-def recorded_run_trace(rec: Recorded, tools: ToolSet | None = None) -> dict[str, Any]:
+def recorded_run_trace(rec: Recorded, tools: ToolSet | None = None) -> Trace:
     """The report trace of a recorded run: times from the spans, no env (nothing was recorded of it).
 
     With the suite's tools, a call is flagged `invalid_args` as a run would flag it: an unknown tool,
     or arguments its schema rejects.
     """
     origin = rec.start_ns
-    steps = []
+    steps: list[Step] = []
     for i, step in enumerate(rec.steps):
         invalid = step.args_problem
         args = step.args if isinstance(step.args, dict) else {} if step.args is None else step.args

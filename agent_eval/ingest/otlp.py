@@ -168,11 +168,11 @@ def _requests(doc: Any) -> list[Any]:
     return doc if isinstance(doc, list) else [doc]
 
 
-def _listed(value: Any) -> list:
+def _listed(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _raw_spans(request: dict, where: str, bad: list[Unmappable]) -> list[Any]:
+def _raw_spans(request: dict[str, Any], where: str, bad: list[Unmappable]) -> list[Any]:
     """The raw spans of one export request; a request of the wrong shape is reported, not raised."""
     found = []
     for rs in _listed(request.get("resourceSpans")):

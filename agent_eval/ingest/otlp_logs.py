@@ -27,10 +27,10 @@ def _records(doc: Any) -> list[Any]:
     return found
 
 
-def read_logs(path: Path) -> tuple[dict[tuple[str, str], list[tuple[str, dict, Any]]], list[Unmappable]]:
+def read_logs(path: Path) -> tuple[dict[tuple[str, str], list[tuple[str, dict[str, Any], Any]]], list[Unmappable]]:
     """The GenAI log records of an OTLP logs file by (trace id, span id): (event name, attributes, body)."""
     docs, bad = read_documents(path, "logs")
-    found: dict[tuple[str, str], list[tuple[str, dict, Any]]] = defaultdict(list)
+    found: dict[tuple[str, str], list[tuple[str, dict[str, Any], Any]]] = defaultdict(list)
     for where, doc in docs:
         if not isinstance(doc, dict) or "resourceLogs" not in doc:
             bad.append(Unmappable(f"{path.name} {where}", "not an OTLP logs export request (no \"resourceLogs\")"))
@@ -61,7 +61,7 @@ def _message(role: str, body: Any) -> dict[str, Any]:
     return message
 
 
-def join_logs(traces: dict[str, list[Span]], logs: dict[tuple[str, str], list[tuple[str, dict, Any]]],
+def join_logs(traces: dict[str, list[Span]], logs: dict[tuple[str, str], list[tuple[str, dict[str, Any], Any]]],
               ) -> list[Unmappable]:
     """Add each span's log records to it as GenAI attributes (never over its own); the records that match no span."""
     spans = {(s.trace_id, s.span_id): s for found in traces.values() for s in found}

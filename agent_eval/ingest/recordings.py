@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from agent_eval.records import Case, RunRecord, Trace
 from agent_eval.errors import ConfigError
 from agent_eval.ingest.records import Unmappable, read_bytes
 
@@ -22,7 +23,7 @@ class Recording:
     """One recorded run: its frozen trace (the report's shape), where it came from, and what it can be matched by."""
 
     label: str  # "trace <id>" or "case <id> trial <n>"
-    trace: dict[str, Any]
+    trace: Trace
     case_id: str | None = None  # agent-eval: the case it was a run of
     trial: int | None = None
     trace_id: str | None = None  # otel: the lower-case hex trace id
@@ -60,12 +61,12 @@ def otel_recordings(path: Path, tools: ToolSet | None, logs: Path | None = None,
     return out, bad, models.most_common(1)[0][0] if models else None
 
 
-def _journal_runs(path: Path, bad: list[Unmappable]) -> list[tuple[str | int, int, dict[str, Any]]]:
+def _journal_runs(path: Path, bad: list[Unmappable]) -> list[tuple[str | int, int, RunRecord]]:
     """A journal's runs (a trial's latest line wins); a run of the wrong shape is reported and left out."""
     from agent_eval.report.model import SCORE_RUN_SHAPE, shape_problem
     from agent_eval.run.journal import scan_runs
 
-    latest: dict[tuple[str | int, int], dict[str, Any]] = {}
+    latest: dict[tuple[str | int, int], RunRecord] = {}
     for case_id, trial, run, _ in scan_runs(path, strict=False):
         problem = shape_problem(run, SCORE_RUN_SHAPE, "run")
         if problem is not None or not isinstance(case_id, (str, int)) or not isinstance(trial, int):
@@ -114,7 +115,7 @@ def agent_eval_recordings(path: Path) -> tuple[list[Recording], list[Unmappable]
                       "model": head.get("model") or settings.get("model")}
 
 
-def match(recordings: list[Recording], cases: list[dict]) -> tuple[dict[str, list[Recording]], list[Recording]]:
+def match(recordings: list[Recording], cases: list[Case]) -> tuple[dict[str, list[Recording]], list[Recording]]:
     """Recordings by the id of the case they belong to (by metadata.trace_id, else case id), and the rest."""
     from agent_eval.ingest.otel import case_id_of
 

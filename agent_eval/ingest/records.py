@@ -8,6 +8,7 @@ from typing import Any
 
 import orjson
 
+from agent_eval.records import Case
 from agent_eval.errors import ConfigError
 from agent_eval.suite.fields import MAX_DEPTH, is_too_deep
 
@@ -88,8 +89,8 @@ def _list_entries(data: bytes) -> tuple[list[tuple[str, Any]], list[Unmappable]]
         records.append((f"index {len(records)}", item))
 
 
-def map_each(records: list[tuple[str, Any]], to_case: Callable[[str, Any], dict[str, Any]],
-             ) -> tuple[list[dict[str, Any]], list[Unmappable]]:
+def map_each(records: list[tuple[str, Any]], to_case: Callable[[str, Any], Case],
+             ) -> tuple[list[Case], list[Unmappable]]:
     """The case of each (where, record), and the records whose `to_case` raised ValueError."""
     cases, bad = [], []
     for where, record in records:
@@ -100,8 +101,8 @@ def map_each(records: list[tuple[str, Any]], to_case: Callable[[str, Any], dict[
     return cases, bad
 
 
-def map_each_record(records: list[tuple[str, Any]], to_case: Callable[[str, Any], dict[str, Any]],
-                    bad: list[Unmappable]) -> tuple[list[tuple[str, dict[str, Any]]], list[Unmappable]]:
+def map_each_record(records: list[tuple[str, Any]], to_case: Callable[[str, Any], Case],
+                    bad: list[Unmappable]) -> tuple[list[tuple[str, Case]], list[Unmappable]]:
     """(label, case) of each record that maps; the others (too deep, or refused by to_case) join `bad`."""
     mapped = []
     for where, record in records:

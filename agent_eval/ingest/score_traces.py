@@ -9,7 +9,7 @@ import asyncio
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from rich.console import Console
 
@@ -18,7 +18,7 @@ from agent_eval.ingest.recordings import Recording
 from agent_eval.run.journal import Journal
 from agent_eval.run.player import helper_spend
 from agent_eval.run.runner import lite_run
-from agent_eval.records import CaseEntry
+from agent_eval.records import Case, CaseEntry, RunRecord
 from agent_eval.score.metrics import case_entry, skipped_entry
 from agent_eval.score.pipeline import ScoringContext, score_run
 from agent_eval.suite.cases import Suite, case_env, skip_reason
@@ -43,7 +43,7 @@ class ScoredRuns:
         self._entries: list[CaseEntry] = []
         self._offsets: list[list[tuple[int, int]]] = []
 
-    def add(self, case: dict, runs: list[dict], skip: str | None = None) -> None:
+    def add(self, case: Case, runs: list[RunRecord], skip: str | None = None) -> None:
         written = [self.journal.append(case["id"], run["trial"], run) for run in runs]
         offsets = [p for p in written if p is not None]  # a journal that failed stops the report anyway
         self.models_used.update(m for run in runs for c in run["trace"].get("llm_calls") or ()
@@ -58,7 +58,7 @@ class ScoredRuns:
     def case_entries(self) -> list[CaseEntry]:
         return self._entries
 
-    def spent(self, pricing: dict | None) -> dict[str, Any]:
+    def spent(self, pricing: dict[str, Any] | None) -> dict[str, Any]:
         return helper_spend(self.scoring, self.simulator, pricing)
 
     def run_bytes(self) -> Iterator[list[bytes]]:
@@ -66,7 +66,7 @@ class ScoredRuns:
             yield [self.journal.run_json(position) for position in offsets]
 
 
-def env_skipped(case: dict) -> tuple[dict, list[dict]]:
+def env_skipped(case: Case) -> tuple[Case, list[dict[str, Any]]]:
     """The case without its env checks, and those checks as `skipped_checks` entries."""
     from agent_eval.score.env_checks import check_env_item
 
@@ -76,13 +76,13 @@ def env_skipped(case: dict) -> tuple[dict, list[dict]]:
         skipped.append({"name": "expected_env", "reason": NO_ENV})
     if not skipped:
         return case, []
-    return {k: v for k, v in case.items() if k not in ENV_FIELDS}, skipped
+    return cast(Case, {k: v for k, v in case.items() if k not in ENV_FIELDS}), skipped
 
 
-Plan = tuple[dict, list[Recording], "str | None"]  # a case, its recordings, and why it is skipped (or None)
+Plan = tuple[Case, list[Recording], "str | None"]  # a case, its recordings, and why it is skipped (or None)
 
 
-def plan_cases(work: list[tuple[dict, list[Recording]]], judge_on: bool) -> list[Plan]:
+def plan_cases(work: list[tuple[Case, list[Recording]]], judge_on: bool) -> list[Plan]:
     """Each case with its recordings and its skip reason: no recorded env for its only checks, or the
     reason `run` would skip it."""
     plans: list[Plan] = []
@@ -93,15 +93,15 @@ def plan_cases(work: list[tuple[dict, list[Recording]]], judge_on: bool) -> list
     return plans
 
 
-def _has_check(case: dict) -> bool:
+def _has_check(case: Case) -> bool:
     from agent_eval.score.judge import judged_fields
     from agent_eval.suite.validation import deterministic_checks
 
     return bool(deterministic_checks(case) or judged_fields(case))
 
 
-async def _score_case(suite: Suite, case: dict, recordings: list[Recording], ctx: ScoringContext,
-                      limit: asyncio.Semaphore) -> list[dict]:
+async def _score_case(suite: Suite, case: Case, recordings: list[Recording], ctx: ScoringContext,
+                      limit: asyncio.Semaphore) -> list[RunRecord]:
     from agent_eval.score.envdiff import apply_diff
     from agent_eval.score.judge import JUDGE_ERROR
 
@@ -120,7 +120,7 @@ async def _score_case(suite: Suite, case: dict, recordings: list[Recording], ctx
     if len(trials) != len(given) or len(set(trials)) != len(trials):
         trials = list(range(len(recordings)))
 
-    async def one(rec: Recording, trial: int) -> dict:
+    async def one(rec: Recording, trial: int) -> RunRecord:
         final_env = apply_diff(initial, rec.trace.get("final_env_diff") or []) if has_env else {}
         error = rec.error if rec.error and not rec.error.startswith(JUDGE_ERROR) else None
         async with limit:
@@ -133,7 +133,7 @@ async def _score_case(suite: Suite, case: dict, recordings: list[Recording], ctx
 
 
 def load_recordings(path: Path, fmt: str | None, suite: Suite, logs: Path | None = None,
-                    ) -> tuple[str, list[Recording], list, dict[str, Any]]:
+                    ) -> tuple[str, list[Recording], list[Any], dict[str, Any]]:
     fmt = fmt or detect_format(path)
     row = format_row(fmt, "runs", logs, f"--format {fmt!r} is not known; use one of {', '.join(score_formats())}.",
                      f"--logs {logs} joins OTLP log records to OpenTelemetry spans; {path} is read as "
@@ -143,7 +143,7 @@ def load_recordings(path: Path, fmt: str | None, suite: Suite, logs: Path | None
     return fmt, recordings, bad, head
 
 
-def print_left_out(path: Path, bad: list, unmatched: list[Recording], suite: Suite, err: Console) -> None:
+def print_left_out(path: Path, bad: list[Any], unmatched: list[Recording], suite: Suite, err: Console) -> None:
     for warning in (b for b in bad if not b.left_out):
         err.print(f"warning: {warning}", highlight=False, markup=False, soft_wrap=True)
     bad = [b for b in bad if b.left_out]

@@ -24,7 +24,7 @@ from agent_eval.commands.prepare import check_judge, make_output_dir
 from agent_eval.errors import CaseFileError, ConfigError, Problem
 from agent_eval.flags import Flags
 from agent_eval.provider.endpoints import merge_summaries
-from agent_eval.records import CaseEntry, Report
+from agent_eval.records import Case, CaseEntry, Report, RunRecord
 from agent_eval.report.files import journal_path_of, report_path_of
 from agent_eval.run.agents import kind_of
 from agent_eval.run.config import RunConfig, require_llm, resolve
@@ -48,9 +48,9 @@ if TYPE_CHECKING:
 class Played:
     """One case as this process played it: its runs (lite, by trial) and where each is in the journal."""
 
-    case: dict[str, Any]
+    case: Case
     skip: str | None
-    runs: dict[int, dict[str, Any]] = field(default_factory=dict)
+    runs: dict[int, RunRecord] = field(default_factory=dict)
     offsets: dict[int, tuple[int, int]] = field(default_factory=dict)
 
 
@@ -75,13 +75,13 @@ class Book:
     inline: dict[str, dict[str, Any]] = field(default_factory=dict)  # inline cases by id, as the test gave them
 
     @property
-    def by_id(self) -> dict[str, dict[str, Any]]:
+    def by_id(self) -> dict[str, Case]:
         return {case["id"]: case for case in self.suite.cases}
 
-    def skip_of(self, case: dict[str, Any]) -> str | None:
+    def skip_of(self, case: Case) -> str | None:
         return skip_reason(case, os.environ, self.cfg.judge)
 
-    def add_inline(self, case: dict[str, Any], raw: dict[str, Any]) -> str:
+    def add_inline(self, case: Case, raw: dict[str, Any]) -> str:
         """Add an inline case (checked) to this book's suite; its id, made unique in the session."""
         taken = self.by_id
         case_id, n = case["id"], 1
@@ -123,7 +123,7 @@ class Book:
             self.interrupted = True
             raise KeyboardInterrupt
 
-    def _parts(self, cases: list[dict[str, Any]]) -> tuple[Agent, Simulator | None, ScoringContext]:
+    def _parts(self, cases: list[Case]) -> tuple[Agent, Simulator | None, ScoringContext]:
         """The checks `run` makes before anything runs, on these cases; then the agent, simulator, scoring."""
         runnable = [c for c in cases if self.skip_of(c) is None]
         kind = kind_of(self.cfg.agent)
@@ -286,7 +286,7 @@ def open_book(path: Path, flags: Flags, run_id: str, created_at: str, part: str 
     return Book(suite, cfg, run_id, created_at, part, agent_dir=agent_dir)
 
 
-def load_inline_case(suite: Suite, raw: Mapping[str, Any], where: str) -> dict[str, Any]:
+def load_inline_case(suite: Suite, raw: Mapping[str, Any], where: str) -> Case:
     """`raw` checked as a case of `suite` (an unknown field is an error here, not a warning)."""
     __tracebackhide__ = True
     col = Collector(Path(where))

@@ -87,8 +87,8 @@ def result_of(book: Book, case_id: str, threshold: float | None) -> CaseResult:
     repeat = max(1, len(runs))
     summary = summarize([{"id": case_id, "status": entry["status"], "runs": entry.get("runs") or []}], repeat,
                         book.suite.scorers)
-    failed = [line for run in runs if run.get("status") in ("failed", "error") for line in failure_lines(dict(run))]
+    failed = [line for run in runs if run.get("status") in ("failed", "error") for line in failure_lines(run)]
     limit = threshold if threshold is not None else book.cfg.threshold
-    return CaseResult(case_id, entry["status"], entry.get("pass_rate"), case_reason(dict(entry)), failed,
+    return CaseResult(case_id, entry["status"], entry.get("pass_rate"), case_reason(entry), failed,
                       summary, runs,
                       outcome_message(entry, limit) if entry["status"] != "passed" else "")

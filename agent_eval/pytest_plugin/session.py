@@ -36,7 +36,7 @@ class Outcome:
 def outcome_message(entry: CaseEntry, threshold: float) -> str:
     """The case's reason, then each unsuccessful run's failed checks (what an assertion message says)."""
     status = entry.get("status")
-    reason = case_reason(dict(entry))
+    reason = case_reason(entry)
     if status == "skipped":
         return reason
     if status == "not_run":
@@ -192,8 +192,8 @@ def headline(report: Report, path: Path, width: int) -> str:
     cases_file = Path(str(report.get("cases_file")))
     shown = cases_file.relative_to(Path.cwd()) if cases_file.is_relative_to(Path.cwd()) else cases_file
     console.print(f"{report.get('suite')} ({shown}), run {report.get('run_id')}", markup=False)
-    render_headline(dict(report), console)
-    console.print(verdict_text(dict(report)))
+    render_headline(report, console)
+    console.print(verdict_text(report))
     console.print(f"JSON report: {path}", markup=False)
     return out.getvalue()
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
+from agent_eval.records import Report
 from agent_eval.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -78,13 +79,13 @@ def validate_baseline(path: Path | None, gate_specs: list[str]) -> None:
         raise ConfigError(f"--baseline: {exc}") from None
 
 
-def gate_against(path: Path, report: dict[str, Any], gate_specs: list[str]) -> dict[str, Any]:
+def gate_against(path: Path, report: Report, gate_specs: list[str]) -> dict[str, Any]:
     """The gate of `report` against the baseline report at `path`."""
     from agent_eval.report.gate import compare_reports, parse_gate_spec
     from agent_eval.report.model import ReportError, load_report
 
     try:
         gates = [parse_gate_spec(spec) for spec in gate_specs] or None
-        return compare_reports(dict(load_report(path)), report, gates)
+        return compare_reports(load_report(path), report, gates)
     except ReportError as exc:
         raise ConfigError(f"--baseline: {exc}") from None

@@ -1,28 +1,27 @@
 """The case table of the terminal report, and -v's list of every failed check of every failed run."""
 from __future__ import annotations
 
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from agent_eval.records import CaseEntry, Report, RunRecord
 from agent_eval.report.fmt import NA, one_line
 from agent_eval.report.reasons import case_reason, failure_lines, frames_lines, run_failure_reason
 
-Report = dict[str, Any]
 
 STATUS_STYLES = {"passed": "green", "failed": "red", "error": "magenta", "skipped": "yellow", "not_run": "dim"}
 SHORT_CASE_LIST = 50  # above this many cases, the table lists only those that did not pass (-v lists all)
 
 
-def case_pass_counts(case: dict[str, Any]) -> tuple[int, int]:
+def case_pass_counts(case: CaseEntry) -> tuple[int, int]:
     """(c, n) of a case: n runs that did not end in error, c of them successful."""
     counted = [run for run in case.get("runs") or [] if run.get("status") != "error"]
     return sum(1 for run in counted if run.get("success")), len(counted)
 
 
-def format_pass_rate(case: dict[str, Any]) -> str:
+def format_pass_rate(case: CaseEntry) -> str:
     """`2/3 (67%)`; `n/a` for a case with no counted run (skipped, or every run errored)."""
     c, n = case_pass_counts(case)
     if n == 0:
@@ -30,7 +29,7 @@ def format_pass_rate(case: dict[str, Any]) -> str:
     return f"{c}/{n} ({100 * c / n:.0f}%)"
 
 
-def judge_off(case: dict[str, Any]) -> bool:
+def judge_off(case: CaseEntry) -> bool:
     """True when --no-judge left the case's rubric or expected outcome unasked (its runs' judge_skipped)."""
     return any(run.get("judge_skipped") for run in case.get("runs") or [])
 
@@ -96,7 +95,7 @@ def render_failed_checks(report: Report, console: Console, verbose: bool = False
             console.print(line)
 
 
-def run_failure_reasons(run: dict[str, Any]) -> list[str]:
+def run_failure_reasons(run: RunRecord) -> list[str]:
     """Every reason one run did not succeed: its error, each failed check and judge verdict, its stop
     reason, and the errors of its scorers."""
     reasons = [f"error: {run['error']}"] if run.get("error") else []

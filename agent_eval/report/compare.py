@@ -16,18 +16,19 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from agent_eval.records import Report
 from agent_eval.report.files import make_parent, write_atomic
 from agent_eval.report.gate_table import VERDICT_STYLE, format_value, pair_notes
 
 VERDICT_MARK = {"regressed": "▼ regressed", "improved": "▲ improved", "no significant change": "~", "n/a": "n/a"}
 
 
-def _who(report: dict, path: str) -> dict[str, Any]:
+def _who(report: Report, path: str) -> dict[str, Any]:
     return {"run_id": report.get("run_id"), "agent": report.get("agent"), "model": report.get("model"),
             "suite": report.get("suite"), "path": path}
 
 
-def build_matrix(base: dict, news: list[dict], gated: list[dict], paths: list[str]) -> dict[str, Any]:
+def build_matrix(base: Report, news: list[Report], gated: list[dict[str, Any]], paths: list[str]) -> dict[str, Any]:
     """The comparison as plain data: columns, a row per gated metric, and the cases whose status differs."""
     columns = [_who(base, paths[0])] + [_who(r, p) for r, p in zip(news, paths[1:], strict=True)]
     rows = []
@@ -55,14 +56,14 @@ def build_matrix(base: dict, news: list[dict], gated: list[dict], paths: list[st
             "regressed": [g["regression"] for g in gated], "regression": any(g["regression"] for g in gated)}
 
 
-def column_label(matrix: dict, index: int) -> list[str]:
+def column_label(matrix: dict[str, Any], index: int) -> list[str]:
     """A column's header lines: base or #n with its run id, then the agent and the model."""
     col = matrix["columns"][index]
     return ["base" if index == 0 else f"#{index}", str(col.get("run_id") or col["path"]),
             str(col.get("agent") or "n/a"), str(col.get("model") or "n/a")]
 
 
-def cell_text(metric: str, cell: dict) -> str:
+def cell_text(metric: str, cell: dict[str, Any]) -> str:
     """`0.750 ▼ regressed` (the value and its verdict against the base); the base column has no verdict."""
     value = format_value(metric, cell["value"])
     if cell["verdict"] is None or cell["value"] is None:
@@ -70,7 +71,7 @@ def cell_text(metric: str, cell: dict) -> str:
     return f"{value} {VERDICT_MARK.get(cell['verdict'], cell['verdict'])}"
 
 
-def matrix_notes(matrix: dict) -> list[str]:
+def matrix_notes(matrix: dict[str, Any]) -> list[str]:
     """The lines under the matrix: the method, the correction and what each report would get alone, the
     legend, then each report's notes as a single comparison gives them."""
     level = 1 - matrix["alpha"] / max(matrix["m"], 1)
@@ -86,7 +87,7 @@ def matrix_notes(matrix: dict) -> list[str]:
     return lines
 
 
-def correction_line(matrix: dict) -> str:
+def correction_line(matrix: dict[str, Any]) -> str:
     """`m = 10 tests; alone, #2 lazy would be: regressed`: the reports whose verdict the correction changed."""
     changed = [f"#{i} {matrix['columns'][i].get('agent') or matrix['columns'][i]['path']} would be: "
                f"{'regressed' if alone else 'no regression'}"
@@ -98,12 +99,12 @@ def correction_line(matrix: dict) -> str:
     return f"{head}; alone, " + "; alone, ".join(changed)
 
 
-def verdict_line(matrix: dict) -> str:
+def verdict_line(matrix: dict[str, Any]) -> str:
     bad = [f"#{i + 1}" for i, flag in enumerate(matrix["regressed"]) if flag]
     return f"Gate: REGRESSION in {', '.join(bad)} (exit 1)" if bad else "Gate: no regression"
 
 
-def render_matrix(matrix: dict, console: Console) -> None:
+def render_matrix(matrix: dict[str, Any], console: Console) -> None:
     """The matrix, its notes, the cases whose status differs, and the verdict, in the terminal."""
     table = Table(title="Comparison against the base", title_justify="left", box=box.SIMPLE_HEAD)
     table.add_column("metric", no_wrap=True)
@@ -130,7 +131,7 @@ def render_matrix(matrix: dict, console: Console) -> None:
     console.print(Text(verdict_line(matrix), style="bold red" if matrix["regression"] else "green"))
 
 
-def matrix_markdown(matrix: dict) -> str:
+def matrix_markdown(matrix: dict[str, Any]) -> str:
     """The matrix as GitHub-flavoured Markdown; text from reports is inert in table cells."""
     from agent_eval.report.markdown import cell
 
@@ -151,7 +152,7 @@ def matrix_markdown(matrix: dict) -> str:
     return "\n".join(lines)
 
 
-def write_matrix_markdown(matrix: dict, path: Path) -> None:
+def write_matrix_markdown(matrix: dict[str, Any], path: Path) -> None:
     """Append the matrix to path (as $GITHUB_STEP_SUMMARY expects), in one write."""
     with open(make_parent(path), "a", encoding="utf-8") as f:
         f.write(matrix_markdown(matrix) + "\n")
@@ -166,7 +167,7 @@ th small{display:block;font-weight:normal;color:#475467}
 """
 
 
-def matrix_html(matrix: dict) -> str:
+def matrix_html(matrix: dict[str, Any]) -> str:
     """A self-contained page of the matrix: inline CSS, no script, no request of any kind."""
     esc = html.escape
     head = "".join(f"<th>{esc(column_label(matrix, i)[0])}" + "".join(
@@ -192,6 +193,6 @@ def matrix_html(matrix: dict) -> str:
     return "".join(parts)
 
 
-def write_matrix_html(matrix: dict, path: Path) -> None:
+def write_matrix_html(matrix: dict[str, Any], path: Path) -> None:
     """Write the page beside its target (its folder created when missing) and rename it into place."""
     write_atomic(path, matrix_html(matrix))

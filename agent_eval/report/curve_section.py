@@ -7,6 +7,7 @@ from rich.columns import Columns
 from rich.console import Console
 from rich.text import Text
 
+from agent_eval.records import Report
 from agent_eval.report.fmt import format_rate
 from agent_eval.report.history import sparkline
 
@@ -27,7 +28,7 @@ def curve_text(pass_hat: dict[str, Any]) -> str:
     return f"{format_rate(values[0])} {sparkline(values)} {format_rate(values[-1])}"
 
 
-def render_curve(report: dict[str, Any], console: Console, verbose: bool = False) -> None:
+def render_curve(report: Report, console: Console, verbose: bool = False) -> None:
     """-v: the whole pass^k curve, `k=1 0.767` for every k, wrapped to the terminal's width."""
     points = curve_points((report.get("summary") or {}).get("pass_hat") or {})
     if not verbose or len(points) < 2:

@@ -6,13 +6,15 @@ plays the dialogue is episode.play_run.
 """
 from __future__ import annotations
 
+from agent_eval.records import Trace
+
 from typing import Any
 
 
 COMPACT_OUTPUT_CHARS = 300
 
 
-def dialogue_turns(trace: dict) -> list[dict[str, Any]]:
+def dialogue_turns(trace: Trace) -> list[dict[str, Any]]:
     """The dialogue turn by turn: [{user, steps, reply}]; `reply` is None for an unanswered message."""
     users = trace.get("user_messages") or []
     replies = trace.get("replies") or []
@@ -27,7 +29,7 @@ def dialogue_turns(trace: dict) -> list[dict[str, Any]]:
     return turns
 
 
-def compact_dialogue(trace: dict) -> dict[str, Any]:
+def compact_dialogue(trace: Trace) -> dict[str, Any]:
     """The dialogue keys of a trace, with tool outputs shortened: what the terminal keeps of a failed run."""
     steps = []
     for step in trace.get("steps") or []:

@@ -11,6 +11,7 @@ import orjson
 from rich.console import Console
 from rich.text import Text
 
+from agent_eval.records import CaseEntry, Report, RunRecord, Step
 from agent_eval.report.dialogue import dialogue_turns
 from agent_eval.report.fmt import format_cost, format_count, trim
 from agent_eval.report.reasons import run_failure_reason
@@ -29,7 +30,7 @@ def _args(args: Any) -> str:
         return repr(args)
 
 
-def _call_line(step: dict) -> Text:
+def _call_line(step: Step) -> Text:
     line = Text("      ")
     line.append(f"↳ {step.get('name')}({trim(_args(step.get('args')), ARGS_CHARS)})", style="cyan")
     if step.get("error") is not None:
@@ -39,12 +40,12 @@ def _call_line(step: dict) -> Text:
     return line
 
 
-def is_scenario_run(run: dict) -> bool:
+def is_scenario_run(run: RunRecord) -> bool:
     """A run of a scenario case, as a report records it: its `turns` metric is null outside scenario runs."""
     return (run.get("metrics") or {}).get("turns") is not None
 
 
-def _dialogue_run(case: dict) -> dict | None:
+def _dialogue_run(case: CaseEntry) -> RunRecord | None:
     """The first unsuccessful run of a case whose trace holds a dialogue."""
     for run in case.get("runs") or []:
         trace = run.get("trace") or {}
@@ -53,7 +54,7 @@ def _dialogue_run(case: dict) -> dict | None:
     return None
 
 
-def render_dialogue(report: dict[str, Any], console: Console) -> None:
+def render_dialogue(report: Report, console: Console) -> None:
     """Each failed or errored scenario case's dialogue, and the simulator's spend; nothing otherwise."""
     shown = False
     for case in report.get("cases") or []:

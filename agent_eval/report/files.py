@@ -6,10 +6,11 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 import orjson
 
+from agent_eval.records import Report
 from agent_eval.report.model import HEAD_KEYS, TAIL_KEYS
 
 _UMASK = os.umask(0o022)
@@ -50,7 +51,7 @@ def calibration_path_of(report: Path) -> Path:
 
 
 
-def write_json_report(path: Path, report: dict[str, Any], run_bytes: Iterable[list[bytes]]) -> None:
+def write_json_report(path: Path, report: Report, run_bytes: Iterable[list[bytes]]) -> None:
     """Write `report` (whose cases' runs are left out) with each case's runs spliced in from raw JSON.
 
     `run_bytes` yields, per entry of report["cases"] in order, the list of that case's runs as JSON bytes.

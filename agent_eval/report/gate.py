@@ -9,11 +9,14 @@ counted once.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import math
 from fractions import Fraction
 
 import numpy as np
 
+from agent_eval.records import CaseEntry, Report, RunRecord
 from agent_eval.report.gate_stats import (  # noqa: F401  (RESAMPLES, SEED and Stat are part of the gate's API)
     METRICS,
     RESAMPLES,
@@ -70,14 +73,14 @@ def metric_direction(name: str) -> str:
 # --- the comparison --------------------------------------------------------------------------
 
 
-def _repeat(report: dict) -> int:
+def _repeat(report: Report) -> int:
     repeat = (report.get("settings") or {}).get("repeat")
     if isinstance(repeat, int) and not isinstance(repeat, bool) and repeat >= 1:
         return repeat
     return max((len(c.get("runs") or []) for c in report["cases"]), default=1) or 1
 
 
-def _cases_by_id(report: dict, side: str) -> dict[str, dict]:
+def _cases_by_id(report: Report, side: str) -> dict[str, CaseEntry]:
     cases = {}
     for case in report["cases"]:
         if not isinstance(case, dict) or "id" not in case or not isinstance(case.get("runs") or [], list):
@@ -87,7 +90,7 @@ def _cases_by_id(report: dict, side: str) -> dict[str, dict]:
     return cases
 
 
-def _counted_runs(case: dict) -> list[dict]:
+def _counted_runs(case: CaseEntry) -> list[RunRecord]:
     return [r for r in case.get("runs") or [] if r.get("status") != "error"]
 
 
@@ -95,14 +98,15 @@ def _number(x: float) -> float | None:
     return None if x is None or not math.isfinite(x) else float(x)
 
 
-def compare_reports(base: dict, new: dict, gates: list[tuple[str, float]] | None = None) -> dict:
+def compare_reports(base: Report, new: Report, gates: list[tuple[str, float]] | None = None) -> dict[str, Any]:
     """The `gate` object: common cases, per-metric bootstrap verdicts, regressed cases, exit flag."""
     gate, pending = paired_gate(base, new, gates)
     decide_gate(gate, pending, len(pending))
     return gate
 
 
-def compare_many(base: dict, news: list[dict], gates: list[tuple[str, float]] | None = None) -> list[dict]:
+def compare_many(base: Report, news: list[Report], gates: list[tuple[str, float]] | None = None,
+                 ) -> list[dict[str, Any]]:
     """One gate per new report against base, decided together: Holm's procedure runs over the m tests of
     every pair, so the whole matrix keeps the 5% false-alarm bound. Each gate also gets `alone`, the
     verdicts ({metric: verdict}) its pair would get compared by itself."""
@@ -120,14 +124,14 @@ def compare_many(base: dict, news: list[dict], gates: list[tuple[str, float]] | 
     return [gate for gate, _ in pairs]
 
 
-def decide_gate(gate: dict, pending: list[tuple[dict, np.ndarray]], m: int) -> None:
+def decide_gate(gate: dict[str, Any], pending: list[tuple[dict[str, Any], np.ndarray]], m: int) -> None:
     """Decide the m bootstrapped rows with Holm's procedure (bounds at level alpha/m), then the gate's verdict."""
     gate["m"] = m
     holm_decide(pending, m)
     gate["regression"] = any(r["verdict"] == "regressed" for r in gate["metrics"])
 
 
-def p_value(row: dict, deltas: np.ndarray) -> float:
+def p_value(row: dict[str, Any], deltas: np.ndarray) -> float:
     """The one-sided bootstrap p-value that the metric did not get worse than its tolerance:
     (1 + the resamples whose delta is not worse than -MAX_DROP) / (1 + the resamples), 10,001 with all."""
     if row["direction"] == "higher":
@@ -137,7 +141,7 @@ def p_value(row: dict, deltas: np.ndarray) -> float:
     return (1 + not_worse) / (1 + deltas.size)
 
 
-def holm_decide(tests: list[tuple[dict, np.ndarray]], m: int) -> None:
+def holm_decide(tests: list[tuple[dict[str, Any], np.ndarray]], m: int) -> None:
     """Fill each row's interval (one-sided bounds at level alpha/m), p-value and verdict. Holm's step-down:
     sort the p-values; the i-th smallest (from 0) is rejected, and its metric regressed, while every one
     before it was and it is <= alpha/(m - i). That keeps the family-wise false-alarm rate at alpha and
@@ -154,8 +158,8 @@ def holm_decide(tests: list[tuple[dict, np.ndarray]], m: int) -> None:
         row["verdict"] = "regressed"
 
 
-def paired_gate(base: dict, new: dict, gates: list[tuple[str, float]] | None = None,
-                ) -> tuple[dict, list[tuple[dict, np.ndarray]]]:
+def paired_gate(base: Report, new: Report, gates: list[tuple[str, float]] | None = None,
+                ) -> tuple[dict[str, Any], list[tuple[dict[str, Any], np.ndarray]]]:
     """The gate object before its verdicts, and (row, bootstrap deltas) of each metric not null in either."""
     gates = gates or [(name, 0.0) for name in DEFAULT_GATES]
     b_cases, n_cases = _cases_by_id(base, "base"), _cases_by_id(new, "new")
@@ -220,8 +224,9 @@ def paired_gate(base: dict, new: dict, gates: list[tuple[str, float]] | None = N
     }, bootstrapped
 
 
-def _why_nothing_to_gate(b_cases: dict, n_cases: dict, both: list[str], common: list[str], rows: list[dict],
-                         bootstrapped: list) -> str | None:
+def _why_nothing_to_gate(b_cases: dict[str, CaseEntry], n_cases: dict[str, CaseEntry], both: list[str],
+                         common: list[str], rows: list[dict[str, Any]],
+                         bootstrapped: list[Any]) -> str | None:
     """Why this pair gates nothing (no shared case id, or no gated metric with a value on both sides),
     or None when it gates something: a gate that compares nothing must never read as "no regression"."""
     if not both:
@@ -236,10 +241,11 @@ def _why_nothing_to_gate(b_cases: dict, n_cases: dict, both: list[str], common: 
     return f"no gated metric ({names}) has a value in both reports over the {len(common)} common case(s)"
 
 
-def _decide(row: dict, deltas: np.ndarray, level: float) -> None:
+def _decide(row: dict[str, Any], deltas: np.ndarray, level: float) -> None:
     """Fill ci and verdict: one-sided bounds at 1 - level on each side (level = alpha/m)."""
     if deltas.size == 0:
         row["verdict"] = "no significant change"
+
         return
     lo, hi = (float(x) for x in np.quantile(deltas, [level, 1.0 - level]))
     row["ci"] = [lo, hi]

@@ -7,6 +7,8 @@ suite figures at once, and the point estimate is the same formula with each case
 """
 from __future__ import annotations
 
+from agent_eval.records import RunRecord
+
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -39,18 +41,18 @@ class Stat:
     is_null: bool = False  # the metric is null over the whole set (e.g. a run's cost has no price)
 
 
-Runs = list[list[dict]]  # per common case, its runs that did not end in error
+Runs = list[list[RunRecord]]  # per common case, its runs that did not end in error
 
 
-def _metric(run: dict, key: str) -> Any:
+def _metric(run: RunRecord, key: str) -> Any:
     return (run.get("metrics") or {}).get(key)
 
 
-def _metric_getter(key: str) -> Callable[[dict], Any]:
+def _metric_getter(key: str) -> Callable[[RunRecord], Any]:
     return lambda run: _metric(run, key)
 
 
-def _mean_of(get: Callable[[dict], Any]) -> Callable[[Runs, int], Stat]:
+def _mean_of(get: Callable[[RunRecord], Any]) -> Callable[[Runs, int], Stat]:
     """Mean over the runs where the value is not null: per case (sum, count)."""
 
     def build(cases: Runs, k: int) -> Stat:
@@ -61,7 +63,7 @@ def _mean_of(get: Callable[[dict], Any]) -> Callable[[Runs, int], Stat]:
     return build
 
 
-def _ratio_of(num: Callable[[dict], float], den: Callable[[dict], float]) -> Callable[[Runs, int], Stat]:
+def _ratio_of(num: Callable[[RunRecord], float], den: Callable[[RunRecord], float]) -> Callable[[Runs, int], Stat]:
     def build(cases: Runs, k: int) -> Stat:
         return Stat("ratio", np.array([math.fsum(num(r) for r in runs) for runs in cases], float),
                     np.array([math.fsum(den(r) for r in runs) for runs in cases], float))
@@ -69,7 +71,7 @@ def _ratio_of(num: Callable[[dict], float], den: Callable[[dict], float]) -> Cal
     return build
 
 
-def successes(runs: list[dict]) -> int:
+def successes(runs: list[RunRecord]) -> int:
     return sum(1 for r in runs if r.get("success"))
 
 
@@ -104,11 +106,11 @@ def _percentile_of(key: str, q: float) -> Callable[[Runs, int], Stat]:
     return build
 
 
-def _tokens(r: dict) -> float:
+def _tokens(r: RunRecord) -> float:
     return float((_metric(r, "prompt_tokens") or 0) + (_metric(r, "completion_tokens") or 0))
 
 
-def _cost_build(per_success: Callable[[dict], float] | None) -> Callable[[Runs, int], Stat]:
+def _cost_build(per_success: Callable[[RunRecord], float] | None) -> Callable[[Runs, int], Stat]:
     """Cost total (a sum) or per success (a ratio); null when any run's cost is null."""
 
     def build(cases: Runs, k: int) -> Stat:
@@ -128,7 +130,7 @@ def _null_with_cost(stat: Stat, cases: Runs) -> Stat:
     return stat
 
 
-_ONE: Callable[[dict], float] = lambda r: 1.0
+_ONE: Callable[[RunRecord], float] = lambda r: 1.0
 
 METRICS: dict[str, Callable[[Runs, int], Stat]] = {
     "pass_at_1": _binomial_mean(lambda n, c, k: c / n, use_k=False),
@@ -159,7 +161,7 @@ METRICS: dict[str, Callable[[Runs, int], Stat]] = {
 }
 
 
-def scorer_value(run: dict, keys: list[str]) -> Any:
+def scorer_value(run: RunRecord, keys: list[str]) -> Any:
     value: Any = run.get("scorers") or {}
     for key in keys:
         if not isinstance(value, dict) or key not in value:
@@ -180,7 +182,7 @@ def build_stat(name: str, cases: Runs, k: int) -> Stat:
         if stat == "true_count":
             return Stat("sum", num=np.array([math.fsum(map(hit, runs)) for runs in cases], float))
         return _ratio_of(hit, _ONE)(cases, k)
-    def number(r: dict) -> float | None:
+    def number(r: RunRecord) -> float | None:
         v = scorer_value(r, keys)
         return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 

@@ -1,6 +1,8 @@
 """The gate table in the terminal (Rich), plus its rows and notes, which the Markdown summary shares."""
 from __future__ import annotations
 
+from typing import Any
+
 
 from rich import box
 from rich.console import Console
@@ -12,7 +14,7 @@ from agent_eval.report.fmt import format_ci, format_value
 VERDICT_STYLE = {"regressed": "bold red", "improved": "green", "no significant change": "dim", "n/a": "dim"}
 
 
-def gate_rows(gate: dict) -> list[list[str]]:
+def gate_rows(gate: dict[str, Any]) -> list[list[str]]:
     """metric, base, new, delta, CI, verdict as display strings; shared by the terminal and Markdown."""
     rows = []
     for row in gate["metrics"]:
@@ -23,12 +25,12 @@ def gate_rows(gate: dict) -> list[list[str]]:
     return rows
 
 
-def gate_notes(gate: dict) -> list[str]:
+def gate_notes(gate: dict[str, Any]) -> list[str]:
     """The lines under the table: how it decided, then the pair's notes."""
     return [method_line(gate), *pair_notes(gate)]
 
 
-def method_line(gate: dict) -> str:
+def method_line(gate: dict[str, Any]) -> str:
     """How the gate decided: the common cases, Holm's procedure over m tests, the bounds, the resamples."""
     level = 1 - gate["alpha"] / max(gate["m"], 1)
     return (f"{gate['cases_common']} common cases; Holm's step-down procedure over m={gate['m']} test(s) at "
@@ -36,7 +38,7 @@ def method_line(gate: dict) -> str:
             f"resamples, seed {gate['seed']}.")
 
 
-def pair_notes(gate: dict) -> list[str]:
+def pair_notes(gate: dict[str, Any]) -> list[str]:
     """The notes of one comparison: tolerances, unpaired cases, regressed cases, the Fisher note, and why
     listed cases did not make the gate fire (with pass_at_1's minimum detectable drop)."""
     lines = []
@@ -61,7 +63,7 @@ def pair_notes(gate: dict) -> list[str]:
     return lines
 
 
-def cases_without_metric_line(gate: dict) -> str | None:
+def cases_without_metric_line(gate: dict[str, Any]) -> str | None:
     """One line for listed cases under a gate that did not fire: why, and what this pair could detect."""
     listed = gate.get("regressed_cases") or []
     if not listed or gate.get("regression"):
@@ -76,7 +78,7 @@ def cases_without_metric_line(gate: dict) -> str | None:
     return line + "."
 
 
-def render_gate(gate: dict, console: Console) -> None:
+def render_gate(gate: dict[str, Any], console: Console) -> None:
     """Print the gate table and its notes; the verdict of the whole gate comes last."""
     rows = gate_rows(gate)
     table = Table(title="Regression gate (new vs base)", title_justify="left", box=box.SIMPLE_HEAD,

@@ -14,6 +14,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from agent_eval.records import Report
 from agent_eval.report.fmt import format_value
 from agent_eval.score.metric_registry import SUITE_METRIC_TABLE
 
@@ -85,7 +86,7 @@ def cases_in_file(cases_file: str | Path | None) -> int | None:
     return len(cases) if isinstance(cases, list) else None
 
 
-def record_run(db_path: str | Path, report: dict[str, Any], cases_file_git_commit: str | None,
+def record_run(db_path: str | Path, report: Report, cases_file_git_commit: str | None,
                total_cases: int | None = None) -> None:
     """Add the report's run to the history; a resumed run (same run_id) replaces its earlier row.
     `total_cases` is the case file's size: a run that selected fewer (--filter, --lf) is `partial`."""
@@ -118,10 +119,11 @@ def record_run(db_path: str | Path, report: dict[str, Any], cases_file_git_commi
         conn.close()
 
 
-def record_run_or_recover(db_path: Path, report: dict[str, Any], cases_file_git_commit: str | None,
+def record_run_or_recover(db_path: Path, report: Report, cases_file_git_commit: str | None,
                           warn: Callable[[str], None], total_cases: int | None = None) -> None:
     """record_run; a history file that is not a database is moved aside as
     `history.sqlite.corrupt-<timestamp>` (with a warning) and a new one is started."""
+
     try:
         record_run(db_path, report, cases_file_git_commit, total_cases)
         return

@@ -4,10 +4,12 @@ from __future__ import annotations
 import html
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
 
 import orjson
 
+from agent_eval.records import CaseEntry, Report
 from agent_eval.report.files import write_atomic
 
 MAX_BYTES = 50_000_000
@@ -19,7 +21,7 @@ def _asset(name: str) -> str:
     return resources.files("agent_eval.report").joinpath("assets", name).read_text(encoding="utf-8")
 
 
-def trim_traces(report: dict[str, Any], max_bytes: int = MAX_BYTES) -> tuple[dict[str, Any], int]:
+def trim_traces(report: Report, max_bytes: int = MAX_BYTES) -> tuple[Mapping[str, Any], int]:
     """Return (report, traces left out). Past max_bytes of compact JSON, only failed and errored runs keep
     their traces. The input is never mutated; a trimmed copy shares everything but the changed runs."""
     if len(orjson.dumps(report)) <= max_bytes:
@@ -27,12 +29,13 @@ def trim_traces(report: dict[str, Any], max_bytes: int = MAX_BYTES) -> tuple[dic
     left_out = 0
     cases = []
     for case in report.get("cases") or []:
-        runs = []
+        runs: list[Mapping[str, Any]] = []
         for run in case.get("runs") or []:
             if run.get("trace") is not None and run.get("status") not in KEEP_TRACE_STATUSES:
-                run = {**run, "trace": None}
+                runs.append({**run, "trace": None})
                 left_out += 1
-            runs.append(run)
+            else:
+                runs.append(run)
         cases.append({**case, "runs": runs})
     return {**report, "cases": cases}, left_out
 
@@ -43,7 +46,7 @@ def embed_json(data: Any) -> str:
     return text.replace("</", "<\\/").replace("<!--", "<\\u0021--")
 
 
-def build_html(report: dict[str, Any], *, max_bytes: int = MAX_BYTES, calibration: Any = None) -> str:
+def build_html(report: Report, *, max_bytes: int = MAX_BYTES, calibration: Any = None) -> str:
     """Build the one-file HTML page of a report (with its last calibration, when given); it makes no
     request of any kind when opened."""
     page_report, left_out = trim_traces(report, max_bytes)
@@ -51,20 +54,20 @@ def build_html(report: dict[str, Any], *, max_bytes: int = MAX_BYTES, calibratio
     return page(report, embed_json(data))
 
 
-def page_from_json(report_head: dict[str, Any], report_json: bytes, left_out: int = 0,
+def page_from_json(report_head: Mapping[str, Any], report_json: bytes, left_out: int = 0,
                    max_bytes: int = MAX_BYTES) -> str:
     """The same page from a report already serialised (a report file's bytes), without parsing it again."""
     safe = report_json.replace(b"</", b"<\\/").replace(b"<!--", b"<\\u0021--").decode("utf-8")
     return page(report_head, '{"report":' + safe + f',"traces_left_out":{left_out},"max_bytes":{max_bytes}}}')
 
 
-def page(report_head: dict[str, Any], data_json: str) -> str:
+def page(report_head: Mapping[str, Any], data_json: str) -> str:
     """Fill the template: title, inline CSS and JS, and the embedded data (already script-safe)."""
     from agent_eval.report.reasons import case_reason
 
     title = f"agent-eval · {report_head.get('suite') or 'suite'} · {report_head.get('run_id') or ''}"
     # Each case's reason, computed here by the function the terminal, Markdown and JUnit use.
-    reasons = [case_reason(c) if isinstance(c, dict) else "" for c in report_head.get("cases") or []]
+    reasons = [case_reason(cast(CaseEntry, c)) if isinstance(c, dict) else "" for c in report_head.get("cases") or []]
     data_json = data_json[:-1] + ',"reasons":' + embed_json(reasons) + "}"
     template = _asset("report.html")
     script = "\n".join(_asset(name) for name in _ASSETS if name.endswith(".js"))
@@ -75,7 +78,7 @@ def page(report_head: dict[str, Any], data_json: str) -> str:
     return before + data_json + after
 
 
-def write_html(report: dict[str, Any], path: str | Path, *, max_bytes: int = MAX_BYTES,
+def write_html(report: Report, path: str | Path, *, max_bytes: int = MAX_BYTES,
                calibration: Any = None) -> Path:
     """Write the report's page to path (parents created) and return the path."""
     out = Path(path)

@@ -1,16 +1,16 @@
 """The terminal's judge section: summary.judge in one line, and the judge's agreement after a rescore."""
 from __future__ import annotations
 
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from agent_eval.records import Report
 from agent_eval.report.fmt import format_cost, format_count, format_rate
 
 
-def judge_line(report: dict[str, Any]) -> str | None:
+def judge_line(report: Report) -> str | None:
     """`judge gpt-4o-mini: 3 calls, 2 cache hits, 1,234 tokens, $0.0004, 0 errors; 3 of 4 run(s) judged (...)`;
     with judging on and no run judged, `judge: on, 0 calls: ...`; None when no case asked for the judge."""
     judge = (report.get("summary") or {}).get("judge") or {}
@@ -33,7 +33,7 @@ def judge_line(report: dict[str, Any]) -> str | None:
             f"{format_cost(judge.get('cost_usd'))}, {format_count(judge.get('errors'))} errors{runs}")
 
 
-def render_judge(report: dict[str, Any], console: Console) -> None:
+def render_judge(report: Report, console: Console) -> None:
     """The judge's spend, then (after `rescore --judge-repeat`) its agreement overall and per case."""
     line = judge_line(report)
     judge = (report.get("summary") or {}).get("judge") or {}

@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any
 
+from agent_eval.records import CaseEntry, Report
 from agent_eval.report.files import atomic_file
 from agent_eval.report.reasons import case_reason, failure_lines
 
@@ -24,7 +24,7 @@ def xml_text(text: object) -> str:
     return _NOT_XML.sub("\ufffd", str(text))
 
 
-def _seconds(case: dict) -> float:
+def _seconds(case: CaseEntry) -> float:
     """The case's time: the sum of its runs' latencies (0 when none were measured)."""
     return sum((run.get("metrics") or {}).get("latency_s") or 0.0 for run in case.get("runs") or [])
 
@@ -34,7 +34,7 @@ def _short(text: str) -> str:
     return text if len(text) <= MESSAGE_MAX_CHARS else text[: MESSAGE_MAX_CHARS - 1] + "…"
 
 
-def _case_element(case: dict, suite: str) -> tuple[ET.Element, str]:
+def _case_element(case: CaseEntry, suite: str) -> tuple[ET.Element, str]:
     """The <testcase> of one case and its outcome: passed, failed, skipped or error."""
     element = ET.Element("testcase", classname=suite, name=xml_text(case.get("id")),
                          time=f"{_seconds(case):.3f}")
@@ -55,11 +55,12 @@ def _case_element(case: dict, suite: str) -> tuple[ET.Element, str]:
         errored = [r for r in runs if r.get("status") == "error"]
         node = ET.SubElement(element, "error", message=_short(case_reason(case)), type="error")
         node.text = xml_text("\n".join(f"run {r.get('trial')}: {r.get('error')}" for r in errored))
+
         return element, "error"
     return element, "passed"
 
 
-def build_junit(report: dict[str, Any]) -> ET.ElementTree:
+def build_junit(report: Report) -> ET.ElementTree:
     """The JUnit tree of a report: one testsuite named after the suite, one testcase per case."""
     suite = xml_text(report.get("suite") or "agent-eval")
     outcomes = {"passed": 0, "failed": 0, "skipped": 0, "error": 0}
@@ -80,7 +81,7 @@ def build_junit(report: dict[str, Any]) -> ET.ElementTree:
     return ET.ElementTree(root)
 
 
-def write_junit(report: dict[str, Any], path: str | Path) -> None:
+def write_junit(report: Report, path: str | Path) -> None:
     """Write the report's cases as JUnit XML to `path` (UTF-8, with an XML declaration)."""
     with atomic_file(Path(path)) as f:
         build_junit(report).write(f, encoding="utf-8", xml_declaration=True)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.report.files import make_parent
+from agent_eval.records import Report
 from agent_eval.report.fmt import format_value
 from agent_eval.report.gate_table import gate_notes, gate_rows
 from agent_eval.score.metric_registry import label_of
@@ -65,11 +66,11 @@ def _table(header: list[str], rows: list[list[str]], right: frozenset[int] | set
             *(f"| {' | '.join(cell(c) for c in row)} |" for row in rows)]
 
 
-def _repeat(report: dict) -> Any:
+def _repeat(report: Report) -> Any:
     return (report.get("settings") or {}).get("repeat") or "K"
 
 
-def headline_lines(report: dict) -> list[str]:
+def headline_lines(report: Report) -> list[str]:
     """The title, the case counts and the headline metrics table."""
     s = report.get("summary") or {}
     title = f"## agent-eval: {inert(report.get('suite') or 'suite')}"
@@ -93,12 +94,12 @@ def headline_lines(report: dict) -> list[str]:
     return lines + [counts, "", *_table(["metric", "value"], rows, right={1}), ""]
 
 
-def failing_lines(report: dict) -> list[str]:
+def failing_lines(report: Report) -> list[str]:
     """The failed and errored cases, each with its first failed check (or its error)."""
     failing = [c for c in report.get("cases") or [] if c.get("status") in ("failed", "error")]
     if not failing:
         return ["No failing cases.", ""]
-    rows = [[_code(c.get("id")), c.get("status"),
+    rows = [[_code(c.get("id")), c.get("status") or "",
              "n/a" if c.get("pass_rate") is None else f"{c['pass_rate']:.0%}", _code(case_reason(c))]
             for c in failing[:MAX_FAILING_ROWS]]
     header = ["case", "status", "pass rate", "reason"]
@@ -108,7 +109,7 @@ def failing_lines(report: dict) -> list[str]:
     return lines + [""]
 
 
-def gate_lines(gate: dict) -> list[str]:
+def gate_lines(gate: dict[str, Any]) -> list[str]:
     """The regression gate: its table, its notes and its overall verdict."""
     verdict = ("⚠️ **nothing to gate**" if gate.get("nothing_to_gate") else
                "❌ **regression**" if gate.get("regression") else "✅ no regression")
@@ -120,15 +121,15 @@ def gate_lines(gate: dict) -> list[str]:
             *(f"- {inert(line)}" for line in gate_notes(gate)), ""]
 
 
-def render_markdown(report: dict) -> str:
+def render_markdown(report: Report) -> str:
     """The whole summary as one Markdown string."""
     lines = headline_lines(report) + failing_lines(report)
-    if report.get("gate"):
-        lines += gate_lines(report["gate"])
+    if gate := report.get("gate"):
+        lines += gate_lines(gate)
     return "\n".join(lines) + "\n"
 
 
-def write_markdown(report: dict, path: str | Path) -> None:
+def write_markdown(report: Report, path: str | Path) -> None:
     """Append the summary to `path` (created when missing), as $GITHUB_STEP_SUMMARY expects."""
     data = render_markdown(report).encode("utf-8")
     fd = os.open(make_parent(Path(path)), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)

@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from agent_eval.records import Report, RunRecord, Trace
 from agent_eval.report.files import atomic_file
 
 SCOPE = "agent_eval"
@@ -50,7 +51,7 @@ def _ns(origin: int, seconds: Any) -> int:
     return origin + int(round(float(seconds) * 1e9)) if isinstance(seconds, (int, float)) else origin
 
 
-def _origin(trace: dict[str, Any], created_at: Any) -> int:
+def _origin(trace: Trace, created_at: Any) -> int:
     """The run's start in Unix ns: the trace's own record, else the report's created_at."""
     started = trace.get("started_at_unix_ns")
     if isinstance(started, int) and not isinstance(started, bool):
@@ -66,7 +67,7 @@ def _text_messages(role: str, texts: Iterable[Any]) -> str:
                          for t in texts if isinstance(t, str)]).decode()
 
 
-def _events(run: dict[str, Any], at: int) -> list[dict[str, Any]]:
+def _events(run: RunRecord, at: int) -> list[dict[str, Any]]:
     events = []
     for check in run.get("checks") or ():
         events.append({"timeUnixNano": str(at), "name": "gen_ai.evaluation.result", "attributes": _attrs({
@@ -82,7 +83,7 @@ def _events(run: dict[str, Any], at: int) -> list[dict[str, Any]]:
     return events
 
 
-def run_spans(head: Mapping[str, Any], case_id: str, run: dict[str, Any]) -> list[dict[str, Any]]:
+def run_spans(head: Mapping[str, Any], case_id: str, run: RunRecord) -> list[dict[str, Any]]:
     """The spans of one run: invoke_agent, then its chat and execute_tool children."""
     trace = run.get("trace") or {}
     trial = int(run.get("trial") or 0)
@@ -143,14 +144,14 @@ def export_request(report: Mapping[str, Any], spans: list[dict[str, Any]]) -> di
     return {"resourceSpans": [{"resource": resource, "scopeSpans": [{"scope": {"name": SCOPE}, "spans": spans}]}]}
 
 
-def export_requests(report: dict[str, Any], run_bytes: Iterable[list[bytes]]) -> Iterator[dict[str, Any]]:
+def export_requests(report: Report, run_bytes: Iterable[list[bytes]]) -> Iterator[dict[str, Any]]:
     """One OTLP/JSON ExportTraceServiceRequest per run of the report (its runs given as JSON bytes)."""
     for case, runs in zip(report["cases"], run_bytes, strict=True):
         for raw in runs:
             yield export_request(report, run_spans(report, str(case["id"]), orjson.loads(raw)))
 
 
-def write_otel(report: dict[str, Any], run_bytes: Iterable[list[bytes]], path: Path) -> None:
+def write_otel(report: Report, run_bytes: Iterable[list[bytes]], path: Path) -> None:
     """The report's runs as OTLP/JSON lines, written once to a temporary name and renamed."""
     with atomic_file(path) as f:
         for request in export_requests(report, run_bytes):

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_eval.redaction import redact_url
+from agent_eval.records import Report
 from agent_eval.report.files import history_path_of, page_path_of, write_atomic
 from agent_eval.report.html import MAX_BYTES, KEEP_TRACE_STATUSES, page_from_json
 
@@ -30,7 +31,7 @@ class OutputSettings(Protocol):
     def html(self) -> bool: ...
 
 
-def write_page(report: dict[str, Any], report_path: Path, run_bytes: Any, out: Path) -> None:
+def write_page(report: Report, report_path: Path, run_bytes: Any, out: Path) -> None:
     """The HTML page, embedding the report file as it is, or past 50 MB only failed/errored traces."""
     size = report_path.stat().st_size
     if size <= MAX_BYTES:
@@ -67,7 +68,7 @@ class Output:
 class OutputJob:
     """What an output's writer gets."""
 
-    report: dict[str, Any]
+    report: Report
     report_path: Path
     target: Any  # what its row's `target` returned
     run_bytes: Callable[[], Any]  # per case entry, its runs as JSON bytes (call it only when needed)
@@ -125,7 +126,7 @@ OUTPUTS: list[Output] = [
 """Every output, in the order they are written; a new one is a writer and one row."""
 
 
-def write_extras(report: dict[str, Any], report_path: Path, run_bytes: Callable[[], Any], cfg: OutputSettings,
+def write_extras(report: Report, report_path: Path, run_bytes: Callable[[], Any], cfg: OutputSettings,
                  warn: Callable[[str], None], sender: RunSender | None = None) -> list[str]:
     """Every row of OUTPUTS whose target is set: the HTML page (unless --no-html), the history row, and the
     optional JUnit, Markdown, OTel and OTLP outputs.
@@ -152,7 +153,7 @@ def write_extras(report: dict[str, Any], report_path: Path, run_bytes: Callable[
     return written
 
 
-def send_otlp(report: dict[str, Any], run_bytes: Any, url: str, warn: Callable[[str], None],
+def send_otlp(report: Report, run_bytes: Any, url: str, warn: Callable[[str], None],
               sender: RunSender | None = None) -> None:
     """Finish sending the runs' traces (every run, when none was offered as it finished); failures are one
     warning with their count."""

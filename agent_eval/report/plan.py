@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from agent_eval.records import Report
 from agent_eval.report.gate import ALPHA
 from agent_eval.report.gate_stats import SEED, resample_weights
 from agent_eval.score.metric_registry import DEFAULT_GATES
@@ -92,14 +93,14 @@ def pair_p_values(deltas: np.ndarray) -> np.ndarray:
     return (1 + np.count_nonzero(deltas >= 0, axis=1)) / (1 + deltas.shape[1])
 
 
-def case_rates(report: dict[str, Any]) -> np.ndarray:
+def case_rates(report: Report) -> np.ndarray:
     """The per-case pass rates of the cases that count (not skipped, errored or not run)."""
     rates = [c.get("pass_rate") for c in report.get("cases") or []
              if isinstance(c, dict) and c.get("status") not in ("skipped", "error", "not_run")]
     return np.array([float(r) for r in rates if isinstance(r, (int, float)) and not isinstance(r, bool)])
 
 
-def cost_per_run(report: dict[str, Any]) -> float | None:
+def cost_per_run(report: Report) -> float | None:
     """The mean cost of the report's runs (the agent's, plus the judge's and the simulator's shared out)."""
     runs = [r for c in report.get("cases") or [] for r in (c.get("runs") or []) if isinstance(r, dict)]
     costs = [x for r in runs if isinstance(x := (r.get("metrics") or {}).get("cost_usd"), (int, float))]

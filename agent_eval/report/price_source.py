@@ -1,10 +1,11 @@
 """The run header's price line: where the prices of the models a run used came from."""
 from __future__ import annotations
 
-from typing import Any
+from agent_eval.records import Report
 
 
-def pricing_line(report: dict[str, Any]) -> str | None:
+
+def pricing_line(report: Report) -> str | None:
     """Where the prices came from: `pricing: suite`, `pricing: genai-prices 0.0.40`, `pricing: none for MODEL`,
     or per model when they differ; None when no model used tokens."""
     settings = report.get("settings") or {}

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+
+from agent_eval.records import CaseEntry, RunRecord, Trace, field_of
 from agent_eval.report.fmt import one_line
 from agent_eval.tracebacks import innermost_frame, user_frames
 
@@ -32,11 +34,11 @@ def is_raised_tool_call(step: Any) -> bool:
     return bool(error) and isinstance(text, str) and bool(text) and not _raised_type(text).endswith("ToolError")
 
 
-def raised_tool_calls(trace: dict[str, Any] | None) -> list[dict[str, Any]]:
+def raised_tool_calls(trace: Trace | None) -> list[dict[str, Any]]:
     """The tool calls of a run that raised (see is_raised_tool_call): [{step, name, error, error_traceback}]."""
     trace = trace or {}
     if LITE_KEY in trace:
-        return [s for s in trace.get(LITE_KEY) or [] if isinstance(s, dict)]
+        return [s for s in field_of(trace, LITE_KEY) or [] if isinstance(s, dict)]
     return [{k: s.get(k) for k in ("step", "name", "error", "error_traceback")}
             for s in trace.get("steps") or [] if is_raised_tool_call(s)]
 
@@ -47,7 +49,7 @@ def tool_exception_text(call: dict[str, Any]) -> str:
     return f"tool {call.get('error')}" + (f" ({where})" if where else "")
 
 
-def _first_cause(run: dict[str, Any]) -> str:
+def _first_cause(run: RunRecord) -> str:
     trace = run.get("trace") or {}
     stop_reason = trace.get("stop_reason")
     # A run that did not complete failed whatever its checks say, so the stop reason comes first.
@@ -64,7 +66,7 @@ def _first_cause(run: dict[str, Any]) -> str:
     return "did not complete (stop reason not kept without the trace)"
 
 
-def run_failure_reason(run: dict[str, Any]) -> str | None:
+def run_failure_reason(run: RunRecord) -> str | None:
     """Why one run did not succeed, in one line; None for a successful run."""
     if run.get("status") not in ("failed", "error") and run.get("success"):
         return None
@@ -75,7 +77,7 @@ def run_failure_reason(run: dict[str, Any]) -> str | None:
     return f"{cause}; {tool_exception_text(raised[0])}" if raised else cause
 
 
-def case_reason(case: dict[str, Any]) -> str:
+def case_reason(case: CaseEntry) -> str:
     """The reason shown for a case everywhere: the skip reason, or its first unsuccessful run's reason
     (an error case's first errored run, a failed case's first failed run); "" for a case that passed."""
     status = case.get("status")
@@ -93,7 +95,7 @@ def case_reason(case: dict[str, Any]) -> str:
     return "every run errored" if status == "error" else "pass rate below the threshold"
 
 
-def agent_error_text(trace: dict[str, Any]) -> str | None:
+def agent_error_text(trace: Trace) -> str | None:
     """The agent's error with the innermost frame of the user's code beside it:
     `KeyError: 'missing' (demo_agent.py:57 in agent)`."""
     agent_error = trace.get("agent_error")
@@ -101,16 +103,16 @@ def agent_error_text(trace: dict[str, Any]) -> str | None:
     return f"{agent_error} ({where})" if agent_error and where else agent_error
 
 
-def _judge_failures(run: dict) -> list[str]:
+def _judge_failures(run: RunRecord) -> list[str]:
     lines = []
     for key, label in (("judge", "judge"), ("judge_expected_outcome", "judge:expected_outcome")):
-        verdict = run.get(key) or {}
+        verdict = field_of(run, key) or {}
         if str(verdict.get("verdict", "")).upper() == "FAIL":
             lines.append(f"{label}: FAIL: {verdict.get('reason') or '(no reason given)'}")
     return lines
 
 
-def failure_lines(run: dict) -> list[str]:
+def failure_lines(run: RunRecord) -> list[str]:
     """Every reason a run failed: its stop reason, its failed checks (name: detail), the judge's reason,
     and each tool call that raised."""
     lines = []
@@ -128,7 +130,7 @@ def failure_lines(run: dict) -> list[str]:
     return lines or ["run did not succeed"]
 
 
-def frames_lines(run: dict) -> list[str]:
+def frames_lines(run: RunRecord) -> list[str]:
     """-v: the user's frames of the agent's exception and of each tool call that raised, innermost last."""
     trace = run.get("trace") or {}
     lines = []

@@ -1,6 +1,8 @@
 """The "Scorers" block of the terminal report, read from `summary.scorers` and the runs."""
 from __future__ import annotations
 
+from agent_eval.records import Report
+
 from typing import Any
 
 from rich.console import Console
@@ -34,7 +36,7 @@ def summary_rows(summary: dict[str, Any], path: str = "") -> list[tuple[str, str
     return rows
 
 
-def first_error(report: dict[str, Any], name: str) -> str | None:
+def first_error(report: Report, name: str) -> str | None:
     """The first run's scorer error of `name`, as `case #trial: message`; None when it never raised."""
     for case in report.get("cases") or []:
         for run in case.get("runs") or []:
@@ -44,7 +46,7 @@ def first_error(report: dict[str, Any], name: str) -> str | None:
     return None
 
 
-def render_scorers(report: dict[str, Any], console: Console) -> None:
+def render_scorers(report: Report, console: Console) -> None:
     """One table: each scorer's summary rows and error count; nothing when the suite has no scorer."""
     scorers = (report.get("summary") or {}).get("scorers") or {}
     if not scorers:

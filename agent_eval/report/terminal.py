@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from agent_eval.records import Report
 from agent_eval.score.prices import price_hint
 from agent_eval.score.usage import invalid_usage_lines, invalid_usage_of
 from agent_eval.report.fmt import (  # noqa: F401  (re-exported: the section modules format with these)
@@ -42,7 +43,6 @@ from agent_eval.report.price_source import pricing_line
 from agent_eval.errors import EXIT_MEANINGS
 from agent_eval.score.metric_registry import label_of
 
-Report = dict[str, Any]
 SectionRenderer = Callable[[Report, Console], None]
 
 NO_SUCCESSES = "no successes"
@@ -341,11 +341,11 @@ def render_dialogue(report: Report, console: Console) -> None:
 # render_dialogue (trace user_messages/replies of scenario runs).
 def render_gate_section(report: Report, console: Console) -> None:
     """The regression gate table, when the run had a baseline."""
-    if report.get("gate"):
+    if gate := report.get("gate"):
         from agent_eval.report.gate_table import render_gate
 
         console.print()
-        render_gate(report["gate"], console)
+        render_gate(gate, console)
 
 
 SECTIONS: list[SectionRenderer] = [

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from agent_eval.records import CaseEntry
 from agent_eval.report.cases_section import case_pass_counts
 from agent_eval.report.fmt import NA, format_rate
 from agent_eval.score.metric_registry import label_of
@@ -55,9 +56,9 @@ def render_intervals(report: Report, console: Console, verbose: bool = False) ->
         console.print(table)
 
 
-def flaky_cases(report: Report) -> list[dict[str, Any]]:
+def flaky_cases(report: Report) -> list[CaseEntry]:
     """The case entries marked `flaky: true`, in report order."""
-    return [c for c in report.get("cases") or [] if isinstance(c, dict) and c.get("flaky") is True]
+    return [c for c in report.get("cases") or [] if c.get("flaky") is True]
 
 
 def flaky_line(report: Report) -> str | None:

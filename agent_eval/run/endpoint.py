@@ -73,7 +73,7 @@ class RunLink:
     waits: Waits | None = None  # its requests' waiting for the rate limit
     leave: Callable[[], object] | None = None  # removes the run's path from the endpoint
     cleanups: list[Callable[[], object]] = field(default_factory=list)  # once the run has ended (a cmd: folder)
-    pending: dict[asyncio.Task, dict[str, Any]] = field(default_factory=dict)  # requests in flight, their entries
+    pending: dict[asyncio.Task[Any], dict[str, Any]] = field(default_factory=dict)  # requests in flight, their entries
     closed: bool = False
     tape: tape.Tape | None = None  # the run's cassette under --record / --replay
 
@@ -365,7 +365,7 @@ def _error(web: Any, status: int, code: str, message: str, headers: dict[str, st
 
 # --- one endpoint per event loop ----------------------------------------------------------------------
 _ENDPOINTS: dict[Any, Endpoint] = {}
-_STARTING: dict[Any, asyncio.Future] = {}
+_STARTING: dict[Any, asyncio.Future[Any]] = {}
 
 
 async def endpoint() -> Endpoint:

@@ -12,7 +12,7 @@ import orjson
 from agent_eval.provider import tape
 from agent_eval.provider.waits import Waits, recording
 from agent_eval.redaction import redact_secrets, redact_trace_errors
-from agent_eval.records import Step
+from agent_eval.records import Case, Step, StopReason, Trace
 from agent_eval.run.agents import Agent, AgentStop, InfrastructureError, Reply, RunContext
 from agent_eval.suite.jsonsafe import dumps_safe, to_json_safe
 from agent_eval.suite.cases import user_messages
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 class Played:
     """A finished run before scoring: its frozen trace, final env, and infrastructure error if any."""
 
-    trace: dict[str, Any]
+    trace: Trace
     final_env: dict[str, Any]
     error: str | None
     trace_json: bytes | None = None  # the trace's JSON, encoded once and spliced into the journal line
@@ -86,7 +86,7 @@ class Clock:
 class User(Protocol):
     """Who speaks to the agent in a run: the case's script, or a simulator (run/simulator.py)."""
 
-    async def next_message(self, case: dict, trial: int, messages: list[dict[str, Any]]) -> str | None:
+    async def next_message(self, case: Case, trial: int, messages: list[dict[str, Any]]) -> str | None:
         """The next user message, or None when the user is done."""
         ...
 
@@ -94,14 +94,14 @@ class User(Protocol):
 class ScriptedUser:
     """The case's scripted user messages (`query` or `messages`), sent in order."""
 
-    def __init__(self, case: dict) -> None:
+    def __init__(self, case: Case) -> None:
         self._messages = iter(user_messages(case))
 
-    async def next_message(self, case: dict, trial: int, messages: list[dict]) -> str | None:
+    async def next_message(self, case: Case, trial: int, messages: list[dict[str, Any]]) -> str | None:
         return next(self._messages, None)
 
 
-async def play_run(case: dict, trial: int, agent: Agent, tools: ToolSet, template: EnvTemplate,
+async def play_run(case: Case, trial: int, agent: Agent, tools: ToolSet, template: EnvTemplate,
                    system_prompt: str | None, timeout: float | None, simulator: User | None = None,
                    servers: ServerPool | None = None, env_blob: bytes | None = None) -> Played:
     """Play one run: the user (scripted, or `simulator` for a scenario case) and the agent take turns.
@@ -120,7 +120,7 @@ async def play_run(case: dict, trial: int, agent: Agent, tools: ToolSet, templat
     return await _play(case, trial, agent, tools, template, template.fresh(), system_prompt, timeout, simulator)
 
 
-async def _play(case: dict, trial: int, agent: Agent, tools: ToolSet, template: EnvTemplate, env: dict,
+async def _play(case: Case, trial: int, agent: Agent, tools: ToolSet, template: EnvTemplate, env: dict[str, Any],
                 system_prompt: str | None, timeout: float | None, simulator: User | None,
                 remote: RunServers | None = None) -> Played:
     user = simulator or ScriptedUser(case)
@@ -136,7 +136,10 @@ async def _play(case: dict, trial: int, agent: Agent, tools: ToolSet, template: 
     t0: float | None = None
     started_at_unix_ns: int | None = None  # the wall clock at t0, for the spans of --otel
     first_reply_at: float | None = None
-    stop_reason, agent_error, agent_tb, error = "completed", None, None, None
+    stop_reason: StopReason = "completed"
+    agent_error: str | None = None
+    agent_tb: str | None = None
+    error: str | None = None
     recorded = recording(waits)
     recorded.__enter__()
     try:
@@ -202,11 +205,12 @@ async def _play(case: dict, trial: int, agent: Agent, tools: ToolSet, template: 
     trace = build_trace(sent, replies, steps, ctx.llm_calls, stop_reason, agent_error,
                         elapsed, first_reply_at, env_diff, agent_tb, waits.within(-math.inf))
     if waits.intervals and t0 is not None and steps:  # ttfa_s is the agent's time too: not the waiting
-        first_step = steps[0]["t_start_s"] - waits.within(t0, t0 + steps[0]["t_start_s"])
+        started = steps[0]["t_start_s"] or 0.0  # a played step is always timed
+        first_step = started - waits.within(t0, t0 + started)
         trace["ttfa_s"] = first_step if first_reply_at is None else min(first_step, first_reply_at)
     run_tape = tape.current()
     if run_tape is not None and run_tape.credits and t0 is not None and steps:  # --replay: the model's time
-        at = min(s["t_start_s"] for s in steps)
+        at = min(s["t_start_s"] or 0.0 for s in steps)  # a played step is always timed
         first_step = at - waits.within(t0, t0 + at) + run_tape.credit_at(t0 + at)
         trace["ttfa_s"] = first_step if first_reply_at is None else min(first_step, first_reply_at)
     trace["turn_steps"] = turn_steps
@@ -220,7 +224,7 @@ async def _play(case: dict, trial: int, agent: Agent, tools: ToolSet, template: 
     return Played(trace, env, error and redact_secrets(error), trace_json)
 
 
-def empty_trace() -> dict[str, Any]:
+def empty_trace() -> Trace:
     """The trace of a run in which no turn was played (it could not start, or its worker was lost)."""
     trace = build_trace([], [], [], [], "completed", None, 0.0, None, [])
     trace["turn_steps"] = []
@@ -239,13 +243,14 @@ def _snapshot(env: dict[str, Any]) -> dict[str, Any]:
         return env
 
 
-def build_trace(user_msgs: list[str], replies: list[Reply], steps: list[Step], llm_calls: list[dict],
-                stop_reason: str, agent_error: str | None, latency_s: float,
-                first_reply_at: float | None, env_diff: list[dict],
-                agent_error_traceback: str | None = None, rate_limit_wait_s: float = 0.0) -> dict[str, Any]:
+def build_trace(user_msgs: list[str], replies: list[Reply], steps: list[Step], llm_calls: list[dict[str, Any]],
+                stop_reason: StopReason, agent_error: str | None, latency_s: float,
+                first_reply_at: float | None, env_diff: list[dict[str, Any]],
+                agent_error_traceback: str | None = None, rate_limit_wait_s: float = 0.0) -> Trace:
     """The frozen trace (docs/reference.md#the-json-report) from what one run produced."""
     last = replies[-1] if replies and len(replies) == len(user_msgs) else None
-    firsts = [t for t in (min((s["t_start_s"] for s in steps), default=None), first_reply_at) if t is not None]
+    first_step = min((t for s in steps if (t := s["t_start_s"]) is not None), default=None)
+    firsts = [t for t in (first_step, first_reply_at) if t is not None]
     return {
         "user_messages": user_msgs,
         "replies": [r.answer for r in replies],

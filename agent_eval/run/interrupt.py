@@ -47,7 +47,7 @@ class Interrupts:
         self.count = 0
         self.signum: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[Any] | None = None
         self._previous: dict[int, Any] = {}
         self.after_run: list[Callable[[], None]] = []  # told of a first signal that comes once the run is over
 

@@ -4,17 +4,19 @@ from __future__ import annotations
 import fcntl
 import os
 import time
+import typing
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
 from agent_eval.errors import ConfigError
+from agent_eval.records import RunRecord, RunStatus
 from agent_eval.suite.jsonsafe import dumps_safe
 
-RUN_STATUSES = ("passed", "failed", "error")
+RUN_STATUSES: tuple[RunStatus, ...] = typing.get_args(RunStatus)
 FLUSH_EVERY_RUNS = 64
 FLUSH_EVERY_S = 1.0
 
@@ -58,7 +60,7 @@ class Journal:
             self._write(orjson.dumps(header) + b"\n")
             self.flush()
 
-    def append(self, case_id: str, trial: int, run: dict[str, Any],
+    def append(self, case_id: str, trial: int, run: RunRecord,
                trace_json: bytes | None = None) -> tuple[int, int] | None:
         """Write one run; returns (offset, length) of the run's JSON inside the file, or None once the
         journal has failed. `trace_json` is the run's trace already encoded (it is spliced in as it is)."""
@@ -152,19 +154,19 @@ class Journal:
         self.failed = self.failed or (exc.strerror or str(exc))
 
 
-def encode_run(run: dict[str, Any], trace_json: bytes | None = None) -> tuple[dict[str, Any], bytes]:
+def encode_run(run: RunRecord, trace_json: bytes | None = None) -> tuple[RunRecord, bytes]:
     """The run as stored, and its JSON, with its trace spliced in from `trace_json` when the trace was
     encoded already. A value JSON cannot hold is converted (the slow path runs only when orjson refuses):
     the run as stored is then a converted copy, else the run itself."""
     if trace_json is not None and "trace" in run:
         rest = {k: v for k, v in run.items() if k != "trace"}
         stored, rest_json = dumps_safe(rest)
-        return (run if stored is rest else {**stored, "trace": run["trace"]},
+        return (run if stored is rest else cast(RunRecord, {**stored, "trace": run["trace"]}),
                 rest_json[:-1] + b',"trace":' + trace_json + b"}")
     return dumps_safe(run)
 
 
-def scan_runs(path: Path, strict: bool = True) -> Iterator[tuple[str, int, dict[str, Any], tuple[int, int]]]:
+def scan_runs(path: Path, strict: bool = True) -> Iterator[tuple[str, int, RunRecord, tuple[int, int]]]:
     """Each journaled run as (case_id, trial, run, (offset, length) of its JSON), in file order.
 
     A torn last line (the process died mid-write) is skipped; any other line that is not a run record
@@ -187,7 +189,7 @@ def scan_runs(path: Path, strict: bool = True) -> Iterator[tuple[str, int, dict[
             yield case_id, trial, run, (start + len(prefix), len(line) - len(prefix) - 2)
 
 
-def _run_record(line: bytes, strict: bool) -> tuple[str, int, dict[str, Any]] | None:
+def _run_record(line: bytes, strict: bool) -> tuple[str, int, RunRecord] | None:
     try:
         record = orjson.loads(line)
         case_id, trial, run = record["case_id"], record["trial"], record["run"]
@@ -200,7 +202,7 @@ def _run_record(line: bytes, strict: bool) -> tuple[str, int, dict[str, Any]] | 
     if strict and not (run.get("status") in RUN_STATUSES
                        and (run["status"] == "error" or isinstance(run.get("trace"), dict))):
         return None
-    return case_id, trial, run
+    return case_id, trial, cast(RunRecord, run)  # its shape checked above
 
 
 def drop_torn_tail(path: Path) -> None:

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from agent_eval.records import StopReason
 from agent_eval.suite.mcp_client import Connection, ServerError, kill_live_servers, stray_warnings
 from agent_eval.run.sandbox import EnvTemplate
 from agent_eval.suite.mcp_spec import ServerSpec
@@ -40,10 +41,10 @@ class ServerPool:
         self.per_run = [s for s in servers if s.is_per_run]
         self.state = next((s for s in servers if s.state_resource), None)
         self._shared: dict[int, Connection] = {}
-        self._shared_started: dict[int, asyncio.Future] = {}
+        self._shared_started: dict[int, asyncio.Future[Any]] = {}
         self._spares: dict[Any, list[list[Connection]]] = {}  # env blob -> started sets of per-run servers
         self._open: set[Connection] = set()
-        self._closing: set[asyncio.Task] = set()
+        self._closing: set[asyncio.Task[Any]] = set()
         self._closed = False
 
     def prestart(self, env_blob: bytes | None) -> None:
@@ -124,7 +125,7 @@ class RunServers:
         self.fault: str | None = None
         self.waiting: dict[Connection, int] = {}  # requests in flight per server
 
-    async def call(self, tool: RemoteTool, args: dict) -> tuple[str | None, str | None, str | None]:
+    async def call(self, tool: RemoteTool, args: dict[str, Any]) -> tuple[str | None, str | None, str | None]:
         """(observation, tool error, server fault): a fault is set when the server itself failed."""
         connection = self.connections[tool.server]
         self.waiting[connection] = self.waiting.get(connection, 0) + 1
@@ -189,7 +190,7 @@ async def play_with_servers(pool: ServerPool, env_blob: bytes | None, template: 
         run.release()
 
 
-async def finish_with_servers(run: RunServers, env: Any, error: str | None, stop_reason: str,
+async def finish_with_servers(run: RunServers, env: Any, error: str | None, stop_reason: StopReason,
                               agent_error: str | None, timeout: float | None) -> tuple[Any, str | None, str | None]:
     """(final env, error, agent_error) once the agent is done: a server's fault wins over the agent's outcome."""
     fault = run.fault

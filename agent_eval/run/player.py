@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agent_eval.records import Case, RunRecord
 from agent_eval.provider import endpoints, tape
 from agent_eval.run.agents.base import BUILT_IN
 from agent_eval.run.config import RunConfig
@@ -67,13 +68,13 @@ class GcPacer:
 class CaseSlot:
     """One selected case while it runs: its env template (built lazily, freed when done) and results."""
 
-    case: dict[str, Any]
+    case: Case
     trials: list[int]
     skip: str | None = None
-    runs: dict[int, dict[str, Any]] = field(default_factory=dict)  # trial -> run without trace
+    runs: dict[int, RunRecord] = field(default_factory=dict)  # trial -> run without trace
     offsets: dict[int, tuple[int, int]] = field(default_factory=dict)  # trial -> journal position
     template: EnvTemplate | None = None
-    expected_env: dict | None = None
+    expected_env: Any = None
     in_flight: int = 0
 
     def prepare(self, suite: Suite, shared: Callable[[], EnvTemplate]) -> None:
@@ -138,7 +139,7 @@ class Player:
             # One set per run taken, for the run after it: each run then finds the set started for it.
             servers.prestart(self._env_blob(upcoming))
 
-    async def play(self, slot: CaseSlot, trial: int) -> dict[str, Any]:
+    async def play(self, slot: CaseSlot, trial: int) -> RunRecord:
         """Play and score one run of a prepared slot: the run record, trace included."""
         simulator = self.simulator if slot.case.get("scenario") is not None else None
         blob = None
@@ -161,14 +162,15 @@ class Player:
             unwritten = tape.close_run(run_tape)
             problem = run_tape.miss or unwritten  # a judge's or simulator's miss; a cassette not written
             if problem is not None and (run["status"] != "error" or unwritten):
-                run.update(status="error", error=problem, success=False)
+                run["status"], run["error"], run["success"] = "error", problem, False
                 run["metrics"]["success"] = 0
         return run
 
-    async def play_encoded(self, slot: CaseSlot, trial: int) -> tuple[dict[str, Any], bytes]:
+    async def play_encoded(self, slot: CaseSlot, trial: int) -> tuple[RunRecord, bytes]:
         """Prepare the slot, play and score one run, and encode it as stored: (the run, its JSON line).
 
         A value JSON cannot hold (a scorer's huge int, a lone surrogate) is converted, in the run too."""
+
         self.prepare(slot)
         slot.in_flight += 1
         try:
@@ -182,19 +184,21 @@ class Player:
         if self.servers is not None:
             await self.servers.aclose()
 
-    def spent(self, pricing: dict | None, workers: list[dict[str, Any]] | tuple = ()) -> dict[str, Any]:
+    def spent(self, pricing: dict[str, Any] | None, workers: list[dict[str, Any]] | tuple[Any, ...] = (),
+              ) -> dict[str, Any]:
         """summary.judge and summary.user_sim of this player, plus what workers reported."""
         return helper_spend(self.scoring, self.simulator, pricing, workers)
 
 
-def helper_spend(scoring: ScoringContext, simulator: Simulator | None, pricing: dict | None,
-                 workers: list[dict[str, Any]] | tuple = ()) -> dict[str, Any]:
+def helper_spend(scoring: ScoringContext, simulator: Simulator | None, pricing: dict[str, Any] | None,
+                 workers: list[dict[str, Any]] | tuple[Any, ...] = ()) -> dict[str, Any]:
     """summary.judge, summary.user_sim and summary.provider: this process's, plus what workers reported."""
     mine = {"judge": judge_summary(scoring.judge, pricing), "user_sim": user_sim_summary(simulator, pricing)}
     mode = tape.active()
     if mode is not None and mode.replay:
         mine["replay"] = tape.counts.summary()
     parts = [mine, *workers]
+
     spent: dict[str, Any] = {key: add_summaries([p[key] for p in parts if key in p]) for key in mine}
     spent["provider"] = endpoints.merge_summaries([endpoints.provider_summary(),
                                                    *(p.get("provider") for p in workers)])

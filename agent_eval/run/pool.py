@@ -253,7 +253,7 @@ class WorkerPool:
             self._send_limits(fresh)
         self.board.forget(host.number)
 
-    async def _close(self, runner: Runner, inbox: asyncio.Queue, graceful: bool) -> None:
+    async def _close(self, runner: Runner, inbox: asyncio.Queue[Any], graceful: bool) -> None:
         """Ask every live worker for what it spent and let it end; after a grace period, end it."""
         runner.stop_taking_runs()
         live = list(self._held)
@@ -268,7 +268,7 @@ class WorkerPool:
             await asyncio.gather(*(host.close() for host in self.hosts), return_exceptions=True)
             self.on_close()
 
-    async def _drain(self, runner: Runner, inbox: asyncio.Queue) -> None:
+    async def _drain(self, runner: Runner, inbox: asyncio.Queue[Any]) -> None:
         while self._held:
             host, message = await inbox.get()
             if message is None or message[:1] in (USAGE, RESULT, SPENT, CRASHED):  # runs finished before the stop stay

@@ -155,7 +155,7 @@ class RayHost:
         self._actor_class, self._init_ref, self._case_dir = actor_class, init_ref, case_dir
         self._keys = keys or {}  # constructor arguments: held by the actor, never in a runtime_env or the store
         self.actor: Any = None
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
         self._lost: str | None = None
         self._ready = False
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from agent_eval.records import RunRecord
 from agent_eval.flags import DEFAULTS, Flags
 from agent_eval.run.config import RunConfig
 from agent_eval.errors import ConfigError
@@ -129,7 +130,7 @@ class Resume:
         if isinstance(stored_sources, dict):
             cfg.sources.update({k: v for k, v in stored_sources.items() if k not in FROM_COMMAND_LINE})
 
-    def restore(self, restore_run: Callable[[str, int, dict, tuple[int, int]], None]) -> None:
+    def restore(self, restore_run: Callable[[str, int, RunRecord, tuple[int, int]], None]) -> None:
         """Feed every journaled run, in file order, to the runner (the latest record of a trial wins)."""
         for case_id, trial, run, position in scan_runs(self.stored.path):
             restore_run(case_id, trial, run, position)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import agent_eval.llm as llm
 from agent_eval.provider import endpoints
@@ -19,7 +19,7 @@ from agent_eval.report.dialogue import compact_dialogue
 from agent_eval.report.reasons import LITE_KEY, raised_tool_calls
 from agent_eval.run.journal import FLUSH_EVERY_S, Journal
 from agent_eval.run.player import CaseSlot, Player, helper_spend
-from agent_eval.records import CaseEntry
+from agent_eval.records import Case, CaseEntry, RunRecord, Trace
 from agent_eval.score.metrics import case_entry, skipped_entry
 from agent_eval.score.pipeline import ScoringContext
 
@@ -33,28 +33,29 @@ __all__ = ["CANCEL_GRACE_S", "CaseSlot", "Runner", "helper_spend", "lite_run", "
 CANCEL_GRACE_S = 3.0
 
 
-def run_models(trace: dict[str, Any], default: str | None) -> set[str]:
+def run_models(trace: Trace, default: str | None) -> set[str]:
     """Every model whose tokens a run's trace recorded (a call without one used `default`)."""
     return {m for m in (call.get("model") or default for call in trace.get("llm_calls") or ()) if m}
 
 
-def lite_run(run: dict[str, Any], case: dict[str, Any]) -> dict[str, Any]:
+def lite_run(run: RunRecord, case: Case) -> RunRecord:
     """A run record of `case` without its trace, kept in memory for the summary and the terminal report."""
     trace = run["trace"]
-    lite = {k: v for k, v in run.items() if k != "trace"}
-    lite["trace"] = {"stop_reason": trace["stop_reason"], "agent_error": trace["agent_error"],
-                     "agent_error_traceback": trace.get("agent_error_traceback")}
+    lite = cast(RunRecord, {k: v for k, v in run.items() if k != "trace"})
+    kept: dict[str, Any] = {"stop_reason": trace["stop_reason"], "agent_error": trace["agent_error"],
+                                  "agent_error_traceback": trace.get("agent_error_traceback")}
     if run["status"] != "passed":  # the terminal names the tool calls that raised (report/reasons.py)
-        lite["trace"][LITE_KEY] = raised_tool_calls(trace)
+        kept[LITE_KEY] = raised_tool_calls(trace)
     if run["status"] != "passed" and case.get("scenario") is not None:
-        lite["trace"].update(compact_dialogue(trace))  # the terminal shows a failed scenario's dialogue
+        kept.update(compact_dialogue(trace))  # the terminal shows a failed scenario's dialogue
+    lite["trace"] = cast(Trace, kept)
     return lite
 
 
 class Runner:
     """Runs the selected cases of a suite and keeps only small per-run rows in memory."""
 
-    def __init__(self, suite: Suite, cases: list[dict], cfg: RunConfig, agent: Agent, scoring: ScoringContext,
+    def __init__(self, suite: Suite, cases: list[Case], cfg: RunConfig, agent: Agent, scoring: ScoringContext,
                  journal: Journal, environ: Mapping[str, str] | None = None,
                  on_run_done: Callable[[], None] | None = None, simulator: Simulator | None = None) -> None:
         self.suite, self.cfg, self.scoring, self.journal = suite, cfg, scoring, journal
@@ -76,7 +77,7 @@ class Runner:
         self._run_ended: asyncio.Event | None = None  # set as each run finishes (the budget's probe waits)
         self.models_used: set[str] = set()  # every model whose tokens a run recorded (settings.prices)
 
-    def restore(self, case_id: str, trial: int, run: dict[str, Any], position: tuple[int, int]) -> None:
+    def restore(self, case_id: str, trial: int, run: RunRecord, position: tuple[int, int]) -> None:
         """Take a journaled run as done (--resume); a trial's latest record wins; errored runs run again."""
         if self._by_id is None:
             self._by_id = {slot.case["id"]: slot for slot in self.slots}
@@ -224,7 +225,7 @@ class Runner:
             slot.release_if_idle(len(slot.trials))
             self._finished_run(slot, trial, lite_run(run, slot.case))
 
-    def record(self, index: int, trial: int, run_json: bytes, lite: dict[str, Any], models: list[str]) -> None:
+    def record(self, index: int, trial: int, run_json: bytes, lite: RunRecord, models: list[str]) -> None:
         """Journal a run played elsewhere (its JSON as the worker encoded it) and keep its lite row."""
         slot = self.slots[index]
         position = self.journal.append_json(slot.case["id"], trial, run_json)
@@ -235,7 +236,7 @@ class Runner:
         self.models_used.update(models)
         self._finished_run(slot, trial, lite)
 
-    def _finished_run(self, slot: CaseSlot, trial: int, lite: dict[str, Any]) -> None:
+    def _finished_run(self, slot: CaseSlot, trial: int, lite: RunRecord) -> None:
         """Every journaled run passes here, wherever it was played."""
         slot.runs[trial] = lite
         self._finished_here += 1
@@ -244,11 +245,12 @@ class Runner:
             if self._run_ended is not None:
                 self._run_ended.set()
         if lite["status"] == "failed" and self.cfg.exitfirst and not self._stopping:
+
             self._stopping = self.stopped_early = True  # -x: runs in flight finish, no new one starts
         self.player.gc.run_finished()
         self.on_run_done()
 
-    def spent(self, pricing: dict | None) -> dict[str, Any]:
+    def spent(self, pricing: dict[str, Any] | None) -> dict[str, Any]:
         """summary.judge and summary.user_sim of this process, plus every worker's."""
         return self.player.spent(pricing, self.pool.spent if self.pool else [])
 

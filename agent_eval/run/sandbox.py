@@ -56,8 +56,8 @@ class EnvTemplate:
 class Sandbox:
     """Dispatches tool calls for one run against its private env and records every step."""
 
-    def __init__(self, tools: ToolSet, env: dict[str, Any], faults: list[dict] | None = None,
-                 t0: float | None = None, injection: dict | None = None, servers: RunServers | None = None,
+    def __init__(self, tools: ToolSet, env: dict[str, Any], faults: list[dict[str, Any]] | None = None,
+                 t0: float | None = None, injection: dict[str, Any] | None = None, servers: RunServers | None = None,
                  ) -> None:
         self.tools = tools
         self.servers = servers  # when the suite has MCP servers
@@ -231,7 +231,8 @@ class Sandbox:
         return f"{output}\n{self._inject_payload}" if self._inject_left == 0 else output
 
 
-def replay_expected_tools(tools: ToolSet, template: EnvTemplate, expected_tools: list[dict]) -> dict[str, Any]:
+def replay_expected_tools(tools: ToolSet, template: EnvTemplate, expected_tools: list[dict[str, Any]],
+                          ) -> dict[str, Any]:
     """The env that the reference calls produce, in order and without faults; erroring calls are skipped."""
     env = template.fresh()
     for call in expected_tools:

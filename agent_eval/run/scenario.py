@@ -12,13 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent_eval.records import Case
 from agent_eval.errors import ConfigError
 from agent_eval.flags import Flags
 
 DEFAULT_MAX_TURNS = 10
 
 
-def max_turns(case: dict) -> int:
+def max_turns(case: Case) -> int:
     """The case's `max_turns` (default 10)."""
     value = case.get("max_turns")
     return DEFAULT_MAX_TURNS if value is None else int(value)
@@ -75,7 +76,7 @@ def resolve_user(flags: Flags, suite_block: Mapping[str, Any], suite_dir: Path,
     return user
 
 
-def require_user(user: UserSettings, runnable: list[dict], cases_file: Any) -> None:
+def require_user(user: UserSettings, runnable: list[Case], cases_file: Any) -> None:
     """Exit-2 check: a scenario case that will run needs a simulator, and an LLM one needs a key."""
     case = next((c for c in runnable if c.get("scenario") is not None), None)
     if case is None:

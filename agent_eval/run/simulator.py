@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agent_eval.records import Case
 from agent_eval.errors import InfrastructureError
 from agent_eval.score.usage import LLMUsage
 from agent_eval.tracebacks import is_cancelling
@@ -96,7 +97,7 @@ class PythonSimulator:
         self.is_async = inspect.iscoroutinefunction(fn)
         self.usage = SimUsage()
 
-    async def next_message(self, case: dict, trial: int, messages: list[dict[str, str]]) -> str | None:
+    async def next_message(self, case: Case, trial: int, messages: list[dict[str, str]]) -> str | None:
         """The function's next message; None stops. Raising or returning a non-string is an error."""
         from agent_eval.run.agents.python import in_daemon_thread
         from agent_eval.run.threads import describe_user_error
@@ -125,7 +126,7 @@ class PythonSimulator:
         return value
 
 
-def system_prompt(case: dict) -> str:
+def system_prompt(case: Case) -> str:
     """The LLM simulator's system prompt: the scenario, the persona, and the rules of the role."""
     persona = case.get("user_description")
     return SYSTEM_PROMPT.format(scenario=case["scenario"].strip(), stop=STOP,
@@ -160,7 +161,7 @@ class LLMSimulator:
         self.api_key = api_key
         self.usage = SimUsage()
 
-    async def next_message(self, case: dict, trial: int, messages: list[dict[str, str]]) -> str | None:
+    async def next_message(self, case: Case, trial: int, messages: list[dict[str, str]]) -> str | None:
         """The model's next user message; None on `###STOP###`. One corrective retry, then an error."""
         prompt = [{"role": "system", "content": system_prompt(case)}]
         prompt += swap_roles(messages) if messages else [{"role": "user", "content": OPENING}]

@@ -33,7 +33,7 @@ class _Pool:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._idle = 0  # threads waiting for a job that no submitter has claimed yet
-        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
 
     def submit(self, job: Callable[[], None]) -> None:
         with self._lock:
@@ -63,13 +63,13 @@ class _Pool:
 _POOL = _Pool()
 
 
-def run_in_thread(fn: Callable[..., Any], *args: Any, name: str = "agent-eval-worker") -> asyncio.Future:
+def run_in_thread(fn: Callable[..., Any], *args: Any, name: str = "agent-eval-worker") -> asyncio.Future[Any]:
     """fn(*args) in a daemon worker thread named `name` while it runs, as a future of the running loop.
 
     A BaseException that is not an Exception arrives wrapped in UserBaseException.
     """
     loop = asyncio.get_running_loop()
-    future: asyncio.Future = loop.create_future()
+    future: asyncio.Future[Any] = loop.create_future()
 
     def settle(value: Any, exc: BaseException | None) -> None:
         if future.done():

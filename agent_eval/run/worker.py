@@ -19,9 +19,11 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 import agent_eval.llm as llm
+from agent_eval.records import Case
 from agent_eval.provider import endpoints, tape
 from agent_eval.errors import CaseFileError, ConfigError
 from agent_eval.redaction import remember_secret
+
 from agent_eval.suite.jsonsafe import dumps_safe
 from agent_eval.run.agents import Agent, load_agent
 from agent_eval.run.config import RunConfig
@@ -73,7 +75,7 @@ class WorkerInit:
     agent_dir: Path
 
 
-def build_parts(suite: Suite, cases: list[dict], cfg: RunConfig, agent_dir: Path,
+def build_parts(suite: Suite, cases: list[Case], cfg: RunConfig, agent_dir: Path,
                 ) -> tuple[Agent, Simulator | None, ScoringContext]:
     """The agent, the user simulator and the scoring context of a run (in the driver and in each worker)."""
     remember_secret(cfg.api_key, cfg.judge_api_key, cfg.user_sim.api_key if cfg.user_sim is not None else None)
@@ -201,7 +203,7 @@ async def _serve(conn: Connection, init: WorkerInit) -> None:
             loop.call_soon_threadsafe(inbox.put_nowait, message)
 
     threading.Thread(target=read, name="agent-eval-driver-link", daemon=True).start()
-    tasks: set[asyncio.Task] = set()
+    tasks: set[asyncio.Task[Any]] = set()
     finished: list[bytes] = []  # sent together once the loop has run every callback that was ready
 
     def retrying(endpoint: str, attempt: int, most: int) -> None:
@@ -225,7 +227,7 @@ async def _serve(conn: Connection, init: WorkerInit) -> None:
             loop.call_soon(send_finished)
         finished.append(result)
 
-    def done(task: asyncio.Task) -> None:
+    def done(task: asyncio.Task[Any]) -> None:
         tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             exc = task.exception()

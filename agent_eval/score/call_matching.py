@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from agent_eval.records import Step
 from agent_eval.score.flow import ClassGraph
 from agent_eval.score.matchers import RegexTimeout, is_ignore, is_literal, match_value
 
@@ -114,7 +115,8 @@ def _group_actual(calls: list[tuple[int, Any]], keys: list[str]) -> tuple[_Side,
     return side, values
 
 
-def _field_matches(name: str, expected: Any, values: _Values, strict: bool, memo: dict) -> np.ndarray:
+def _field_matches(name: str, expected: Any, values: _Values, strict: bool,
+                   memo: dict[tuple[str, Any], Any]) -> np.ndarray:
     """The actual classes whose value of key `name` matches `expected` (a literal or a matcher)."""
     memo_key = (name, canonical(expected))
     if memo_key[1] is not None and memo_key in memo:
@@ -140,7 +142,7 @@ def _field_matches(name: str, expected: Any, values: _Values, strict: bool, memo
     return matched
 
 
-def _pairings(expected: list[dict], steps: list[dict], whole: bool) -> tuple[list[int | None], int]:
+def _pairings(expected: list[dict[str, Any]], steps: list[Step], whole: bool) -> tuple[list[int | None], int]:
     """(the step paired with each expected call or None, the total weight) of the best pairing.
 
     whole: an edge is a whole match of the call (the trajectory checks: weight 1 each, a RegexTimeout
@@ -166,7 +168,7 @@ def _name_key(name: Any) -> Hashable:
     return name if isinstance(name, str) or name is None else ("other", repr(name))
 
 
-def _pair_one_name(expected: list[dict], exp_ids: list[int], act_calls: list[tuple[int, Any]], whole: bool,
+def _pair_one_name(expected: list[dict[str, Any]], exp_ids: list[int], act_calls: list[tuple[int, Any]], whole: bool,
                    pairing: list[int | None]) -> int:
     keys = sorted({k for i in exp_ids for k, _ in _fields(expected[i].get("args"))})
     actual, values = _group_actual(act_calls, keys)
@@ -177,7 +179,7 @@ def _pair_one_name(expected: list[dict], exp_ids: list[int], act_calls: list[tup
             continue  # no field: it adds nothing to param_accuracy either way
         ck = canonical(dict(fields))
         wanted.add(i, fields, by_key, ("e", ck) if ck is not None else None)
-    memo: dict = {}
+    memo: dict[tuple[str, Any], Any] = {}
     rows: list[tuple[np.ndarray, np.ndarray]] = []  # left class -> (right classes, fields matched)
     n_right = len(actual.members)
     for fields in wanted.args:
@@ -236,13 +238,13 @@ def _most_fields(left: list[int], right: list[int], rows: list[tuple[np.ndarray,
     return sum(units * w for _e, _a, units, w in _graph(left, right, pruned).best_flow())
 
 
-def max_matching(expected: list[dict], steps: list[dict]) -> list[int | None]:
+def max_matching(expected: list[dict[str, Any]], steps: list[Step]) -> list[int | None]:
     """For each expected call, the index of its step in a maximum one-to-one matching of whole matches
     (match_call), or None. A regex that outruns its limit raises RegexTimeout."""
     pairing, _ = _pairings(expected, steps, whole=True)
     return pairing
 
 
-def max_matched_fields(expected: list[dict], steps: list[dict]) -> int:
+def max_matched_fields(expected: list[dict[str, Any]], steps: list[Step]) -> int:
     """The most fields (section 6's param_accuracy) a one-to-one pairing of same-name calls matches."""
     return _pairings(expected, steps, whole=False)[1]

@@ -6,10 +6,11 @@ function and one row. A check entry is `{"name", "passed", "detail"}`.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agent_eval.records import Case, Check, Step, Trace
 from agent_eval.score.env_checks import env_checks, expected_env_checks
 from agent_eval.score.envdiff import show_json as _show
 from agent_eval.score.matchers import RegexTimeout, match_call
@@ -26,14 +27,14 @@ def _show_call(name: Any, args: Any) -> str:
     return f"{name}({_show(args, 120)})" if args not in (None, {}) else f"{name}()"
 
 
-def _check(name: str, verdict: Verdict) -> dict:
+def _check(name: str, verdict: Verdict) -> Check:
     return {"name": name, "passed": verdict[0], "detail": verdict[1]}
 
 
 # ---------------------------------------------------------------- trajectory
 
 
-def _names(steps: list[dict]) -> str:
+def _names(steps: Sequence[Mapping[str, Any]]) -> str:
     shown = ", ".join(str(step.get("name")) for step in steps[:_SHOWN_NAMES])
     more = f", ... {len(steps) - _SHOWN_NAMES} more" if len(steps) > _SHOWN_NAMES else ""
     return f"[{shown}{more}]"
@@ -42,7 +43,7 @@ def _names(steps: list[dict]) -> str:
 _SHOWN_NAMES = 50
 
 
-def _uncovered_detail(expected: list[dict], steps: list[dict], pairing: list[int | None]) -> str:
+def _uncovered_detail(expected: list[dict[str, Any]], steps: list[Step], pairing: list[int | None]) -> str:
     seen_args: dict[Any, list[Any]] = {}  # name -> the args of its first three calls, in one pass
     for step in steps:
         shown = seen_args.setdefault(_hashable(step.get("name")), [])
@@ -66,20 +67,20 @@ def _hashable(name: Any) -> Any:
     return name if isinstance(name, str) or name is None else repr(name)
 
 
-def _max_matching(expected: list[dict], steps: list[dict]) -> list[int | None]:
+def _max_matching(expected: list[dict[str, Any]], steps: list[Step]) -> list[int | None]:
     from agent_eval.score.call_matching import max_matching  # numpy: when scoring, not when validating
 
     return max_matching(expected, steps)
 
 
-def _covers_expected(expected: list[dict], steps: list[dict]) -> Verdict:
+def _covers_expected(expected: list[dict[str, Any]], steps: list[Step]) -> Verdict:
     pairing = _max_matching(expected, steps)
     if all(j is not None for j in pairing):
         return True, f"all {len(expected)} expected calls matched among {len(steps)} calls"
     return False, _uncovered_detail(expected, steps, pairing)
 
 
-def _strict(expected: list[dict], steps: list[dict]) -> Verdict:
+def _strict(expected: list[dict[str, Any]], steps: list[Step]) -> Verdict:
     if len(expected) != len(steps):
         return False, (
             f"expected {len(expected)} calls in order {_names(expected)}, "
@@ -94,10 +95,11 @@ def _strict(expected: list[dict], steps: list[dict]) -> Verdict:
     return True, f"all {len(steps)} calls matched in order"
 
 
-def _subset(expected: list[dict], steps: list[dict]) -> Verdict:
+def _subset(expected: list[dict[str, Any]], steps: list[Step]) -> Verdict:
     pairing = _max_matching(expected, steps)
     used = {j for j in pairing if j is not None}
     extra = [i for i in range(len(steps)) if i not in used]
+
     if not extra:
         return True, f"all {len(steps)} calls are among the {len(expected)} expected calls"
     shown = "; ".join(
@@ -109,7 +111,7 @@ def _subset(expected: list[dict], steps: list[dict]) -> Verdict:
     )
 
 
-TRAJECTORY_MODES: dict[str, Callable[[list[dict], list[dict]], Verdict]] = {
+TRAJECTORY_MODES: dict[str, Callable[[list[dict[str, Any]], list[Step]], Verdict]] = {
     "unordered": _covers_expected,
     "superset": _covers_expected,
     "strict": _strict,
@@ -117,7 +119,7 @@ TRAJECTORY_MODES: dict[str, Callable[[list[dict], list[dict]], Verdict]] = {
 }
 
 
-def check_trajectory(mode: str, expected: list[dict], steps: list[dict]) -> dict:
+def check_trajectory(mode: str, expected: list[dict[str, Any]], steps: list[Step]) -> Check:
     """The `trajectory` check entry: the run's calls against expected_tools in this mode."""
     judge = TRAJECTORY_MODES.get(mode)
     if judge is None:
@@ -132,7 +134,7 @@ def check_trajectory(mode: str, expected: list[dict], steps: list[dict]) -> dict
 # ---------------------------------------------------------------- the run
 
 
-def _trajectory_checks(case: dict, trace: dict, final_env: Any, expected_env: Any) -> list[dict]:
+def _trajectory_checks(case: Case, trace: Trace, final_env: Any, expected_env: Any) -> list[Check]:
     mode = case.get("trajectory")
     if not mode:
         return []
@@ -152,18 +154,18 @@ class CheckFamily:
 
     name: str
     fields: tuple[str, ...]
-    check: Callable[[dict, dict, Any, Any], list[dict]]  # (case, trace, final env, expected env) -> entries
-    given: Callable[[dict, Suite | None], bool] | None = None
-    validate: Callable[[dict], Problems] | None = None
+    check: Callable[[Case, Trace, Any, Any], list[Check]]  # (case, trace, final env, expected env) -> entries
+    given: Callable[[Case, Suite | None], bool] | None = None
+    validate: Callable[[Case], Problems] | None = None
 
-    def applies(self, case: dict, suite: Suite | None = None) -> bool:
+    def applies(self, case: Case, suite: Suite | None = None) -> bool:
         """True when the case has a check of this family (`suite` gives the suite's rules; None: the case's)."""
         if self.given is not None:
             return self.given(case, suite)
         return any(case.get(name) is not None for name in self.fields)
 
 
-def _has_policy(case: dict, suite: Suite | None) -> bool:
+def _has_policy(case: Case, suite: Suite | None) -> bool:
     # The suite's rules count too: from the suite when given, else from the case's safety view,
     # which load_suite fills with the suite's rules followed by the case's.
     return bool(case.get("policy") or (suite.settings.get("policy") if suite is not None
@@ -191,9 +193,9 @@ def case_check_fields() -> tuple[str, ...]:
     return tuple(dict.fromkeys(name for family in CHECK_FAMILIES for name in family.fields))
 
 
-def check_run(case: dict, trace: dict, final_env: Any, expected_env: dict | None) -> list[dict]:
+def check_run(case: Case, trace: Trace, final_env: Any, expected_env: Any) -> list[Check]:
     """Every deterministic check entry of one run, in the order of the check list."""
-    checks: list[dict] = []
+    checks: list[Check] = []
     for family in CHECK_FAMILIES:
         checks.extend(family.check(case, trace, final_env, expected_env))
     return checks

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 import orjson
 
+from agent_eval.records import Case, Check, Trace, field_of
 from agent_eval.tracebacks import describe, is_cancelling, with_location
 from agent_eval.score.custom_summary import summarize_rows
 
@@ -23,9 +24,9 @@ CHECK_PREFIX = "scorer:"
 DETAIL_MAX_CHARS = 200
 
 
-def conversation(trace: dict) -> list[dict[str, str]]:
+def conversation(trace: Trace) -> list[dict[str, str | None]]:
     """The run's conversation in chat format: user messages and the agent's replies, no tool messages."""
-    messages: list[dict[str, str]] = []
+    messages: list[dict[str, str | None]] = []
     replies = trace.get("replies") or []
     for i, text in enumerate(trace.get("user_messages") or []):
         messages.append({"role": "user", "content": text})
@@ -35,7 +36,7 @@ def conversation(trace: dict) -> list[dict[str, str]]:
 
 
 # What a run produced, by the parameter name a scorer asks for: (case, trace, final env) -> value.
-RUN_VALUES: dict[str, Callable[[dict, dict, dict], Any]] = {
+RUN_VALUES: dict[str, Callable[[Case, Trace, dict[str, Any]], Any]] = {
     "output": lambda case, trace, env: trace.get("final_answer"),
     "replies": lambda case, trace, env: trace.get("replies") or [],
     "trace": lambda case, trace, env: trace,
@@ -62,16 +63,16 @@ class Scorer:
     def score(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("a Scorer subclass must define score()")
 
-    def summarize(self, rows: list[dict | None]) -> Any:
+    def summarize(self, rows: list[dict[str, Any] | None]) -> Any:
         """The automatic summary; override it to report your own figures."""
         return summarize_rows(rows)
 
 
-def scorer(fn: Callable | None = None, *, column_map: dict[str, str] | None = None,
+def scorer(fn: Callable[..., Any] | None = None, *, column_map: dict[str, str] | None = None,
            name: str | None = None) -> Any:
     """Mark a function as a scorer: `@scorer` or `@scorer(column_map={param: name}, name=...)`."""
 
-    def mark(f: Callable) -> Callable:
+    def mark(f: Callable[..., Any]) -> Callable[..., Any]:
         if column_map is not None:
             f.column_map = dict(column_map)  # type: ignore[attr-defined]
         if name is not None:
@@ -98,7 +99,7 @@ class LoadedScorer:
     spec: str
     call: Callable[..., Any]
     params: list[Param]
-    summarize: Callable[[list], Any] | None = None
+    summarize: Callable[[list[Any]], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,7 @@ class ScorerSet:
     def get(self, name: str) -> LoadedScorer | None:
         return next((s for s in self.scorers if s.name == name), None)
 
-    def bind(self, case: dict) -> list[tuple[str, str]]:
+    def bind(self, case: Case) -> list[tuple[str, str]]:
         """Resolve every scorer's parameters for `case`; return (field, message) for each one missing."""
         problems: list[tuple[str, str]] = []
         metadata = case.get("metadata") or {}
@@ -134,7 +135,7 @@ class ScorerSet:
                 if p.source in RUN_VALUES:
                     live.append((p.param, p.source))
                 elif p.source in case:
-                    consts[p.param] = case[p.source]
+                    consts[p.param] = field_of(case, p.source)
                 elif isinstance(metadata, dict) and p.source in metadata:
                     consts[p.param] = metadata[p.source]
                 elif p.required:
@@ -144,7 +145,8 @@ class ScorerSet:
             self.bindings[case["id"]] = bindings
         return problems
 
-    async def score(self, case: dict, trace: dict, final_env: dict) -> tuple[dict, dict, list[dict]]:
+    async def score(self, case: Case, trace: Trace, final_env: dict[str, Any],
+                    ) -> tuple[dict[str, Any], dict[str, Any], list[Check]]:
         """Run every scorer on one run: (scorers {name: dict | None}, scorer_errors, `scorer:` checks)."""
         bindings = self.bindings.get(case["id"])
         if bindings is None:
@@ -153,7 +155,7 @@ class ScorerSet:
             bindings = self.bindings[case["id"]]
         values: dict[str, Any] = {}
         errors: dict[str, str] = {}
-        checks: list[dict] = []
+        checks: list[Check] = []
         produced: dict[str, Any] = {}  # each run value computed once, however many scorers ask for it
         for s, binding in zip(self.scorers, bindings, strict=True):
             try:
@@ -209,7 +211,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _keys_checked(value: dict, where: str) -> dict:
+def _keys_checked(value: dict[str, Any], where: str) -> dict[str, Any]:
     for key in value:
         if not isinstance(key, str):
             raise ScorerError(f"key {key!r}{where} is not a string")
@@ -226,7 +228,7 @@ def _checked(value: Any, path: str) -> Any:
                       "bools, strings and nested dicts")
 
 
-def check_detail(row: dict) -> str:
+def check_detail(row: dict[str, Any]) -> str:
     """A scorer check's detail: its `reason` when it gives one, else its other values."""
     if isinstance(row.get("reason"), str) and row["reason"]:
         text = row["reason"]
@@ -270,7 +272,7 @@ def scorer_of(spec: str, obj: Any) -> LoadedScorer:
     return LoadedScorer(name, spec, call, _params(spec, call, column_map or {}), summarize)
 
 
-def _params(spec: str, call: Callable, column_map: Any) -> list[Param]:
+def _params(spec: str, call: Callable[..., Any], column_map: Any) -> list[Param]:
     if not isinstance(column_map, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in column_map.items()):
         raise ScorerError(f"scorer {spec!r}: column_map must map parameter names to names, "

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from agent_eval.records import RunRecord
 from agent_eval.tracebacks import describe
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ def summarize_values(values: list[Any]) -> dict[str, Any] | None:
     return None
 
 
-def summarize_rows(rows: list[dict | None]) -> dict[str, Any]:
+def summarize_rows(rows: list[dict[str, Any] | None]) -> dict[str, Any]:
     """The automatic summary of one scorer's rows (None where it raised), key by key in first-seen order."""
     keys: dict[str, None] = {}
     for row in rows:
@@ -53,7 +54,7 @@ def summarize_rows(rows: list[dict | None]) -> dict[str, Any]:
     return out
 
 
-def summarize_scorers(runs: list[dict], scorers: ScorerSet | None = None) -> dict[str, dict[str, Any]]:
+def summarize_scorers(runs: list[RunRecord], scorers: ScorerSet | None = None) -> dict[str, dict[str, Any]]:
     """{name: summary + {"errors": n}} over the counted `runs`, for each scorer of the set (or of the runs).
 
     `scorers` is the suite's scorers; without it (a stored report), the names are
@@ -76,7 +77,7 @@ def summarize_scorers(runs: list[dict], scorers: ScorerSet | None = None) -> dic
     return out
 
 
-def _custom_summary(name: str, summarize: Any, rows: list[dict | None]) -> dict[str, Any]:
+def _custom_summary(name: str, summarize: Any, rows: list[dict[str, Any] | None]) -> dict[str, Any]:
     try:
         result = summarize(rows)
         orjson.dumps(result)  # it goes into the JSON report as it is

@@ -5,6 +5,7 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
+from agent_eval.records import Case, Check, Trace
 from agent_eval.score.envdiff import diff_env, get_path, show_json
 from agent_eval.score.matchers import RegexTimeout, json_equal, match_value
 
@@ -12,7 +13,7 @@ Verdict = tuple[bool, str]
 _DIFF_PATHS_SHOWN = 5
 
 
-def _check(name: str, verdict: Verdict) -> dict:
+def _check(name: str, verdict: Verdict) -> Check:
     return {"name": name, "passed": verdict[0], "detail": verdict[1]}
 
 
@@ -106,7 +107,7 @@ ENV_OPS: dict[str, Callable[[bool, Any, Any], Verdict]] = {
 
 
 
-def check_env_item(item: Any, final_env: Any) -> dict:
+def check_env_item(item: Any, final_env: Any) -> Check:
     """The check entry of one expected_env_check item `{"path": [...], "<op>": value}`."""
     if not isinstance(item, dict):
         return _check("env:?", (False, f"an env check must be an object, got {show_json(item)}"))
@@ -127,11 +128,11 @@ def check_env_item(item: Any, final_env: Any) -> dict:
     return _check(f"env:{label}:{op}", (passed, f"{label}: {detail}"))
 
 
-def _path_label(path: list) -> str:
+def _path_label(path: list[Any]) -> str:
     return ".".join(str(key) for key in path) or "<root>"
 
 
-def check_expected_env(expected_env: Any, final_env: Any) -> dict:
+def check_expected_env(expected_env: Any, final_env: Any) -> Check:
     """The `expected_env` check entry: the final env must JSON-equal expected_env."""
     if json_equal(expected_env, final_env):
         return _check("expected_env", (True, "final env equals expected_env"))
@@ -150,7 +151,7 @@ def check_expected_env(expected_env: Any, final_env: Any) -> dict:
     return _check("expected_env", (False, detail))
 
 
-def env_checks(case: dict, trace: dict, final_env: Any, expected_env: Any) -> list[dict]:
+def env_checks(case: Case, trace: Trace, final_env: Any, expected_env: Any) -> list[Check]:
     """One entry per `expected_env_check` item."""
     items = case.get("expected_env_check")
     if items is None:
@@ -158,18 +159,18 @@ def env_checks(case: dict, trace: dict, final_env: Any, expected_env: Any) -> li
     return [check_env_item(item, final_env) for item in (items if isinstance(items, list) else [items])]
 
 
-def expected_env_checks(case: dict, trace: dict, final_env: Any, expected_env: Any) -> list[dict]:
+def expected_env_checks(case: Case, trace: Trace, final_env: Any, expected_env: Any) -> list[Check]:
     """The `expected_env` entry, when the case has an expected env."""
     return [] if expected_env is None else [check_expected_env(expected_env, final_env)]
 
 
-def is_env_check(check: dict) -> bool:
+def is_env_check(check: Check) -> bool:
     """True for the entries the two functions above make (`env:<path>:<op>` and `expected_env`)."""
     name = check.get("name") or ""
     return name == "expected_env" or name.startswith("env:")
 
 
-def with_env_checks(checks: list[dict], kept: list[dict]) -> list[dict]:
+def with_env_checks(checks: list[Check], kept: list[Check]) -> list[Check]:
     """`checks` with its env entries replaced by the env entries of `kept`, in their place (after the trajectory)."""
     rest = [c for c in checks if not is_env_check(c)]
     at = sum(1 for c in rest if c.get("name") == "trajectory")

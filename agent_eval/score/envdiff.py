@@ -40,7 +40,7 @@ def _is_identical(old: Any, new: Any) -> bool:
         return False
 
 
-def _diff(old: Any, new: Any, path: list, out: list[dict]) -> None:
+def _diff(old: Any, new: Any, path: list[Any], out: list[dict[str, Any]]) -> None:
     if _is_identical(old, new):
         return
     if isinstance(old, dict) and isinstance(new, dict):
@@ -61,14 +61,14 @@ def _diff(old: Any, new: Any, path: list, out: list[dict]) -> None:
     out.append({"path": path, "old": old, "new": new})
 
 
-def diff_env(old: Any, new: Any) -> list[dict]:
+def diff_env(old: Any, new: Any) -> list[dict[str, Any]]:
     """The changes from old to new: `old` absent means added, `new` absent means removed."""
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
     _diff(old, new, [], out)
     return out
 
 
-def _loose_diff(old: Any, new: Any, path: list, out: list[dict]) -> None:
+def _loose_diff(old: Any, new: Any, path: list[Any], out: list[dict[str, Any]]) -> None:
     """The walk of diff_env_fast: changed keys and items are found by `!=` in C, so only the paths that
     changed run Python code. `!=` cannot see True vs 1 or 1 vs 1.0; diff_env_fast verifies the result."""
     if type(old) is not type(new) or not isinstance(old, (dict, list)):
@@ -89,7 +89,7 @@ def _loose_diff(old: Any, new: Any, path: list, out: list[dict]) -> None:
         out.append({"path": path, "old": old, "new": new})
 
 
-def diff_env_fast(old: Any, old_bytes: bytes, new: Any) -> list[dict]:
+def diff_env_fast(old: Any, old_bytes: bytes, new: Any) -> list[dict[str, Any]]:
     """diff_env(old, new) for a JSON env whose serialisation is old_bytes, without dumping every subtree.
 
     Equal subtrees are skipped by `==`; the result is then verified by applying it to old and comparing
@@ -101,7 +101,7 @@ def diff_env_fast(old: Any, old_bytes: bytes, new: Any) -> list[dict]:
         return diff_env(old, new)
     if new_bytes == old_bytes:
         return []
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
     _loose_diff(old, new, [], out)
     try:
         if orjson.dumps(apply_diff(old, out)) == new_bytes:
@@ -115,7 +115,7 @@ def _fresh(value: Any) -> Any:
     return copy.deepcopy(value) if isinstance(value, (dict, list)) else value
 
 
-def apply_diff(env: Any, diff: list[dict]) -> Any:
+def apply_diff(env: Any, diff: list[dict[str, Any]]) -> Any:
     """A new env: env with diff applied (apply_diff(a, diff_env(a, b)) == b); env itself is not mutated."""
     root = env
     # Containers on a changed path are copied once; the ids of those copies mark them as ours.
@@ -150,7 +150,7 @@ def apply_diff(env: Any, diff: list[dict]) -> Any:
     return root
 
 
-def get_path(env: Any, path: list) -> tuple[bool, Any]:
+def get_path(env: Any, path: list[Any]) -> tuple[bool, Any]:
     """(True, value) at path (keys into dicts, indices into lists), or (False, None) when it is missing."""
     value = env
     for key in path:

@@ -12,13 +12,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from agent_eval.records import Case, Check, Trace
 from agent_eval.score.envdiff import show_json as _show
 from agent_eval.score.grounding import assess
 from agent_eval.score.matchers import RegexTimeout, compile_regex, regex_matches
 from agent_eval.score.safety import safety_of
 
 Verdict = tuple[bool, str]
-ExpectCheck = Callable[[Any, dict, dict], Verdict]
+ExpectCheck = Callable[[Any, Trace, Case], Verdict]
 
 
 @dataclass(frozen=True)
@@ -29,19 +30,19 @@ class ExpectKey:
     check: ExpectCheck
     validate: Callable[[Any], list[str]] = lambda value: []
 
-    def __call__(self, value: Any, trace: dict, case: dict) -> Verdict:
+    def __call__(self, value: Any, trace: Trace, case: Case) -> Verdict:
         return self.check(value, trace, case)
 
 
-def _check(name: str, verdict: Verdict) -> dict:
+def _check(name: str, verdict: Verdict) -> Check:
     return {"name": name, "passed": verdict[0], "detail": verdict[1]}
 
 
-def _items(value: Any) -> list:
+def _items(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
-def _answer(trace: dict) -> str:
+def _answer(trace: Trace) -> str:
     return trace.get("final_answer") or ""
 
 
@@ -49,11 +50,11 @@ def _quote(answer: str) -> str:
     return _show(answer, 160)
 
 
-def _text_check(fold: bool, forbid: bool) -> Callable[[Any, dict, dict], Verdict]:
+def _text_check(fold: bool, forbid: bool) -> ExpectCheck:
     """The contains family: every item must be in the reply (or, with forbid, none may be)."""
     how = " (ignoring case)" if fold else ""
 
-    def check(value: Any, trace: dict, case: dict) -> Verdict:
+    def check(value: Any, trace: Trace, case: Case) -> Verdict:
         answer = _answer(trace)
         haystack = answer.casefold() if fold else answer
         found = [s for s in _items(value) if (str(s).casefold() if fold else str(s)) in haystack]
@@ -67,7 +68,7 @@ def _text_check(fold: bool, forbid: bool) -> Callable[[Any, dict, dict], Verdict
     return check
 
 
-def _expect_regex(value: Any, trace: dict, case: dict) -> Verdict:
+def _expect_regex(value: Any, trace: Trace, case: Case) -> Verdict:
     answer = _answer(trace)
     for pattern in _items(value):
         compiled = compile_regex(pattern) if isinstance(pattern, str) else None
@@ -81,14 +82,14 @@ def _expect_regex(value: Any, trace: dict, case: dict) -> Verdict:
     return True, f"reply matches {_show(value)}"
 
 
-def _card_types(trace: dict) -> list:
+def _card_types(trace: Trace) -> list[Any]:
     return [card.get("type") for card in trace.get("cards") or () if isinstance(card, dict)]
 
 
-def _card_check(forbid: bool) -> Callable[[Any, dict, dict], Verdict]:
+def _card_check(forbid: bool) -> ExpectCheck:
     """has_card (every type returned) or, with forbid, no_card (none of them returned)."""
 
-    def check(value: Any, trace: dict, case: dict) -> Verdict:
+    def check(value: Any, trace: Trace, case: Case) -> Verdict:
         types = _card_types(trace)
         bad = [t for t in _items(value) if (t in types) == forbid]
         if bad:
@@ -99,7 +100,7 @@ def _card_check(forbid: bool) -> Callable[[Any, dict, dict], Verdict]:
     return check
 
 
-def _expect_any_card(value: Any, trace: dict, case: dict) -> Verdict:
+def _expect_any_card(value: Any, trace: Trace, case: Case) -> Verdict:
     types = _card_types(trace)
     hits = [t for t in _items(value) if t in types]
     if hits:
@@ -107,14 +108,14 @@ def _expect_any_card(value: Any, trace: dict, case: dict) -> Verdict:
     return False, f"expected one of card types {_show(value)}; returned card types: {_show(types)}"
 
 
-def _expect_final_agent(value: Any, trace: dict, case: dict) -> Verdict:
+def _expect_final_agent(value: Any, trace: Trace, case: Case) -> Verdict:
     agent = trace.get("final_agent")
     if agent in _items(value):
         return True, f"final agent {_show(agent)}"
     return False, f"expected final agent {_show(value)}, found {_show(agent)}"
 
 
-def _expect_forbidden_tools(value: Any, trace: dict, case: dict) -> Verdict:
+def _expect_forbidden_tools(value: Any, trace: Trace, case: Case) -> Verdict:
     forbidden = _items(value)
     hits = [f"step {s.get('step', i)} {s.get('name')}"
             for i, s in enumerate(trace.get("steps") or ()) if s.get("name") in forbidden]
@@ -123,7 +124,7 @@ def _expect_forbidden_tools(value: Any, trace: dict, case: dict) -> Verdict:
     return True, f"none of {_show(value)} called"
 
 
-def _expect_max_tool_calls(value: Any, trace: dict, case: dict) -> Verdict:
+def _expect_max_tool_calls(value: Any, trace: Trace, case: Case) -> Verdict:
     count = len(trace.get("steps") or ())
     limits = _items(value)
     if not all(isinstance(n, (int, float)) and not isinstance(n, bool) for n in limits):
@@ -135,7 +136,7 @@ def _expect_max_tool_calls(value: Any, trace: dict, case: dict) -> Verdict:
 
 
 
-def _expect_grounded(value: Any, trace: dict, case: dict) -> Verdict:
+def _expect_grounded(value: Any, trace: Trace, case: Case) -> Verdict:
     """`expect: {"grounded": true}`: every fact stated in the replies is supported by a source."""
     score, unsupported = assess(trace, safety_of(case)["system_prompt"])
     if score is None:
@@ -199,10 +200,10 @@ def validate_expect(expect: dict[str, Any]) -> list[tuple[str, str]]:
     return problems
 
 
-def expect_checks(case: dict, trace: dict, final_env: Any, expected_env: Any) -> list[dict]:
+def expect_checks(case: Case, trace: Trace, final_env: Any, expected_env: Any) -> list[Check]:
     """One entry per `expect` key of the case that this version checks (validation rejects the others)."""
     expect = case.get("expect")
-    out: list[dict] = []
+    out: list[Check] = []
     for key, value in (expect.items() if isinstance(expect, dict) else ()):
         row = EXPECT_CHECKS.get(key)
         if row is not None:

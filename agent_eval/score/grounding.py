@@ -6,6 +6,8 @@ by value, the others ignoring case. A run's facts are the distinct facts of all 
 """
 from __future__ import annotations
 
+from agent_eval.records import Trace
+
 import re
 from decimal import Decimal
 from functools import lru_cache
@@ -40,7 +42,7 @@ def extract_facts(text: str) -> list[Fact]:
     found: list[tuple[int, Fact]] = []
 
     def take(kind: str, keep: Any = None) -> Any:
-        def consume(match: re.Match) -> str:
+        def consume(match: re.Match[str]) -> str:
             value = match.group(0)
             if keep is not None and not keep(value):
                 return value
@@ -58,25 +60,25 @@ def extract_facts(text: str) -> list[Fact]:
     return [fact for _, fact in found]
 
 
-def fact_keys(text: str | None) -> set:
+def fact_keys(text: str | None) -> set[Any]:
     """The comparison keys of the facts of `text`."""
     return {fact.key for fact in extract_facts(text or "")}
 
 
 @lru_cache(maxsize=32)
-def _prompt_keys(system_prompt: str) -> frozenset:
+def _prompt_keys(system_prompt: str) -> frozenset[Any]:
     # The system prompt is the same for every run of a suite: extract its facts once.
     return frozenset(fact_keys(system_prompt))
 
 
-def _observations(trace: dict) -> Any:
+def _observations(trace: Trace) -> Any:
     """Each observation as the agent received it: the output, or the error text."""
     for step in trace.get("steps") or ():
         text = step.get("output")
         yield text if text is not None else step.get("error")
 
 
-def assess(trace: dict, system_prompt: str | None) -> tuple[float | None, list[str]]:
+def assess(trace: Trace, system_prompt: str | None) -> tuple[float | None, list[str]]:
     """(groundedness, unsupported facts as written) of one run; (None, []) when no reply states a fact."""
     claimed: dict[Any, Fact] = {}
     for reply in trace.get("replies") or ():

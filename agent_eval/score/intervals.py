@@ -7,6 +7,8 @@ resamples of 100,000 runs cost a few matrix products, never a loop over runs.
 """
 from __future__ import annotations
 
+
+
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,7 +25,7 @@ CONFIDENCE_PERCENTILES = (2.5, 97.5)
 class CountedCases:
     """The cases that count in the suite figures, in report order: their runs' metrics flattened."""
 
-    runs: list[dict]  # the per-run metrics of every counted run, case after case
+    runs: list[dict[str, Any]]  # the per-run metrics of every counted run, case after case
     owner: np.ndarray  # the case index of each run
     n: list[int]  # counted runs per case
     c: list[int]  # successful runs per case
@@ -169,7 +171,7 @@ def pass_hat_interval(cases: CountedCases, k: int) -> list[float] | None:
 
 def counted_cases(case_rows: Sequence[dict[str, Any]]) -> CountedCases:
     """The cases that count in the suite figures (skipped cases and errored runs left out), in report order."""
-    runs: list[dict] = []
+    runs: list[dict[str, Any]] = []
     owner: list[int] = []
     ns: list[int] = []
     cs: list[int] = []

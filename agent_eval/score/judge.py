@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from agent_eval.records import Case, Check, Trace, field_of
 from agent_eval.flags import DEFAULTS
 from agent_eval.errors import ConfigError
 from agent_eval.score.judge_prompt import build_prompt, parse_verdict, shorten
@@ -44,7 +45,7 @@ CRITERIA = (Criterion("rubric", "judge", "judge", "rubric"),
 CRITERION_FIELDS = tuple(c.field for c in CRITERIA)
 
 
-def judged_fields(case: dict) -> list[Criterion]:
+def judged_fields(case: Case) -> list[Criterion]:
     """The criteria this case asks the judge about (an empty string means no judge)."""
     return [c for c in CRITERIA if case.get(c.field)]
 
@@ -111,8 +112,8 @@ class JudgeUsage(LLMUsage):
 class JudgeOutcome:
     """What judging one run adds: verdict records by run-record key, check entries, and an error."""
 
-    records: dict[str, dict | None] = field(default_factory=dict)
-    checks: list[dict] = field(default_factory=list)
+    records: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    checks: list[Check] = field(default_factory=list)
     error: str | None = None
 
 
@@ -135,13 +136,13 @@ class Judge:
         self.agreement: dict[str, list[bool]] = {}  # case id -> per judged run (repeat mode only)
         self._asked: dict[str, asyncio.Task[Answer]] = {}
 
-    async def judge_run(self, case: dict, trace: dict) -> JudgeOutcome:
+    async def judge_run(self, case: Case, trace: Trace) -> JudgeOutcome:
         """Ask about every criterion of the case; a judge error becomes the outcome's error."""
         criteria = judged_fields(case)
         outcome = JudgeOutcome()
         if not criteria:
             return outcome
-        asks = [self._judge_one(build_prompt(trace, case[c.field], c.field)) for c in criteria]
+        asks = [self._judge_one(build_prompt(trace, field_of(case, c.field), c.field)) for c in criteria]
         results = await asyncio.gather(*asks)
         unanimous = True
         for criterion, (record, error, agreed) in zip(criteria, results, strict=True):
@@ -156,7 +157,7 @@ class Judge:
             self.agreement.setdefault(case["id"], []).append(unanimous)
         return outcome
 
-    async def _judge_one(self, messages: list[dict[str, str]]) -> tuple[dict | None, str | None, bool]:
+    async def _judge_one(self, messages: list[dict[str, str]]) -> tuple[dict[str, Any] | None, str | None, bool]:
         """(record, error, all verdicts identical) for one prompt."""
         if self.repeat:
             return await self._judge_repeated(messages, self.repeat)
@@ -171,7 +172,7 @@ class Judge:
         return {"verdict": parsed[0], "reason": parsed[1], "model": self.model}, None, True
 
     async def _judge_repeated(self, messages: list[dict[str, str]],
-                              n: int) -> tuple[dict | None, str | None, bool]:
+                              n: int) -> tuple[dict[str, Any] | None, str | None, bool]:
         """N uncached answers; the majority verdict, or an error on a tie or any unusable answer."""
         answers = await asyncio.gather(*(self._call(messages) for _ in range(n)))
         parsed = []
@@ -248,12 +249,12 @@ def empty_summary() -> dict[str, Any]:
     return JudgeUsage().as_summary(None, None)
 
 
-def needs_judge(cases: list[dict]) -> dict | None:
+def needs_judge(cases: list[Case]) -> Case | None:
     """The first case that the judge would be asked about, or None."""
     return next((c for c in cases if judged_fields(c)), None)
 
 
-def require_judge(model: str | None, api_key: str | None, case: dict, cases_file: Any) -> None:
+def require_judge(model: str | None, api_key: str | None, case: Case, cases_file: Any) -> None:
     """Exit-2 check: a case with a judged criterion needs a judge model and key."""
     what = judged_fields(case)[0].field
     head = f"case {case['id']!r} of {cases_file} has {'a rubric' if what == 'rubric' else 'an ' + what}"
@@ -268,7 +269,7 @@ def require_judge(model: str | None, api_key: str | None, case: dict, cases_file
 
 
 def build_judge(judge_on: bool, model: str | None, base_url: str | None, api_key: str | None,
-                no_cache: bool, cases: list[dict], repeat: int | None = None,
+                no_cache: bool, cases: list[Case], repeat: int | None = None,
                 timeout_s: float | None = DEFAULTS.judge_timeout) -> Judge | None:
     """The judge for these cases, or None when judging is off, unconfigured, or no case needs it.
 
@@ -283,7 +284,7 @@ def build_judge(judge_on: bool, model: str | None, base_url: str | None, api_key
     return Judge(model, base_url, api_key, cache, repeat, timeout_s)
 
 
-def runs_to_judge(cases: list[dict], entries: list[Any]) -> int:
+def runs_to_judge(cases: list[Case], entries: list[Any]) -> int:
     """summary.runs_to_judge, with judging on: the runs, not in error, of the cases with a rubric or an
     expected outcome (those the judge gave no verdict failed a deterministic check first)."""
     wanted = {str(c.get("id")) for c in cases if judged_fields(c)}

@@ -8,6 +8,8 @@ number, no time, no random nonce), so its hash is a sound cache key.
 """
 from __future__ import annotations
 
+from agent_eval.records import Step, Trace
+
 import hashlib
 import re
 import unicodedata
@@ -59,7 +61,7 @@ def shorten(text: str, limit: int) -> str:
     return f"{text[:limit]}… [{len(text) - limit} more characters]"
 
 
-def _conversation(trace: dict) -> str:
+def _conversation(trace: Trace) -> str:
     users = trace.get("user_messages") or []
     replies = trace.get("replies") or []
     lines = []
@@ -71,7 +73,7 @@ def _conversation(trace: dict) -> str:
     return "\n".join(lines) if lines else "(no user message)"
 
 
-def _step_line(step: dict) -> str:
+def _step_line(step: Step) -> str:
     args = step.get("args")
     shown_args = shorten(args, ARGS_CHARS) if isinstance(args, str) else _json(args, ARGS_CHARS)
     line = f"{step.get('step', 0) + 1}. {step.get('name')}({shown_args})"
@@ -84,7 +86,7 @@ def _step_line(step: dict) -> str:
     return line
 
 
-def _env_line(entry: dict) -> str:
+def _env_line(entry: dict[str, Any]) -> str:
     where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in entry.get("path") or [])
     where = where.lstrip(".") or "(the whole environment)"
     if "old" not in entry:
@@ -94,7 +96,7 @@ def _env_line(entry: dict) -> str:
     return f"- {where}: {_json(entry['old'], ENV_VALUE_CHARS)} -> {_json(entry['new'], ENV_VALUE_CHARS)}"
 
 
-def digest_trajectory(trace: dict) -> str:
+def digest_trajectory(trace: Trace) -> str:
     """Tool calls (args, shortened outputs, errors), returned cards, final agent and env changes."""
     steps = trace.get("steps") or []
     parts = [f"Tool calls ({len(steps)}):" if steps else "Tool calls: none"]
@@ -121,7 +123,7 @@ def fence(text: str) -> str:
     return f"<<<DATA {nonce}>>>\n{text}\n<<<END DATA {nonce}>>>"
 
 
-def build_prompt(trace: dict, criterion: str, kind: str = "rubric") -> list[dict[str, str]]:
+def build_prompt(trace: Trace, criterion: str, kind: str = "rubric") -> list[dict[str, str]]:
     """The judge's chat messages for one criterion (`rubric` or `expected_outcome`) of one run."""
     final = trace.get("final_answer")
     user = "\n\n".join([

@@ -1,6 +1,8 @@
 """Args matchers: JSON equality plus the `$any`, `$regex`, `$ignore`, `$approx` objects."""
 from __future__ import annotations
 
+from agent_eval.records import Step
+
 import functools
 import math
 from collections.abc import Callable
@@ -113,23 +115,23 @@ def regex_matches(pattern: str, text: str, full: bool = False) -> bool:
     return found is not None
 
 
-def _match_any(matcher: dict, actual: Any) -> bool:
+def _match_any(matcher: dict[str, Any], actual: Any) -> bool:
     options = matcher["$any"]
     return isinstance(options, list) and any(match_value(option, actual) for option in options)
 
 
-def _match_regex(matcher: dict, actual: Any) -> bool:
+def _match_regex(matcher: dict[str, Any], actual: Any) -> bool:
     pattern = matcher["$regex"]
     if not isinstance(actual, str) or not isinstance(pattern, str):
         return False
     return regex_matches(pattern, actual, full=True)
 
 
-def _match_ignore(matcher: dict, actual: Any) -> bool:
+def _match_ignore(matcher: dict[str, Any], actual: Any) -> bool:
     return True
 
 
-def _match_approx(matcher: dict, actual: Any) -> bool:
+def _match_approx(matcher: dict[str, Any], actual: Any) -> bool:
     target = matcher["$approx"]
     tol = matcher.get("$tol", APPROX_DEFAULT_TOL)
     if not (_is_number(actual) and _is_number(target) and _is_number(tol)):
@@ -138,13 +140,13 @@ def _match_approx(matcher: dict, actual: Any) -> bool:
 
 
 # Each matcher is recognised by its exact key set; the first key names its function.
-MATCHERS: dict[str, Callable[[dict, Any], bool]] = {
+MATCHERS: dict[str, Callable[[dict[str, Any], Any], bool]] = {
     "$any": _match_any,
     "$regex": _match_regex,
     "$ignore": _match_ignore,
     "$approx": _match_approx,
 }
-_MATCHER_KEYSETS: dict[frozenset, str] = {
+_MATCHER_KEYSETS: dict[frozenset[Any], str] = {
     frozenset({"$any"}): "$any",
     frozenset({"$regex"}): "$regex",
     frozenset({"$ignore"}): "$ignore",
@@ -191,7 +193,7 @@ def match_value(expected: Any, actual: Any) -> bool:
     return json_equal(expected, actual)
 
 
-def match_args(expected_args: dict | None, actual_args: Any) -> bool:
+def match_args(expected_args: dict[str, Any] | None, actual_args: Any) -> bool:
     """True when every top-level key of expected_args matches actual_args; other actual keys go unchecked."""
     if not expected_args:
         return True
@@ -206,19 +208,19 @@ def match_args(expected_args: dict | None, actual_args: Any) -> bool:
     return True
 
 
-def match_call(expected: dict, step: dict) -> bool:
+def match_call(expected: dict[str, Any], step: Step) -> bool:
     """True when step calls the expected tool with args that match."""
     return expected.get("name") == step.get("name") and match_args(expected.get("args"), step.get("args"))
 
 
-def field_names(expected_args: dict | None) -> list[str]:
+def field_names(expected_args: dict[str, Any] | None) -> list[str]:
     """The *fields* of param_accuracy (docs/metrics.md): the top-level keys whose matcher is not `$ignore`."""
     if not expected_args:
         return []
     return [key for key, value in expected_args.items() if not is_ignore(value)]
 
 
-def matched_fields(expected_args: dict | None, actual_args: Any) -> int:
+def matched_fields(expected_args: dict[str, Any] | None, actual_args: Any) -> int:
     """How many fields of expected_args actual_args matches (0 when actual_args is not a dict)."""
     if not expected_args or not isinstance(actual_args, dict):
         return 0
@@ -244,11 +246,11 @@ def is_literal(value: Any) -> bool:
     return True
 
 
-def _where(path: tuple) -> str:
+def _where(path: tuple[Any, ...]) -> str:
     return " at " + ".".join(str(p) for p in path) if path else ""
 
 
-def _check_matcher(kind: str, value: dict, path: tuple) -> str | None:
+def _check_matcher(kind: str, value: dict[str, Any], path: tuple[Any, ...]) -> str | None:
     if kind == "$any":
         options = value["$any"]
         if not isinstance(options, list) or not options:
@@ -279,7 +281,7 @@ def _check_matcher(kind: str, value: dict, path: tuple) -> str | None:
     return None
 
 
-def _validate(value: Any, path: tuple) -> str | None:
+def _validate(value: Any, path: tuple[Any, ...]) -> str | None:
     if isinstance(value, dict):
         kind = matcher_kind(value)
         if kind is not None:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agent_eval.records import CaseEntry
+from agent_eval.records import Case, CaseEntry, CaseStatus, Check, RunRecord, Step, Trace
 from agent_eval.score import stats
 from agent_eval.score.intervals import counted_cases, suite_intervals
 from agent_eval.score.metric_registry import SUITE_METRIC_TABLE
@@ -27,13 +27,14 @@ from agent_eval.provider.tokens import TOKEN_KEYS, invalid_counts, sum_tokens
 if TYPE_CHECKING:
     from agent_eval.score.custom import ScorerSet
 
-RunMetricGroup = Callable[[dict, dict, list, bool, "float | None"], dict]
+RunMetricGroup = Callable[[Case, Trace, list[Check], bool, "float | None"], dict[str, Any]]
 
 
 # --- per run -------------------------------------------------------------------------------
 
 
-def trajectory_metrics(case: dict, trace: dict, checks: list, success: bool, cost_usd: float | None) -> dict:
+def trajectory_metrics(case: Case, trace: Trace, checks: list[Check], success: bool, cost_usd: float | None,
+                       ) -> dict[str, Any]:
     """tool_recall, tool_precision, param_accuracy, step_efficiency; all None without expected_tools."""
     if "expected_tools" not in case:
         return dict.fromkeys(("tool_recall", "tool_precision", "param_accuracy", "step_efficiency"))
@@ -51,7 +52,7 @@ def trajectory_metrics(case: dict, trace: dict, checks: list, success: bool, cos
     }
 
 
-def param_accuracy(expected: list[dict], steps: list[dict]) -> float:
+def param_accuracy(expected: list[dict[str, Any]], steps: list[Step]) -> float:
     """Matched fields / all fields under the best one-to-one pairing of same-name calls; 1.0 if no field."""
     total = sum(len(field_names(call.get("args") or {})) for call in expected)
     if total == 0:
@@ -59,7 +60,8 @@ def param_accuracy(expected: list[dict], steps: list[dict]) -> float:
     return max_matched_fields(expected, steps) / total
 
 
-def call_metrics(case: dict, trace: dict, checks: list, success: bool, cost_usd: float | None) -> dict:
+def call_metrics(case: Case, trace: Trace, checks: list[Check], success: bool, cost_usd: float | None,
+                 ) -> dict[str, Any]:
     """has_loop, tool_errors, recovered, invalid_calls and tool_calls, over every recorded step."""
     steps = trace.get("steps") or []
     tool_errors = sum(1 for s in steps if s.get("error") is not None)
@@ -72,7 +74,7 @@ def call_metrics(case: dict, trace: dict, checks: list, success: bool, cost_usd:
     }
 
 
-def has_loop(steps: list[dict]) -> bool:
+def has_loop(steps: Sequence[Step]) -> bool:
     """True when two consecutive steps have the same name and JSON-equal args."""
     for prev, cur in itertools.pairwise(steps):
         if prev["name"] != cur["name"]:
@@ -86,7 +88,8 @@ def has_loop(steps: list[dict]) -> bool:
     return False
 
 
-def outcome_metrics(case: dict, trace: dict, checks: list, success: bool, cost_usd: float | None) -> dict:
+def outcome_metrics(case: Case, trace: Trace, checks: list[Check], success: bool, cost_usd: float | None,
+                    ) -> dict[str, Any]:
     """success, progress, latency, tokens, cost and turns."""
     calls = trace.get("llm_calls") or []
     return {
@@ -128,9 +131,9 @@ RUN_METRICS: list[str] = [
 ]
 
 
-def run_metrics(case: dict, trace: dict, checks: list[dict], success: bool, cost_usd: float | None) -> dict:
+def run_metrics(case: Case, trace: Trace, checks: list[Check], success: bool, cost_usd: float | None) -> dict[str, Any]:
     """Every per-run metric of one run (plus `tool_calls`), keys in `RUN_METRICS` order first."""
-    merged: dict = {}
+    merged: dict[str, Any] = {}
     for group in RUN_METRIC_GROUPS:
         merged.update(group(case, trace, checks, success, cost_usd))
     ordered = {k: merged.pop(k) for k in RUN_METRICS if k in merged}
@@ -138,7 +141,7 @@ def run_metrics(case: dict, trace: dict, checks: list[dict], success: bool, cost
     return ordered
 
 
-def price_usage(llm_calls: list[dict], pricing: dict | None, run_model: str | None) -> float | None:
+def price_usage(llm_calls: list[dict[str, Any]], pricing: dict[str, Any] | None, run_model: str | None) -> float | None:
     """The run's cost in USD from its usage records (suite pricing, then genai-prices); None if a record's
     model has no price, or a token count is invalid (null) or the run's sum too large for JSON's integers."""
     if invalid_counts(llm_calls) or any(sum_tokens(c.get(k) for c in llm_calls) is None for k in TOKEN_KEYS):
@@ -162,7 +165,7 @@ def skipped_entry(case: Mapping[str, Any], reason: str | None) -> CaseEntry:
             "skip_reason": reason, "runs": []}
 
 
-def case_entry(case: Mapping[str, Any], runs: list[dict[str, Any]], threshold: float, no_runs: str = "error",
+def case_entry(case: Mapping[str, Any], runs: list[RunRecord], threshold: float, no_runs: CaseStatus = "error",
                ) -> CaseEntry:
     """The report's entry of one case: its status and pass rate over `runs` (`no_runs` is its status when
     it has none, e.g. `not_run` after Ctrl-C)."""
@@ -171,7 +174,7 @@ def case_entry(case: Mapping[str, Any], runs: list[dict[str, Any]], threshold: f
             "skip_reason": None, "runs": runs}
 
 
-def case_status(runs: list[dict], threshold: float) -> tuple[str, float | None]:
+def case_status(runs: list[RunRecord], threshold: float) -> tuple[CaseStatus, float | None]:
     """(status, pass_rate) of a case from its runs, per docs/metrics.md."""
     counted = [r for r in runs if r["status"] != "error"]
     if not counted:
@@ -198,11 +201,11 @@ class Counted:
     """What the suite figures are computed from: skipped cases and errored runs already left out."""
 
     counts: list[tuple[int, int]]  # (n, c) per counted case
-    runs: list[dict]  # the per-run metrics of every counted run
+    runs: list[dict[str, Any]]  # the per-run metrics of every counted run
     successes: int
     repeat: int
 
-    def column(self, key: str) -> list:
+    def column(self, key: str) -> list[Any]:
         """The values of one per-run metric, None where a run lacks it."""
         return [m.get(key) for m in self.runs]
 
@@ -275,14 +278,14 @@ SUITE_METRICS: list[str] = [m.name for m in SUITE_METRIC_TABLE]
 """The suite metric names in report order. `pass_hat` is a dict {"1": .., "K": ..}; the rest are numbers."""
 
 
-def summarize(case_rows: list[dict], repeat: int, scorers: ScorerSet | None = None) -> dict:
+def summarize(case_rows: list[dict[str, Any]], repeat: int, scorers: ScorerSet | None = None) -> dict[str, Any]:
     """The suite metrics plus the case and run counts and `scorers`, from the cases' small run rows.
 
     `scorers` is the suite's scorers (for names and custom summarize); optional.
     """
     counts: list[tuple[int, int]] = []
-    runs: list[dict] = []
-    counted_runs: list[dict] = []
+    runs: list[dict[str, Any]] = []
+    counted_runs: list[RunRecord] = []
     successes = runs_errored = 0
     statuses = Counter(row["status"] for row in case_rows)
     for row in case_rows:

@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_eval.records import Trace
 from agent_eval.score.judge import JUDGE_ERROR, JudgeCache, JudgeUsage, cache_key
 from agent_eval.score.judge_prompt import _conversation, digest_trajectory, fence, shorten
 
@@ -53,7 +54,7 @@ def parse_choice(answer: str | None) -> tuple[str, str] | None:
     return match.group(1).upper(), rest.strip().lstrip(_LEADING_DECORATION + ":-–—").strip()
 
 
-def _response(label: str, trace: dict, conversation: str | None) -> str:
+def _response(label: str, trace: Trace, conversation: str | None) -> str:
     final = trace.get("final_answer")
     parts = [f"## RESPONSE {label}"]
     if conversation is not None:  # the two runs' conversations differ (a simulated user): each shows its own
@@ -64,7 +65,7 @@ def _response(label: str, trace: dict, conversation: str | None) -> str:
     return "\n".join(parts)
 
 
-def build_pair_prompt(first: dict, second: dict, criterion: str | None) -> list[dict[str, str]]:
+def build_pair_prompt(first: Trace, second: Trace, criterion: str | None) -> list[dict[str, str]]:
     """The judge's messages with `first` shown as Response A and `second` as Response B."""
     conv_a, conv_b = _conversation(first), _conversation(second)
     same = conv_a == conv_b
@@ -117,7 +118,8 @@ class PairwiseJudge:
     usage: JudgeUsage = field(default_factory=JudgeUsage)
     _asked: dict[str, asyncio.Task[tuple[str | None, str | None]]] = field(default_factory=dict)
 
-    async def judge_pair(self, case_id: str, trial: int, base: dict, new: dict, criterion: str | None) -> PairVerdict:
+    async def judge_pair(self, case_id: str, trial: int, base: Trace, new: Trace, criterion: str | None,
+                         ) -> PairVerdict:
         """Both orders of one pair."""
         verdict = PairVerdict(case_id, trial)
         orders = [build_pair_prompt(base, new, criterion), build_pair_prompt(new, base, criterion)]

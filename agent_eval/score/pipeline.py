@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agent_eval.records import Case, Check, RunRecord, RunStatus, Trace
 from agent_eval.redaction import redact_secrets
 from agent_eval.score.checks import check_run
 from agent_eval.score.env_checks import with_env_checks
@@ -27,9 +28,9 @@ class ScoringContext:
     scorers: ScorerSet | None = None  # the suite's custom scorers
 
 
-async def score_run(case: dict, trial: int, trace: dict, final_env: dict, expected_env: dict | None,
-                    error: str | None, ctx: ScoringContext, kept_env_checks: list[dict] | None = None,
-                    ) -> dict[str, Any]:
+async def score_run(case: Case, trial: int, trace: Trace, final_env: dict[str, Any], expected_env: Any,
+                    error: str | None, ctx: ScoringContext, kept_env_checks: list[Check] | None = None,
+                    ) -> RunRecord:
     """The run record: checks, judge verdict, metrics and status for one run.
 
     `kept_env_checks` (rescore of a run whose env came from an MCP state resource) stand in for the
@@ -55,14 +56,16 @@ async def score_run(case: dict, trial: int, trace: dict, final_env: dict, expect
         scorer_errors = {name: redact_secrets(text) for name, text in scorer_errors.items()}
     success = error is None and completed and all(c["passed"] for c in checks)
     cost = price_usage(trace["llm_calls"], ctx.pricing, ctx.model)
+    status: RunStatus = "error" if error is not None else ("passed" if success else "failed")
     skipped = error is None and ctx.judge_off and bool(judged_fields(case))
     return {
         **({"judge_skipped": True} if skipped else {}),  # --no-judge left this case's rubric unasked
         "trial": trial,
-        "status": "error" if error is not None else ("passed" if success else "failed"),
+        "status": status,
         "error": error,
         "success": success,
         "checks": checks,
+
         "judge": judged["judge"],
         "judge_expected_outcome": judged["judge_expected_outcome"],
         "metrics": run_metrics(case, trace, checks, success, cost),

@@ -1,12 +1,16 @@
 """The safety metrics of one run (groundedness, policy_violations) and the flags the suite rates count."""
 from __future__ import annotations
 
+from typing import Any
+
+from agent_eval.records import Case, Check, Trace
 from agent_eval.score import stats
 from agent_eval.score.grounding import assess
 from agent_eval.score.safety import authorization_verdict, rule_verdicts, safety_of
 
 
-def safety_metrics(case: dict, trace: dict, checks: list, success: bool, cost_usd: float | None) -> dict:
+def safety_metrics(case: Case, trace: Trace, checks: list[Check], success: bool, cost_usd: float | None,
+                   ) -> dict[str, Any]:
     """groundedness and policy_violations, plus the per-run flags the suite safety rates count."""
     kept = [verdict[0] for _, verdict in rule_verdicts(case, trace)]
     auth = authorization_verdict(case, trace)
@@ -19,7 +23,7 @@ def safety_metrics(case: dict, trace: dict, checks: list, success: bool, cost_us
     }
 
 
-def share_true(runs: list[dict], key: str) -> float | None:
+def share_true(runs: list[dict[str, Any]], key: str) -> float | None:
     """The share of True among the runs where `key` is not null; None when no run has it."""
     flags = [m.get(key) for m in runs if m.get(key) is not None]
     return stats.ratio(sum(1 for f in flags if f), len(flags))

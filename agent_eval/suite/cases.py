@@ -4,12 +4,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 import orjson
 from pydantic import (BaseModel, ConfigDict, Field, JsonValue, StrictFloat, StrictInt, StrictStr, ValidationError,
                       field_validator)
 
+from agent_eval.records import Case
 from agent_eval.errors import CaseFileError, Problem
 from agent_eval.flags import MAX_COUNT
 from agent_eval.suite.fields import (args_depth_problems, depth_problems, extra_case_fields, id_problem,
@@ -118,7 +119,7 @@ class Suite:
     name: str
     settings: dict[str, Any]
     initial_env: dict[str, Any]
-    cases: list[dict[str, Any]]
+    cases: list[Case]
     tools: ToolSet
     scorers: ScorerSet
     servers: list[ServerSpec] = field(default_factory=list)  # one per MCP server
@@ -155,7 +156,7 @@ def read_json(path: Path) -> Any:
     return orjson.loads(path.read_bytes())
 
 
-def _field_of(loc: tuple) -> str:
+def _field_of(loc: tuple[Any, ...]) -> str:
     out = ""
     for part in loc:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
@@ -300,7 +301,7 @@ def _load_suite_block(path: Path, block: Any, col: Collector) -> Suite:
 
 
 def load_case(suite: Suite, raw: Any, index: int, col: Collector,
-              scorer_problems: dict[tuple[str, str], list[str]], allowed: tuple[str, ...]) -> dict[str, Any] | None:
+              scorer_problems: dict[tuple[str, str], list[str]], allowed: tuple[str, ...]) -> Case | None:
     """One case of `suite`, checked as the file's cases are (problems go to `col`); None when unusable."""
     if not isinstance(raw, dict):
         col.add(f"#{index}", None, "a case must be an object")
@@ -316,7 +317,7 @@ def load_case(suite: Suite, raw: Any, index: int, col: Collector,
         col.pydantic(case_id, err, model=CaseModel)
         _check_inputs(raw, case_id, col)  # type-tolerant: report it with the type errors
         return None
-    case = dict(raw)
+    case = cast(Case, dict(raw))  # validated above; the fields no model types are checked below
     case["tags"], case["requires"], case["metadata"] = model.tags, model.requires, model.metadata
     _check_inputs(case, case_id, col)
     own_env = _load_json_ref(case.get("initial_env"), suite.base_dir, col, case_id, "initial_env")
@@ -332,8 +333,8 @@ def load_case(suite: Suite, raw: Any, index: int, col: Collector,
         return None  # nothing more can be said safely about a case that no run could hold
     if isinstance(case.get("expected_env"), str) and case["expected_env"] != "replay":
         case["expected_env"] = _load_json_ref(case["expected_env"], suite.base_dir, col, case_id, "expected_env")
-    if isinstance(case.get("expected_env_check"), dict):
-        case["expected_env_check"] = [case["expected_env_check"]]
+    if isinstance(one_check := case.get("expected_env_check"), dict):  # one check given as an object
+        case["expected_env_check"] = [cast(dict[str, Any], one_check)]
     if model.faults:
         case["faults"] = [f.model_dump(exclude_none=True) for f in model.faults]
     from agent_eval.suite.validation import validate_case
@@ -355,34 +356,35 @@ def load_case(suite: Suite, raw: Any, index: int, col: Collector,
     return case
 
 
-def _check_inputs(case: dict, case_id: str, col: Collector) -> None:
+def _check_inputs(case: Mapping[str, Any], case_id: str, col: Collector) -> None:
     given = [k for k in ("query", "messages", "scenario") if case.get(k) is not None]
     if len(given) != 1:
         col.add(case_id, "query", "give exactly one of query, messages or scenario"
+
                 + (f" (found {', '.join(given)})" if given else ""))
     elif given[0] == "messages" and not case["messages"]:
         col.add(case_id, "messages", "must hold at least one user message")
 
 
-def case_env(suite: Suite, case: dict) -> dict[str, Any]:
+def case_env(suite: Suite, case: Case) -> dict[str, Any]:
     """The case's initial environment: its own `initial_env` deep-merged over the suite's."""
     own = case.get("initial_env")
     return suite.initial_env if own is None else deep_merge(suite.initial_env, own)
 
 
-def user_messages(case: dict) -> list[str]:
+def user_messages(case: Case) -> list[str]:
     """The scripted user messages of a case, in order."""
     return [case["query"]] if case.get("query") is not None else list(case.get("messages") or [])
 
 
-def select_cases(cases: list[dict], filters: list[str]) -> list[dict]:
+def select_cases(cases: list[Case], filters: list[str]) -> list[Case]:
     """Keep a case when its id or one of its tags contains one of the filter texts."""
     if not filters:
         return list(cases)
     return [c for c in cases if any(f in c["id"] or any(f in t for t in c.get("tags", ())) for f in filters)]
 
 
-def skip_reason(case: dict, environ: Mapping[str, str], judge_on: bool) -> str | None:
+def skip_reason(case: Case, environ: Mapping[str, str], judge_on: bool) -> str | None:
     """Why a case is skipped, or None when it runs."""
     missing = [name for name in case.get("requires", ()) if not environ.get(name)]
     if missing:
@@ -392,7 +394,7 @@ def skip_reason(case: dict, environ: Mapping[str, str], judge_on: bool) -> str |
     return None
 
 
-def has_only_judged_checks(case: dict) -> bool:
+def has_only_judged_checks(case: Case) -> bool:
     """True when the case's only checks are judged ones (rubric, expected_outcome)."""
     from agent_eval.score.judge import judged_fields
     from agent_eval.suite.validation import deterministic_checks

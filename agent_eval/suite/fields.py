@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -58,7 +58,7 @@ def is_too_deep(value: Any) -> bool:
     return False
 
 
-def depth_problems(case: dict, fields: Iterable[str]) -> list[tuple[str, str]]:
+def depth_problems(case: Mapping[str, Any], fields: Iterable[str]) -> list[tuple[str, str]]:
     """A problem for each of fields nested deeper than MAX_DEPTH levels (it would crash a run)."""
     out = []
     for name in fields:
@@ -89,7 +89,8 @@ def id_problem(case_id: Any) -> str | None:
     return None
 
 
-def extra_case_fields(case: dict, known: Iterable[str], consumed: set[str]) -> tuple[list[tuple[str, str]], list[str]]:
+def extra_case_fields(case: Mapping[str, Any], known: Iterable[str], consumed: set[str],
+                      ) -> tuple[list[tuple[str, str]], list[str]]:
     """(errors, leftovers) for the case's fields that are not known: a field close to a known one is an
     error naming it; fields a scorer consumes and other tools' fields are fine; the rest are leftovers."""
     known = set(known)
@@ -109,7 +110,7 @@ def extra_case_fields(case: dict, known: Iterable[str], consumed: set[str]) -> t
 TEXT_CHECKS = ("contains", "not_contains", "icontains", "not_icontains")
 
 
-def expect_problems(expect: dict, tools: ToolSet | None) -> list[tuple[str, str]]:
+def expect_problems(expect: dict[str, Any], tools: ToolSet | None) -> list[tuple[str, str]]:
     """Checks of `expect` that cannot fail: an empty text list, a forbidden tool that is a typo."""
     out = []
     for key in TEXT_CHECKS:
@@ -129,7 +130,7 @@ def expect_problems(expect: dict, tools: ToolSet | None) -> list[tuple[str, str]
     return out
 
 
-def args_key_problems(index: int, call: dict, tools: ToolSet | None) -> list[tuple[str, str]]:
+def args_key_problems(index: int, call: dict[str, Any], tools: ToolSet | None) -> list[tuple[str, str]]:
     """An `args` key the tool's schema does not list, when the schema forbids others or the key is a typo."""
     args = call.get("args")
     schema = _schema_of(tools, call.get("name"))
@@ -157,7 +158,7 @@ def _schema_of(tools: ToolSet | None, name: Any) -> Any:
     return None
 
 
-def known_fields(model: type[BaseModel] | None, loc: tuple) -> list[str]:
+def known_fields(model: type[BaseModel] | None, loc: tuple[Any, ...]) -> list[str]:
     """The field names of the (nested) model at loc, for a "did you mean"."""
     for part in loc:
         if model is None:

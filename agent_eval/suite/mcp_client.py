@@ -27,7 +27,7 @@ from agent_eval.suite.mcp_stdio import LIVE_GROUPS, MAX_MESSAGE, Link, kill_grou
 _CLOSE_GRACE_S = 5.0
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 # Stray stdout lines per server label: [count, first line]; told once per command (`stray_warnings`).
-_STRAY: dict[str, list] = {}
+_STRAY: dict[str, list[Any]] = {}
 
 
 class ServerError(Exception):
@@ -90,7 +90,7 @@ class Connection:
         self._ready = asyncio.Event()
         self._ended = asyncio.Event()
         self._failure: BaseException | None = None
-        self._owner: asyncio.Task | None = None
+        self._owner: asyncio.Task[Any] | None = None
         self._begun = 0.0
         self.http = HttpWatch(spec.label)  # what the HTTP client saw that the mcp client drops
         self.fault: str | None = None  # set once the server has failed: no request is sent to it again
@@ -242,7 +242,7 @@ class Connection:
                 break
         return tools
 
-    async def call_tool(self, tool: str, args: dict) -> tuple[str | None, str | None]:
+    async def call_tool(self, tool: str, args: dict[str, Any]) -> tuple[str | None, str | None]:
         """tools/call: (observation, None), or (None, error) when the result has isError.
 
         An HTTP answer of 401, 403, 404 or 5xx is a ServerError naming the status: an expired token or

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from agent_eval.records import Case
 from agent_eval.errors import ConfigError
 from agent_eval.suite.mcp_spec import ServerSpec, parse_server, require_mcp
 from agent_eval.suite.tools import RemoteTool, ToolSet
@@ -22,14 +23,14 @@ if TYPE_CHECKING:
 Problems = list[tuple[str, str]]
 
 
-def load_suite_tools(spec: Any, base_dir: Path, initial_env: dict | None,
+def load_suite_tools(spec: Any, base_dir: Path, initial_env: dict[str, Any] | None,
                      ) -> tuple[ToolSet | None, list[ServerSpec], Problems]:
     """Load `suite.tools` (one entry or a list of them); the merged tools, the MCP servers and the problems."""
     from agent_eval.suite.tool_loading import load_tools
 
     entries = spec if isinstance(spec, list) else [spec]
     problems: Problems = []
-    sources: list[tuple[str, list[tuple[str, Any, dict]]]] = []
+    sources: list[tuple[str, list[tuple[str, Any, dict[str, Any]]]]] = []
     servers: list[ServerSpec] = []
     for index, entry in enumerate(entries):
         where = f"suite.tools[{index}]" if isinstance(spec, list) else "suite.tools"
@@ -74,7 +75,7 @@ def state_server(servers: list[ServerSpec]) -> ServerSpec | None:
     return next((s for s in servers if s.state_resource), None)
 
 
-def check_case_env(case: dict, suite: Suite) -> Problems:
+def check_case_env(case: Case, suite: Suite) -> Problems:
     """What an MCP suite cannot check: env checks with nowhere to read the env, replay of server tools."""
     servers = suite.servers
     if not servers:
@@ -98,7 +99,7 @@ def check_case_env(case: dict, suite: Suite) -> Problems:
     return problems
 
 
-def _merge(sources: list[tuple[str, list[tuple[str, Any, dict]]]]) -> tuple[list, Problems]:
+def _merge(sources: list[tuple[str, list[tuple[str, Any, dict[str, Any]]]]]) -> tuple[list[Any], Problems]:
     """All tools in order; a name given by two sources is a problem that suggests a server `name`."""
     seen: dict[str, str] = {}
     merged, problems = [], []
@@ -123,7 +124,7 @@ def _check_servers(servers: list[ServerSpec]) -> Problems:
     return []
 
 
-def discover(servers: list[ServerSpec], initial_env: dict | None) -> tuple[list, Problems]:
+def discover(servers: list[ServerSpec], initial_env: dict[str, Any] | None) -> tuple[list[Any], Problems]:
     """Start every server once (together), list its tools and read its state; (sources, problems)."""
     blob = orjson.dumps(initial_env) if initial_env is not None else None
     results: list[Any] = []

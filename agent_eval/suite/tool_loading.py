@@ -3,6 +3,8 @@ functions decorated with `agent_eval.tool`. Every failure is one ConfigError par
 """
 from __future__ import annotations
 
+from typing import Any
+
 import inspect
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -31,7 +33,7 @@ def load_tools(spec: str, base_dir: Path) -> ToolSet:
         raise ConfigError(msg if msg.startswith(where) else f"{where}: {msg}") from None
 
 
-def _collect(module: ModuleType, where: str) -> list[tuple[str, Callable, dict]]:
+def _collect(module: ModuleType, where: str) -> list[tuple[str, Callable[..., Any], dict[str, Any]]]:
     """Gather (name, function, schema) from the seed form and from decorated functions, in a stable order."""
     registry = getattr(module, "TOOL_REGISTRY", None)
     schemas = getattr(module, "TOOLS_SCHEMA", None)
@@ -45,8 +47,8 @@ def _collect(module: ModuleType, where: str) -> list[tuple[str, Callable, dict]]
         raise ConfigError(f"{where}: TOOL_REGISTRY must map tool names (str) to functions. Fix it.")
     if schemas is not None and not isinstance(schemas, (list, tuple)):
         raise ConfigError(f"{where}: TOOLS_SCHEMA must be a list of OpenAI function schemas. Fix it.")
-    functions: dict[str, Callable] = dict(registry or {})
-    given: dict[str, dict] = {}
+    functions: dict[str, Callable[..., Any]] = dict(registry or {})
+    given: dict[str, dict[str, Any]] = {}
     for item in schemas or []:
         full = normalize_schema(item)
         name = full["function"]["name"]
@@ -86,9 +88,9 @@ def _collect(module: ModuleType, where: str) -> list[tuple[str, Callable, dict]]
     return entries
 
 
-def _decorated(module: ModuleType) -> dict[str, tuple[Callable, ToolMark]]:
+def _decorated(module: ModuleType) -> dict[str, tuple[Callable[..., Any], ToolMark]]:
     """The module's @tool functions by tool name, in definition order (aliases of one function count once)."""
-    found: dict[str, tuple[Callable, ToolMark]] = {}
+    found: dict[str, tuple[Callable[..., Any], ToolMark]] = {}
     for value in list(vars(module).values()):
         mark = getattr(value, TOOL_MARK, None) if callable(value) else None
         if not isinstance(mark, ToolMark):

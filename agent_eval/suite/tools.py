@@ -35,13 +35,13 @@ class ToolMark:
     """What `@tool` records on a function: the name and schema it was given, if any."""
 
     name: str | None
-    schema: dict | None
+    schema: dict[str, Any] | None
 
 
-def tool(fn: Callable | None = None, *, name: str | None = None, schema: dict | None = None) -> Any:
+def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None, schema: dict[str, Any] | None = None) -> Any:
     """Mark `fn` as a tool (usable as `@tool` or `@tool(name=..., schema=...)`); returns it unchanged."""
 
-    def mark(f: Callable) -> Callable:
+    def mark(f: Callable[..., Any]) -> Callable[..., Any]:
         full = None
         if schema is not None:
             full = normalize_schema(schema, name)
@@ -53,7 +53,7 @@ def tool(fn: Callable | None = None, *, name: str | None = None, schema: dict | 
     return mark(fn) if fn is not None else mark
 
 
-def normalize_schema(schema: Any, name: str | None = None) -> dict:
+def normalize_schema(schema: Any, name: str | None = None) -> dict[str, Any]:
     """Return `schema` (full OpenAI form or just its function part) in the full form.
 
     `name`, when given, replaces or fills in the function's name. Raises ConfigError when malformed.
@@ -75,7 +75,7 @@ def normalize_schema(schema: Any, name: str | None = None) -> dict:
     return {"type": "function", "function": func}
 
 
-def build_schema(fn: Callable, name: str | None = None) -> dict:
+def build_schema(fn: Callable[..., Any], name: str | None = None) -> dict[str, Any]:
     """Build the full OpenAI function schema of `fn` from its type hints and Google-style docstring."""
     import inspect
     import typing
@@ -164,7 +164,7 @@ class RemoteTool:
 class _Tool:
     name: str
     fn: Callable[..., Any] | RemoteTool
-    schema: dict
+    schema: dict[str, Any]
     inject: tuple[str, ...]
     validator: Any
     is_async: bool = False
@@ -173,7 +173,7 @@ class _Tool:
 class ToolSet:
     """The tools a case may call: their OpenAI schemas, argument validation and invocation."""
 
-    def __init__(self, tools: Iterable[tuple[str, Callable, dict]]):
+    def __init__(self, tools: Iterable[tuple[str, Callable[..., Any], dict[str, Any]]]):
         """Compile one validator per `(name, function, full schema)`; raises ConfigError on a bad schema."""
         import inspect
 
@@ -204,12 +204,12 @@ class ToolSet:
             is_async = not isinstance(fn, RemoteTool) and (
                 inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__))
             self._tools[name] = _Tool(name, fn, schema, inject, cls(params), is_async)
-        self.schemas: list[dict] = [t.schema for t in self._tools.values()]
+        self.schemas: list[dict[str, Any]] = [t.schema for t in self._tools.values()]
         self.names: frozenset[str] = frozenset(self._tools)
         self.remote: dict[str, RemoteTool] = {t.name: served for t in self._tools.values()
                                               if isinstance(served := t.fn, RemoteTool)}
 
-    def entries(self) -> list[tuple[str, Any, dict]]:
+    def entries(self) -> list[tuple[str, Any, dict[str, Any]]]:
         """The `(name, function, schema)` triples this set was built from, in order."""
         return [(t.name, t.fn, t.schema) for t in self._tools.values()]
 
@@ -218,7 +218,7 @@ class ToolSet:
         return [t.name for t in self._tools.values() if t.inject]
 
     @classmethod
-    def from_functions(cls, functions: Mapping[str, Callable] | Iterable[Callable]) -> ToolSet:
+    def from_functions(cls, functions: Mapping[str, Callable[..., Any]] | Iterable[Callable[..., Any]]) -> ToolSet:
         """Build a ToolSet from functions (a name→function mapping, or functions named by themselves)."""
         items = functions.items() if isinstance(functions, Mapping) else ((None, f) for f in functions)
         entries = []
@@ -253,7 +253,7 @@ class ToolSet:
         where = "args" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
         return f"{where}: {error.message}"
 
-    def invoke(self, name: str, args: dict, env: dict) -> Any:
+    def invoke(self, name: str, args: dict[str, Any], env: dict[str, Any]) -> Any:
         """Call the tool with `args` as keywords (and `env`/`context` where declared); errors propagate."""
         entry = self._tools.get(name)
         if entry is None:
@@ -288,6 +288,6 @@ class ToolSet:
         return orjson.dumps(to_json_safe(value, unknown=str_of), option=_JSON_OPTS).decode()
 
 
-def marked_name(fn: Callable, mark: ToolMark) -> str:
+def marked_name(fn: Callable[..., Any], mark: ToolMark) -> str:
     """The tool name of a function marked by `@tool`."""
     return mark.name or (mark.schema["function"]["name"] if mark.schema else fn.__name__)

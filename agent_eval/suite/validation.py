@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agent_eval.records import Case
 from agent_eval.score.expect import validate_expect
 from agent_eval.score.judge import judged_fields
 from agent_eval.score.env_checks import ENV_OPS
@@ -17,12 +18,12 @@ if TYPE_CHECKING:
     from agent_eval.suite.cases import Suite
 
 
-def deterministic_checks(case: dict, suite: Suite | None = None) -> list[str]:
+def deterministic_checks(case: Case, suite: Suite | None = None) -> list[str]:
     """The names of the check families that decide the case by code (everything but the judge)."""
     return [family.name for family in CHECK_FAMILIES if family.applies(case, suite)]
 
 
-def validate_case(case: dict, suite: Suite) -> list[tuple[str, str]]:
+def validate_case(case: Case, suite: Suite) -> list[tuple[str, str]]:
     """Every problem of one parsed case, as (field, message with the fix)."""
     problems: list[tuple[str, str]] = []
     add = lambda f, m: problems.append((f, m))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agent_eval.records import Case
 from agent_eval.score.safety import RULE_KINDS, RULE_OPTIONS, rule_phrases
 from agent_eval.suite.fields import did_you_mean, unknown_key_message
 
@@ -83,7 +84,7 @@ def validate_rules(rules: Any, tools: ToolSet, where: str) -> Problems:
     return [p for i, rule in enumerate(rules) for p in validate_rule(rule, tools, f"{where}[{i}]")]
 
 
-def validate_suite_safety(block: dict, tools: ToolSet) -> Problems:
+def validate_suite_safety(block: dict[str, Any], tools: ToolSet) -> Problems:
     """Problems of the suite's sensitive_tools, escalation_tools and policy."""
     out: Problems = []
     for key in ("sensitive_tools", "escalation_tools"):
@@ -92,7 +93,7 @@ def validate_suite_safety(block: dict, tools: ToolSet) -> Problems:
     return out + validate_rules(block.get("policy"), tools, "suite.policy")
 
 
-def validate_case_safety(case: dict, suite: Suite) -> Problems:
+def validate_case_safety(case: Case, suite: Suite) -> Problems:
     """Problems of a case's authorized, policy and injection fields."""
     tools = suite.tools
     out = validate_rules(case.get("policy"), tools, "policy")

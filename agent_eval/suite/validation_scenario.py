@@ -1,6 +1,8 @@
 """Validation of a case's simulated-user fields and of the suite's `user` block (exit 2 with the fix)."""
 from __future__ import annotations
 
+from agent_eval.records import Case
+
 from collections.abc import Mapping
 from typing import Any
 
@@ -8,7 +10,7 @@ SCENARIO_ONLY_FIELDS = ("user_description", "max_turns")
 USER_BLOCK_KEYS = ("agent", "model")
 
 
-def validate_scenario_fields(case: dict) -> list[tuple[str, str]]:
+def validate_scenario_fields(case: Case) -> list[tuple[str, str]]:
     """Problems of a case's simulated-user fields, as (field, message with the fix)."""
     problems = []
     if "scenario" in case and (not isinstance(case["scenario"], str) or not case["scenario"].strip()):

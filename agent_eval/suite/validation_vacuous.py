@@ -2,10 +2,12 @@
 expected under a trajectory mode that then passes anything (section 12b)."""
 from __future__ import annotations
 
+from agent_eval.records import Case
+
 from typing import Any
 
 
-def vacuous_checks(case: dict[str, Any]) -> list[tuple[str, str]]:
+def vacuous_checks(case: Case) -> list[tuple[str, str]]:
     """(field, message with the fix) for each check of the case that passes whatever the run does."""
     problems: list[tuple[str, str]] = []
     raw = case.get("expect")

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_eval.errors import InfrastructureError, ProviderError
+from agent_eval.records import Case, StopReason
 from agent_eval.run.sandbox import Sandbox
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ class Reply:
 class AgentStop(Exception):
     """Ends the run early with a stop_reason other than `completed` (the agent's fault)."""
 
-    def __init__(self, stop_reason: str, message: str, traceback: str | None = None) -> None:
+    def __init__(self, stop_reason: StopReason, message: str, traceback: str | None = None) -> None:
         super().__init__(message)
         self.stop_reason = stop_reason
         self.traceback = traceback  # the user's frames, when user code raised (trace.agent_error_traceback)
@@ -39,7 +40,7 @@ class AgentStop(Exception):
 class RunContext:
     """What an agent may read and write during one run."""
 
-    case: dict[str, Any]
+    case: Case
     trial: int
     sandbox: Sandbox
     tool_schemas: list[dict[str, Any]]

@@ -201,6 +201,6 @@ async def open_link(ctx: RunContext, settings: dict[str, Any]) -> RunLink:
     return link
 
 
-def in_daemon_thread(fn: Callable[[Any], Any], task: Any) -> asyncio.Future:
+def in_daemon_thread(fn: Callable[[Any], Any], task: Any) -> asyncio.Future[Any]:
     """Run fn(task) in a daemon worker thread: a stuck agent can never keep the process alive."""
     return run_in_thread(fn, task, name=f"agent-{task.case_id}-{task.trial}")
