@@ -37,7 +37,6 @@ def compare_command(base_path: str | Path, new_paths: list[str | Path], gate_spe
         gated, level = _gate(base, news, gates, pairwise_gated and not metric_specs, pairwise_gated)
     except ReportError as exc:
         print(f"agent-eval compare: {exc}", file=sys.stderr)
-
         return EXIT_ERROR
     suites = {str(r.get("suite")) for r in [base, *news] if r.get("suite") is not None}
     if len(suites) > 1:

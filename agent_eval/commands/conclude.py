@@ -247,7 +247,6 @@ def conclude(report: Report, run_bytes: RunBytes, outputs: Any, console: Console
             say(console, line)
     from agent_eval.score.usage import usage_warning
 
-
     warning = usage_warning(report)
     if warning:
         say(err, warning)

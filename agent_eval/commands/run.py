@@ -70,7 +70,6 @@ def _select_last_failed(flags: Flags, cfg: RunConfig, cases: list[Case],
     """--lf: keep the cases that failed or errored in the newest earlier run of this case file."""
     ids = flags.last_failed_ids  # a resumed run's stored selection
     if ids is None and flags.last_failed:
-
         from agent_eval.report.history import last_failed
 
         db = history_path_of(cfg.output_dir)

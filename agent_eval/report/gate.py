@@ -245,7 +245,6 @@ def _decide(row: dict[str, Any], deltas: np.ndarray, level: float) -> None:
     """Fill ci and verdict: one-sided bounds at 1 - level on each side (level = alpha/m)."""
     if deltas.size == 0:
         row["verdict"] = "no significant change"
-
         return
     lo, hi = (float(x) for x in np.quantile(deltas, [level, 1.0 - level]))
     row["ci"] = [lo, hi]

@@ -123,7 +123,6 @@ def record_run_or_recover(db_path: Path, report: Report, cases_file_git_commit: 
                           warn: Callable[[str], None], total_cases: int | None = None) -> None:
     """record_run; a history file that is not a database is moved aside as
     `history.sqlite.corrupt-<timestamp>` (with a warning) and a new one is started."""
-
     try:
         record_run(db_path, report, cases_file_git_commit, total_cases)
         return

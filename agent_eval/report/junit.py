@@ -55,7 +55,6 @@ def _case_element(case: CaseEntry, suite: str) -> tuple[ET.Element, str]:
         errored = [r for r in runs if r.get("status") == "error"]
         node = ET.SubElement(element, "error", message=_short(case_reason(case)), type="error")
         node.text = xml_text("\n".join(f"run {r.get('trial')}: {r.get('error')}" for r in errored))
-
         return element, "error"
     return element, "passed"
 

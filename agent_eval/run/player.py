@@ -198,7 +198,6 @@ def helper_spend(scoring: ScoringContext, simulator: Simulator | None, pricing: 
     if mode is not None and mode.replay:
         mine["replay"] = tape.counts.summary()
     parts = [mine, *workers]
-
     spent: dict[str, Any] = {key: add_summaries([p[key] for p in parts if key in p]) for key in mine}
     spent["provider"] = endpoints.merge_summaries([endpoints.provider_summary(),
                                                    *(p.get("provider") for p in workers)])

@@ -43,7 +43,7 @@ def lite_run(run: RunRecord, case: Case) -> RunRecord:
     trace = run["trace"]
     lite = cast(RunRecord, {k: v for k, v in run.items() if k != "trace"})
     kept: dict[str, Any] = {"stop_reason": trace["stop_reason"], "agent_error": trace["agent_error"],
-                                  "agent_error_traceback": trace.get("agent_error_traceback")}
+                     "agent_error_traceback": trace.get("agent_error_traceback")}
     if run["status"] != "passed":  # the terminal names the tool calls that raised (report/reasons.py)
         kept[LITE_KEY] = raised_tool_calls(trace)
     if run["status"] != "passed" and case.get("scenario") is not None:
@@ -245,7 +245,6 @@ class Runner:
             if self._run_ended is not None:
                 self._run_ended.set()
         if lite["status"] == "failed" and self.cfg.exitfirst and not self._stopping:
-
             self._stopping = self.stopped_early = True  # -x: runs in flight finish, no new one starts
         self.player.gc.run_finished()
         self.on_run_done()

@@ -23,7 +23,6 @@ from agent_eval.records import Case
 from agent_eval.provider import endpoints, tape
 from agent_eval.errors import CaseFileError, ConfigError
 from agent_eval.redaction import remember_secret
-
 from agent_eval.suite.jsonsafe import dumps_safe
 from agent_eval.run.agents import Agent, load_agent
 from agent_eval.run.config import RunConfig

@@ -7,8 +7,6 @@ resamples of 100,000 runs cost a few matrix products, never a loop over runs.
 """
 from __future__ import annotations
 
-
-
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass

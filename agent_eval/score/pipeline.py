@@ -65,7 +65,6 @@ async def score_run(case: Case, trial: int, trace: Trace, final_env: dict[str, A
         "error": error,
         "success": success,
         "checks": checks,
-
         "judge": judged["judge"],
         "judge_expected_outcome": judged["judge_expected_outcome"],
         "metrics": run_metrics(case, trace, checks, success, cost),

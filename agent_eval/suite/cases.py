@@ -360,7 +360,6 @@ def _check_inputs(case: Mapping[str, Any], case_id: str, col: Collector) -> None
     given = [k for k in ("query", "messages", "scenario") if case.get(k) is not None]
     if len(given) != 1:
         col.add(case_id, "query", "give exactly one of query, messages or scenario"
-
                 + (f" (found {', '.join(given)})" if given else ""))
     elif given[0] == "messages" and not case["messages"]:
         col.add(case_id, "messages", "must hold at least one user message")
