@@ -104,8 +104,7 @@ OTHER_CASE_FIELDS = ("scenario", "user_description", "expected_outcome", "max_tu
 
 
 def case_fields() -> tuple[str, ...]:
-    """Every field a case may hold: the typed ones, those the check families read (score/checks.py), and
-    those read elsewhere. Called once per case file, so a family registered at start-up counts."""
+    """Every field a case may hold: typed, read by a check family or read elsewhere (once per case file)."""
     from agent_eval.score.checks import case_check_fields
 
     return tuple(dict.fromkeys((*CaseModel.model_fields, *case_check_fields(), *OTHER_CASE_FIELDS)))
