@@ -107,7 +107,6 @@ def log_recordings(path: Path) -> tuple[list[tuple[str, str, int, Trace]], list[
     """(label, sample id, trial, trace) per sample and epoch; epoch 1 is trial 0. Each sample becomes its
     trace as it is read and is dropped."""
     out = []
-
     bad: list[Unmappable] = []
     for item in iter_samples(path):
         if isinstance(item, Unmappable):

@@ -170,7 +170,6 @@ class Player:
         """Prepare the slot, play and score one run, and encode it as stored: (the run, its JSON line).
 
         A value JSON cannot hold (a scorer's huge int, a lone surrogate) is converted, in the run too."""
-
         self.prepare(slot)
         slot.in_flight += 1
         try:

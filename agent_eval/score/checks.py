@@ -99,7 +99,6 @@ def _subset(expected: list[dict[str, Any]], steps: list[Step]) -> Verdict:
     pairing = _max_matching(expected, steps)
     used = {j for j in pairing if j is not None}
     extra = [i for i in range(len(steps)) if i not in used]
-
     if not extra:
         return True, f"all {len(steps)} calls are among the {len(expected)} expected calls"
     shown = "; ".join(
