@@ -264,7 +264,8 @@ def test_a_missing_model_is_each_case_s_error(pytester: pytest.Pytester, monkeyp
     result = pytester.runpytest("-p", "no:cacheprovider", "--agent-eval", str(suite), "--agent-eval-agent", "openai",
                                 "--agent-eval-output-dir", "out")
     result.assert_outcomes(errors=2)
-    assert "Traceback" not in result.stdout.str() and "AGENT_EVAL_MODEL" in result.stdout.str()
+    out = result.stdout.str()
+    assert "Traceback" not in out and "AGENT_EVAL_MODEL" in out and "--agent-eval-model" in out
 
 
 def test_inline_ids_are_unique_in_the_session_report(pytester: pytest.Pytester) -> None:

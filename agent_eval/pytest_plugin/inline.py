@@ -11,6 +11,7 @@ import pytest
 
 from agent_eval.errors import CaseFileError, Problem
 from agent_eval.pytest_plugin.book import Book, load_inline_case
+from agent_eval.pytest_plugin.items import as_options
 from agent_eval.pytest_plugin.session import SessionState, outcome_message
 from agent_eval.records import RunRecord
 from agent_eval.report.reasons import case_reason, failure_lines
@@ -79,7 +80,7 @@ def result_of(book: Book, case_id: str, threshold: float | None) -> CaseResult:
     from agent_eval.score.metrics import summarize
 
     if case_id in book.problems:
-        problem = book.problems[case_id]
+        problem = as_options(book.problems[case_id])
         return CaseResult(case_id, "error", None, problem, [], {}, [], problem)
     entry = book.entry(case_id, threshold)
     assert entry is not None

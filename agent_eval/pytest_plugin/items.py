@@ -77,11 +77,16 @@ class CaseFile(pytest.File):
         if isinstance(excinfo.value, CaseFileError):
             return "the case file is invalid:\n" + "\n".join(f"  - {p}" for p in excinfo.value.problems)
         if isinstance(excinfo.value, ConfigError):
-            return str(excinfo.value)
+            return as_options(str(excinfo.value))
         return super().repr_failure(excinfo)
 
 
 _MARKER = re.compile(r"[A-Za-z_][\w.+-]*")
+
+
+def as_options(message: str) -> str:
+    """A message of `run`'s with its flags named as this plugin's options (--model: --agent-eval-model)."""
+    return re.sub(r"--(" + "|".join(name for name, _, _ in SETTINGS) + r")\b", r"--agent-eval-\1", message)
 
 
 def _line_of(text: str, case_id: str) -> int:

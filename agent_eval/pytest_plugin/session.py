@@ -17,7 +17,7 @@ from rich.console import Console
 
 from agent_eval.flags import Flags
 from agent_eval.pytest_plugin.book import Book, open_book
-from agent_eval.pytest_plugin.items import PAYLOAD, CaseError, CaseItem, settings_of
+from agent_eval.pytest_plugin.items import PAYLOAD, CaseError, CaseItem, as_options, settings_of
 from agent_eval.records import CaseEntry, Report
 from agent_eval.report.model import new_run_id, now_iso
 from agent_eval.report.reasons import case_reason, failure_lines
@@ -113,7 +113,7 @@ class SessionState:
         if item.name not in book.played and item.name not in book.problems:
             book.play(self._batch(item, book))
         if item.name in book.problems:
-            return Outcome("error", book.problems[item.name])
+            return Outcome("error", as_options(book.problems[item.name]))
         entry = book.entry(item.name)
         if entry is None:
             return Outcome("error", f"case {item.name!r} was not played")
