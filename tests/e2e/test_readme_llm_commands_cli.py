@@ -38,12 +38,14 @@ def readme_command(starts_with: str) -> list[str]:
 
 
 def answer(messages: list[dict]):
-    """The judge says PASS, a simulated user stops at once, and the agent answers without tools."""
+    """The judge says PASS, a simulated user says one line and then stops (a user who stops before speaking
+    is an error, not the agent's failure), and the agent answers without tools."""
     system = messages[0].get("content", "") if messages else ""
     if "evaluator" in system:
         return text("PASS\nfine")
     if "playing the USER" in system:
-        return text("###STOP###")
+        spoken = any(m.get("role") == "assistant" for m in messages[1:])  # roles swapped: its own lines
+        return text("###STOP###" if spoken else "Hi, I need help with my order.")
     return text("I am sorry, I cannot help with that.")
 
 
