@@ -83,6 +83,10 @@ def headline_lines(report: Report) -> list[str]:
              format_value(key, s.get(key))] for key in HEADLINE if key in s]
     rows += [[label_of(key), format_value(key, s[key])] for key in SAFETY if s.get(key) is not None]
     lines = [title, ""]
+    settings = report.get("settings") or {}
+    if settings.get("replay"):  # the model's answers came from a recording (run --replay)
+        who += (f" · replaying {inert(settings['replay'])} (recorded {inert(settings.get('replay_recorded_at'))}, "
+                f"model {inert(settings.get('replay_model'))})")
     if who:
         lines += [who, ""]
     if report.get("interrupted"):

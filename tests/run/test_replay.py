@@ -220,8 +220,11 @@ def test_record_then_replay_with_the_provider_stopped(keyed_env: None, tmp_path:
 
     # A replayed report gates like any other: against the recording's own report, nothing regressed.
     recorded_path = tmp_path / "reports" / f"{recorded['run_id']}.json"
-    code, gated, out = run(tmp_path, cases, repeat=3, replay=tape, baseline=str(recorded_path))
+    code, gated, out = run(tmp_path, cases, repeat=3, replay=tape, baseline=str(recorded_path),
+                           markdown=tmp_path / "summary.md")
     assert code == 0 and gated["gate"]["regression"] is False, out
+    assert f"replaying `{tape}` (recorded {header['created_at']}, model agent-m)" in (
+        tmp_path / "summary.md").read_text()
 
     # pass^k stays honest: four trials were never recorded.
     code, _, out = run(tmp_path, cases, repeat=4, replay=tape)
