@@ -37,3 +37,27 @@ def test_version_prints_the_installed_distributions_version():
     assert result.exit_code == 0
     assert result.stdout == f"agent-eval {version(DIST)}\n"
     assert version(DIST) == tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+
+
+def make_plan(target: str, venv: Path) -> str:
+    """What `make TARGET` would run (`make -n`), with .venv at `venv`."""
+    import subprocess
+
+    done = subprocess.run(["make", "-n", target, f"VENV={venv}"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_make_demo_installs_the_runtime_and_mcp_only_and_make_test_adds_dev(tmp_path):
+    venv = tmp_path / ".venv"  # missing: both targets start from nothing
+    demo, test, dist = make_plan("demo", venv), make_plan("test", venv), make_plan("dist", venv)
+    assert "pip install -q -e '.[mcp]'" in demo and "[dev]" not in demo
+    assert "cases/test_cases.json" in demo and "cases/demo_agent_cases.json" in demo and "mcp_cases.json" in demo
+    assert "pip install -q -e '.[dev]'" in test and "pytest" in test
+    assert "-m build --outdir dist" in dist and "[dev]" not in dist
+    # after `make test`, the dev venv serves the demo too: nothing is installed again
+    venv.mkdir()
+    for stamp in (".installed", ".demo-installed"):
+        (venv / stamp).touch()
+    assert "pip install" not in make_plan("demo", venv) and "pip install" not in make_plan("test", venv)
