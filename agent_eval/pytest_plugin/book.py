@@ -65,6 +65,7 @@ class Book:
     part: str | None = None  # the xdist worker's id: its journal is a part the controller merges
     played: dict[str, Played] = field(default_factory=dict)
     spends: list[dict[str, Any]] = field(default_factory=list)  # each batch's summary.judge/user_sim/provider
+    worker_spends: list[list[dict[str, Any]]] = field(default_factory=list)  # xdist: each worker's batches'
     models_used: set[str] = field(default_factory=set)
     agent_name: str | None = None
     stopped_early: bool = False
@@ -208,7 +209,7 @@ class Book:
         parts = [orjson.loads(p) for p in payloads]
         found: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
         for part in parts:
-            self.spends += part["spends"]
+            self.worker_spends.append(part["spends"])
             self.models_used |= set(part["models_used"])
             self.agent_name = self.agent_name or part["agent_name"]
             self.stopped_early |= part["stopped_early"]
@@ -259,10 +260,13 @@ class _Results:
         return [e for e in (self.book.entry(i) for i in self.order) if e is not None]
 
     def spent(self, pricing: dict[str, Any] | None) -> dict[str, Any]:
-        spends = self.book.spends
+        processes = [self.book.spends, *self.book.worker_spends]
+        spends = [s for batches in processes for s in batches]
+        # One process's batches ran one after the other; xdist's workers ran at once.
+        provider = merge_summaries([merge_summaries([s.get("provider") for s in batches], concurrent=False)
+                                    for batches in processes if batches], concurrent=True)
         return {"judge": add_summaries([s["judge"] for s in spends]),
-                "user_sim": add_summaries([s["user_sim"] for s in spends]),
-                "provider": merge_summaries([s.get("provider") for s in spends], concurrent=False)}
+                "user_sim": add_summaries([s["user_sim"] for s in spends]), "provider": provider}
 
     def run_bytes(self) -> Iterator[list[bytes]]:
         with open(self.journal.path, "rb") as f:
