@@ -120,13 +120,23 @@ def render_header(report: Report, console: Console) -> None:
                            f"model {settings.get('replay_model') or NA})", style="dim"))
     elif settings.get("record"):
         console.print(Text(f"recording to {settings['record']}", style="dim"))
-    for line in (judge_line(report), pricing_line(report)):
+    for line in (judge_line(report), pricing_line(report), spend_line(report)):
         if line:
             console.print(Text(line, style="dim"))
     for model in unpriced_models(report):
         console.print(Text(f"cost n/a: {price_hint(model)}", style="yellow"))
     for why in invalid_usage_lines(report):
         console.print(Text(why, style="yellow"))
+
+
+def spend_line(report: Report) -> str | None:
+    """`spent $0.15 of the --max-cost budget of $5.00` (agent, judge and simulator); None without a budget."""
+    budget = _summary(report).get("budget")
+    if not isinstance(budget, dict) or not isinstance(budget.get("limit_usd"), (int, float)):
+        return None
+    spent = budget.get("spent_usd")
+    shown = f"${spent:.2f}" if isinstance(spent, (int, float)) else "an unknown amount"
+    return f"spent {shown} of the --max-cost budget of ${budget['limit_usd']:.2f} (agent, judge and simulator)"
 
 
 def judge_line(report: Report) -> str | None:

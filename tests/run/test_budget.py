@@ -112,11 +112,12 @@ def test_a_budget_stop_with_a_failed_case_exits_1(env, tmp_path, loopback):
 
 def test_a_budget_that_is_not_reached_changes_nothing(env, tmp_path, loopback):
     srv = loopback(agent_script())
-    code, report, _ = run(tmp_path, cases=suite(tmp_path, cases=6), model="priced-m", base_url=srv.base_url,
-                          max_cost=100.0)
+    code, report, shown = run(tmp_path, cases=suite(tmp_path, cases=6), model="priced-m", base_url=srv.base_url,
+                              max_cost=100.0)
     assert code == 0 and report["stopped_at_budget"] is False
     # 2 cases each at $0.02, $0.025 and $0.03 = $0.15
     assert report["summary"]["budget"] == {"limit_usd": 100.0, "spent_usd": pytest.approx(0.15)}
+    assert "spent $0.15 of the --max-cost budget of $100.00 (agent, judge and simulator)" in shown
     assert report["settings"]["max_cost"] == 100.0
 
 
