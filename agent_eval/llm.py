@@ -14,7 +14,7 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import orjson
 
@@ -126,8 +126,12 @@ async def shared_client(base_url: str | None, api_key: str | None) -> Any:
             _RETIRED.append(entry[1:])
         if _CLIENT_CLASS is None:
             _CLIENT_CLASS = _client_class()
-        client = _CLIENT_CLASS(base_url=base_url, api_key=api_key, max_retries=0,
-                               http_client=_http_client(base_url))
+        # A query in the base URL (Azure's ?api-version=...) goes with every request, after its path.
+        parts = urlsplit(base_url) if base_url else None
+        query = dict(parse_qsl(parts.query, keep_blank_values=True)) if parts is not None and parts.query else None
+        bare = urlunsplit(parts._replace(query="")) if parts is not None and parts.query else base_url
+        client = _CLIENT_CLASS(base_url=bare, api_key=api_key, max_retries=0, default_query=query,
+                               http_client=_http_client(bare))
         client.endpoint = redact_url((base_url or str(client.base_url)).rstrip("/")) or ""
         closer = close_when_the_loop_ends(client.close)
         await closer.__anext__()

@@ -255,7 +255,7 @@ def open_tape(cfg: RunConfig, suite: Suite, cases: list[Case]) -> None:
         return
     from importlib.metadata import PackageNotFoundError, version
 
-    from agent_eval.redaction import redact_secrets
+    from agent_eval.redaction import redact_secrets, redact_urls
 
     try:
         ours = version("agent-eval-trials")
@@ -264,7 +264,7 @@ def open_tape(cfg: RunConfig, suite: Suite, cases: list[Case]) -> None:
 
     try:
         cassette.write_header(mode.folder, {
-            "suite": label, "cases_file": str(cfg.cases_file), "agent": redact_secrets(cfg.agent),
+            "suite": label, "cases_file": str(cfg.cases_file), "agent": redact_secrets(redact_urls(cfg.agent) or ""),
             "model": cfg.model, "judge_model": cfg.judge_model if cfg.judge else None,
             "user_model": cfg.user_sim.model if cfg.user_sim else None, "repeat": cfg.repeat,
             "agent_eval_version": ours, "created_at": now_iso()})

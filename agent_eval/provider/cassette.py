@@ -31,6 +31,7 @@ _SAFE = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_-.")
 _MAX_NAME = 200  # bytes of a folder name, under every file system's 255
 LINE_KEYS = ("seq", "role", "path", "request", "response", "status", "latency_s", "usage")
 ROLES = frozenset({"agent", "judge", "user"})
+MAX_LATENCY_S = 86_400  # a recorded latency is credited to the run: never negative, never past a day
 
 
 def case_folder(case_id: str) -> str:
@@ -150,6 +151,9 @@ def read_cassette(path: Path) -> list[Exchange]:
         if item["role"] not in ROLES or not isinstance(item["path"], str) or not isinstance(item["status"], int):
             raise bad(path, number, "has a role, path or status of the wrong kind")
         latency = item["latency_s"]
+        if latency is not None and not (isinstance(latency, int | float) and not isinstance(latency, bool)
+                                        and 0 <= latency <= MAX_LATENCY_S):
+            raise bad(path, number, f"has a latency_s that is not a number of seconds from 0 to {MAX_LATENCY_S}")
         out.append(Exchange(len(out) + 1, item["role"], item["path"], item["request"], item["response"],
                             item["status"], float(latency) if isinstance(latency, int | float) else None,
                             item["usage"], bool(item.get("stream"))))

@@ -158,7 +158,8 @@ class PathRecorder:
                 recorder.paths.append(self.path)
                 length = int(self.headers.get("Content-Length") or 0)
                 self.rfile.read(length)
-                body = (b'{"id":"x","object":"chat.completion","choices":[],'
+                body = (b'{"id":"x","object":"chat.completion","choices":[{"index":0,"finish_reason":"stop",'
+                        b'"message":{"role":"assistant","content":"ok"}}],'
                         b'"usage":{"prompt_tokens":1,"completion_tokens":1}}')
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
@@ -213,3 +214,29 @@ def test_dot_segments_in_the_agents_path_are_refused_and_nothing_leaves_the_base
     assert statuses == ["400"] * len(HOSTILE_PATHS) + ["200"] * 4
     assert upstream.paths == ["/prefix/v1/chat/completions", "/prefix/v1/models", "/prefix/v1/evil.example/x",
                               "/prefix/v1/evil/y"]
+
+
+def test_a_base_url_with_a_query_keeps_its_path_and_sends_the_query_with_every_request() -> None:
+    # Azure's `?api-version=...`: the path is the base URL's path followed by the request's, the query is kept.
+    import agent_eval.llm as llm
+
+    upstream = PathRecorder()
+    base = upstream.base_url + "?api-version=2024-06-01"
+    try:
+        async def both():
+            await llm.complete(base, "k", {"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+
+            async def agent(task):
+                client = openai.AsyncOpenAI(base_url=task.base_url, api_key=task.api_key, max_retries=0)
+                await client.chat.completions.create(model=task.model, messages=task.messages)
+                return "ok"
+
+            return await play_run({"id": "c1", "query": "hi"}, 0, PythonAgent(
+                "agent.py:fn", agent, {"model": "m1", "base_url": base, "api_key": "k"}), TOOLS, EnvTemplate({}),
+                None, None)
+
+        played = asyncio.run(both())
+    finally:
+        upstream.close()
+    assert played.error is None, played.error
+    assert upstream.paths == ["/prefix/v1/chat/completions?api-version=2024-06-01"] * 2
