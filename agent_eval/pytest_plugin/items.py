@@ -60,10 +60,10 @@ class CaseFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
         state = self.config.stash[STATE]
         book = state.open(self.path)
-        text = self.path.read_text(encoding="utf-8", errors="replace")
+        lines = _lines_of(self.path.read_text(encoding="utf-8", errors="replace"))
         for case in book.suite.cases:
             item = CaseItem.from_parent(self, name=case["id"])
-            item.line = _line_of(text, case["id"])
+            item.line = lines.get(case["id"], 0)
             for tag in case.get("tags") or ():
                 if _MARKER.fullmatch(tag):  # what `-m` can name and the ini's `markers` can register
                     state.register_marker(tag)
@@ -82,6 +82,7 @@ class CaseFile(pytest.File):
 
 
 _MARKER = re.compile(r"[A-Za-z_][\w.+-]*")
+_ID = re.compile(r'"id"\s*:\s*("(?:[^"\\]|\\.)*")')
 
 
 def as_options(message: str) -> str:
@@ -89,12 +90,20 @@ def as_options(message: str) -> str:
     return re.sub(r"--(" + "|".join(name for name, _, _ in SETTINGS) + r")\b", r"--agent-eval-\1", message)
 
 
-def _line_of(text: str, case_id: str) -> int:
-    """The 0-based line where the case's id is written (0 when it cannot be found)."""
+def _lines_of(text: str) -> dict[str, int]:
+    """The 0-based line where each case id is first written in the case file's text, in one pass."""
     import json
 
-    found = re.search(r'"id"\s*:\s*' + re.escape(json.dumps(case_id)), text)
-    return text.count("\n", 0, found.start()) if found else 0
+    lines: dict[str, int] = {}
+    line, at = 0, 0
+    for found in _ID.finditer(text):
+        line += text.count("\n", at, found.start())
+        at = found.start()
+        try:
+            lines.setdefault(json.loads(found.group(1)), line)
+        except ValueError:
+            continue
+    return lines
 
 
 class CaseError(Exception):
