@@ -200,6 +200,10 @@ def _play_suite(flags: Flags, console: Console | None, err: Console) -> Played:
                 journal.close()
             if sender is not None:
                 interrupts.after_run.append(sender.stop.set)
+            if runner.stopped_at_budget and runner.budget is not None and runner.budget.unpriced:
+                say(err, f"warning: --max-cost stopped taking runs because {runner.budget.unpriced}, so the spend "
+                         "can no longer be bounded; add the model to the suite block's pricing (the report's "
+                         "header names it).")
             code, report = finish_report(runner, suite, cfg, agent.name, run_id, created_at, interrupted, console,
                                          err, stop_code=interrupts.exit_code, sender=sender)
             if interrupts.count and not interrupted:

@@ -130,13 +130,13 @@ def render_header(report: Report, console: Console) -> None:
 
 
 def spend_line(report: Report) -> str | None:
-    """`spent $0.15 of the --max-cost budget of $5.00` (agent, judge and simulator); None without a budget."""
+    """`spent $0.1500 of the --max-cost budget of $5.0000` (agent, judge and simulator); None without a budget."""
     budget = _summary(report).get("budget")
     if not isinstance(budget, dict) or not isinstance(budget.get("limit_usd"), (int, float)):
         return None
     spent = budget.get("spent_usd")
-    shown = f"${spent:.2f}" if isinstance(spent, (int, float)) else "an unknown amount"
-    return f"spent {shown} of the --max-cost budget of ${budget['limit_usd']:.2f} (agent, judge and simulator)"
+    shown = format_cost(spent) if isinstance(spent, (int, float)) else "an unknown amount"
+    return f"spent {shown} of the --max-cost budget of {format_cost(budget['limit_usd'])} (agent, judge and simulator)"
 
 
 def judge_line(report: Report) -> str | None:

@@ -117,7 +117,7 @@ def test_a_budget_that_is_not_reached_changes_nothing(env, tmp_path, loopback):
     assert code == 0 and report["stopped_at_budget"] is False
     # 2 cases each at $0.02, $0.025 and $0.03 = $0.15
     assert report["summary"]["budget"] == {"limit_usd": 100.0, "spent_usd": pytest.approx(0.15)}
-    assert "spent $0.15 of the --max-cost budget of $100.00 (agent, judge and simulator)" in shown
+    assert "spent $0.1500 of the --max-cost budget of $100.00 (agent, judge and simulator)" in shown
     assert report["settings"]["max_cost"] == 100.0
 
 
@@ -199,3 +199,24 @@ def test_a_judge_with_no_price_is_exit_2_before_anything_runs(env, tmp_path, loo
     with pytest.raises(ConfigError, match="spend of the judge: no price for model 'house-judge-3'"):
         run(tmp_path, cases=cases, model="priced-m", base_url=srv.base_url, max_cost=1.0)
     assert srv.count == 0
+
+
+UNPRICED_AGENT = """
+def agent(task):
+    task.record_usage(100, 50, model="mystery-model")
+    return "ok"
+"""
+
+
+def test_a_run_whose_cost_is_unknown_stops_the_budgeted_run(env, tmp_path):
+    # A Python agent names its model only in its usage records: nothing can check it before the run, so the
+    # first run whose cost is null stops the run (the spend can no longer be bounded).
+    rows = [{"id": f"c{n}", "query": "go", "expect": {"contains": "ok"}} for n in range(5)]
+    cases = write_suite(tmp_path / "suite", rows, {"name": "unpriced", "agent": "agent.py:agent", "pricing": PRICING},
+                        {"agent.py": UNPRICED_AGENT})
+    code, report, shown = run(tmp_path, cases=cases, concurrency=1, max_cost=1.0)
+    assert len(runs_of(report)) == 1 and report["stopped_at_budget"] is True
+    assert report["summary"]["budget"] == {"limit_usd": 1.0, "spent_usd": None}
+    assert code == 2
+    assert "--max-cost stopped taking runs because a run's cost is unknown" in shown
+    assert "stopped at the budget: an unknown amount of $1.0000, 1 of 5 runs" in shown
