@@ -192,15 +192,23 @@ class Target:
         """Rewrite the file with `new` appended (atomically), the original kept as CASEFILE.bak; the backup's path."""
         import shutil
 
+        import tempfile
+
         doc = {**self.doc, "cases": [*self.cases, *new]} if isinstance(self.doc, dict) else [*self.cases, *new]
-        backup = self.path.with_name(self.path.name + ".bak")
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        real = self.path.resolve()  # a symlinked case file is updated where it lives, the link kept
+        backup = real.with_name(real.name + ".bak")
+        tmp: Path | None = None
         try:
-            shutil.copy2(self.path, backup)
-            tmp.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
-            os.replace(tmp, self.path)
+            shutil.copy2(real, backup)
+            fd, name = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=real.parent)  # never a link
+            tmp = Path(name)
+            with os.fdopen(fd, "wb") as out:
+                out.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+            os.chmod(tmp, real.stat().st_mode & 0o777)
+            os.replace(tmp, real)
         except OSError as exc:
-            tmp.unlink(missing_ok=True)
+            if tmp is not None:
+                tmp.unlink(missing_ok=True)
             raise ConfigError(f"--into {self.path}: cannot rewrite it ({exc.strerror or exc}); the file is "
                               "unchanged.") from None
         return backup
