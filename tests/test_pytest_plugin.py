@@ -290,3 +290,13 @@ def test_a_tag_no_marker_can_name_is_still_found_by_k(pytester: pytest.Pytester)
     args = ["-p", "no:cacheprovider", "--strict-markers", "--agent-eval", str(suite), "--agent-eval-output-dir"]
     pytester.runpytest(*args, "o1", "-m", "multi-turn").assert_outcomes(passed=1, deselected=1)
     pytester.runpytest(*args, "o2", "-k", "space").assert_outcomes(passed=1, deselected=1)
+
+
+def test_an_agent_s_reply_cannot_restyle_the_terminal(pytester: pytest.Pytester) -> None:
+    hostile = 'def agent(task):\n    raise RuntimeError("\\x1b[2J\\x1b[31mgone")\n'
+    suite = write_suite(pytester.path / "h", [{"id": "h", "query": "q", "expect": {"contains": "42"}}],
+                        {"agent": "agent.py:agent"}, {"agent.py": hostile})
+    result = pytester.runpytest("-p", "no:cacheprovider", "--agent-eval", str(suite), "--agent-eval-output-dir", "out")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "\\x1b[2J\\x1b[31mgone" in out and "\x1b" not in out  # shown escaped

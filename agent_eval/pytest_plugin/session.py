@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rich.console import Console
 
 from agent_eval.flags import Flags
 from agent_eval.pytest_plugin.book import Book, open_book
 from agent_eval.pytest_plugin.items import PAYLOAD, CaseError, CaseItem, as_options, settings_of
 from agent_eval.records import CaseEntry, Report
+from agent_eval.report.console import SafeConsole, escape_control
 from agent_eval.report.model import new_run_id, now_iso
 from agent_eval.report.reasons import case_reason, failure_lines
 
@@ -34,7 +34,12 @@ class Outcome:
 
 
 def outcome_message(entry: CaseEntry, threshold: float) -> str:
-    """The case's reason, then each unsuccessful run's failed checks (what an assertion message says)."""
+    """The case's reason, then each unsuccessful run's failed checks (what an assertion message says), with
+    every control character escaped: an agent's reply cannot restyle the terminal it is shown on."""
+    return escape_control(_message(entry, threshold))
+
+
+def _message(entry: CaseEntry, threshold: float) -> str:
     status = entry.get("status")
     reason = case_reason(entry)
     if status == "skipped":
@@ -178,7 +183,7 @@ class SessionState:
         terminalreporter.section("agent-eval")
         for report, lines, path in self.reports:
             for line in lines:
-                terminalreporter.write_line(line)
+                terminalreporter.write_line(escape_control(line))
             if report is not None and path is not None:
                 terminalreporter.write(headline(report, path, self.config.get_terminal_writer().fullwidth))
 
@@ -188,7 +193,7 @@ def headline(report: Report, path: Path, width: int) -> str:
     from agent_eval.report.terminal import render_headline, verdict_text
 
     out = io.StringIO()
-    console = Console(file=out, width=max(width, 80), color_system=None, highlight=False)
+    console = SafeConsole(file=out, width=max(width, 80), color_system=None, highlight=False)
     cases_file = Path(str(report.get("cases_file")))
     shown = cases_file.relative_to(Path.cwd()) if cases_file.is_relative_to(Path.cwd()) else cases_file
     console.print(f"{report.get('suite')} ({shown}), run {report.get('run_id')}", markup=False)
