@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import agent_eval.plugins  # noqa: F401 - the owners of the tables' rows, restored after each call like the tables
 from tests.builders import CLI, ROOT, clean_env
 
 HANG_GUARD_S = 180.0

@@ -7,13 +7,14 @@ that only one command reads leaves the other None. Adding a format is one reader
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_eval.records import Case
 from agent_eval.errors import ConfigError
 from agent_eval.ingest.records import Unmappable, map_each_record
+from agent_eval.plugins import caller, claim, owner_of
 
 if TYPE_CHECKING:
     from agent_eval.ingest.recordings import Recording
@@ -125,7 +126,48 @@ def format_row(fmt: str, reads: str, logs: Path | None, unknown: str, no_logs: s
         raise ConfigError(unknown)
     if logs is not None and not row.takes_logs:
         raise ConfigError(no_logs)
+    owner = owner_of("format", fmt)
+    if owner is not None and reads == "cases" and row.cases is not None:
+        return replace(row, cases=_checked(row.cases, fmt, owner, reads, _is_mapped))
+    if owner is not None and reads == "runs" and row.runs is not None:
+        return replace(row, runs=_checked(row.runs, fmt, owner, reads, _is_loaded))
     return row
+
+
+_BUILT_IN_FORMATS = frozenset(FORMATS)
+
+
+def register_format(name: str, row: Format) -> None:
+    """Add the format `name` (import and/or score); a name another module registered is a ConfigError."""
+    claim("format", name, caller(), _BUILT_IN_FORMATS, __name__)
+    FORMATS[name] = row
+
+
+def _checked(read: Callable[..., Any], fmt: str, owner: str, reads: str, fits: Callable[[Any], bool],
+             ) -> Callable[..., Any]:
+    """A plugin's reader whose answer is checked: the wrong shape is exit 2 naming the plugin and the row."""
+    def checked(*args: Any) -> Any:
+        result = read(*args)
+        if not fits(result):
+            shape = "(cases, left_out, notes)" if reads == "cases" else "(recordings, left_out, info)"
+            raise ConfigError(f"the format {fmt!r} of the plugin {owner} returned {type(result).__name__}, "
+                              f"not the {shape} its `{reads}` reader must return; fix the plugin.")
+        return result
+    return checked
+
+
+def _is_mapped(result: Any) -> bool:
+    return (isinstance(result, tuple) and len(result) == 3 and isinstance(result[0], list)
+            and all(isinstance(x, tuple) and len(x) == 2 and isinstance(x[1], dict) for x in result[0])
+            and isinstance(result[1], list) and isinstance(result[2], list))
+
+
+def _is_loaded(result: Any) -> bool:
+    from agent_eval.ingest.recordings import Recording
+
+    return (isinstance(result, tuple) and len(result) == 3 and isinstance(result[0], list)
+            and all(isinstance(x, Recording) for x in result[0]) and isinstance(result[1], list)
+            and isinstance(result[2], dict))
 
 
 UNDETECTED = "otel"  # what `score` reads a file as when no row's `detect` recognises it

@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from agent_eval.errors import ConfigError
 from agent_eval.redaction import redact_url
+from agent_eval.plugins import caller, claim, owner_of
 from agent_eval.records import Report
 from agent_eval.report.files import history_path_of, page_path_of, write_atomic
 from agent_eval.report.html import MAX_BYTES, KEEP_TRACE_STATUSES, page_from_json
@@ -138,8 +140,10 @@ def write_extras(report: Report, report_path: Path, run_bytes: Callable[[], Any]
     file that cannot be written never changes the verdict: `warn` gets one line with its path and the reason.
     """
     written = []
-    for output in OUTPUTS:
-        target = output.target(cfg, report_path)
+    targets = [(output, output.target(cfg, report_path)) for output in OUTPUTS]
+    for output, target in targets:
+        _refuse_own_files(output, target, report_path)
+    for output, target in targets:
         if target is None or target == "":
             continue
         try:
@@ -151,6 +155,27 @@ def write_extras(report: Report, report_path: Path, run_bytes: Callable[[], Any]
         if output.listed:
             written.append(f"{output.kind}: {target}")
     return written
+
+
+_BUILT_IN_OUTPUTS = frozenset(output.kind for output in OUTPUTS)
+
+
+def register_output(output: Output) -> None:
+    """Add an output, written after the built-in ones; a kind another module registered is a ConfigError."""
+    claim("output", output.kind, caller(), _BUILT_IN_OUTPUTS, __name__)
+    OUTPUTS[:] = [o for o in OUTPUTS if o.kind != output.kind] + [output]
+
+
+def _refuse_own_files(output: Output, target: Any, report_path: Path) -> None:
+    """A plugin's output may not overwrite the report, its journal or its page (exit 2 naming the plugin)."""
+    if owner_of("output", output.kind) is None or not isinstance(target, (str, Path)) or not str(target):
+        return
+    own = {report_path: "the JSON report", report_path.with_suffix(".jsonl"): "the run's journal",
+           page_path_of(report_path): "the HTML page"}
+    hit = next((what for path, what in own.items() if Path(target).resolve() == path.resolve()), None)
+    if hit:
+        raise ConfigError(f"the output {output.kind!r} of {owner_of('output', output.kind)} would write {target}, "
+                          f"which is {hit}; an output writes a file of its own. Fix the plugin's target.")
 
 
 def send_otlp(report: Report, run_bytes: Any, url: str, warn: Callable[[str], None],

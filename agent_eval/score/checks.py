@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agent_eval.records import Case, Check, Step, Trace
+from agent_eval.plugins import caller, claim
 from agent_eval.score.env_checks import env_checks, expected_env_checks
 from agent_eval.score.envdiff import show_json as _show
 from agent_eval.score.matchers import RegexTimeout, match_call
@@ -185,6 +186,15 @@ CHECK_FAMILIES: list[CheckFamily] = [
 ]
 """The families of the check list, in its order. A new family is one function and one row here; its
 fields become case fields, and its `given` makes a case holding them a case with a check."""
+
+
+_BUILT_IN_FAMILIES = frozenset(family.name for family in CHECK_FAMILIES)
+
+
+def register_check_family(family: CheckFamily) -> None:
+    """Add a family at the end of the check list; a name another module registered is a ConfigError."""
+    claim("check family", family.name, caller(), _BUILT_IN_FAMILIES, __name__)
+    CHECK_FAMILIES[:] = [f for f in CHECK_FAMILIES if f.name != family.name] + [family]
 
 
 def case_check_fields() -> tuple[str, ...]:

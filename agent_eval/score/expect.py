@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_eval.records import Case, Check, Trace
+from agent_eval.plugins import caller, claim
 from agent_eval.score.envdiff import show_json as _show
 from agent_eval.score.grounding import assess
 from agent_eval.score.matchers import RegexTimeout, compile_regex, regex_matches
@@ -184,6 +185,15 @@ EXPECT_CHECKS: dict[str, ExpectKey] = {
 }
 EXPECT_KEYS = EXPECT_CHECKS.keys()
 """The `expect` keys this version checks: a live view, so a row added to EXPECT_CHECKS shows here."""
+
+
+_BUILT_IN_KEYS = frozenset(EXPECT_CHECKS)
+
+
+def register_expect_key(name: str, key: ExpectKey) -> None:
+    """Add the `expect` key `name`; a name another module registered is a ConfigError naming both."""
+    claim("expect key", name, caller(), _BUILT_IN_KEYS, __name__)
+    EXPECT_CHECKS[name] = key
 
 
 def validate_expect(expect: dict[str, Any]) -> list[tuple[str, str]]:

@@ -63,6 +63,9 @@ def _import_file(path: Path, what: str, fix: str) -> ModuleType:
     except KeyboardInterrupt:
         sys.modules.pop(name, None)
         raise  # Ctrl-C while loading
+    except ConfigError:  # a plugin's row refused (a name already held): its own message
+        sys.modules.pop(name, None)
+        raise
     except BaseException as error:  # noqa: BLE001 - user code may raise anything, sys.exit() included
         sys.modules.pop(name, None)
         raise _import_error(path, what, error) from None
@@ -84,8 +87,8 @@ def _import_dotted(ref: str, base_dir: Path, what: str, fix: str) -> ModuleType:
         except ModuleNotFoundError as error:
             if not _is_missing(ref, error):
                 raise _import_error(ref, what, error) from None
-        except KeyboardInterrupt:
-            raise  # Ctrl-C while loading
+        except (KeyboardInterrupt, ConfigError):
+            raise  # Ctrl-C while loading; a plugin's row refused, with its own message
         except BaseException as error:  # noqa: BLE001 - user code may raise anything, sys.exit() included
             raise _import_error(ref, what, error) from None
         finally:
@@ -109,16 +112,41 @@ def _is_missing(ref: str, error: ModuleNotFoundError) -> bool:
 
 
 PLUGINS_VAR = "AGENT_EVAL_PLUGINS"
+ENTRY_POINT_GROUP = "agent_eval.plugins"
 _plugins_loaded: set[str] = set()
 
 
 def load_plugins(environ: Mapping[str, str]) -> None:
-    """Import each module AGENT_EVAL_PLUGINS names (comma-separated `.py` paths, relative to the current
-    directory, or dotted names), once per process. A plugin adds rows to agent-eval's tables when imported:
-    agent kinds, check families, outputs, import and score formats (docs/architecture.md)."""
+    """Import every plugin once per process: the modules of the entry-point group `agent_eval.plugins`
+    (installed packages), then those AGENT_EVAL_PLUGINS names (comma-separated `.py` paths, relative to
+    the current directory, or dotted names). A module named several ways (`p.py`, `./p.py`, its absolute
+    path) is imported once. A plugin adds rows to agent-eval's tables when imported (docs/architecture.md)."""
+    from importlib.metadata import entry_points
+
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        if _first_time(_plugin_key(point.module)):
+            import_module_ref(point.module, Path.cwd(), f"plugin (entry point {point.name!r} of {ENTRY_POINT_GROUP})",
+                              "Fix or uninstall the package that declares it.")
     for ref in (part.strip() for part in environ.get(PLUGINS_VAR, "").split(",")):
-        if ref and ref not in _plugins_loaded:
-            _plugins_loaded.add(ref)
+        if ref and _first_time(_plugin_key(ref)):
             import_module_ref(ref, Path.cwd(), f"plugin (in {PLUGINS_VAR})",
                               f"Fix {PLUGINS_VAR}: it lists .py paths (relative to the current directory) or "
                               "module names, separated by commas.")
+
+
+def _plugin_key(ref: str) -> str:
+    """One key per module however it is named: a path's resolved location, or the dotted name."""
+    if ref.endswith(".py") or "/" in ref or "\\" in ref:
+        return str(Path(ref).resolve())
+    try:
+        spec = importlib.util.find_spec(ref)
+    except (ImportError, ValueError):
+        return ref
+    return str(Path(spec.origin).resolve()) if spec is not None and spec.origin else ref
+
+
+def _first_time(key: str) -> bool:
+    if key in _plugins_loaded:
+        return False
+    _plugins_loaded.add(key)
+    return True

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.errors import ConfigError
+from agent_eval.plugins import caller, claim
 from agent_eval.run.agents.base import (BUILT_IN, COMMAND_PREFIX, Agent, AgentStop, InfrastructureError, ProviderError,
                                         Reply, RunContext)
 
@@ -85,8 +86,14 @@ AGENT_KINDS: list[AgentKind] = [
 ]
 
 
+_BUILT_IN_KINDS = frozenset(kind.name for kind in AGENT_KINDS)
+
+
 def register_agent_kind(kind: AgentKind) -> None:
-    """Add a kind, tried before the Python row (which takes every SPEC no other row recognises)."""
+    """Add a kind, tried before the Python row (which takes every SPEC no other row recognises); a name
+    another module registered is a ConfigError naming both."""
+    claim("agent kind", kind.name, caller(), _BUILT_IN_KINDS, __name__)
+    AGENT_KINDS[:] = [k for k in AGENT_KINDS if k.name != kind.name]
     AGENT_KINDS.insert(len(AGENT_KINDS) - 1, kind)
 
 

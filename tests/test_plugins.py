@@ -1,0 +1,126 @@
+"""Plugins: found through the entry-point group `agent_eval.plugins` (a real one: a tiny dist-info on
+sys.path) and AGENT_EVAL_PLUGINS; one `register` per table; a name held twice is exit 2 naming both
+modules; a module named several ways is imported once; an output may not write the report, the journal or
+the page; a format row of the wrong shape is exit 2 naming the plugin and the row."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.builders import clean_env, write_suite
+from tests.cli import run_cli
+
+AGENT = "def agent(task):\n    return 'hello there'\n"
+CASES = [{"id": "greets", "query": "hi", "expect": {"contains": "hello"}}]
+
+
+def installed(folder: Path, name: str, source: str) -> Path:
+    """`name`.py and a dist-info declaring it in the group agent_eval.plugins: an installed plugin."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.py").write_text(source)
+    info = folder / f"{name}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[agent_eval.plugins]\n{name} = {name}\n")
+    return folder
+
+
+def suite(tmp_path: Path) -> Path:
+    return write_suite(tmp_path / "suite", CASES, {"agent": "agent.py:agent"}, {"agent.py": AGENT})
+
+
+MARKS = '''
+from agent_eval.report.outputs import Output, register_output
+
+
+def write(job):
+    job.target.write_text(" ".join(c["id"] for c in job.report["cases"]))
+
+
+register_output(Output("Marks", lambda cfg, report_path: report_path.with_suffix(".marks.txt"), write))
+'''
+
+
+def test_an_entry_point_plugin_adds_an_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(installed(tmp_path / "site", "marksplug", MARKS)))
+    out = tmp_path / "reports"
+    result = run_cli("run", "--cases", suite(tmp_path), "--no-html", "--output-dir", out)
+    assert result.exit_code == 0, result.stderr
+    (marks,) = out.glob("*.marks.txt")
+    assert marks.read_text() == "greets"
+    assert f"Marks: {marks}" in result.stdout
+
+
+CLASH = '''
+from agent_eval.run.agents import AgentKind, register_agent_kind
+
+register_agent_kind(AgentKind("cmd", lambda spec: spec.startswith("clash:"), lambda spec, base, settings: None))
+'''
+
+
+def test_a_name_already_held_is_exit_2_naming_both_modules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(installed(tmp_path / "site", "clashplug", CLASH)))
+    result = run_cli("validate", "--cases", suite(tmp_path))
+    assert result.exit_code == 2
+    assert "agent kind 'cmd' is registered twice: by agent_eval.run.agents and by clashplug" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+COUNTED = '''
+import os
+from pathlib import Path
+
+with Path(os.environ["IMPORT_LOG"]).open("a") as log:
+    log.write("imported\\n")
+'''
+
+
+def test_a_plugin_named_three_ways_is_imported_once(tmp_path: Path) -> None:
+    (tmp_path / "counted.py").write_text(COUNTED)
+    log = tmp_path / "imports.log"
+    names = ",".join(["counted.py", "./counted.py", str(tmp_path / "counted.py")])
+    result = run_cli("validate", "--cases", suite(tmp_path), cwd=tmp_path,
+                     env=clean_env(AGENT_EVAL_PLUGINS=names, IMPORT_LOG=str(log)))
+    assert result.exit_code == 0, result.stderr
+    assert log.read_text() == "imported\n"
+
+
+OWN_FILE = '''
+from agent_eval.report.outputs import Output, register_output
+
+register_output(Output("Clobber", lambda cfg, report_path: report_path.with_suffix(".{suffix}"),
+                       lambda job: job.target.write_text("x")))
+'''
+
+
+@pytest.mark.parametrize(("suffix", "what"), [("json", "the JSON report"), ("jsonl", "the run's journal"),
+                                              ("html", "the HTML page")])
+def test_an_output_cannot_write_the_reports_own_files(tmp_path: Path, suffix: str, what: str) -> None:
+    (tmp_path / "clobber.py").write_text(OWN_FILE.format(suffix=suffix))
+    out = tmp_path / "reports"
+    result = run_cli("run", "--cases", suite(tmp_path), "--output-dir", out, cwd=tmp_path,
+                     env=clean_env(AGENT_EVAL_PLUGINS="clobber.py"))
+    assert result.exit_code == 2
+    assert f"the output 'Clobber' of {tmp_path / 'clobber.py'} would write" in result.stderr
+    assert f"which is {what}" in result.stderr and "Traceback" not in result.stderr
+    (report,) = out.glob("*.json")
+    assert orjson.loads(report.read_bytes())["cases"][0]["id"] == "greets"  # never overwritten
+
+
+BAD_FORMAT = '''
+from agent_eval.ingest.formats import Format, register_format
+
+register_format("broken", Format(cases=lambda source, logs: ["not", "a", "tuple"]))
+'''
+
+
+def test_a_format_of_the_wrong_shape_is_exit_2_naming_the_plugin_and_the_row(tmp_path: Path) -> None:
+    (tmp_path / "badformat.py").write_text(BAD_FORMAT)
+    (tmp_path / "source.txt").write_text("anything\n")
+    result = run_cli("import", "broken", tmp_path / "source.txt", "--out", tmp_path / "cases.json", cwd=tmp_path,
+                     env=clean_env(AGENT_EVAL_PLUGINS="badformat.py"))
+    assert result.exit_code == 2
+    assert f"the format 'broken' of the plugin {tmp_path / 'badformat.py'} returned list" in result.stderr
+    assert "Traceback" not in result.stderr
