@@ -37,6 +37,9 @@ def test_version_prints_the_installed_distributions_version():
     assert result.exit_code == 0
     assert result.stdout == f"agent-eval {version(DIST)}\n"
     assert version(DIST) == tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    import agent_eval
+
+    assert agent_eval.__version__ == version(DIST)  # the package's own copy never drifts from pyproject
 
 
 def make_plan(target: str, venv: Path) -> str:
