@@ -300,3 +300,11 @@ def test_an_agent_s_reply_cannot_restyle_the_terminal(pytester: pytest.Pytester)
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
     assert "\\x1b[2J\\x1b[31mgone" in out and "\x1b" not in out  # shown escaped
+
+
+def test_agent_eval_alone_collects_the_case_files_alone(pytester: pytest.Pytester) -> None:
+    suite = small_suite(pytester)
+    pytester.makepyfile(test_unit="def test_unit():\n    assert True\n")
+    args = ["-p", "no:cacheprovider", "--agent-eval", str(suite), "--agent-eval-output-dir", "out"]
+    pytester.runpytest(*args).assert_outcomes(passed=1, failed=1, skipped=1)
+    pytester.runpytest("test_unit.py", *args).assert_outcomes(passed=2, failed=1, skipped=1)

@@ -42,8 +42,12 @@ def pytest_configure(config: pytest.Config) -> None:
     state = SessionState(config, files)
     config.stash[STATE] = state
     config.pluginmanager.register(state, "agent_eval_session")
-    # `--agent-eval` adds its case files to what pytest collects; the ini's are added when no path is given.
-    if config.getoption("agent_eval") or config.args_source != pytest.Config.ArgsSource.ARGS:
+    # `pytest --agent-eval CASEFILE` collects the case files alone; beside paths it adds them to those. The
+    # ini's case files join what a bare `pytest` collects (its testpaths).
+    no_paths = config.args_source != pytest.Config.ArgsSource.ARGS
+    if config.getoption("agent_eval") and no_paths:
+        config.args[:] = [str(p) for p in files]
+    elif config.getoption("agent_eval") or no_paths:
         have = {(config.invocation_params.dir / a.split("::")[0]).resolve() for a in config.args}
         config.args += [str(p) for p in files if p not in have]
 
