@@ -152,9 +152,7 @@ def finish_report(results: Results, suite: Suite, cfg: RunConfig, agent_name: st
             from agent_eval.run.budget import report_spend
 
             report["summary"]["budget"] = {"limit_usd": cfg.max_cost, "spent_usd": report_spend(report)}
-        from agent_eval.report.baseline import resolve_baseline
-
-        baseline = resolve_baseline(cfg.baseline, cfg, agent_name, run_id, created_at, err)
+        baseline = Path(cfg.baseline) if cfg.baseline else None  # `last` was resolved before anything ran
         pool = results.pool
         code = conclude(report, results.run_bytes, cfg, console, err, interrupted=interrupted, stop_code=stop_code,
                         baseline=baseline,

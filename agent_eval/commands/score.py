@@ -44,8 +44,12 @@ def score_command(flags: Flags, console: Console, err: Console) -> int:
     plans = plan_cases(work, cfg.judge)
     runnable = [c for c, _, skip in plans if skip is None]
     check_judge(cfg, runnable, suite)
-    make_output_dir(cfg)
     run_id, created_at = new_run_id(), now_iso()
+    if cfg.baseline == "last":  # as run: exit 2 before anything is written when no earlier run is comparable
+        from agent_eval.report.baseline import pick_last
+
+        cfg.baseline = str(pick_last(cfg, cfg.agent, [str(c["id"]) for c, _ in work], created_at))
+    make_output_dir(cfg)
     journal = Journal(journal_path_of(cfg.output_dir, run_id),
                       {"run_id": run_id, "created_at": created_at, "settings": cfg.settings(),
                        "cases_file": str(cfg.cases_file)})

@@ -5,8 +5,6 @@ import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-
 from agent_eval.records import Report
 from agent_eval.errors import ConfigError
 
@@ -37,31 +35,6 @@ def pick_last(cfg: RunConfig, agent_name: str, selected: list[str], created_at: 
                           f"{agent_name} that {LAST_RULE} ({len(selected)} case(s)), so there is nothing "
                           "comparable to gate against. Run the suite once without --baseline (and without "
                           "--lf, -x or --filter narrower than now), or pass --baseline REPORT.")
-    return report_path_of(cfg.output_dir, found)
-
-
-def resolve_baseline(spec: str | None, cfg: RunConfig, agent_name: str, run_id: str, created_at: str,
-                     err: Console) -> Path | None:
-    """The baseline report's path: a file, or `last` (the newest earlier run of this suite and agent;
-    `run` resolves `last` before it starts, with pick_last)."""
-    if not spec:
-        return None
-    if spec != "last":
-        return Path(spec)
-    from agent_eval.report.files import history_path_of, report_path_of
-    from agent_eval.report.history import baseline_last
-
-    db = history_path_of(cfg.output_dir)
-    try:
-        found = baseline_last(db, cfg.cases_file, agent_name, created_at, exclude_run_id=run_id) \
-            if db.exists() else None
-    except sqlite3.DatabaseError as exc:  # a damaged history: the run goes on without a gate
-        err.print(f"warning: cannot read {db} ({exc}); no gate this time.", highlight=False, markup=False)
-        return None
-    if found is None:
-        err.print(f"warning: --baseline last found no earlier finished run of {cfg.cases_file} with agent "
-                  f"{agent_name} in {db}; no gate this time.", highlight=False, markup=False)
-        return None
     return report_path_of(cfg.output_dir, found)
 
 

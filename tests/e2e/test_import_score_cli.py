@@ -249,6 +249,34 @@ def test_score_a_report_against_a_newer_case_file(tmp_path):
     assert report["gate"] is not None and not report["gate"]["regression"]
 
 
+def test_score_baseline_last_follows_run_s_rule(tmp_path):
+    """score --baseline last picks a baseline as run does (report/baseline.pick_last): exit 2 before anything is
+    written when no earlier run is comparable, including one that scored fewer cases than are selected now."""
+    out = tmp_path / "out"
+    traces, cases = traces_file(tmp_path), case_file(tmp_path)
+    none_yet = cli("score", traces, "--cases", cases, "--output-dir", out, "--baseline", "last", cwd=tmp_path)
+    assert none_yet.returncode == 2, none_yet.stdout + none_yet.stderr
+    assert "--baseline last" in flat(none_yet.stderr) and "nothing comparable" in flat(none_yet.stderr)
+    assert not out.exists()  # nothing ran, nothing was written
+    narrow = cli("score", traces, "--cases", cases, "--output-dir", out, "--filter", "search", "--quiet", cwd=tmp_path)
+    assert narrow.returncode == 0, narrow.stdout + narrow.stderr
+    # The earlier run scored only "search"; now 4 cases are selected, so it is no baseline for them.
+    wider = cli("score", traces, "--cases", cases, "--output-dir", out, "--baseline", "last", cwd=tmp_path)
+    assert wider.returncode == 2, wider.stdout + wider.stderr
+    assert "(4 case(s))" in flat(wider.stderr) and len(list(out.glob("*.json"))) == 1
+    before = set(out.glob("2*.json"))
+    full = cli("score", traces, "--cases", cases, "--output-dir", out, "--quiet", cwd=tmp_path)
+    assert full.returncode == 1  # case "refund" failed its trajectory
+    (full_report,) = set(out.glob("2*.json")) - before
+    before = set(out.glob("2*.json"))
+    gated = cli("score", traces, "--cases", cases, "--output-dir", out, "--baseline", "last", "--gate", "pass_at_1",
+                cwd=tmp_path)
+    assert gated.returncode == 1, gated.stdout + gated.stderr  # the same runs: no regression, "refund" still fails
+    (gated_report,) = set(out.glob("2*.json")) - before
+    gate = orjson.loads(gated_report.read_bytes())["gate"]
+    assert gate["base_run_id"] == full_report.stem and not gate["regression"]
+
+
 def test_gate_without_baseline_is_exit_2(tmp_path):
     result = cli("score", traces_file(tmp_path), "--cases", case_file(tmp_path), "--gate", "pass_at_1",
                  cwd=tmp_path)
