@@ -8,7 +8,7 @@ from rich.text import Text
 
 from agent_eval.records import CaseEntry, Report, RunRecord
 from agent_eval.report.fmt import NA, one_line
-from agent_eval.report.reasons import case_reason, failure_lines, frames_lines, run_failure_reason
+from agent_eval.report.reasons import case_reason, failure_lines, frames_lines, judge_off_note, run_failure_reason
 
 
 STATUS_STYLES = {"passed": "green", "failed": "red", "error": "magenta", "skipped": "yellow", "not_run": "dim"}
@@ -27,11 +27,6 @@ def format_pass_rate(case: CaseEntry) -> str:
     if n == 0:
         return NA
     return f"{c}/{n} ({100 * c / n:.0f}%)"
-
-
-def judge_off(case: CaseEntry) -> bool:
-    """True when --no-judge left the case's rubric or expected outcome unasked (its runs' judge_skipped)."""
-    return any(run.get("judge_skipped") for run in case.get("runs") or [])
 
 
 def render_cases(report: Report, console: Console, verbose: bool = False) -> None:
@@ -62,7 +57,7 @@ def render_cases(report: Report, console: Console, verbose: bool = False) -> Non
         status = str(case.get("status") or "")
         table.add_row(
             Text(str(case.get("id"))),
-            Text(status, style=STATUS_STYLES.get(status, "")).append(" (judge off)" if judge_off(case) else ""),
+            Text(status, style=STATUS_STYLES.get(status, "")).append(judge_off_note(case)),
             format_pass_rate(case),
             Text(case_reason(case)),
         )

@@ -63,12 +63,15 @@ def page_from_json(report_head: Mapping[str, Any], report_json: bytes, left_out:
 
 def page(report_head: Mapping[str, Any], data_json: str) -> str:
     """Fill the template: title, inline CSS and JS, and the embedded data (already script-safe)."""
-    from agent_eval.report.reasons import case_reason
+    from agent_eval.report.reasons import case_reason, judge_off_note
 
     title = f"agent-eval · {report_head.get('suite') or 'suite'} · {report_head.get('run_id') or ''}"
-    # Each case's reason, computed here by the function the terminal, Markdown and JUnit use.
-    reasons = [case_reason(cast(CaseEntry, c)) if isinstance(c, dict) else "" for c in report_head.get("cases") or []]
-    data_json = data_json[:-1] + ',"reasons":' + embed_json(reasons) + "}"
+    # Each case's reason and its ` (judge off)` note, computed here by the functions the terminal, Markdown
+    # and JUnit use (one entry per case, "" for an entry that is not a case).
+    cases = [cast(CaseEntry, c) if isinstance(c, dict) else None for c in report_head.get("cases") or []]
+    reasons = [case_reason(c) if c is not None else "" for c in cases]
+    notes = [judge_off_note(c) if c is not None else "" for c in cases]
+    data_json = data_json[:-1] + ',"status_notes":' + embed_json(notes) + ',"reasons":' + embed_json(reasons) + "}"
     template = _asset("report.html")
     script = "\n".join(_asset(name) for name in _ASSETS if name.endswith(".js"))
     # Assets go in first and the data last, so a marker-like string inside the data is never replaced.

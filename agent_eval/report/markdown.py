@@ -16,7 +16,7 @@ from agent_eval.records import Report
 from agent_eval.report.fmt import format_value
 from agent_eval.report.gate_table import gate_notes, gate_rows
 from agent_eval.score.metric_registry import label_of
-from agent_eval.report.reasons import case_reason
+from agent_eval.report.reasons import case_reason, judge_off_note
 
 HEADLINE = ["pass_at_1", "pass_hat_k", "pass_at_k", "tool_recall", "tool_precision", "param_accuracy", "progress",
             "latency_p50_s", "latency_p95_s", "tokens_total", "cost_total_usd", "cost_per_success_usd"]
@@ -103,7 +103,7 @@ def failing_lines(report: Report) -> list[str]:
     failing = [c for c in report.get("cases") or [] if c.get("status") in ("failed", "error")]
     if not failing:
         return ["No failing cases.", ""]
-    rows = [[_code(c.get("id")), c.get("status") or "",
+    rows = [[_code(c.get("id")), (c.get("status") or "") + judge_off_note(c),
              "n/a" if c.get("pass_rate") is None else f"{c['pass_rate']:.0%}", _code(case_reason(c))]
             for c in failing[:MAX_FAILING_ROWS]]
     header = ["case", "status", "pass rate", "reason"]

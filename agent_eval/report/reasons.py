@@ -95,6 +95,12 @@ def case_reason(case: CaseEntry) -> str:
     return "every run errored" if status == "error" else "pass rate below the threshold"
 
 
+def judge_off_note(case: CaseEntry) -> str:
+    """` (judge off)`, shown beside the case's status in every case table, when --no-judge left its rubric or
+    expected outcome unasked (a run of it has judge_skipped); "" otherwise."""
+    return " (judge off)" if any(run.get("judge_skipped") for run in case.get("runs") or []) else ""
+
+
 def agent_error_text(trace: Trace) -> str | None:
     """The agent's error with the innermost frame of the user's code beside it:
     `KeyError: 'missing' (demo_agent.py:57 in agent)`."""

@@ -68,3 +68,22 @@ def test_the_judge_line_counts_the_judged_runs(loopback, tmp_path: Path) -> None
     # 2 runs of judged cases; "bad" failed its check first, so 1 of 2 was judged.
     assert "judge judge-m: 1 calls, 0 cache hits, 1,020 tokens" in out
     assert "; 1 of 2 run(s) judged (the others failed a deterministic check first)" in out
+
+
+def test_judge_off_shows_beside_the_status_in_the_markdown_and_html_case_tables(tmp_path: Path) -> None:
+    cases_file = judged_suite(tmp_path, [case("judged-bad", "RUBRIC_PASS", expect={"contains": "nope"}),
+                                         case("plain-bad", None, expect={"contains": "nope"})])
+    code, report, out = run(tmp_path, cases_file, "--no-judge", "--markdown", str(tmp_path / "summary.md"))
+    assert code == 1, out
+    rows = [line for line in (tmp_path / "summary.md").read_text().splitlines() if line.startswith("| `")]
+    judged = next(line for line in rows if "judged-bad" in line)
+    plain = next(line for line in rows if "plain-bad" in line)
+    assert "| failed (judge off) |" in judged and "judge off" not in plain
+    # The page embeds the note the terminal and the Markdown use; cases.js puts it beside the status.
+    from agent_eval.report.html import build_html
+    from agent_eval.report.reasons import judge_off_note
+
+    page = build_html(report)
+    notes = [judge_off_note(c) for c in report["cases"]]
+    assert notes == [" (judge off)", ""]  # the case order of the report: judged-bad, plain-bad
+    assert '"status_notes":' + orjson.dumps(notes).decode() in page

@@ -236,3 +236,16 @@ def test_the_case_table_shows_each_case_s_reason_as_the_terminal_does(opened: tu
                                       "rows => rows.map(r => [r.dataset.id, r.lastElementChild.title])")
     assert cells == [[c["id"], case_reason(c)] for c in report["cases"]]
     assert any(reason.startswith("env: orders.ORD_2001.status equals") for _, reason in cells)
+
+
+def test_the_case_table_shows_judge_off_beside_the_status(browser: object, report: dict, tmp_path: Path) -> None:
+    first = report["cases"][0]
+    for run in first["runs"]:
+        run["judge_skipped"] = True  # as --no-judge records it for a case with a rubric
+    page = browser.new_page(viewport={"width": 1300, "height": 900})
+    page.goto(write_html(report, tmp_path / "report.html").as_uri())
+    page.wait_for_selector("#case-table tbody tr")
+    statuses = page.eval_on_selector_all("#case-table tbody tr", "rows => rows.map(r => r.children[1].textContent)")
+    page.close()
+    assert statuses[0] == f"{first['status']} (judge off)"
+    assert not any("judge off" in s for s in statuses[1:])

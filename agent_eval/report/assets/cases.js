@@ -12,6 +12,7 @@
   /* ---- the case table, built once; filters hide rows, sorting moves them ---- */
   var tbody = document.querySelector("#case-table tbody"), rows = [];
   var REASONS = A.page.reasons || [];  /* each case's reason, computed by agent-eval (report/reasons.py) */
+  var NOTES = A.page.status_notes || [];  /* " (judge off)" beside a status, as in the terminal (reasons.py) */
   CASES.forEach(function (c, index) {
     var runs = c.runs || [], ok = runs.filter(function (r) { return r.success; }).length;
     var counted = runs.filter(function (r) { return r.status !== "error"; }).length;
@@ -21,6 +22,7 @@
     (c.tags || []).forEach(function (t) { tags.appendChild(el("span", {cls: "tag", text: t})); });
     var tr = el("tr", {"data-id": c.id}, [el("td", null, [A.caseLink(c.id)]),
       el("td", null, [el("span", {cls: "status " + c.status, text: c.status}),
+        NOTES[index] ? el("span", {cls: "muted judge-off", text: String(NOTES[index])}) : null,
         c.flaky === true ? el("span", {cls: "tag flaky", title: "both passing and failing runs", text: "flaky"}) : null]),
       el("td", {text: c.pass_rate == null ? "n/a" : A.rate(c.pass_rate) + " (" + ok + "/" + counted + ")"}),
       el("td", {text: String(runs.length)}), el("td", {text: A.secs(key.latency)}), tags,
