@@ -37,6 +37,10 @@ def pytest_configure(config: pytest.Config) -> None:
     files = case_files(config)
     if not files:
         return  # inert: the fixtures exist, nothing else happens
+    folders = [p for p in files if p.is_dir()]
+    if folders:  # pytest would collect every test under it
+        raise pytest.UsageError(f"--agent-eval {folders[0]}: a folder, not a case file; pass the case file itself "
+                                "(such as cases/test_cases.json).")
     from agent_eval.pytest_plugin.session import SessionState
 
     state = SessionState(config, files)
