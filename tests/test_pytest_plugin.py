@@ -26,6 +26,9 @@ def agent(task):
 SMALL = [{"id": "knows", "query": "the answer?", "expect": {"contains": "42"}, "tags": ["maths"]},
          {"id": "guesses", "query": "a riddle", "expect": {"contains": "42"}, "tags": ["riddle"]},
          {"id": "needs-token", "query": "the answer?", "expect": {"contains": "42"}, "requires": ["NO_SUCH_TOKEN_X"]}]
+# A pytest subprocess loads this plugin alone (with PYTEST_DISABLE_PLUGIN_AUTOLOAD): the venv's other plugins
+# (langsmith's takes seconds to import) are not under test. The entry point itself is tested below.
+ONLY_THIS_PLUGIN = ("-p", "agent_eval.pytest_plugin")
 NOT_FIGURES = ("latency", "ttfa")  # what may differ between two plays of the same suite
 
 
@@ -78,8 +81,9 @@ def test_the_plugin_is_registered_as_agent_eval() -> None:
     assert [ep.value for ep in found] == ["agent_eval.pytest_plugin"]
 
 
-def test_inert_until_asked(pytester: pytest.Pytester) -> None:
+def test_inert_until_asked(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     """A session that does not ask imports nothing of agent-eval's but the plugin module, and writes nothing."""
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     pytester.makeconftest('''
 import sys
 def pytest_sessionfinish(session):
@@ -87,7 +91,7 @@ def pytest_sessionfinish(session):
     open("loaded.txt", "w").write(" ".join(loaded))
 ''')
     pytester.makepyfile("def test_one():\n    assert 1\n")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *ONLY_THIS_PLUGIN)
     result.assert_outcomes(passed=1)
     loaded = (pytester.path / "loaded.txt").read_text()
     assert loaded == "agent_eval agent_eval.pytest_plugin agent_eval.pytest_plugin.items"
@@ -243,9 +247,12 @@ def test_unknown_field(agent_eval):
 
 
 @pytest.mark.slow  # two worker processes
-def test_under_xdist_each_worker_plays_its_cases_and_the_report_is_one(pytester: pytest.Pytester) -> None:
+def test_under_xdist_each_worker_plays_its_cases_and_the_report_is_one(pytester: pytest.Pytester,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     cases = demo(pytester)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "xdist", "-n", "2", "--agent-eval",
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "xdist.plugin", *ONLY_THIS_PLUGIN,
+                                           "-n", "2", "--agent-eval",
                                            str(cases), "--agent-eval-no-judge", "--agent-eval-output-dir", "out")
     report = only_report(pytester.path / "out")
     expected = agent_eval.run_suite(cases, no_judge=True, output_dir=pytester.path / "cli")
