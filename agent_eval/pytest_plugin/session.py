@@ -100,7 +100,9 @@ class SessionState:
         key = path.resolve()
         if key not in self.books:
             run_id, created_at = self.runs.get(str(key)) or [new_run_id(), now_iso()]
-            self.books[key] = open_book(key, self.flags(key), run_id, created_at, self.worker,
+            here = Path.cwd()
+            given = key.relative_to(here) if key.is_relative_to(here) else key  # as `run --cases` records it
+            self.books[key] = open_book(given, self.flags(given), run_id, created_at, self.worker,
                                         self.config.invocation_params.dir)
         return self.books[key]
 
