@@ -133,7 +133,7 @@ def run(
                                      help="Run only the cases that failed or errored in the last run."),
     exitfirst: bool = typer.Option(False, "--exitfirst", "-x", help="Stop taking new runs after the first failure."),
     workers: int | None = typer.Option(None, "--workers", help="Worker processes sharing --concurrency (default 1)."),
-    ray: bool = typer.Option(False, "--ray", help="Place the workers on Ray (pip install 'agent-eval-trials[ray]')."),
+    ray: bool = typer.Option(False, "--ray", help="Place the workers on Ray (pip install 'agent-eval-trials\\[ray]')."),
     ray_address: str | None = typer.Option(None, "--ray-address", help="Join this Ray cluster (implies --ray)."),
     ray_runtime_env: str | None = typer.Option(None, "--ray-runtime-env", help="Ray's runtime_env, as JSON."),
     otel: Path | None = typer.Option(None, "--otel", help=OTEL_HELP),
