@@ -202,11 +202,11 @@ class Runner:
     async def _worker(self, work: Iterator[tuple[int, int]]) -> None:
         while True:
             if self.budget is not None:
-                while (room := self._room()) is None:  # the probe run is in flight: no mean cost yet
+                while (room := self._room()) is None and not self._stopping:  # the probe run is in flight
                     assert self._run_ended is not None
                     self._run_ended.clear()
                     await self._run_ended.wait()
-                if not room:
+                if not room or self._stopping:
                     return
             pair = next(work, None)
             if pair is None:
@@ -219,6 +219,8 @@ class Runner:
             position = self.journal.append_json(slot.case["id"], trial, run_json)
             if position is None:  # the journal cannot be written: take no new run (the caller exits 2)
                 self._stopping = True
+                if self._run_ended is not None:
+                    self._run_ended.set()  # workers waiting for the budget's probe run stop too
                 return
             slot.offsets[trial] = position
             self.models_used.update(run_models(run["trace"], self.cfg.model))

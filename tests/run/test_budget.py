@@ -220,3 +220,29 @@ def test_a_run_whose_cost_is_unknown_stops_the_budgeted_run(env, tmp_path):
     assert code == 2
     assert "--max-cost stopped taking runs because a run's cost is unknown" in shown
     assert "stopped at the budget: an unknown amount of $1.0000, 1 of 5 runs" in shown
+
+
+FREE_AGENT = """
+def agent(task):
+    task.record_usage(10, 5, model="priced-m")
+    return "ok"
+"""
+
+
+def test_a_journal_that_fails_under_the_probe_run_ends_the_run(env, tmp_path, monkeypatch):
+    # The first run is the budget's probe; the others wait for it. When its journal line cannot be
+    # written, they must stop too (not wait for a run that will never be counted): exit 2, no report.
+    from agent_eval.run.journal import Journal
+
+    def full_disk(self: Journal, case_id: str, trial: int, run_json: bytes) -> None:
+        self.failed = "No space left on device"
+
+    monkeypatch.setattr(Journal, "append_json", full_disk)
+    rows = [{"id": f"c{n}", "query": "go", "expect": {"contains": "ok"}} for n in range(6)]
+    cases = write_suite(tmp_path / "suite", rows, {"name": "full disk", "agent": "agent.py:agent",
+                                                   "pricing": PRICING}, {"agent.py": FREE_AGENT})
+    out = io.StringIO()
+    console = Console(file=out, width=250, no_color=True)
+    code = run_command(flags_of(cases=cases, output_dir=tmp_path / "reports", no_html=True, concurrency=4,
+                                max_cost=1.0), console, console)
+    assert code == 2 and "cannot write the journal" in out.getvalue()
