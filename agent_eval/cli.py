@@ -74,11 +74,11 @@ def guarded(fn: Callable[[], int]) -> None:
         err_console.print(Text.assemble(("error:", "red"), f" the case file is invalid ({len(problems)} "
                                         f"problem{'s' if len(problems) != 1 else ''}):"), highlight=False)
         for problem in problems:
-            err_console.print(f"  - {problem}", highlight=False, markup=False)
+            err_console.print(f"  - {problem}", highlight=False, markup=False, soft_wrap=True)
         code = EXIT_ERROR
     except ConfigError as exc:
         err_console.print(Text.assemble(("error:", "red"), " "), end="", highlight=False)
-        err_console.print(str(exc), highlight=False, markup=False)
+        err_console.print(str(exc), highlight=False, markup=False, soft_wrap=True)  # a path stays whole
         code = EXIT_ERROR
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM before a run started (loading, validating)
         from agent_eval.run.interrupt import Terminated

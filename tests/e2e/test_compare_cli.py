@@ -30,7 +30,7 @@ def broken(task):
 
 def cli(*args) -> CliResult:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_EVAL_"))}
-    env.update(COLUMNS="200", NO_COLOR="1")
+    env.update(COLUMNS="1000", NO_COLOR="1")  # the headers hold the agents' full paths (long under xdist)
     return run_cli(*args, cwd=ROOT, env=env, timeout=120)
 
 

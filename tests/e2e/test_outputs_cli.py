@@ -83,10 +83,11 @@ def test_compare_exit_codes(tmp_path: Path) -> None:
 
 
 def test_baseline_that_cannot_be_read_is_exit_2_before_running(tmp_path: Path) -> None:
-    proc = agent_eval("run", "--cases", str(CASES), "--no-judge", "--quiet", "--output-dir",
-                      str(tmp_path / "reports"), "--baseline", str(tmp_path / "missing.json"), cwd=tmp_path)
+    missing = tmp_path / ("a-folder-with-a-long-name-" * 4) / "missing.json"
+    proc = run_cli("run", "--cases", str(CASES), "--no-judge", "--quiet", "--output-dir", str(tmp_path / "reports"),
+                   "--baseline", str(missing), cwd=tmp_path, env={**os.environ, "COLUMNS": "40"})
     assert proc.returncode == 2
-    assert "missing.json" in proc.stderr and "Traceback" not in proc.stderr
+    assert str(missing) in proc.stderr and "Traceback" not in proc.stderr  # the path is never broken by a wrap
     assert not (tmp_path / "reports").exists() or not list((tmp_path / "reports").glob("*.jsonl"))
 
 
