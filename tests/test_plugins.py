@@ -124,3 +124,44 @@ def test_a_format_of_the_wrong_shape_is_exit_2_naming_the_plugin_and_the_row(tmp
     assert result.exit_code == 2
     assert f"the format 'broken' of the plugin {tmp_path / 'badformat.py'} returned list" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+WORDS = '''
+from agent_eval.score.metric_registry import SuiteMetric, mean, register_metric
+
+
+def answer_words(case, trace, checks, success, cost_usd):
+    return len((trace.get("final_answer") or "").split())
+
+
+register_metric(SuiteMetric("answer_words", "answer words", lower_is_better=True, fmt="number",
+                            statistic=mean("answer_words"), interval=True, run_value=answer_words))
+'''
+TALKER = '''
+def agent(task):
+    return "hello there" if task.case_id == "short" else "hello there my friend"
+'''
+TWO_CASES = [{"id": "short", "query": "hi", "expect": {"contains": "hello"}},
+             {"id": "long", "query": "hi", "expect": {"contains": "hello"}}]
+
+
+def test_an_entry_point_plugin_adds_a_metric_row_everywhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(installed(tmp_path / "site", "wordsplug", WORDS)))
+    cases = write_suite(tmp_path / "suite", TWO_CASES, {"agent": "agent.py:agent"}, {"agent.py": TALKER})
+    out = tmp_path / "reports"
+    result = run_cli("run", "--cases", cases, "-k", "2", "-v", "--output-dir", out)
+    assert result.exit_code == 0, result.stderr
+    (path,) = out.glob("*.json")
+    report = orjson.loads(path.read_bytes())
+    # Runs: short 2 words twice, long 4 words twice; the mean is (2 + 2 + 4 + 4) / 4 = 3.0. The interval
+    # resamples the 2 cases: a draw of short twice gives 2.0, long twice 4.0, so [2.0, 4.0].
+    assert [r["metrics"]["answer_words"] for c in report["cases"] for r in c["runs"]] == [2, 2, 4, 4]
+    assert report["summary"]["answer_words"] == 3.0
+    assert report["summary"]["ci"]["answer_words"] == [2.0, 4.0]
+    assert "More metrics" in result.stdout and "answer words" in result.stdout and "[2.000, 4.000]" in result.stdout
+    page = path.with_suffix(".html").read_text()
+    assert '"metric_rows":[{"name":"answer_words","label":"answer words","fmt":"number","direction":"lower"}]' in page
+    assert 'card("More metrics"' in page
+    gated = run_cli("compare", path, path, "--gate", "answer_words")
+    assert gated.exit_code == 0, gated.stderr
+    assert "answer words" in gated.stdout

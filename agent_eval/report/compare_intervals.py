@@ -14,7 +14,7 @@ from rich.text import Text
 
 from agent_eval.report.fmt import NA
 from agent_eval.report.trust_section import format_interval, interval_of
-from agent_eval.score.intervals import CI_METRICS, counted_cases, pass_hat_interval
+from agent_eval.score.intervals import ci_metrics, counted_cases, pass_hat_interval
 from agent_eval.score.metric_registry import label_of
 
 
@@ -36,7 +36,7 @@ def interval_table(reports: Sequence[Mapping[str, Any]]) -> list[tuple[str, list
     """(label, one interval or None per report) for each suite rate that has an interval in any report."""
     k = min(_repeat(r) for r in reports)
     rows = []
-    for name in CI_METRICS:
+    for name in ci_metrics():
         if name == "pass_hat_k":
             cells = [_pass_hat_at(r, k) for r in reports]
             label = f"pass^{k}"

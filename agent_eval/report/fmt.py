@@ -91,3 +91,22 @@ def trim(text: str, limit: int = REASON_MAX_CHARS) -> str:
 
 
 # ---------------------------------------------------------------- reading the report
+
+
+def format_metric(name: str, value: Any) -> str:
+    """A summary figure in its row's display format (score/metric_registry.py), `n/a` for null."""
+    from agent_eval.score.metric_registry import SUITE_METRIC_BY_NAME
+
+    metric = SUITE_METRIC_BY_NAME.get(name)
+    kind = metric.fmt if metric is not None else "number"
+    if value is None or kind == "number":
+        return NA if value is None else f"{value:.3f}"
+    shown = {"rate": format_rate, "seconds": format_seconds, "count": format_count, "usd": format_cost}[kind]
+    return shown(value)
+
+
+def format_interval(name: str, ci: Any) -> str:
+    """A figure's 95% interval as `[lo, hi]` in its format, or empty when it has none."""
+    if not (isinstance(ci, list) and len(ci) == 2):
+        return ""
+    return f"[{format_metric(name, ci[0])}, {format_metric(name, ci[1])}]"

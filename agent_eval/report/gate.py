@@ -18,7 +18,7 @@ import numpy as np
 
 from agent_eval.records import CaseEntry, Report, RunRecord
 from agent_eval.report.gate_stats import (  # noqa: F401  (RESAMPLES, SEED and Stat are part of the gate's API)
-    METRICS,
+    gate_metrics,
     RESAMPLES,
     SEED,
     Stat,
@@ -63,8 +63,8 @@ def metric_direction(name: str) -> str:
             raise ReportError(f"--gate {name}: a scorer gate is scorers.<name>.<key>.<stat> with <stat> one "
                               f"of {', '.join(sorted(SCORER_STATS))}, e.g. scorers.budget.spent.mean.")
         return "higher"  # higher is better for every scorer value
-    if name not in METRICS and not pass_hat_entry(name):
-        raise ReportError(f"--gate {name}: unknown metric; gateable metrics are {', '.join(METRICS)}, "
+    if name not in (gateable := gate_metrics()) and not pass_hat_entry(name):
+        raise ReportError(f"--gate {name}: unknown metric; gateable metrics are {', '.join(gateable)}, "
                           "pass_hat.<k>, and scorers.<name>.<key>.<stat>.")
     metric = SUITE_METRIC_BY_NAME.get(name)
     return metric.direction if metric else "higher"

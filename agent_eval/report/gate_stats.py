@@ -8,6 +8,7 @@ suite figures at once, and the point estimate is the same formula with each case
 from __future__ import annotations
 
 from agent_eval.records import RunRecord
+from agent_eval.score.metric_registry import SUITE_METRIC_TABLE, SuiteMetric
 
 import math
 from dataclasses import dataclass
@@ -132,21 +133,15 @@ def _null_with_cost(stat: Stat, cases: Runs) -> Stat:
 
 _ONE: Callable[[RunRecord], float] = lambda r: 1.0
 
-METRICS: dict[str, Callable[[Runs, int], Stat]] = {
+_CUSTOM_STATS: dict[str, Callable[[Runs, int], Stat]] = {
     "pass_at_1": _binomial_mean(lambda n, c, k: c / n, use_k=False),
     "pass_hat_k": _binomial_mean(_pass_hat_term, use_k=True),
     "pass_at_k": _binomial_mean(_pass_at_term, use_k=True),
-    **{m: _mean_of(_metric_getter(m)) for m in
-       ("tool_recall", "tool_precision", "param_accuracy", "step_efficiency", "progress", "groundedness")},
     "loop_rate": _ratio_of(lambda r: float(bool(_metric(r, "has_loop"))), _ONE),
     "recovery_rate": _ratio_of(lambda r: float(bool(_metric(r, "recovered"))),
                                lambda r: float((_metric(r, "tool_errors") or 0) > 0)),
     "invalid_call_rate": _ratio_of(lambda r: float(_metric(r, "invalid_calls") or 0),
                                    lambda r: float(_metric(r, "tool_calls") or 0)),
-    # The safety rates are shares of True among the runs where the flag is not null.
-    **{m: _mean_of(_metric_getter(key)) for m, key in (
-        ("unauthorized_block_rate", "blocked_correctly"), ("policy_compliance", "policy_compliant"),
-        ("injection_resistance", "injection_resisted"))},
     "latency_mean_s": _mean_of(lambda r: _metric(r, "latency_s")),
     "latency_p50_s": _percentile_of("latency_s", 50),
     "latency_p95_s": _percentile_of("latency_s", 95),
@@ -159,6 +154,23 @@ METRICS: dict[str, Callable[[Runs, int], Stat]] = {
         _ratio_of(_tokens, lambda r: float(bool(r.get("success"))))(cases, k), cases),
     "turns_mean": _mean_of(lambda r: _metric(r, "turns")),
 }
+"""The statistics of the gateable rows whose statistic is `custom`."""
+
+
+def _stat_of(metric: SuiteMetric) -> Callable[[Runs, int], Stat]:
+    # A `mean` and a `share` are both a mean over the runs where the value is not null (True counts 1).
+    if metric.statistic.kind in ("mean", "share"):
+        return _mean_of(_metric_getter(metric.statistic.key or metric.name))
+    return _CUSTOM_STATS[metric.name]
+
+
+def gate_metrics() -> dict[str, Callable[[Runs, int], Stat]]:
+    """Every gateable row of the metric table (plugins' included) with its sufficient statistic."""
+    return {m.name: _stat_of(m) for m in SUITE_METRIC_TABLE if m.gateable}
+
+
+METRICS = gate_metrics()
+"""The built-in gateable rows."""
 
 
 def scorer_value(run: RunRecord, keys: list[str]) -> Any:
@@ -175,7 +187,7 @@ def build_stat(name: str, cases: Runs, k: int) -> Stat:
     if (j := pass_hat_entry(name)) is not None:
         return _binomial_mean(_pass_hat_term, use_k=True)(cases, j)
     if not name.startswith("scorers."):
-        return METRICS[name](cases, k)
+        return gate_metrics()[name](cases, k)
     *keys, stat = name.split(".")[1:]
     if stat in ("true_fraction", "true_count"):
         hit = lambda r: float(scorer_value(r, keys) is True)  # missing counts as false

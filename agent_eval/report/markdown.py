@@ -17,6 +17,7 @@ from agent_eval.report.fmt import format_value
 from agent_eval.report.gate_table import gate_notes, gate_rows
 from agent_eval.score.metric_registry import label_of
 from agent_eval.report.reasons import case_reason, judge_off_note
+from agent_eval.report.metrics_section import added_rows
 
 HEADLINE = ["pass_at_1", "pass_hat_k", "pass_at_k", "tool_recall", "tool_precision", "param_accuracy", "progress",
             "latency_p50_s", "latency_p95_s", "tokens_total", "cost_total_usd", "cost_per_success_usd"]
@@ -82,6 +83,7 @@ def headline_lines(report: Report) -> list[str]:
     rows = [[label_of(key).replace("^k", f"^{_repeat(report)}").replace("@k", f"@{_repeat(report)}"),
              format_value(key, s.get(key))] for key in HEADLINE if key in s]
     rows += [[label_of(key), format_value(key, s[key])] for key in SAFETY if s.get(key) is not None]
+    rows += [[label, f"{value} {interval}".strip()] for label, value, interval in added_rows(report)]
     lines = [title, ""]
     settings = report.get("settings") or {}
     if settings.get("replay"):  # the model's answers came from a recording (run --replay)

@@ -39,6 +39,7 @@ from agent_eval.report.cases_section import (  # noqa: F401  (re-exported)
 )
 from agent_eval.report.trust_section import rate_with_interval, render_flaky, render_intervals
 from agent_eval.report.curve_section import curve_text, render_curve
+from agent_eval.report.metrics_section import render_added_metrics
 from agent_eval.report.price_source import pricing_line
 from agent_eval.errors import EXIT_MEANINGS
 from agent_eval.score.metric_registry import label_of
@@ -363,6 +364,7 @@ SECTIONS: list[SectionRenderer] = [
     render_headline,
     render_safety,
     render_intervals,
+    render_added_metrics,
     render_curve,
     render_cases,
     render_flaky,
@@ -375,7 +377,8 @@ SECTIONS: list[SectionRenderer] = [
 ]
 
 
-VERBOSE_SECTIONS = (render_intervals, render_curve, render_cases, render_failed_checks)  # the sections -v changes
+# The sections -v changes.
+VERBOSE_SECTIONS = (render_intervals, render_added_metrics, render_curve, render_cases, render_failed_checks)
 
 
 def render_report(report: Report, console: Console, verbose: bool = False) -> None:

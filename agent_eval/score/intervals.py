@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from agent_eval.score.metric_registry import SUITE_METRIC_TABLE, SuiteMetric
+
 RESAMPLES = 2000
 SEED = 0
 CONFIDENCE_PERCENTILES = (2.5, 97.5)
@@ -85,29 +87,37 @@ def _invalid_calls(d: CountedCases, k: int) -> tuple[np.ndarray, np.ndarray]:
     return d.per_case([m.get("invalid_calls") or 0 for m in d.runs], [m.get("tool_calls") or 0 for m in d.runs])
 
 
-CI_METRICS: dict[str, CaseSums] = {
+_CUSTOM_CI: dict[str, CaseSums] = {
     "pass_at_1": _pass_at_1,
     # int / int is correctly rounded, as float(Fraction(...)) is in stats.py.
     "pass_hat_k": _binomial(lambda n, c, k: math.comb(c, k) / math.comb(n, k)),
     "pass_at_k": _binomial(lambda n, c, k: (math.comb(n, k) - math.comb(n - c, k)) / math.comb(n, k)),
-    "tool_recall": _mean_of("tool_recall"),
-    "tool_precision": _mean_of("tool_precision"),
-    "param_accuracy": _mean_of("param_accuracy"),
-    "step_efficiency": _mean_of("step_efficiency"),
-    "progress": _mean_of("progress"),
     "loop_rate": _share_of_runs("has_loop"),
     "recovery_rate": _recovery,
     "invalid_call_rate": _invalid_calls,
-    "unauthorized_block_rate": _share_true("blocked_correctly"),
-    "policy_compliance": _share_true("policy_compliant"),
-    "injection_resistance": _share_true("injection_resisted"),
-    "groundedness": _mean_of("groundedness"),
 }
-"""The suite rates that get an interval, keyed by their summary names, each with its per-case sums."""
+"""The per-case sums of the rows with an interval whose statistic is `custom`."""
 
 
-def case_sums(cases: CountedCases, repeat: int,
-              metrics: dict[str, CaseSums] = CI_METRICS) -> tuple[np.ndarray, np.ndarray]:
+def _sums_of(metric: SuiteMetric) -> CaseSums:
+    key = metric.statistic.key or metric.name
+    if metric.statistic.kind == "mean":
+        return _mean_of(key)
+    if metric.statistic.kind == "share":
+        return _share_true(key)
+    return _CUSTOM_CI[metric.name]
+
+
+def ci_metrics() -> dict[str, CaseSums]:
+    """The rows of the metric table that get an interval (plugins' included), each with its per-case sums."""
+    return {m.name: _sums_of(m) for m in SUITE_METRIC_TABLE if m.interval}
+
+
+CI_METRICS = ci_metrics()
+"""The built-in rows that get an interval, keyed by their summary names."""
+
+
+def case_sums(cases: CountedCases, repeat: int, metrics: dict[str, CaseSums]) -> tuple[np.ndarray, np.ndarray]:
     """(numerators, denominators), each cases x metrics."""
     pairs = [sums(cases, repeat) for sums in metrics.values()]
     return np.column_stack([p[0] for p in pairs]), np.column_stack([p[1] for p in pairs])
@@ -147,8 +157,9 @@ def percentile_interval(values: np.ndarray) -> list[float] | None:
 
 
 def suite_intervals(cases: CountedCases, repeat: int,
-                    metrics: dict[str, CaseSums] = CI_METRICS) -> dict[str, list[float] | None]:
-    """summary.ci: {metric: [low, high] or None} over the counted cases."""
+                    metrics: dict[str, CaseSums] | None = None) -> dict[str, list[float] | None]:
+    """summary.ci: {metric: [low, high] or None} over the counted cases (`metrics`: every row's, by default)."""
+    metrics = ci_metrics() if metrics is None else metrics
     if not cases.n:
         return dict.fromkeys(metrics)
     numer, denom = case_sums(cases, repeat, metrics)

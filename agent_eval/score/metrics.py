@@ -1,7 +1,8 @@
 """Metrics: per run, per case and for the suite. Pure functions over plain dicts.
 
 Adding a per-run metric means one function returning its keys and one entry in `RUN_METRIC_GROUPS`;
-adding a suite metric means one function of `Counted` and one row in `SUITE_FIGURES`.
+adding a suite metric means one row of score/metric_registry.py (a `custom` one also needs its function in
+`_CUSTOM_FIGURES`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from agent_eval.records import Case, CaseEntry, CaseStatus, Check, RunRecord, Step, Trace
 from agent_eval.score import stats
 from agent_eval.score.intervals import counted_cases, suite_intervals
-from agent_eval.score.metric_registry import SUITE_METRIC_TABLE
+from agent_eval.score.metric_registry import SUITE_METRIC_TABLE, SuiteMetric
 from agent_eval.score.call_matching import max_matched_fields
 from agent_eval.score.matchers import field_names, json_equal
 from agent_eval.score.safety_metrics import safety_metrics, share_true
@@ -138,6 +139,9 @@ def run_metrics(case: Case, trace: Trace, checks: list[Check], success: bool, co
         merged.update(group(case, trace, checks, success, cost_usd))
     ordered = {k: merged.pop(k) for k in RUN_METRICS if k in merged}
     ordered.update(merged)
+    for metric in SUITE_METRIC_TABLE:  # a plugin's row brings its own per-run value
+        if metric.run_value is not None and metric.statistic.key is not None:
+            ordered[metric.statistic.key] = metric.run_value(case, trace, checks, success, cost_usd)
     return ordered
 
 
@@ -244,23 +248,14 @@ def _invalid_call_rate(d: Counted) -> float | None:
     return stats.ratio(sum(m.get("invalid_calls") or 0 for m in d.runs), calls)
 
 
-SUITE_FIGURES: dict[str, Callable[[Counted], Any]] = {
+_CUSTOM_FIGURES: dict[str, Callable[[Counted], Any]] = {
     "pass_at_1": lambda d: stats.mean_rate(d.counts),
     "pass_hat": _pass_hat,
     "pass_hat_k": lambda d: stats.pass_hat(d.counts, d.repeat) if d.repeat >= 1 else None,
     "pass_at_k": lambda d: stats.pass_at_k(d.counts, d.repeat) if d.repeat >= 1 else None,
-    "tool_recall": lambda d: stats.mean(d.column("tool_recall")),
-    "tool_precision": lambda d: stats.mean(d.column("tool_precision")),
-    "param_accuracy": lambda d: stats.mean(d.column("param_accuracy")),
-    "step_efficiency": lambda d: stats.mean(d.column("step_efficiency")),
-    "progress": lambda d: stats.mean(d.column("progress")),
     "loop_rate": lambda d: _share(d, "has_loop"),
     "recovery_rate": _recovery_rate,
     "invalid_call_rate": _invalid_call_rate,
-    "unauthorized_block_rate": lambda d: share_true(d.runs, "blocked_correctly"),
-    "policy_compliance": lambda d: share_true(d.runs, "policy_compliant"),
-    "injection_resistance": lambda d: share_true(d.runs, "injection_resisted"),
-    "groundedness": lambda d: stats.mean(d.column("groundedness")),
     "latency_mean_s": lambda d: stats.mean(d.column("latency_s")),
     "latency_p50_s": lambda d: stats.percentile(d.column("latency_s"), 50),
     "latency_p95_s": lambda d: stats.percentile(d.column("latency_s"), 95),
@@ -274,6 +269,25 @@ SUITE_FIGURES: dict[str, Callable[[Counted], Any]] = {
     "turns_mean": lambda d: stats.mean(d.column("turns")),
 }
 
+"""The figures of the rows whose statistic is `custom`; the `mean` and `share` rows are derived from the row."""
+
+
+def _figure(metric: SuiteMetric) -> Callable[[Counted], Any]:
+    key = metric.statistic.key or metric.name
+    if metric.statistic.kind == "mean":
+        return lambda d: stats.mean(d.column(key))
+    if metric.statistic.kind == "share":
+        return lambda d: share_true(d.runs, key)
+    return _CUSTOM_FIGURES[metric.name]
+
+
+def suite_figures() -> dict[str, Callable[[Counted], Any]]:
+    """Each row of the metric table (plugins' included) with the function of its summary figure, in order."""
+    return {m.name: _figure(m) for m in SUITE_METRIC_TABLE}
+
+
+SUITE_FIGURES = suite_figures()
+"""The built-in rows' figures."""
 SUITE_METRICS: list[str] = [m.name for m in SUITE_METRIC_TABLE]
 """The suite metric names in report order. `pass_hat` is a dict {"1": .., "K": ..}; the rest are numbers."""
 
@@ -301,7 +315,7 @@ def summarize(case_rows: list[dict[str, Any]], repeat: int, scorers: ScorerSet |
         runs.extend(r.get("metrics") or {} for r in counted)
         counted_runs.extend(counted)
     data = Counted(counts=counts, runs=runs, successes=successes, repeat=repeat)
-    summary = {name: figure(data) for name, figure in SUITE_FIGURES.items()}
+    summary = {name: figure(data) for name, figure in suite_figures().items()}
     summary.update(
         cases_total=len(case_rows),
         cases_passed=statuses["passed"],

@@ -93,6 +93,15 @@
     box.appendChild(card("Safety", [["unauthorized blocked", rci("unauthorized_block_rate")],
       ["policy compliance", rci("policy_compliance")], ["injection resistance", rci("injection_resistance")],
       ["groundedness", rci("groundedness")]]));
+    // The metric rows plugins added (agent_eval/report/metrics_section.py), each in its own format.
+    var added = page.metric_rows || [];
+    if (added.length) {
+      var shown = {rate: rci, seconds: function (k) { return secs(S[k]); }, usd: function (k) { return usd(S[k]); },
+                   count: function (k) { return num(S[k]); }, number: function (k) { return num(S[k]); }};
+      box.appendChild(card("More metrics", added.map(function (m) {
+        return [m.label, (shown[m.fmt] || shown.number)(m.name)];
+      })));
+    }
     document.getElementById("headline").appendChild(box);
   }
 
