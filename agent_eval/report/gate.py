@@ -57,6 +57,9 @@ def parse_gate_spec(spec: str) -> tuple[str, float]:
 
 def metric_direction(name: str) -> str:
     """'lower' or 'higher' (is better); raise ReportError for a metric that cannot be gated."""
+    if name == "pairwise":
+        raise ReportError("--gate pairwise gates the judge's pairwise comparison of two reports: use it with "
+                          "`agent-eval compare BASE NEW --gate pairwise` (run --baseline gates metrics only).")
     if name.startswith("scorers."):
         parts = name.split(".")
         if len(parts) < 4 or parts[-1] not in SCORER_STATS:

@@ -173,3 +173,11 @@ def test_judge_repeat_asks_each_order_n_uncached_times(reports, tmp_path, loopba
     assert srv.count == 120
     assert "15 wins, 0 losses, 0 ties, 5 inconsistent" in result.stdout
     assert "judge judge-m: 120 calls, 0 cached" in result.stdout
+
+
+def test_run_baseline_gate_pairwise_points_to_compare(tmp_path):
+    cases = write_suite(tmp_path / "suite", [{"id": "a", "query": "q", "expect": {"contains": "x"}}],
+                        {"name": "s"}, {"agent.py": BASE_AGENT})
+    result = run_cli("run", "--cases", cases, "--agent", f"{cases.parent / 'agent.py'}:agent", "--baseline", "last",
+                     "--gate", "pairwise", "--output-dir", tmp_path / "out", env=clean_env())
+    assert result.exit_code == 2 and "agent-eval compare BASE NEW --gate pairwise" in result.stderr
