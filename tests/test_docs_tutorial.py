@@ -53,6 +53,12 @@ def test_the_tutorial_suite_validates_passes_and_gates_the_change_it_describes(t
     reports = sorted((tmp_path / "evals" / "reports").glob("*.json"))
     assert len(reports) == 1
     assert json.loads(reports[0].read_bytes())["summary"]["cases_passed"] == 3
+    # Every file the run wrote is named where the tutorial says what lands in evals/reports/.
+    said = re.search(r"These files land in `evals/reports/`:(.*?)\n\n", TUTORIAL.read_text(), re.S)
+    assert said is not None
+    run_id = reports[0].stem
+    written = {p.name.replace(run_id, "<run_id>") for p in (tmp_path / "evals" / "reports").iterdir()}
+    assert written and all(f"`{name}`" in said.group(1) for name in written), written
 
     agent = tmp_path / "agent.py"
     agent.write_text(agent.read_text().replace("range(8)", "range(2)"))
