@@ -64,6 +64,7 @@ def page_from_json(report_head: Mapping[str, Any], report_json: bytes, left_out:
 def page(report_head: Mapping[str, Any], data_json: str) -> str:
     """Fill the template: title, inline CSS and JS, and the embedded data (already script-safe)."""
     from agent_eval.report.metrics_section import page_rows
+    from agent_eval.report.price_source import pricing_line
     from agent_eval.report.reasons import case_reason, judge_off_note
 
     title = f"agent-eval · {report_head.get('suite') or 'suite'} · {report_head.get('run_id') or ''}"
@@ -72,7 +73,9 @@ def page(report_head: Mapping[str, Any], data_json: str) -> str:
     cases = [cast(CaseEntry, c) if isinstance(c, dict) else None for c in report_head.get("cases") or []]
     reasons = [case_reason(c) if c is not None else "" for c in cases]
     notes = [judge_off_note(c) if c is not None else "" for c in cases]
-    data_json = data_json[:-1] + ',"status_notes":' + embed_json(notes) + ',"reasons":' + embed_json(reasons) + "}"
+    priced = pricing_line(cast(Report, report_head))  # the terminal header's line: where the prices came from
+    data_json = (data_json[:-1] + ',"pricing":' + embed_json(priced) + ',"status_notes":' + embed_json(notes)
+                 + ',"reasons":' + embed_json(reasons) + "}")
     if rows := page_rows(cast(Report, report_head)):  # the metric rows plugins added, drawn by report.js
         data_json = data_json[:-1] + ',"metric_rows":' + embed_json(rows) + "}"
     template = _asset("report.html")

@@ -18,6 +18,7 @@ from agent_eval.report.gate_table import gate_notes, gate_rows
 from agent_eval.score.metric_registry import label_of
 from agent_eval.report.reasons import case_reason, judge_off_note
 from agent_eval.report.metrics_section import added_rows
+from agent_eval.report.price_source import pricing_line
 
 HEADLINE = ["pass_at_1", "pass_hat_k", "pass_at_k", "tool_recall", "tool_precision", "param_accuracy", "progress",
             "latency_p50_s", "latency_p95_s", "tokens_total", "cost_total_usd", "cost_per_success_usd"]
@@ -91,6 +92,8 @@ def headline_lines(report: Report) -> list[str]:
                 f"model {inert(settings.get('replay_model'))})")
     if who:
         lines += [who, ""]
+    if priced := pricing_line(report):  # the terminal header's line: where the prices came from
+        lines += [inert(priced), ""]
     if report.get("interrupted"):
         lines += ["> [!WARNING]", "> This run was interrupted; the figures cover the finished runs only.", ""]
     elif report.get("stopped_at_budget"):

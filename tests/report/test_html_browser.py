@@ -249,3 +249,17 @@ def test_the_case_table_shows_judge_off_beside_the_status(browser: object, repor
     page.close()
     assert statuses[0] == f"{first['status']} (judge off)"
     assert not any("judge off" in s for s in statuses[1:])
+
+
+def test_the_header_names_the_prices_and_the_budget_banner_uses_the_money_format(browser: object, report: dict,
+                                                                                    tmp_path: Path) -> None:
+    report["settings"]["prices"] = {"gpt-4o-mini": "suite"}
+    report["stopped_at_budget"] = True
+    report["summary"]["budget"] = {"limit_usd": 0.005, "spent_usd": 0.0012}
+    page = browser.new_page(viewport={"width": 1300, "height": 900})
+    page.goto(write_html(report, tmp_path / "report.html").as_uri())
+    page.wait_for_selector("#case-table tbody tr")
+    header, banners = page.inner_text("#header"), page.inner_text("#banners")
+    page.close()
+    assert "pricing: suite" in header
+    assert "budget ($0.0012 of $0.0050)" in banners  # was "$0.00 of $0.01"

@@ -88,6 +88,11 @@ def test_a_tiny_cost_reads_the_same_everywhere_and_the_header_names_the_prices(t
         assert "<$0.0001" in text
         assert not re.search(r"\d[eE][-+]?\d", text)  # never scientific notation
     assert "pricing: suite" in shown
+    # The Markdown and the page name the prices' source as the terminal header does (price_source.py).
+    assert "pricing: suite" in markdown
+    from agent_eval.report.html import build_html
+
+    assert '"pricing":"pricing: suite"' in build_html(report)
 
     shown, report, _ = run_priced(tmp_path, "gpt-4o", None)  # not in the suite: genai-prices knows it
     assert f"pricing: genai-prices {version('genai-prices')}" in shown
@@ -102,3 +107,14 @@ def test_the_pricing_line_per_model_when_the_sources_differ():
     assert pricing_line({"settings": settings}) == "pricing: suite (a); genai-prices 0.0.40 (b); none for c"
     assert pricing_line({"settings": {"prices": {"a": "suite", "b": "suite"}}}) == "pricing: suite"
     assert pricing_line({"settings": {"prices": {}}}) is None  # no model used tokens (the demo agent)
+
+
+def test_every_money_figure_of_the_page_goes_through_usd():
+    """report.js's usd() is the page's one money format: no asset writes a `$` before a number itself (the
+    --max-cost banner did, with toFixed(2): `$0.00 of $0.01` for a budget of $0.0050)."""
+    for asset in sorted(REPORT_JS.parent.glob("*.js")):
+        source = asset.read_text()
+        if asset == REPORT_JS:
+            start = source.index("  function usd(v)")
+            source = source[:start] + source[source.index("  function num(v)"):]
+        assert not re.search(r"""\$["']\s*\+""", source), f"{asset.name} formats money itself; use usd()"

@@ -50,6 +50,7 @@
      ["exit code", R.exit_code]].forEach(function (p) {
       meta.appendChild(el("span", null, [p[0] + " ", el("b", {text: p[1] == null ? "n/a" : String(p[1])})]));
     });
+    if (page.pricing) meta.appendChild(el("span", {cls: "pricing", text: String(page.pricing)}));  /* price_source.py */
     h.appendChild(meta);
     var d = el("details", null, [el("summary", {text: "all settings"})]);
     Object.keys(st).forEach(function (k) { d.appendChild(el("div", null, [k + ": ", el("code", {text: JSON.stringify(st[k])})])); });
@@ -58,7 +59,7 @@
     if (R.interrupted) b.appendChild(el("div", {cls: "banner", text: "This run was interrupted: the report is partial."}));
     var budget = (R.summary || {}).budget;
     if (R.stopped_at_budget && budget) b.appendChild(el("div", {cls: "banner", text: "This run stopped at its --max-cost " +
-      "budget ($" + Number(budget.spent_usd).toFixed(2) + " of $" + Number(budget.limit_usd).toFixed(2) +
+      "budget (" + usd(budget.spent_usd) + " of " + usd(budget.limit_usd) +
       "): the report is partial."}));
     if (page.traces_left_out > 0) b.appendChild(el("div", {cls: "banner", id: "trim-banner",
       text: "The report passed " + page.max_bytes + " bytes: " + page.traces_left_out +
