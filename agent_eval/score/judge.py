@@ -120,8 +120,9 @@ class JudgeOutcome:
 Answer = tuple[str | None, str | None]  # (the judge's text, or None; an error message, or None)
 
 
-class Judge:
-    """Asks the judge model about runs; one instance per process run (`run` or `rescore`)."""
+class JudgeClient:
+    """The judge model's client: one answer per distinct prompt (memo, then the disk cache, then the API),
+    the spend in `usage`. The rubric judge and the pairwise judge (score/pairwise.py) both ask through it."""
 
     def __init__(self, model: str, base_url: str | None, api_key: str | None,
                  cache: JudgeCache | None = None, repeat: int | None = None,
@@ -131,66 +132,9 @@ class Judge:
         self.base_url = base_url
         self.api_key = api_key
         self.cache = cache
-        self.repeat = repeat
+        self.repeat = repeat  # --judge-repeat N: N uncached answers per prompt
         self.usage = JudgeUsage()
-        self.agreement: dict[str, list[bool]] = {}  # case id -> per judged run (repeat mode only)
         self._asked: dict[str, asyncio.Task[Answer]] = {}
-
-    async def judge_run(self, case: Case, trace: Trace) -> JudgeOutcome:
-        """Ask about every criterion of the case; a judge error becomes the outcome's error."""
-        criteria = judged_fields(case)
-        outcome = JudgeOutcome()
-        if not criteria:
-            return outcome
-        asks = [self._judge_one(build_prompt(trace, field_of(case, c.field), c.field)) for c in criteria]
-        results = await asyncio.gather(*asks)
-        unanimous = True
-        for criterion, (record, error, agreed) in zip(criteria, results, strict=True):
-            unanimous = unanimous and agreed
-            outcome.records[criterion.record] = record
-            if record is not None:
-                outcome.checks.append({"name": criterion.check, "passed": record["verdict"] == "PASS",
-                                       "detail": record["reason"] or f"the judge said {record['verdict']}"})
-            if error is not None and outcome.error is None:
-                outcome.error = error
-        if self.repeat:
-            self.agreement.setdefault(case["id"], []).append(unanimous)
-        return outcome
-
-    async def _judge_one(self, messages: list[dict[str, str]]) -> tuple[dict[str, Any] | None, str | None, bool]:
-        """(record, error, all verdicts identical) for one prompt."""
-        if self.repeat:
-            return await self._judge_repeated(messages, self.repeat)
-        answer, error = await self._ask(messages)
-        if error is not None:
-            self.usage.errors += 1
-            return None, error, False
-        parsed = parse_verdict(answer)
-        if parsed is None:
-            self.usage.errors += 1
-            return None, unusable(answer), False
-        return {"verdict": parsed[0], "reason": parsed[1], "model": self.model}, None, True
-
-    async def _judge_repeated(self, messages: list[dict[str, str]],
-                              n: int) -> tuple[dict[str, Any] | None, str | None, bool]:
-        """N uncached answers; the majority verdict, or an error on a tie or any unusable answer."""
-        answers = await asyncio.gather(*(self._call(messages) for _ in range(n)))
-        parsed = []
-        for answer, error in answers:
-            verdict = parse_verdict(answer) if error is None else None
-            if verdict is None:
-                self.usage.errors += 1
-                return None, error or unusable(answer), False
-            parsed.append(verdict)
-        votes = {"PASS": sum(v == "PASS" for v, _ in parsed), "FAIL": sum(v == "FAIL" for v, _ in parsed)}
-        agreed = 0 in votes.values()
-        if votes["PASS"] == votes["FAIL"]:
-            self.usage.errors += 1
-            tie = f"a tie over {n} answers ({votes['PASS']} PASS, {votes['FAIL']} FAIL)"
-            return None, f"{JUDGE_ERROR}: {tie}", agreed
-        majority = "PASS" if votes["PASS"] > votes["FAIL"] else "FAIL"
-        reason = next(r for v, r in parsed if v == majority)
-        return {"verdict": majority, "reason": reason, "model": self.model, "votes": votes}, None, agreed
 
     async def _ask(self, messages: list[dict[str, str]]) -> Answer:
         """One answer per distinct prompt in this process: memo, then disk cache, then the API."""
@@ -214,8 +158,27 @@ class Judge:
         self._asked[key] = task
         return await asyncio.shield(task)
 
+    async def _parsed_answers(self, messages: list[dict[str, str]],
+                              parse: Callable[[str | None], tuple[str, str] | None],
+                              unusable: Callable[[str | None], str]) -> tuple[list[tuple[str, str]], str | None]:
+        """The parsed answers to one prompt (N uncached ones under --judge-repeat N, else one), or the
+        first error (the API's, or `unusable` of an answer `parse` refuses), counted in usage.errors."""
+        if self.repeat:
+            key = cache_key(self.model, messages, self.base_url)
+            answers = list(await asyncio.gather(*(self._call(messages, key) for _ in range(self.repeat))))
+        else:
+            answers = [await self._ask(messages)]
+        parsed = []
+        for text, error in answers:
+            choice = parse(text) if error is None else None
+            if choice is None:
+                self.usage.errors += 1
+                return [], error or unusable(text)
+            parsed.append(choice)
+        return parsed, None
+
     async def _call(self, messages: list[dict[str, str]], key: str | None = None) -> Answer:
-        """One API call at temperature 0; a usable answer goes to the disk cache, an unusable one never."""
+        """One API call at temperature 0; an answer the cache serves goes to it under `key`, others never."""
         from agent_eval.errors import ProviderError
         from agent_eval.llm import complete
         from agent_eval.provider import tape
@@ -229,9 +192,59 @@ class Judge:
             return None, f"{JUDGE_ERROR}: {exc}"
         self.usage.add(answer)
         text = answer.content or ""
-        if self.cache is not None and parse_verdict(text) is not None and tape.active() is None:
-            self.cache.put(key or cache_key(self.model, messages, self.base_url), self.model, text)
+        if self.cache is not None and key is not None and self.cache.usable(text) and tape.active() is None:
+            self.cache.put(key, self.model, text)
         return text, None
+
+
+class Judge(JudgeClient):
+    """Asks the judge model about runs; one instance per process run (`run` or `rescore`)."""
+
+    def __init__(self, model: str, base_url: str | None, api_key: str | None,
+                 cache: JudgeCache | None = None, repeat: int | None = None,
+                 timeout_s: float | None = DEFAULTS.judge_timeout) -> None:
+        super().__init__(model, base_url, api_key, cache, repeat, timeout_s)
+        self.agreement: dict[str, list[bool]] = {}  # case id -> per judged run (repeat mode only)
+
+    async def judge_run(self, case: Case, trace: Trace) -> JudgeOutcome:
+        """Ask about every criterion of the case; a judge error becomes the outcome's error."""
+        criteria = judged_fields(case)
+        outcome = JudgeOutcome()
+        if not criteria:
+            return outcome
+        asks = [self._judge_one(build_prompt(trace, field_of(case, c.field), c.field)) for c in criteria]
+        results = await asyncio.gather(*asks)
+        unanimous = True
+        for criterion, (record, error, agreed) in zip(criteria, results, strict=True):
+            unanimous = unanimous and agreed
+            outcome.records[criterion.record] = record
+            if record is not None:
+                outcome.checks.append({"name": criterion.check, "passed": record["verdict"] == "PASS",
+                                       "detail": record["reason"] or f"the judge said {record['verdict']}"})
+            if error is not None and outcome.error is None:
+                outcome.error = error
+        if self.repeat:
+            self.agreement.setdefault(case["id"], []).append(unanimous)
+        return outcome
+
+    async def _judge_one(self, messages: list[dict[str, str]]) -> tuple[dict[str, Any] | None, str | None, bool]:
+        """(record, error, all verdicts identical) for one prompt; under --judge-repeat the majority verdict,
+        or an error on a tie."""
+        parsed, error = await self._parsed_answers(messages, parse_verdict, unusable)
+        if error is not None:
+            return None, error, False
+        if not self.repeat:
+            return {"verdict": parsed[0][0], "reason": parsed[0][1], "model": self.model}, None, True
+        n = self.repeat
+        votes = {"PASS": sum(v == "PASS" for v, _ in parsed), "FAIL": sum(v == "FAIL" for v, _ in parsed)}
+        agreed = 0 in votes.values()
+        if votes["PASS"] == votes["FAIL"]:
+            self.usage.errors += 1
+            tie = f"a tie over {n} answers ({votes['PASS']} PASS, {votes['FAIL']} FAIL)"
+            return None, f"{JUDGE_ERROR}: {tie}", agreed
+        majority = "PASS" if votes["PASS"] > votes["FAIL"] else "FAIL"
+        reason = next(r for v, r in parsed if v == majority)
+        return {"verdict": majority, "reason": reason, "model": self.model, "votes": votes}, None, agreed
 
     def summary(self, pricing: Mapping[str, Any] | None) -> dict[str, Any]:
         """summary.judge of this judge's calls."""

@@ -11,11 +11,11 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from agent_eval.records import Trace
-from agent_eval.score.judge import JUDGE_ERROR, JudgeCache, JudgeUsage, cache_key
+from agent_eval.score.judge import JUDGE_ERROR, JudgeCache, JudgeClient
 from agent_eval.score.judge_prompt import _conversation, digest_trajectory, fence, shorten
 
 DEFAULT_CRITERION = ("Which response accomplishes the user's task correctly and helpfully, given the tool "
@@ -105,18 +105,8 @@ class PairVerdict:
         return combine(self.base_first[0], self.new_first[0])
 
 
-@dataclass
-class PairwiseJudge:
-    """Asks the judge model about pairs of runs, through agent-eval's LLM client and its retry loop."""
-
-    model: str
-    base_url: str | None
-    api_key: str | None
-    cache: JudgeCache | None = None
-    repeat: int | None = None  # --judge-repeat N: N uncached answers per order, the most frequent choice
-    timeout_s: float | None = None
-    usage: JudgeUsage = field(default_factory=JudgeUsage)
-    _asked: dict[str, asyncio.Task[tuple[str | None, str | None]]] = field(default_factory=dict)
+class PairwiseJudge(JudgeClient):
+    """Asks the judge model about pairs of runs, through the rubric judge's client (its memo and cache)."""
 
     async def judge_pair(self, case_id: str, trial: int, base: Trace, new: Trace, criterion: str | None,
                          ) -> PairVerdict:
@@ -132,64 +122,21 @@ class PairwiseJudge:
         return verdict
 
     async def _choice(self, messages: list[dict[str, str]]) -> tuple[tuple[str, str] | None, str | None]:
-        if self.repeat:
-            answers = await asyncio.gather(*(self._call(messages) for _ in range(self.repeat)))
-            parsed = []
-            for text, error in answers:
-                choice = parse_choice(text) if error is None else None
-                if choice is None:
-                    self.usage.errors += 1
-                    return None, error or unusable(text)
-                parsed.append(choice)
-            ranked = Counter(c for c, _ in parsed).most_common()
-            # A split vote (two choices equally frequent) means the judge could not tell: TIE.
-            winner = "TIE" if len(ranked) > 1 and ranked[0][1] == ranked[1][1] else ranked[0][0]
-            reason = next((r for c, r in parsed if c == winner), f"the {self.repeat} answers were split")
-            return (winner, reason), None
-        text, error = await self._ask(messages)
+        """(choice, reason) for one order, or the judge error; under --judge-repeat the most frequent choice."""
+        parsed, error = await self._parsed_answers(messages, parse_choice, unusable)
         if error is not None:
-            self.usage.errors += 1
             return None, error
-        choice = parse_choice(text)
-        if choice is None:
-            self.usage.errors += 1
-            return None, unusable(text)
-        return choice, None
-
-    async def _ask(self, messages: list[dict[str, str]]) -> tuple[str | None, str | None]:
-        """One answer per distinct prompt: memo, then the disk cache, then the API."""
-        key = cache_key(self.model, messages, self.base_url)
-        task = self._asked.get(key)
-        if task is not None:
-            self.usage.cache_hits += 1
-            return await asyncio.shield(task)
-        cached = self.cache.get(key) if self.cache is not None else None
-        if cached is not None:
-            self.usage.cache_hits += 1
-            return cached, None
-        task = asyncio.ensure_future(self._call(messages, key))
-        self._asked[key] = task
-        return await asyncio.shield(task)
-
-    async def _call(self, messages: list[dict[str, str]], key: str | None = None) -> tuple[str | None, str | None]:
-        from agent_eval.errors import ProviderError
-        from agent_eval.llm import complete
-
-        self.usage.calls += 1
-        try:
-            answer = await complete(self.base_url, self.api_key,
-                                    {"model": self.model, "messages": messages, "temperature": 0},
-                                    self.timeout_s, role="judge")
-        except ProviderError as exc:
-            return None, f"{JUDGE_ERROR}: {exc}"
-        self.usage.add(answer)
-        text = answer.content or ""
-        if self.cache is not None and key is not None and parse_choice(text) is not None:
-            self.cache.put(key, self.model, text)
-        return text, None
+        if not self.repeat:
+            return parsed[0], None
+        ranked = Counter(c for c, _ in parsed).most_common()
+        # A split vote (two choices equally frequent) means the judge could not tell: TIE.
+        winner = "TIE" if len(ranked) > 1 and ranked[0][1] == ranked[1][1] else ranked[0][0]
+        reason = next((r for c, r in parsed if c == winner), f"the {self.repeat} answers were split")
+        return (winner, reason), None
 
 
 def unusable(answer: str | None) -> str:
+    """The error message of an answer that is not A, B or TIE."""
     shown = shorten(" ".join((answer or "").split()), 120) or "(empty)"
     return f"{JUDGE_ERROR}: the answer does not start with A, B or TIE: {shown!r}"
 
