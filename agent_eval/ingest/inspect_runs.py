@@ -1,8 +1,9 @@
 """An Inspect log's samples as cases (one per sample id) and as recorded runs (each epoch a trial)."""
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from agent_eval.records import Case, Step, Trace
 from agent_eval.ingest.inspect_logs import answer, iter_samples, recorded_calls, tool_times, user_turns
@@ -11,12 +12,31 @@ from agent_eval.ingest.otel import collapse
 from agent_eval.ingest.records import Unmappable
 from agent_eval.provider.tokens import token_count
 
+T = TypeVar("T")
+
 
 def _sample_id(where: str, sample: dict[str, Any]) -> str:
     sample_id = sample.get("id")
     if isinstance(sample_id, bool) or not isinstance(sample_id, (str, int)) or sample_id == "":
         raise ValueError("the sample has no id")
     return str(sample_id)
+
+
+def _mapped_samples(path: Path, mapping: Callable[[str, dict[str, Any]], T],
+                    bad: list[Unmappable]) -> Iterator[tuple[str, dict[str, Any], T]]:
+    """(label, sample, mapping(label, sample)) per sample of the log, read one at a time; a sample that
+    cannot be read or that `mapping` refuses (ValueError) is appended to `bad`."""
+    for item in iter_samples(path):
+        if isinstance(item, Unmappable):
+            bad.append(item)
+            continue
+        where, sample = item
+        try:
+            mapped = mapping(where, sample)
+        except ValueError as exc:
+            bad.append(Unmappable(where, str(exc)))
+            continue
+        yield where, sample, mapped
 
 
 def log_case(where: str, sample: dict[str, Any]) -> Case:
@@ -48,18 +68,9 @@ def log_cases(path: Path) -> tuple[list[tuple[str, Case]], list[Unmappable]]:
     sample is mapped as it is read and dropped: only the cases are held."""
     best: dict[str, tuple[int, str, Case]] = {}  # sample id -> (epoch, label, case)
     bad: list[Unmappable] = []
-    for item in iter_samples(path):
-        if isinstance(item, Unmappable):
-            bad.append(item)
-            continue
-        where, sample = item
+    for where, sample, case in _mapped_samples(path, log_case, bad):
         found = sample.get("epoch")
         epoch = found if isinstance(found, int) and not isinstance(found, bool) else 0
-        try:
-            case = log_case(where, sample)
-        except ValueError as exc:
-            bad.append(Unmappable(where, str(exc)))
-            continue
         if case["id"] not in best or epoch < best[case["id"]][0]:
             best[case["id"]] = (epoch, where, case)
     order = sorted(best.values(), key=lambda found: found[0])  # lowest epochs first, then as read
@@ -108,16 +119,7 @@ def log_recordings(path: Path) -> tuple[list[tuple[str, str, int, Trace]], list[
     trace as it is read and is dropped."""
     out = []
     bad: list[Unmappable] = []
-    for item in iter_samples(path):
-        if isinstance(item, Unmappable):
-            bad.append(item)
-            continue
-        where, sample = item
-        try:
-            sample_id = _sample_id(where, sample)
-        except ValueError as exc:
-            bad.append(Unmappable(where, str(exc)))
-            continue
+    for _, sample, sample_id in _mapped_samples(path, _sample_id, bad):
         epoch = sample.get("epoch")
         trial = epoch - 1 if isinstance(epoch, int) and not isinstance(epoch, bool) and epoch >= 1 else 0
         out.append((f"sample {sample_id} epoch {trial + 1}", sample_id, trial, log_trace(sample)))
