@@ -17,6 +17,7 @@ from agent_eval.flags import (
     JUDGE_RATE_LIMIT_HELP, RETRY_BUDGET_HELP, DEFAULTS, MAX_COUNT, Flags,
 )
 from agent_eval.report.console import SafeConsole
+from agent_eval.commands.plugin_options import add_setting_options
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)  # help: main_options
 
@@ -62,12 +63,9 @@ def judge_timeout_option() -> Any:
 
 
 def guarded(fn: Callable[[], int]) -> None:
-    """Run fn, after the plugins of AGENT_EVAL_PLUGINS are imported; a user mistake becomes one short
-    message on stderr and exit 2, never a traceback."""
+    """Run fn (main imported the plugins first); a user mistake is one short message on stderr and exit 2,
+    never a traceback."""
     try:
-        from agent_eval.suite.imports import load_plugins
-
-        load_plugins(os.environ)
         code = fn()
     except CaseFileError as exc:
         problems = exc.problems
@@ -95,9 +93,10 @@ def _is_explicit(ctx: typer.Context, name: str) -> bool:
 
 def build_flags(ctx: typer.Context, **given: Any) -> Flags:
     """The command's flags as one frozen value, with the names of those typed on the command line."""
+    extra = {k: v for k, v in (given.pop("plugin_settings", None) or {}).items() if _is_explicit(ctx, k)}
     values: dict[str, Any] = {name: tuple(value) if isinstance(value, list) else value
               for name, value in given.items() if value is not None}
-    return Flags(**values, explicit=frozenset(name for name in given if _is_explicit(ctx, name)))
+    return Flags(**values, extra=extra, explicit=frozenset(n for n in given if _is_explicit(ctx, n)) | extra.keys())
 
 
 @app.command()
@@ -145,6 +144,7 @@ def run(
     record: Path | None = typer.Option(None, "--record", help="Record each run's model exchanges in DIR."),
     replay: Path | None = typer.Option(None, "--replay", help="Answer model requests from DIR's recording."),
     replay_miss: str | None = typer.Option(None, "--replay-miss", help="error (default) or live: ask the provider."),
+    **plugin_settings: Any,
 ) -> None:
     """Run the suite: every selected case k times, scored, reported, with a CI exit code."""
     # --resume compares only the flags typed on the command line with the run's stored settings.
@@ -391,6 +391,7 @@ def main(argv: Any = None) -> None:
         become_subreaper()
         atexit.register(end_descendants)
         terminate_as_interrupt()
+    add_setting_options(app, err_console)  # a plugin's setting is a flag: plugins load before it is read
     app(args=argv if argv is not None else sys.argv[1:], prog_name="agent-eval")
 
 

@@ -6,8 +6,10 @@ against the environment and the suite block, falling back to `DEFAULTS`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -103,8 +105,41 @@ class Flags:
     logs: Path | None = None  # `score`: GenAI content in OTLP log records beside the traces
     last_failed_ids: tuple[str, ...] | None = None  # a resumed run's stored --lf selection
     agent_dir: Path | None = None  # a resumed run's folder that relative agent SPECs start from
+    extra: Mapping[str, Any] = field(default_factory=dict)  # the values given to plugins' settings (SETTINGS)
     explicit: frozenset[str] = frozenset()  # the flags typed on the command line
 
     def given(self, name: str) -> bool:
         """Whether the flag `name` was typed on the command line."""
         return name in self.explicit
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting a plugin adds: its flag on the commands it names, its environment variable and suite key,
+    its default, and whether `--resume` reproduces it. Its value is resolved like a built-in one (the
+    flag, then the environment, then the suite block, then the default), shown in the report's `settings`
+    under its name, and read by the plugin from `RunConfig.extra[name]`."""
+
+    name: str
+    type: type = str  # str, int, float or bool (a bool is a flag without a value)
+    flags: tuple[str, ...] = ()  # ("--tone",): the flag names; none: no flag
+    env: str | None = None  # the environment variable that sets it
+    suite_key: str | None = None  # the key of the suite block that sets it
+    default: Any = None
+    help: str = ""
+    commands: tuple[str, ...] = ("run",)
+    resume: bool = True  # --resume takes the run's stored value (unless the flag is given again)
+
+
+SETTINGS: list[Setting] = []
+"""The settings plugins added (`register_setting`); the built-in ones are the fields of `Flags`."""
+
+
+def register_setting(setting: Setting) -> None:
+    """Add a setting; a name (or flag) that a built-in setting or another module holds is a ConfigError."""
+    from agent_eval.plugins import caller, claim
+
+    claim("setting", setting.name, caller(), Flags.__dataclass_fields__, __name__)
+    for flag in setting.flags:
+        claim("flag", flag, caller(), (), __name__)
+    SETTINGS[:] = [s for s in SETTINGS if s.name != setting.name] + [setting]

@@ -27,7 +27,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import agent_eval.plugins  # noqa: F401 - the owners of the tables' rows, restored after each call like the tables
+# The tables a plugin extends, and their owners: imported here so that each call's snapshot holds them (a
+# module first imported during a call would keep what that call's plugins added).
+import agent_eval.ingest.formats
+import agent_eval.plugins
+import agent_eval.report.outputs
+import agent_eval.run.agents
+import agent_eval.score.checks
+import agent_eval.score.metric_registry  # noqa: F401
 from tests.builders import CLI, ROOT, clean_env
 
 HANG_GUARD_S = 180.0

@@ -127,6 +127,7 @@ def test_a_format_of_the_wrong_shape_is_exit_2_naming_the_plugin_and_the_row(tmp
 
 
 WORDS = '''
+from agent_eval.flags import Setting, register_setting
 from agent_eval.score.metric_registry import SuiteMetric, mean, register_metric
 
 
@@ -136,6 +137,8 @@ def answer_words(case, trace, checks, success, cost_usd):
 
 register_metric(SuiteMetric("answer_words", "answer words", lower_is_better=True, fmt="number",
                             statistic=mean("answer_words"), interval=True, run_value=answer_words))
+register_setting(Setting("tone", str, ("--tone",), env="AGENT_EVAL_TONE", suite_key="tone", default="plain",
+                         help="The tone the agent is asked for."))
 '''
 TALKER = '''
 def agent(task):
@@ -145,11 +148,14 @@ TWO_CASES = [{"id": "short", "query": "hi", "expect": {"contains": "hello"}},
              {"id": "long", "query": "hi", "expect": {"contains": "hello"}}]
 
 
-def test_an_entry_point_plugin_adds_a_metric_row_everywhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_entry_point_plugin_adds_a_metric_row_and_a_setting_row(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(installed(tmp_path / "site", "wordsplug", WORDS)))
     cases = write_suite(tmp_path / "suite", TWO_CASES, {"agent": "agent.py:agent"}, {"agent.py": TALKER})
     out = tmp_path / "reports"
-    result = run_cli("run", "--cases", cases, "-k", "2", "-v", "--output-dir", out)
+    helped = run_cli("run", "--help")
+    assert helped.exit_code == 0 and "--tone" in helped.stdout and "The tone the agent is asked for." in helped.stdout
+    result = run_cli("run", "--cases", cases, "-k", "2", "-v", "--output-dir", out, "--tone", "formal")
     assert result.exit_code == 0, result.stderr
     (path,) = out.glob("*.json")
     report = orjson.loads(path.read_bytes())
@@ -165,3 +171,14 @@ def test_an_entry_point_plugin_adds_a_metric_row_everywhere(tmp_path: Path, monk
     gated = run_cli("compare", path, path, "--gate", "answer_words")
     assert gated.exit_code == 0, gated.stderr
     assert "answer words" in gated.stdout
+    # The setting: its value and source in `settings`; --resume keeps the run's value over the environment's.
+    assert (report["settings"]["tone"], report["settings"]["sources"]["tone"]) == ("formal", "flag")
+    resumed = run_cli("run", "--resume", report["run_id"], "--output-dir", out,
+                      env=clean_env(AGENT_EVAL_TONE="casual"))
+    assert resumed.exit_code == 0, resumed.stderr
+    again = orjson.loads(path.read_bytes())
+    assert again["settings"]["tone"] == "formal"
+    fresh = run_cli("run", "--cases", cases, "--output-dir", tmp_path / "fresh",
+                    env=clean_env(AGENT_EVAL_TONE="casual"))
+    (fresh_path,) = (tmp_path / "fresh").glob("*.json")
+    assert orjson.loads(fresh_path.read_bytes())["settings"]["tone"] == "casual", fresh.stderr

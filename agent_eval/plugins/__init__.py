@@ -9,6 +9,15 @@ from collections.abc import Iterable
 from agent_eval.errors import ConfigError
 
 _OWNERS: dict[tuple[str, str], str] = {}
+_IMPORTED: set[str] = set()  # the plugin modules imported in this process, by suite/imports.py's key
+
+
+def first_import(key: str) -> bool:
+    """True the first time a plugin module (its resolved path, or its name) is about to be imported."""
+    if key in _IMPORTED:
+        return False
+    _IMPORTED.add(key)
+    return True
 
 
 def module_name(globals_: dict[str, object]) -> str:

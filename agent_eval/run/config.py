@@ -12,7 +12,7 @@ from agent_eval.run.budget import check_max_cost
 from agent_eval.errors import ConfigError
 from agent_eval.llm import PLACEHOLDER_KEY, redact_url
 from agent_eval.redaction import redact_urls
-from agent_eval.flags import DEFAULTS, MAX_COUNT, Flags
+from agent_eval.flags import DEFAULTS, MAX_COUNT, SETTINGS, Flags, Setting
 from agent_eval.provider.throttle import RateLimit, parse_rate_limit
 from agent_eval.run.agents.base import BUILT_IN
 from agent_eval.run.scenario import UserSettings
@@ -68,6 +68,7 @@ class RunConfig:
     replay: Path | None = None  # --replay DIR
     replay_miss: str = "error"  # --replay-miss error|live
     recorded: dict[str, Any] | None = None  # --replay: the recording's cassette.json
+    extra: dict[str, Any] = field(default_factory=dict)  # the settings plugins added (flags.SETTINGS), by name
 
     def settings(self) -> dict[str, Any]:
         """The report's `settings` block: no keys, no secrets (URLs are shown with theirs replaced by ***)."""
@@ -87,6 +88,7 @@ class RunConfig:
             "record": str(self.record) if self.record else None, "replay": str(self.replay) if self.replay else None,
             **({"replay_miss": self.replay_miss, "replay_recorded_at": (self.recorded or {}).get("created_at"),
                 "replay_model": (self.recorded or {}).get("model")} if self.replay else {}),
+            **self.extra,
         }
 
 
@@ -164,7 +166,24 @@ def resolve(flags: Flags, suite: Suite, environ: Mapping[str, str] | None = None
     _resolve_workers(cfg, flags)
     _resolve_limits(cfg, flags, env, block)
     _check_ranges(cfg)
+    cfg.extra = {s.name: resolve_setting(s, src, flags, env, block) for s in SETTINGS if "run" in s.commands}
     return cfg
+
+
+def resolve_setting(setting: Setting, sources: dict[str, str], flags: Flags, env: Mapping[str, str],
+                    block: Mapping[str, Any]) -> Any:
+    """A plugin setting's value: its flag, then its environment variable, then its suite key, then its
+    default; a value of the wrong type is a ConfigError naming where it came from."""
+    value = pick(sources, setting.name, ("flag", flags.extra.get(setting.name)),
+                 ("env", env.get(setting.env) if setting.env else None),
+                 ("suite", block.get(setting.suite_key) if setting.suite_key else None), default=setting.default)
+    if value is None or isinstance(value, setting.type):
+        return value
+    try:
+        return setting.type(value) if setting.type is not bool else str(value).lower() in ("1", "true", "yes")
+    except (TypeError, ValueError):
+        raise ConfigError(f"the setting {setting.name!r} ({sources[setting.name]}) must be a "
+                          f"{setting.type.__name__}, not {value!r}.") from None
 
 
 def resolve_tape(cfg: RunConfig, flags: Flags) -> None:

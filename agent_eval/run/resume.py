@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from agent_eval.records import RunRecord
-from agent_eval.flags import DEFAULTS, Flags
+from agent_eval.flags import DEFAULTS, SETTINGS, Flags
 from agent_eval.run.config import RunConfig
 from agent_eval.errors import ConfigError
 from agent_eval.llm import redact_url, restore_url
@@ -129,6 +129,10 @@ class Resume:
         stored_sources = s.get("sources")
         if isinstance(stored_sources, dict):
             cfg.sources.update({k: v for k, v in stored_sources.items() if k not in FROM_COMMAND_LINE})
+        for setting in SETTINGS:  # a plugin's setting: the run's stored value, unless its flag is given again
+            if setting.resume and setting.name in cfg.extra and setting.name in s \
+                    and not self.flags.given(setting.name):
+                cfg.extra[setting.name] = s[setting.name]
 
     def restore(self, restore_run: Callable[[str, int, RunRecord, tuple[int, int]], None]) -> None:
         """Feed every journaled run, in file order, to the runner (the latest record of a trial wins)."""

@@ -13,6 +13,7 @@ from types import ModuleType
 from typing import Any
 
 from agent_eval.errors import ConfigError
+from agent_eval.plugins import first_import
 from agent_eval.tracebacks import describe
 
 SPEC_FIX = ("Fix the path in the SPEC: it is relative to the case file in the suite block, and to the "
@@ -113,7 +114,6 @@ def _is_missing(ref: str, error: ModuleNotFoundError) -> bool:
 
 PLUGINS_VAR = "AGENT_EVAL_PLUGINS"
 ENTRY_POINT_GROUP = "agent_eval.plugins"
-_plugins_loaded: set[str] = set()
 
 
 def load_plugins(environ: Mapping[str, str]) -> None:
@@ -124,11 +124,11 @@ def load_plugins(environ: Mapping[str, str]) -> None:
     from importlib.metadata import entry_points
 
     for point in entry_points(group=ENTRY_POINT_GROUP):
-        if _first_time(_plugin_key(point.module)):
+        if first_import(_plugin_key(point.module)):
             import_module_ref(point.module, Path.cwd(), f"plugin (entry point {point.name!r} of {ENTRY_POINT_GROUP})",
                               "Fix or uninstall the package that declares it.")
     for ref in (part.strip() for part in environ.get(PLUGINS_VAR, "").split(",")):
-        if ref and _first_time(_plugin_key(ref)):
+        if ref and first_import(_plugin_key(ref)):
             import_module_ref(ref, Path.cwd(), f"plugin (in {PLUGINS_VAR})",
                               f"Fix {PLUGINS_VAR}: it lists .py paths (relative to the current directory) or "
                               "module names, separated by commas.")
@@ -144,9 +144,3 @@ def _plugin_key(ref: str) -> str:
         return ref
     return str(Path(spec.origin).resolve()) if spec is not None and spec.origin else ref
 
-
-def _first_time(key: str) -> bool:
-    if key in _plugins_loaded:
-        return False
-    _plugins_loaded.add(key)
-    return True
