@@ -2,7 +2,8 @@
 suite metric in its own units."""
 from __future__ import annotations
 
-from decimal import ROUND_HALF_UP, Decimal
+import math
+from decimal import ROUND_HALF_UP, Context, Decimal
 from typing import Any
 
 NA = "n/a"
@@ -21,8 +22,8 @@ def format_cost(value: float | None) -> str:
     """An amount of money in USD, the one format of every output (report.js's `usd` is its twin): `$` and 4
     decimals below $10 (`$0.0012`, `$8.6000`), 2 decimals with thousands separators from $10 (`$12.35`,
     `$1,234.50`), `<$0.0001` for a positive amount below that, never scientific notation; `-` before a
-    negative amount; null as `n/a`. Ties round up, as JavaScript's toFixed does."""
-    if value is None:
+    negative amount; null (or a non-finite amount) as `n/a`. Ties round up, as JavaScript's toFixed does."""
+    if value is None or not math.isfinite(value):  # a non-finite amount is null in the JSON report
         return NA
     if value < 0:
         return "-" + format_cost(-value)
@@ -36,7 +37,8 @@ def format_cost(value: float | None) -> str:
 
 def _rounded(value: float, step: str) -> Decimal:
     """The exact binary value rounded half up to `step` (what toFixed does)."""
-    return Decimal(value).quantize(Decimal(step), rounding=ROUND_HALF_UP)
+    # Precision for any finite float (up to 309 integer digits), so a huge amount never raises.
+    return Decimal(value).quantize(Decimal(step), rounding=ROUND_HALF_UP, context=Context(prec=400))
 
 
 def format_seconds(value: float | None) -> str:

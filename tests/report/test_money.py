@@ -36,6 +36,9 @@ TABLE = [
     (1234567.891, "$1,234,567.89"),
     (-0.5, "-$0.5000"),
     (-1e-05, "-<$0.0001"),
+    (1e21, "$1,000,000,000,000,000,000,000.00"),  # toFixed's exponent starts here
+    (1e25, "$10,000,000,000,000,000,905,969,664.00"),  # the float's exact value: Decimal(1e25)
+    (float("inf"), "n/a"),  # a price times tokens past the float range: null in the JSON report
 ]
 
 

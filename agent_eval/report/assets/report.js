@@ -31,6 +31,8 @@
     if (v < 0) return "-" + usd(-v);
     if (v > 0 && v < 0.0001) return "<$0.0001";
     if (Number(v.toFixed(4)) < 10) return "$" + v.toFixed(4);
+    // From 1e21 toFixed writes an exponent; such a float is an integer, and BigInt has its exact digits.
+    if (v >= 1e21) return "$" + BigInt(v).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ",") + ".00";
     return "$" + v.toFixed(2).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
   }
   function num(v) { return isNum(v) ? (Number.isInteger(v) ? String(v) : v.toFixed(3)) : (v == null ? "n/a" : String(v)); }
