@@ -11,6 +11,7 @@ from pathlib import Path
 import orjson
 
 from tests.builders import write_suite
+from tests.cli import run_cli
 
 CLI = str(Path(sys.executable).parent / "agent-eval")
 HANG_GUARD_S = 60  # generous bounds, so that a hang fails the test instead of stalling the suite
@@ -112,8 +113,9 @@ def test_ctrl_c_saves_finished_runs_and_resume_completes_the_same_report(tmp_pat
     assert never and all(c["status"] == "not_run" and c["pass_rate"] is None for c in never)
     assert partial["summary"]["cases_not_run"] == len(never) and partial["summary"]["cases_errored"] == 0
 
-    resumed = subprocess.run([CLI, "run", "--resume", run_id, "--output-dir", str(out), "--quiet",
-                              "--concurrency", "16"], capture_output=True, text=True, timeout=HANG_GUARD_S)
+    # The interrupted process is under test; the resume and the whole run are not (in-process).
+    resumed = run_cli("run", "--resume", run_id, "--output-dir", out, "--quiet", "--concurrency", "16",
+                      cwd=Path.cwd(), env=dict(os.environ), timeout=HANG_GUARD_S)
     assert resumed.returncode == 1, resumed.stderr
     lines = journal_lines(out)
     assert len(lines) == 1 + 2 * CASES  # the missing runs only, appended to the same journal
@@ -121,9 +123,8 @@ def test_ctrl_c_saves_finished_runs_and_resume_completes_the_same_report(tmp_pat
     final = orjson.loads((out / f"{run_id}.json").read_bytes())
     assert final["interrupted"] is False and final["created_at"] == partial["created_at"]
 
-    whole = subprocess.run([CLI, "run", "--cases", str(cases), "--output-dir", str(tmp_path / "whole"),
-                            "--quiet", "--repeat", "2", "--concurrency", "16"],
-                           capture_output=True, text=True, timeout=HANG_GUARD_S)
+    whole = run_cli("run", "--cases", cases, "--output-dir", tmp_path / "whole", "--quiet", "--repeat", "2",
+                    "--concurrency", "16", cwd=Path.cwd(), env=dict(os.environ), timeout=HANG_GUARD_S)
     (whole_report,) = (tmp_path / "whole").glob("*.json")
     assert comparable(final) == comparable(orjson.loads(whole_report.read_bytes()))
     assert whole.returncode == 1

@@ -312,8 +312,8 @@ def test_a_killed_worker_costs_only_its_runs_in_flight(tmp_path: Path) -> None:
     (folder / "resumed").touch()
     run_id = next(out.glob("*.jsonl")).stem
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_EVAL_", "RAY_"))}
-    resumed = subprocess.run([CLI, "run", "--resume", run_id, "--output-dir", str(out), "--quiet"],
-                             env=env, capture_output=True, text=True, timeout=HANG_GUARD_S)
+    resumed = run_cli("run", "--resume", run_id, "--output-dir", out, "--quiet", cwd=Path.cwd(), env=env,
+                      timeout=HANG_GUARD_S)  # the resume is not under test as a process
     assert resumed.returncode == 0, resumed.stderr
     again = journal(out)[40:]
     assert sorted(r["case_id"] for r in again) == sorted(r["case_id"] for r in lost)
@@ -391,9 +391,8 @@ def test_ctrl_c_under_two_workers_exits_130_leaves_no_process_and_resume_runs_th
     assert 0 < len(finished) < 200 and all(r["run"]["status"] == "passed" for r in finished)
 
     # --workers comes from the command line on --resume, like --concurrency: no conflict.
-    resumed = subprocess.run([CLI, "run", "--resume", run_id, "--output-dir", str(out), "--quiet",
-                              "--workers", "1" if to_group else "3"],
-                             capture_output=True, text=True, timeout=HANG_GUARD_S)
+    resumed = run_cli("run", "--resume", run_id, "--output-dir", out, "--quiet", "--workers",
+                      "1" if to_group else "3", cwd=Path.cwd(), env=dict(os.environ), timeout=HANG_GUARD_S)
     assert resumed.returncode == 0, resumed.stderr
     records = journal(out)
     assert len(records) == 200  # exactly the missing runs were run
