@@ -13,24 +13,7 @@ from pathlib import Path
 
 import orjson
 
-from tests.e2e.test_wheel_install_cli import build_wheel, link_dependencies, runtime_closure
-
-TOOLS = '''
-from agent_eval import tool
-
-
-@tool
-def get_balance(account: str, env: dict) -> int:
-    """The balance of an account."""
-    return env["balances"][account]
-'''
-
-AGENT = '''
-def agent(task):
-    balance = task.call_tool("get_balance", account="alice")
-    return f"Alice has {balance} euros."
-'''
-
+from tests.e2e.test_wheel_install_cli import AGENT, TOOLS, build_wheel, link_dependencies, runtime_closure
 
 class Collector:
     """An OTLP/HTTP collector that counts the POSTs it gets."""
