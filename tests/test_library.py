@@ -69,3 +69,13 @@ def test_run_suite_inside_a_running_event_loop(tmp_path: Path) -> None:
         return agent_eval.run_suite(suite(tmp_path), output_dir=tmp_path / "r")["exit_code"]
 
     assert asyncio.run(main()) == 1
+
+
+def test_run_suite_takes_folders_and_files_as_strings(tmp_path: Path) -> None:
+    recorded = agent_eval.run_suite(str(suite(tmp_path)), record=str(tmp_path / "tape"),
+                                    output_dir=str(tmp_path / "r"), markdown=str(tmp_path / "r.md"))
+    assert (tmp_path / "tape" / "cassette.json").is_file() and (tmp_path / "r.md").is_file()
+    replayed = agent_eval.run_suite(str(suite(tmp_path)), replay=str(tmp_path / "tape"),
+                                    output_dir=str(tmp_path / "r"))
+    assert replayed["settings"]["replay"] == str(tmp_path / "tape")
+    assert replayed["exit_code"] == recorded["exit_code"] == 1

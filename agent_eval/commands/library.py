@@ -11,6 +11,7 @@ import dataclasses
 import io
 import logging
 import os
+import typing
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -31,6 +32,10 @@ _NOT_SETTINGS = frozenset({"cases", "explicit", "traces", "format", "report", "j
 SETTINGS = tuple(f.name for f in dataclasses.fields(Flags) if f.name not in _NOT_SETTINGS)
 """The keyword arguments `run_suite` takes: `run`'s flags, spelled as Python names."""
 
+_TYPES = typing.get_type_hints(Flags)
+_PATHS = frozenset(name for name in SETTINGS if _TYPES[name] in (Path, Path | None))
+_TUPLES = frozenset(name for name in SETTINGS if _TYPES[name] == tuple[str, ...])
+
 T = TypeVar("T")
 
 
@@ -44,9 +49,9 @@ def flags_for(cases: str | Path, settings: Mapping[str, Any], where: str = "run_
     for name, value in settings.items():
         if value is None:
             continue
-        if name in ("filter", "gate"):
+        if name in _TUPLES:
             value = (value,) if isinstance(value, str) else tuple(value)
-        elif name in ("output_dir", "junit", "markdown", "otel") and not isinstance(value, Path):
+        elif name in _PATHS and not isinstance(value, Path):
             value = Path(value)
         values[name] = value
     return Flags(cases=Path(cases), **values, quiet=True, explicit=frozenset(values))
