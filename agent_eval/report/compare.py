@@ -133,7 +133,7 @@ def render_matrix(matrix: dict[str, Any], console: Console) -> None:
 
 def matrix_markdown(matrix: dict[str, Any]) -> str:
     """The matrix as GitHub-flavoured Markdown; text from reports is inert in table cells."""
-    from agent_eval.report.markdown import cell
+    from agent_eval.report.markdown import cell, inert
 
     header = ["metric"] + [cell(" · ".join(column_label(matrix, i))) for i in range(len(matrix["columns"]))]
     lines = ["## agent-eval compare", "", f"| {' | '.join(header)} |",
@@ -141,7 +141,7 @@ def matrix_markdown(matrix: dict[str, Any]) -> str:
     for row in matrix["rows"]:
         lines.append(f"| {cell(row['metric'])} | " + " | ".join(cell(cell_text(row["metric"], c)) for c in row["cells"])
                      + " |")
-    lines += ["", *(cell(note) for note in matrix_notes(matrix)), ""]
+    lines += ["", *(f"- {inert(note)}" for note in matrix_notes(matrix)), ""]  # as the single gate's notes
     if matrix["cases_differing"]:
         lines += [f"| case | {' | '.join('base' if i == 0 else f'#{i}' for i in range(len(matrix['columns'])))} |",
                   "| :--- |" + " :--- |" * len(matrix["columns"])]

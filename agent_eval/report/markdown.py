@@ -41,8 +41,9 @@ def cell(text: Any) -> str:
 
 def inert(text: Any) -> str:
     """Untrusted text (from the agent, its tools or the case file) that Markdown shows as it is: plain
-    words stay plain, anything else becomes a code span, which makes no link, image, HTML or heading."""
-    value = _one_line(text)
+    words stay plain, anything else becomes a code span, which makes no link, image, HTML or heading.
+    A line of prose (a title, a note) is never cut; only table cells are (cell)."""
+    value = " ".join(str(text).split())
     return value if _PLAIN.fullmatch(value) and "www." not in value.lower() else _span(value)
 
 

@@ -31,4 +31,11 @@ def test_the_matrix_names_the_correction_that_changed_a_verdict(tmp_path: Path) 
     flat = " ".join(both.stdout.split())
     assert "m = 2 tests; alone, #1 lazy would be: regressed" in flat
     assert "Gate: no regression" in flat
-    assert "m = 2 tests; alone, #1 lazy would be: regressed" in (tmp_path / "cmp.md").read_text()
+    markdown = (tmp_path / "cmp.md").read_text()
+    assert "m = 2 tests; alone, #1 lazy would be: regressed" in markdown
+    # Each note is a list item of its own (not one run-on paragraph), whole as in the terminal, never cut.
+    method = next(line for line in markdown.splitlines() if "Holm's step-down procedure" in line)
+    assert method.startswith("- ") and "…" not in method
+    assert method.rstrip("`").endswith("(30, 30 per report).")
+    assert "- `m = 2 tests; alone, #1 lazy would be: regressed`" in markdown or \
+        "- m = 2 tests; alone, #1 lazy would be: regressed" in markdown
