@@ -12,6 +12,7 @@ bisection.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,21 +95,32 @@ def pair_p_values(deltas: np.ndarray) -> np.ndarray:
 
 
 def case_rates(report: Report) -> np.ndarray:
-    """The per-case pass rates of the cases that count (not skipped, errored or not run)."""
+    """The per-case pass rates of the cases that count (not skipped, errored or not run); a rate outside
+    0..1 (a damaged report) is no rate."""
     rates = [c.get("pass_rate") for c in report.get("cases") or []
              if isinstance(c, dict) and c.get("status") not in ("skipped", "error", "not_run")]
-    return np.array([float(r) for r in rates if isinstance(r, (int, float)) and not isinstance(r, bool)])
+    return np.array([float(r) for r in rates
+                     if isinstance(r, (int, float)) and not isinstance(r, bool) and 0 <= r <= 1])
 
 
 def cost_per_run(report: Report) -> float | None:
     """The mean cost of the report's runs (the agent's, plus the judge's and the simulator's shared out)."""
     runs = [r for c in report.get("cases") or [] for r in (c.get("runs") or []) if isinstance(r, dict)]
-    costs = [x for r in runs if isinstance(x := (r.get("metrics") or {}).get("cost_usd"), (int, float))]
+    found: list[Any] = [(r.get("metrics") or {}).get("cost_usd") for r in runs]
+    costs = [float(x) for x in found if _is_amount(x)]
     if not runs or len(costs) < len(runs):
         return None
     summary = report.get("summary") or {}
-    helpers = [(summary.get(key) or {}).get("cost_usd") or 0.0 for key in ("judge", "user_sim")]
-    return (sum(costs) + sum(helpers)) / len(runs)
+    helpers: list[Any] = [(summary.get(key) or {}).get("cost_usd") or 0.0 for key in ("judge", "user_sim")]
+    if not all(_is_amount(h) for h in helpers):
+        return None
+    per_run = (sum(costs) + sum(float(h) for h in helpers)) / len(runs)  # past the largest float: inf, no error
+    return per_run if math.isfinite(per_run) else None
+
+
+def _is_amount(value: Any) -> bool:
+    """A cost a report can hold: a finite, non-negative number of dollars (a damaged report's are unknown)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
 
 
 def plan(rates: np.ndarray, detect: float, power: float, per_run: float | None,
@@ -122,7 +134,8 @@ def plan(rates: np.ndarray, detect: float, power: float, per_run: float | None,
             design = Design(k, scale, len(rates) * scale)
             sim = DesignSimulation(rates, design, pairs)
             designs.append({"repeat": k, "scale": scale, "cases": design.cases, "runs": design.runs,
-                            "cost_usd": None if per_run is None else per_run * design.runs,
+                            "cost_usd": None if per_run is None or not math.isfinite(per_run * design.runs)
+                            else per_run * design.runs,
                             "false_alarm": sim.power(0.0), "power_at_detect": sim.power(detect),
                             "min_drop": sim.min_drop(power, most)})
     able = [d for d in designs if d["power_at_detect"] >= power]
