@@ -37,8 +37,8 @@ def plan_command(report_path: Path, console: Console, detect: float = DEFAULT_DE
     return EXIT_PASSED
 
 
-def _drop(value: float | None) -> str:
-    return f"{value:.3f}" if value is not None else "> 0.5"
+def _drop(value: float | None, largest: float) -> str:
+    return f"{value:.3f}" if value is not None else f"> {largest:g}"
 
 
 def render_plan(result: dict[str, Any], console: Console, source: str) -> None:
@@ -58,7 +58,7 @@ def render_plan(result: dict[str, Any], console: Console, source: str) -> None:
         good = d["power_at_detect"] >= result["power"]
         table.add_row(str(d["repeat"]), f"{d['cases']} (x{d['scale']})", f"{d['runs']:,}", cost,
                       f"{d['false_alarm']:.1%}", Text(f"{d['power_at_detect']:.1%}", style="green" if good else ""),
-                      _drop(d["min_drop"]))
+                      _drop(d["min_drop"], result["largest_drop"]))
     console.print(table)
     best = result["cheapest"]
     if best is None:

@@ -126,7 +126,8 @@ def _is_amount(value: Any) -> bool:
 def plan(rates: np.ndarray, detect: float, power: float, per_run: float | None,
          pairs: int = PAIRS) -> dict[str, Any]:
     """Every design's false-alarm rate, detection rate at `detect`, minimum drop detected with probability
-    `power`, runs and expected cost; and the cheapest design that detects `detect`."""
+    `power` (searched up to `largest_drop`: LARGEST_DROP, or the highest pass rate when it is lower), runs
+    and expected cost; and the cheapest design that detects `detect`."""
     designs: list[dict[str, Any]] = []
     most = min(LARGEST_DROP, float(rates.max()) if rates.size else 0.0)
     for scale in SCALES:
@@ -142,4 +143,5 @@ def plan(rates: np.ndarray, detect: float, power: float, per_run: float | None,
     cheapest = min(able, key=lambda d: (d["runs"], d["repeat"])) if able else None
     return {"cases": int(rates.size), "mean_pass_rate": float(rates.mean()) if rates.size else None,
             "detect": detect, "power": power, "pairs": pairs, "m": len(DEFAULT_GATES), "alpha": ALPHA,
+            "largest_drop": most,
             "cost_per_run_usd": per_run, "designs": designs, "cheapest": cheapest}

@@ -100,3 +100,20 @@ def test_plan_refuses_small_reports_and_bad_values(tmp_path):
         assert result.exit_code == 2 and flag in result.stderr, (flag, value, result.stderr)
     result = run_cli("plan", str(tmp_path / "missing.json"))
     assert result.exit_code == 2 and "cannot read the report" in result.stderr
+
+
+def test_a_drop_past_the_search_end_is_shown_as_past_that_end():
+    import io
+
+    from rich.console import Console
+
+    from agent_eval.commands.plan import render_plan
+
+    # Every case passes 1 run in 5: no drop can be larger than 0.2 (the rates stop at 0), so the search ends
+    # at 0.2, and a design of k=1 over 6 cases cannot see even that: its cell says "> 0.2", not "> 0.5".
+    result = plan(np.full(6, 0.2), detect=0.1, power=0.8, per_run=None, pairs=100)
+    assert result["largest_drop"] == 0.2
+    assert result["designs"][0]["min_drop"] is None
+    out = io.StringIO()
+    render_plan(result, Console(file=out, width=200), "r.json")
+    assert "> 0.2" in out.getvalue() and "> 0.5" not in out.getvalue()
