@@ -48,8 +48,9 @@ def inert(text: Any) -> str:
 
 
 def _code(text: Any) -> str:
-    """Untrusted text as a code span, always (case ids and failure reasons)."""
-    return _span(_one_line(text))
+    """Untrusted text as a code span, always (case ids and failure reasons); never cut: a case's reason is
+    the same string in every output (reasons.case_reason), its tool exception at its end included."""
+    return _span(" ".join(str(text).split()))
 
 
 def _one_line(text: Any) -> str:

@@ -130,3 +130,18 @@ def test_markdown_appends(tmp_path, report) -> None:
     write_markdown(report, path)
     text = path.read_text(encoding="utf-8")
     assert text.startswith("earlier step\n") and text.count("## agent-eval: support-desk") == 2
+
+
+def test_markdown_holds_a_case_s_whole_reason_as_every_output_does(report) -> None:
+    from agent_eval.report.reasons import case_reason
+
+    case = next(c for c in report["cases"] if c["id"] == "refund_unverified_claim")
+    run = next(r for r in case["runs"] if r["status"] == "failed")
+    # A long first cause (a trajectory listing many calls), then the tool's exception at its end.
+    run["checks"] = [{"name": "trajectory", "passed": False, "detail": "expected calls not covered: " + "x" * 300}]
+    run["trace"]["steps"].append({"type": "tool_call", "name": "lookup", "args": {}, "error": "KeyError: 'accounts'",
+                                  "error_traceback": 'Traceback (most recent call last):\n  File "tools.py", line 12,'
+                                                     " in lookup\n    return env['accounts']\nKeyError: 'accounts'"})
+    reason = case_reason(case)
+    assert len(reason) > 300 and reason.endswith("; tool KeyError: 'accounts' (tools.py:12 in lookup)")
+    assert f"| `refund_unverified_claim` | failed | 33% | `{reason}` |" in render_markdown(report)  # never cut
