@@ -37,10 +37,12 @@ MAX_LATENCY_S = 86_400  # a recorded latency is credited to the run: never negat
 def case_folder(case_id: str) -> str:
     """A case id as one folder name: bytes outside [a-z0-9_.-] (capitals too, for file systems that ignore
     case; and a leading dot) percent-encoded, so that no id climbs out of DIR or names another case's
-    folder; "" is "%"; a long one keeps a prefix and its hash."""
+    folder or the header file; "" is "%"; a long one keeps a prefix and its hash."""
     raw = case_id.encode("utf-8", "surrogatepass")
     name = "".join(chr(b) if b in _SAFE and not (i == 0 and b == 0x2E) else f"%{b:02X}"
                    for i, b in enumerate(raw)) or "%"
+    if name == HEADER:  # the recording's own header file
+        name = name.replace(".", "%2E")
     if len(name) > _MAX_NAME:
         name = name[:_MAX_NAME - 65] + "~" + hashlib.sha256(raw).hexdigest()
     return name

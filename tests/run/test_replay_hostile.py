@@ -58,3 +58,10 @@ def test_a_recorded_latency_that_is_no_duration_is_the_cassettes_error(tmp_path:
                    cwd=tmp_path)
     assert done.exit_code == 2, done.stdout + done.stderr
     assert "0.jsonl, line 1" in done.stderr and "latency_s" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_case_named_like_the_header_file_gets_a_folder_of_its_own() -> None:
+    from agent_eval.provider.cassette import HEADER, case_folder
+
+    assert case_folder(HEADER) != HEADER and case_folder(HEADER) == "cassette%2Ejson"
+    assert case_folder("cassette.jsonl") == "cassette.jsonl"
