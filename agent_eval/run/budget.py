@@ -50,9 +50,10 @@ class Budget:
     def add_run(self, cost_usd: Any) -> None:
         """A run finished (or was restored by --resume): its agent cost, and the helpers' spend now."""
         self.finished += 1
-        if isinstance(cost_usd, (int, float)) and not isinstance(cost_usd, bool) and math.isfinite(cost_usd):
+        if (isinstance(cost_usd, (int, float)) and not isinstance(cost_usd, bool) and math.isfinite(cost_usd)
+                and cost_usd >= 0):
             self.runs_usd += float(cost_usd)
-        elif self.unpriced is None:
+        elif self.unpriced is None:  # no price, or a journal's impossible (negative) cost: never more room
             self.unpriced = "a run's cost is unknown (a model it called has no price)"
         self.refresh()
 
