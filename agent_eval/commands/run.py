@@ -141,7 +141,7 @@ def _play_suite(flags: Flags, console: Console | None, err: Console) -> Played:
     if cfg.baseline == "last":  # exit 2 before anything runs when no earlier run is comparable
         from agent_eval.report.baseline import pick_last
 
-        cfg.baseline = str(pick_last(cfg, agent.name, [str(c["id"]) for c in cases],
+        cfg.baseline = str(pick_last(cfg.output_dir, cfg.cases_file, agent.name, [str(c["id"]) for c in cases],
                                      resumed.created_at if resumed else now_iso(),
                                      resumed.run_id if resumed else None))
     open_tape(cfg, suite, cases)

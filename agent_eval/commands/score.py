@@ -48,7 +48,8 @@ def score_command(flags: Flags, console: Console, err: Console) -> int:
     if cfg.baseline == "last":  # as run: exit 2 before anything is written when no earlier run is comparable
         from agent_eval.report.baseline import pick_last
 
-        cfg.baseline = str(pick_last(cfg, cfg.agent, [str(c["id"]) for c, _ in work], created_at))
+        cfg.baseline = str(pick_last(cfg.output_dir, cfg.cases_file, cfg.agent, [str(c["id"]) for c, _ in work],
+                                     created_at))
     make_output_dir(cfg)
     journal = Journal(journal_path_of(cfg.output_dir, run_id),
                       {"run_id": run_id, "created_at": created_at, "settings": cfg.settings(),

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from agent_eval.errors import ConfigError
-from agent_eval.ingest.records import Unmappable, read_bytes
+from agent_eval.ingest.records import Unmappable, content_text, read_bytes
 
 MEMBER_CAP = 256 * 1024 * 1024
 TOTAL_BUDGET = 2**30  # decompressed bytes of one log across all its members
@@ -162,15 +162,7 @@ def _resolve(value: Any, attachments: dict[str, Any]) -> Any:
 
 
 def _text(content: Any, attachments: dict[str, Any]) -> str | None:
-    content = _resolve(content, attachments)
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = [_resolve(c.get("text"), attachments) for c in content if isinstance(c, dict)
-                 and c.get("type", "text") == "text"]
-        texts = [t for t in texts if isinstance(t, str)]
-        return "\n".join(texts) if texts else None
-    return None
+    return content_text(content, resolve=lambda value: _resolve(value, attachments))
 
 
 def _attachments(sample: dict[str, Any]) -> dict[str, Any]:

@@ -5,17 +5,7 @@ import re
 from typing import Any
 
 from agent_eval.records import Case
-from agent_eval.ingest.records import Unmappable, map_each
-
-
-def _text(content: Any) -> str | None:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = [t for c in content if isinstance(c, dict) and c.get("type", "text") == "text"
-                 and isinstance(t := c.get("text"), str)]
-        return "\n".join(texts) if texts else None
-    return None
+from agent_eval.ingest.records import Unmappable, content_text, map_each
 
 
 def _user_messages(value: Any) -> list[str]:
@@ -28,7 +18,7 @@ def _user_messages(value: Any) -> list[str]:
         if not isinstance(message, dict):
             raise ValueError(f"input[{i}] is not a chat message object")
         if message.get("role") == "user":
-            text = _text(message.get("content"))
+            text = content_text(message.get("content"))
             if text:
                 out.append(text)
     return out

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent_eval.ingest.otlp import HANDOFF, Span, json_value
+from agent_eval.ingest.records import content_text
 
 DROP = "agent_eval.drop"  # the translation's verdict: this span repeats another one
 _STREAMING = "streaming response from"
@@ -37,8 +38,7 @@ def _responses_items(items: Any) -> list[dict[str, Any]]:
         elif kind in (None, "message") and item.get("role"):
             content = item.get("content")
             if isinstance(content, list):
-                content = "\n".join(str(c["text"]) for c in content
-                                    if isinstance(c, dict) and isinstance(c.get("text"), str)) or None
+                content = content_text(content, any_type=True)
             out.append({"role": item["role"], "content": content})
     return out
 

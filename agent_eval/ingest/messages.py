@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_eval.ingest.otlp import Span, by_index, json_value
+from agent_eval.ingest.records import content_text
 
 _INDEXED = {kind: re.compile(rf"^gen_ai\.{kind}\.(\d+)\.(.+)$") for kind in ("prompt", "completion")}
 _TOOL_CALL = re.compile(r"^tool_calls\.(\d+)\.([^.]+)$")
@@ -34,15 +35,7 @@ class Message:
 
 
 def _text_of(content: Any) -> str | None:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        found = [item if isinstance(item, str) else item.get("text") if isinstance(item.get("text"), str)
-                 else item.get("content") for item in content
-                 if isinstance(item, str) or (isinstance(item, dict) and item.get("type", "text") == "text")]
-        texts = [t for t in found if isinstance(t, str)]
-        return "\n".join(texts) if texts else None
-    return None
+    return content_text(content, strings=True, fallback="content")
 
 
 def _message(raw: Any) -> Message | None:

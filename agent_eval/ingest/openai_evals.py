@@ -7,17 +7,13 @@ from typing import Any
 
 from agent_eval.records import Case
 from agent_eval.ingest.inspect_samples import expect_of
+from agent_eval.ingest.records import content_text
 
 SYSTEM_ROLES = ("system", "developer")
 
 
 def _text(content: Any) -> str | None:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = [str(c["text"]) for c in content if isinstance(c, dict) and isinstance(c.get("text"), str)]
-        return "\n".join(texts) if texts else None
-    return None
+    return content_text(content, any_type=True)  # OpenAI's parts: input_text, output_text, ...
 
 
 def _users(value: Any) -> list[str]:

@@ -114,3 +114,31 @@ def map_each_record(records: list[tuple[str, Any]], to_case: Callable[[str, Any]
         except ValueError as exc:
             bad.append(Unmappable(where, str(exc)))
     return mapped, bad
+
+
+def content_text(content: Any, *, any_type: bool = False, strings: bool = False, fallback: str | None = None,
+                 resolve: Callable[[Any], Any] | None = None) -> str | None:
+    """A message's content as text, the one flattener of every reader: a string as it is; a list of parts
+    joined by newlines, keeping the `text` of each part of type `text` (`any_type`: of every part; `strings`:
+    bare strings too; `fallback`: the key read when `text` is not a string; `resolve`: applied to the content
+    and to each text first, e.g. Inspect's attachments); None when it holds no text."""
+    if resolve is not None:
+        content = resolve(content)
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return None
+    texts = []
+    for part in content:
+        if isinstance(part, str):
+            if strings:
+                texts.append(part)
+            continue
+        if not isinstance(part, dict) or not (any_type or part.get("type", "text") == "text"):
+            continue
+        text = part.get("text") if resolve is None else resolve(part.get("text"))
+        if not isinstance(text, str) and fallback is not None:
+            text = part.get(fallback)
+        if isinstance(text, str):
+            texts.append(text)
+    return "\n".join(texts) if texts else None

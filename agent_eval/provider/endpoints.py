@@ -9,13 +9,26 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from agent_eval.flags import DEFAULTS
 from agent_eval.provider.throttle import RateLimit, TokenBucket, Window
 
-if TYPE_CHECKING:
-    from agent_eval.run.config import RunConfig
+
+class Limits(Protocol):
+    """What the endpoints read of a command's settings (a RunConfig has them): no upper layer named."""
+
+    @property
+    def concurrency(self) -> int: ...
+
+    @property
+    def rate_limit(self) -> RateLimit | None: ...
+
+    @property
+    def judge_rate_limit(self) -> RateLimit | None: ...
+
+    @property
+    def retry_budget(self) -> float: ...
 
 ROLES = ("agent", "judge", "user")
 WindowListener = Callable[[str, int, int], None]  # (endpoint shown, window size, ceiling)
@@ -58,7 +71,7 @@ class Endpoint:
                 "retry_wait_s": round(self.retry_wait_s, 3), "min_concurrency": self.window.smallest}
 
 
-def settings_of(cfg: RunConfig, ceiling: int | None = None) -> Settings:
+def settings_of(cfg: Limits, ceiling: int | None = None) -> Settings:
     """The settings of a run's config: the ceiling is its --concurrency unless a worker's slots are given."""
     return Settings(ceiling=ceiling or cfg.concurrency, rate_limit=cfg.rate_limit,
                     judge_rate_limit=cfg.judge_rate_limit,

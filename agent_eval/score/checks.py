@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agent_eval.records import Case, Check, Step, Trace
 from agent_eval.plugins import caller, claim
@@ -17,9 +17,6 @@ from agent_eval.score.envdiff import show_json as _show
 from agent_eval.score.matchers import RegexTimeout, match_call
 from agent_eval.score.expect import expect_checks
 from agent_eval.score.safety import authorization_checks, policy_checks, safety_of
-
-if TYPE_CHECKING:
-    from agent_eval.suite.cases import Suite
 
 Verdict = tuple[bool, str]
 
@@ -148,28 +145,29 @@ Problems = list[tuple[str, str]]  # (field, message with the fix)
 class CheckFamily:
     """One family of the check list: the case fields it reads and a function returning its check entries.
 
-    The fields are the case fields validation accepts for it. `given(case, suite)` says whether the case has
-    a check of this family (by default: one of its fields is set); a case with none of any family, and no
-    judged check, is a validation error. `validate(case)` gives the problems of its fields in a case."""
+    The fields are the case fields validation accepts for it. `given(case, block)` says whether the case has
+    a check of this family (by default: one of its fields is set; `block` is the suite block, or None); a
+    case with none of any family, and no judged check, is a validation error. `validate(case)` gives the
+    problems of its fields in a case."""
 
     name: str
     fields: tuple[str, ...]
     check: Callable[[Case, Trace, Any, Any], list[Check]]  # (case, trace, final env, expected env) -> entries
-    given: Callable[[Case, Suite | None], bool] | None = None
+    given: Callable[[Case, Mapping[str, Any] | None], bool] | None = None
     validate: Callable[[Case], Problems] | None = None
 
-    def applies(self, case: Case, suite: Suite | None = None) -> bool:
-        """True when the case has a check of this family (`suite` gives the suite's rules; None: the case's)."""
+    def applies(self, case: Case, block: Mapping[str, Any] | None = None) -> bool:
+        """True when the case has a check of this family (`block`, the suite block, gives the suite's rules;
+        None: the case's)."""
         if self.given is not None:
-            return self.given(case, suite)
+            return self.given(case, block)
         return any(case.get(name) is not None for name in self.fields)
 
 
-def _has_policy(case: Case, suite: Suite | None) -> bool:
-    # The suite's rules count too: from the suite when given, else from the case's safety view,
+def _has_policy(case: Case, block: Mapping[str, Any] | None) -> bool:
+    # The suite's rules count too: from the suite block when given, else from the case's safety view,
     # which load_suite fills with the suite's rules followed by the case's.
-    return bool(case.get("policy") or (suite.settings.get("policy") if suite is not None
-                                        else safety_of(case)["policy"]))
+    return bool(case.get("policy") or (block.get("policy") if block is not None else safety_of(case)["policy"]))
 
 
 CHECK_FAMILIES: list[CheckFamily] = [

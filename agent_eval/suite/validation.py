@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 
 def deterministic_checks(case: Case, suite: Suite | None = None) -> list[str]:
     """The names of the check families that decide the case by code (everything but the judge)."""
-    return [family.name for family in CHECK_FAMILIES if family.applies(case, suite)]
+    block = suite.settings if suite is not None else None
+    return [family.name for family in CHECK_FAMILIES if family.applies(case, block)]
 
 
 def validate_case(case: Case, suite: Suite) -> list[tuple[str, str]]:
@@ -70,7 +71,7 @@ def validate_case(case: Case, suite: Suite) -> list[tuple[str, str]]:
     problems.extend(validate_case_safety(case, suite))
     problems.extend(vacuous_checks(case))
     for family in CHECK_FAMILIES:
-        if family.validate is not None and family.applies(case, suite):
+        if family.validate is not None and family.applies(case, suite.settings if suite is not None else None):
             problems.extend(family.validate(case))
     if getattr(suite, "servers", None):
         from agent_eval.suite.mcp_tools import check_case_env
