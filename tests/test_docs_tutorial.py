@@ -67,3 +67,13 @@ def test_the_tutorial_suite_validates_passes_and_gates_the_change_it_describes(t
     quoted = re.search(r"reason `(expect:icontains: .*?)`", TUTORIAL.read_text(), re.S)
     assert quoted is not None
     assert " ".join(quoted.group(1).split()) in " ".join(worse.stdout.split())
+
+
+def test_the_ci_job_installs_the_wheel_the_tutorial_says_to_keep():
+    text = TUTORIAL.read_text(encoding="utf-8")
+    installed = re.search(r"- run: pip install \./(\S+\.whl)", text)
+    assert installed is not None
+    folder, wheel = installed.group(1).rsplit("/", 1)
+    kept = text[:installed.start()]
+    assert re.search(rf"cp \S*/dist/{re.escape(wheel)} {re.escape(folder)}/", kept), "copy the wheel first"
+    assert f"Commit `{folder}/`" in kept
