@@ -15,6 +15,8 @@ RunStatus = Literal["passed", "failed", "error"]
 """A run's status: `error` is an infrastructure failure, not the agent's."""
 CaseStatus = Literal["passed", "failed", "error", "skipped", "not_run"]
 """A case's status over its runs (`not_run`: none of its runs finished before Ctrl-C or -x)."""
+UNCOMPARED: frozenset[CaseStatus] = frozenset({"skipped", "error", "not_run"})
+"""The statuses of a case with no verdict to compare: the gate, compare --pairwise and plan leave it out."""
 
 
 class Case(TypedDict, total=False):

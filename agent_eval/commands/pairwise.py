@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from rich.console import Console
 
-from agent_eval.records import RunRecord, Trace
+from agent_eval.records import UNCOMPARED, RunRecord, Trace
 from agent_eval.flags import DEFAULTS
 
 GATE_NAME = "pairwise"
@@ -26,7 +26,7 @@ def pairs_of(base: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str,
     def counted(report: Mapping[str, Any]) -> dict[str, dict[int, RunRecord]]:
         out = {}
         for case in report.get("cases") or []:
-            if case.get("status") in ("skipped", "error", "not_run"):
+            if case.get("status") in UNCOMPARED:
                 continue
             out[str(case.get("id"))] = {r["trial"]: r for r in case.get("runs") or []
                                         if r.get("status") != "error" and isinstance(r.get("trial"), int)}

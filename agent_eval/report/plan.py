@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from agent_eval.records import Report
+from agent_eval.records import UNCOMPARED, Report
 from agent_eval.report.gate import ALPHA
 from agent_eval.report.gate_stats import SEED, resample_weights
 from agent_eval.score.metric_registry import DEFAULT_GATES
@@ -98,7 +98,7 @@ def case_rates(report: Report) -> np.ndarray:
     """The per-case pass rates of the cases that count (not skipped, errored or not run); a rate outside
     0..1 (a damaged report) is no rate."""
     rates = [c.get("pass_rate") for c in report.get("cases") or []
-             if isinstance(c, dict) and c.get("status") not in ("skipped", "error", "not_run")]
+             if isinstance(c, dict) and c.get("status") not in UNCOMPARED]
     return np.array([float(r) for r in rates
                      if isinstance(r, (int, float)) and not isinstance(r, bool) and 0 <= r <= 1])
 
