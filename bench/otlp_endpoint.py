@@ -13,13 +13,11 @@ last POST arrived as a share of the child's wall time.
 from __future__ import annotations
 
 import argparse
-import http.server
 import os
 import socket
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -29,39 +27,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.harness import child_env, runner_command, timed  # noqa: E402
+from tests.otlp_collector import OtlpCollector  # noqa: E402
 
 AGENT = "def agent(task):\n    return 'done'\n"
-
-
-class Collector:
-    """Counts the run traces (invoke_agent spans) POSTed to it, and when each POST arrived."""
-
-    def __init__(self, delay_s: float = 0.0) -> None:
-        self.runs = 0
-        self.arrivals: list[float] = []
-        collector = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = orjson.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                if delay_s:
-                    time.sleep(delay_s)
-                collector.runs += sum(1 for rs in body["resourceSpans"] for ss in rs["scopeSpans"]
-                                      for span in ss["spans"] if "parentSpanId" not in span)
-                collector.arrivals.append(time.perf_counter())
-                self.send_response(200)
-                self.end_headers()
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/v1/traces"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def dead_url() -> str:
@@ -102,7 +70,8 @@ def main() -> None:
         cases = write_suite(folder, args.cases)
         for _ in range(args.repeats):
             for variant in ("none", "collector", "slow collector (50 ms a POST)", "dead endpoint"):
-                collector = Collector(0.05 if variant.startswith("slow") else 0.0) if "collector" in variant else None
+                collector = (OtlpCollector(0.05 if variant.startswith("slow") else 0.0) if "collector" in variant
+                             else None)
                 url = collector.url if collector else dead_url() if variant == "dead endpoint" else None
                 command = [*cli, "run", "--cases", str(cases), "--concurrency", "32", "--no-html", "--quiet",
                            "--output-dir", str(folder / "out"), *(["--otlp-endpoint", url] if url else [])]
@@ -113,7 +82,7 @@ def main() -> None:
                 if collector is not None:
                     collector.close()
                     wall = row["wall_s"]
-                    row.update(runs=collector.runs, first=(collector.arrivals[0] - started) / wall,
+                    row.update(runs=len(collector.run_spans()), first=(collector.arrivals[0] - started) / wall,
                                last=(collector.arrivals[-1] - started) / wall)
                 results.setdefault(variant, []).append(row)
     print(f"{args.cases} cases, --concurrency 32, a Python agent that answers at once; medians of {args.repeats}")

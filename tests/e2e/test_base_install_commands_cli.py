@@ -4,38 +4,15 @@ extra, `run --otlp-endpoint` included (it needs no extra: the sender uses aiohtt
 keep here: which modules the installed process can import is what is under test."""
 from __future__ import annotations
 
-import http.server
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import orjson
 
 from tests.e2e.test_wheel_install_cli import AGENT, TOOLS, build_wheel, link_dependencies, runtime_closure
-
-class Collector:
-    """An OTLP/HTTP collector that counts the POSTs it gets."""
-
-    def __init__(self) -> None:
-        self.posts = 0
-        collector = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers["Content-Length"]))
-                collector.posts += 1
-                self.send_response(200)
-                self.end_headers()
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/v1/traces"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
+from tests.otlp_collector import OtlpCollector
 
 def base_venv(tmp_path: Path) -> Path:
     wheel = build_wheel(tmp_path)
@@ -78,16 +55,15 @@ def test_every_command_works_from_the_base_install(tmp_path: Path) -> None:
         assert "Traceback" not in done.stderr and "ModuleNotFoundError" not in done.stderr, (args, done.stderr)
         return done
 
-    collector = Collector()
+    collector = OtlpCollector()
     try:
         for n in (1, 2):
             ran = sh("run", "--cases", "cases.json", "--otlp-endpoint", collector.url, "--otel", f"runs{n}.jsonl",
                      "--junit", "junit.xml", "--markdown", "summary.md")
             assert ran.returncode == 0, ran.stdout + ran.stderr
-        assert collector.posts >= 2 and "--otlp-endpoint" not in ran.stderr  # every run sent, no warning
+        assert len(collector.bodies) >= 2 and "--otlp-endpoint" not in ran.stderr  # every run sent, no warning
     finally:
-        collector.server.shutdown()
-        collector.server.server_close()
+        collector.close()
     first, second = sorted((work / "reports").glob("*.json"))
     expected = {
         ("list", "--cases", "cases.json"): 0, ("validate", "--cases", "cases.json"): 0,

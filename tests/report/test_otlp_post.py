@@ -6,7 +6,6 @@ end. Nothing is lost and `offer` never waits.
 """
 from __future__ import annotations
 
-import http.server
 import threading
 
 import orjson
@@ -14,33 +13,7 @@ import orjson
 from agent_eval.report import otlp_post
 from agent_eval.report.otlp_post import BATCH_RUNS, QUEUE_BATCHES, RunSender
 from tests.hostile import DrippingCollector
-
-
-class HeldCollector:
-    """Answers no POST before `release` is set; keeps the trial of each run trace (root span) received."""
-
-    def __init__(self) -> None:
-        self.release = threading.Event()
-        self.trials: list[int] = []
-        collector = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = orjson.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                collector.release.wait()
-                for rs in body["resourceSpans"]:
-                    for span in (s for ss in rs["scopeSpans"] for s in ss["spans"] if "parentSpanId" not in s):
-                        attrs = {a["key"]: a["value"] for a in span["attributes"]}
-                        collector.trials.append(int(attrs["agent_eval.trial"]["intValue"]))
-                self.send_response(200)
-                self.end_headers()
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/v1/traces"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+from tests.otlp_collector import OtlpCollector
 
 
 def _run(trial: int) -> bytes:
@@ -51,7 +24,7 @@ def _run(trial: int) -> bytes:
 
 def test_a_held_collector_fills_the_queue_and_the_rest_goes_at_the_end(monkeypatch) -> None:
     monkeypatch.setattr(otlp_post, "HAND_EVERY_S", 1e9)  # batches of BATCH_RUNS only: the count is exact
-    collector = HeldCollector()
+    collector = OtlpCollector(held=True)
     try:
         sender = RunSender(collector.url, {"run_id": "r1", "suite": "s", "created_at": "2026-01-01T00:00:00Z"})
         # one batch on the wire, QUEUE_BATCHES waiting, the rest deferred to the report
@@ -64,11 +37,9 @@ def test_a_held_collector_fills_the_queue_and_the_rest_goes_at_the_end(monkeypat
         report = {"run_id": "r1", "suite": "s", "cases": [{"id": "case", "runs": [{"trial": t} for t in range(total)]}]}
         outcome = sender.finish(report, [runs])
         assert (outcome.sent, outcome.failed, outcome.not_sent, outcome.reason) == (total, 0, 0, None)
-        assert sorted(collector.trials) == list(range(total))  # every run exactly once
+        assert sorted(collector.trials()) == list(range(total))  # every run exactly once
     finally:
-        collector.release.set()
-        collector.server.shutdown()
-        collector.server.server_close()
+        collector.close()
 
 
 HEAD = {"run_id": "r1", "suite": "s", "created_at": "2026-01-01T00:00:00Z"}
@@ -122,8 +93,7 @@ def test_the_sender_works_without_httpx_and_shows_no_secret(monkeypatch) -> None
     import sys
 
     monkeypatch.setitem(sys.modules, "httpx", None)  # `import httpx` raises: it is no dependency of ours
-    collector = HeldCollector()
-    collector.release.set()
+    collector = OtlpCollector()
     try:
         url = collector.url.replace("http://", "http://alice:hunter2@") + "?api_key=s3cret&x=1"
         sender = RunSender(url, HEAD)
@@ -132,9 +102,8 @@ def test_the_sender_works_without_httpx_and_shows_no_secret(monkeypatch) -> None
         report, runs = _report(3)
         outcome = sender.finish(report, runs)
         assert (outcome.sent, outcome.failed, outcome.not_sent) == (3, 0, 0)
-        assert sorted(collector.trials) == [0, 1, 2]
+        assert sorted(collector.trials()) == [0, 1, 2]
     finally:
-        collector.server.shutdown()
-        collector.server.server_close()
+        collector.close()
     line = otlp_post.warning(url, otlp_post.Sent(0, 3, 0, "HTTP 500"))
     assert "hunter2" not in line and "s3cret" not in line and "***@127.0.0.1" in line and "api_key=***" in line
