@@ -200,6 +200,10 @@ def _play_suite(flags: Flags, console: Console | None, err: Console) -> Played:
                 journal.close()
             if sender is not None:
                 interrupts.after_run.append(sender.stop.set)
+                if interrupted:  # the command must end soon: the collector gets a short wait only
+                    from agent_eval.report.otlp_post import INTERRUPTED_FINISH_S
+
+                    sender.finish_s = INTERRUPTED_FINISH_S
             if runner.stopped_at_budget and runner.budget is not None and runner.budget.unpriced:
                 say(err, f"warning: --max-cost stopped taking runs because {runner.budget.unpriced}, so the spend "
                          "can no longer be bounded; add the model to the suite block's pricing (the report's "

@@ -34,6 +34,7 @@ from agent_eval.tracebacks import describe
 HEADERS_ENV = "OTEL_EXPORTER_OTLP_HEADERS"
 TIMEOUT_S = 10.0  # one POST, connect to status line and headers, in all
 FINISH_S = 15.0  # the most the command's end waits for the sender, in all
+INTERRUPTED_FINISH_S = 2.0  # the same once a Ctrl-C or SIGTERM stopped the run: the command ends within 5 s
 BATCH_RUNS = 64  # the most runs one POST carries
 HAND_EVERY_S = 0.5  # a finished run waits at most this long (or for 63 more) before the thread sees it
 QUEUE_BATCHES = 8  # batches waiting for the sender thread; past that a batch is sent at the end
@@ -79,6 +80,7 @@ class RunSender:
         self.url, self.head = url, dict(head)
         self.headers = {**otlp_headers(), **(headers or {}), "Content-Type": "application/json"}
         self.stop = threading.Event()  # set by the first Ctrl-C or SIGTERM once the runs are over
+        self.finish_s = FINISH_S  # INTERRUPTED_FINISH_S when a Ctrl-C or SIGTERM stopped the run
         self.sent = self.failed = 0
         self.reason: str | None = None
         self._lock = threading.Lock()
@@ -116,7 +118,7 @@ class RunSender:
         """Send what is still pending or queued, then the runs of `report` that found the queue full (with
         `every_run`, all of them: a command whose runs were never offered), waiting FINISH_S at most in all,
         or until `stop` is set."""
-        deadline = time.monotonic() + FINISH_S
+        deadline = time.monotonic() + self.finish_s
         if self._pending:
             self._hand_over(time.monotonic())
         rest = [(str(case["id"]), int(lite.get("trial") or 0), raw)
@@ -191,5 +193,6 @@ def warning(url: str, outcome: Sent) -> str | None:
         parts.append(f"{outcome.failed} of {total} run trace(s) could not be sent ({outcome.reason})")
     if outcome.not_sent:
         parts.append(f"{outcome.not_sent} of {total} run trace(s) were not sent: the command waits at most "
-                     f"{FINISH_S:g} s for the collector at its end, or stops waiting at the first Ctrl-C")
+                     f"{FINISH_S:g} s for the collector at its end ({INTERRUPTED_FINISH_S:g} s after a Ctrl-C), and "
+                     "stops waiting at a Ctrl-C")
     return f"warning: --otlp-endpoint {redact_url(url)}: {'; '.join(parts)}; the verdict is unchanged."

@@ -347,3 +347,37 @@ def test_the_first_sigterm_ends_a_command_held_by_a_dripping_collector_within_5_
         assert "hunter2" not in stdout + stderr and "***@127.0.0.1" in warnings[0]
     finally:
         collector.close()
+
+
+def test_a_sigterm_during_the_run_ends_the_command_within_5_s_whatever_the_collector_does(tmp_path):
+    import signal
+    import subprocess
+    import time
+
+    from tests.builders import CLI, clean_env
+    from tests.hostile import DrippingCollector
+
+    agent = ("import asyncio\n\nasync def agent(task):\n    if task.case_id == 'slow':\n"
+             "        await asyncio.sleep(60)\n    return 'done'\n")
+    collector = DrippingCollector(every_s=3.0)
+    try:
+        cases = write_suite(tmp_path, [{"id": i, "query": "go", "expect": {"icontains": "done"}}
+                                       for i in ("fast", "slow")],
+                            {"name": "live", "agent": "agent.py:agent"}, files={"agent.py": agent})
+        out = tmp_path / "out"
+        process = subprocess.Popen([CLI, "run", "--cases", str(cases), "--output-dir", str(out), "--no-html",
+                                    "--concurrency", "1", "--otlp-endpoint", collector.url], cwd=tmp_path,
+                                   env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not any(
+                b'"case_id":"fast"' in p.read_bytes() for p in out.glob("*.jsonl")):
+            time.sleep(0.1)
+        time.sleep(1.0)  # the fast run was handed to the sender, whose POST now hangs on the collector
+        process.send_signal(signal.SIGTERM)
+        sent_at = time.monotonic()
+        stdout, stderr = process.communicate(timeout=30)
+        assert time.monotonic() - sent_at < 5.0, stderr
+        assert process.returncode == 143, stdout + stderr
+        assert only_report(out)["interrupted"] is True
+    finally:
+        collector.close()
