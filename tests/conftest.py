@@ -47,14 +47,16 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark each test by where it lives: tests/e2e/ is `e2e`, a `*_browser.py` file `browser`, the rest
-    `unit` (except those marked `slow`, which `make test` runs and `make test-fast` leaves out)."""
+    `unit`, except those marked `slow` (an in-process test of many seconds) or `e2e` by hand (one that
+    starts the CLI, or a fresh interpreter of it, as a subprocess): `make test` runs them all,
+    `make test-fast` only the unit tests."""
     for item in items:
         path = Path(str(item.fspath)).resolve()
         if path.name.endswith("_browser.py"):
             item.add_marker(pytest.mark.browser)
         elif "e2e" in path.relative_to(ROOT).parts:
             item.add_marker(pytest.mark.e2e)
-        elif item.get_closest_marker("slow") is None:  # a slow in-process test stays out of test-fast
+        elif item.get_closest_marker("slow") is None and item.get_closest_marker("e2e") is None:
             item.add_marker(pytest.mark.unit)
 
 

@@ -6,6 +6,8 @@ import signal
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.builders import ROOT, clean_env, write_suite
 from tests.cli import run_cli, run_cli_process
 
@@ -29,6 +31,7 @@ def lookup(key: str, env: dict) -> str:
 '''
 
 
+@pytest.mark.e2e  # starts the CLI as a subprocess
 def test_same_answer_in_process_and_as_a_subprocess(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{"cases": [{"id": "a"}]}')
@@ -90,6 +93,7 @@ def test_stdin_is_given(tmp_path: Path) -> None:
     assert done.exit_code == 2 and "missing.json" in done.stderr
 
 
+@pytest.mark.e2e
 def test_run_cli_process_is_the_installed_script() -> None:
     done = run_cli_process("--help")
     assert done.exit_code == 0 and "agent-eval" in done.stdout

@@ -7,7 +7,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.builders import ROOT, clean_env
+
+pytestmark = pytest.mark.e2e  # fresh interpreters: out of `make test-fast`
 
 HEAVY = ("numpy", "openai", "jsonschema", "aiohttp", "httpx2", "pydantic", "sqlite3", "mcp", "ray", "langchain",
          "pydantic_ai", "agents", "opentelemetry", "playwright", "genai_prices", "regex", "rich.table")

@@ -110,6 +110,7 @@ def test_a_server_that_cannot_start_is_named(tmp_path: Path) -> None:
     assert found[0].endswith("Fix: check that the server runs on its own (the command, its cwd and env).")
 
 
+@pytest.mark.e2e  # a fresh CLI process that cannot import mcp
 def test_without_the_mcp_package_the_fix_is_the_install_command(tmp_path: Path) -> None:
     shim = tmp_path / "shim" / "mcp"
     shim.mkdir(parents=True)
