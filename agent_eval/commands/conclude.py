@@ -132,7 +132,7 @@ def finish_report(results: Results, suite: Suite, cfg: RunConfig, agent_name: st
             err.print(f"warning: could not record this process's judge and simulator spend beside "
                       f"{results.journal.path}: {exc.strerror or exc}", highlight=False, markup=False)
         for key in spent:
-            if key == "provider":  # a list per endpoint (section 18): the processes ran one after the other
+            if key == "provider":  # a list per endpoint (docs/resilience.md): the processes ran one after the other
                 report["summary"][key] = merge_summaries([*(u.get(key) for u in earlier), spent[key]],
                                                          concurrent=False)
             else:
@@ -181,7 +181,7 @@ def finish_report(results: Results, suite: Suite, cfg: RunConfig, agent_name: st
 
 
 def replay_notes(counts: Any, cfg: RunConfig) -> list[str]:
-    """--replay: the runs it could not cover, and what to do about replay misses (section 22)."""
+    """--replay: the runs it could not cover, and what to do about replay misses (docs/ci-without-a-key.md)."""
     if not isinstance(counts, dict):
         return []
     lines = []

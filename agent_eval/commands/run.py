@@ -250,7 +250,7 @@ def _budget(cfg: RunConfig, runner: Runner, suite: Any, resumed_journal: Path | 
 
 def open_tape(cfg: RunConfig, suite: Suite, cases: list[Case]) -> None:
     """--replay: every run to play has a good cassette of this suite (else exit 2), read now; --record: the
-    recording's cassette.json. Then this process records or replays (section 22)."""
+    recording's cassette.json. Then this process records or replays (docs/ci-without-a-key.md)."""
     mode = tape_mode(cfg)
     if mode is None:
         return

@@ -55,7 +55,8 @@ def cassette_path(folder: Path, case_id: str, trial: int) -> Path:
 # --- secrets and the canonical request ---------------------------------------------------------------
 def scrub(value: Any) -> Any:
     """value with every configured key, bearer token and sk- key in its strings replaced by ***, and the
-    value of every key-like field (api_key, token, authorization, ...) by *** (section 12b)."""
+    value of every key-like field (api_key, token, authorization, ...) by *** (docs/reference.md, "No secret
+    is written")."""
     if isinstance(value, str):
         return redact_secrets(value)
     if isinstance(value, dict):

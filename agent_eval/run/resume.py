@@ -207,7 +207,7 @@ def open_resume(flags: Flags) -> Resume:
         agent_dir=stored.agent_dir if stored.agent_dir is not None else flags.agent_dir,
         # the same budget, unless a new one is given (to finish a run stopped at its budget)
         max_cost=flags.max_cost if flags.max_cost is not None else s.get("max_cost"),
-        # a recording goes on recording, a replay goes on replaying (section 22)
+        # a recording goes on recording, a replay goes on replaying (docs/ci-without-a-key.md)
         record=flags.record or (Path(s["record"]) if s.get("record") else None),
         replay=flags.replay or (Path(s["replay"]) if s.get("replay") else None),
         replay_miss=flags.replay_miss or (s.get("replay_miss") if s.get("replay") else None))

@@ -1,7 +1,7 @@
 """Pairing expected calls with actual calls one to one, iteratively and in bounded memory.
 
 Two questions share this room: the trajectory checks' maximum matching (an expected call pairs with a
-step it matches whole) and param_accuracy's assignment that matches the most fields (section 6). Both
+step it matches whole) and param_accuracy's assignment that matches the most fields (docs/metrics.md). Both
 are exact. Calls with equal args are grouped into classes first (20,000 identical calls are one class
 of 20,000), a field's matches are found through an index of the actual values rather than by trying
 every pair, and the pairing is a min-cost flow over the classes (`flow.py`): no recursion, no
@@ -246,5 +246,5 @@ def max_matching(expected: list[dict[str, Any]], steps: list[Step]) -> list[int 
 
 
 def max_matched_fields(expected: list[dict[str, Any]], steps: list[Step]) -> int:
-    """The most fields (section 6's param_accuracy) a one-to-one pairing of same-name calls matches."""
+    """The most fields (param_accuracy's, docs/metrics.md) a one-to-one pairing of same-name calls matches."""
     return _pairings(expected, steps, whole=False)[1]

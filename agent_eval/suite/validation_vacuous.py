@@ -1,5 +1,5 @@
 """Checks that cannot fail are validation errors: an empty regex, an empty card or tool list, no call
-expected under a trajectory mode that then passes anything (section 12b)."""
+expected under a trajectory mode that then passes anything."""
 from __future__ import annotations
 
 from agent_eval.records import Case
