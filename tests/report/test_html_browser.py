@@ -263,3 +263,20 @@ def test_the_header_names_the_prices_and_the_budget_banner_uses_the_money_format
     page.close()
     assert "pricing: suite" in header
     assert "budget ($0.0012 of $0.0050)" in banners  # was "$0.00 of $0.01"
+
+
+def test_the_case_table_shows_a_long_reason_whole(browser: object, report: dict, tmp_path: Path) -> None:
+    from agent_eval.report.reasons import case_reason
+
+    case = next(c for c in report["cases"] if c["status"] == "failed")
+    run = next(r for r in case["runs"] if r["status"] == "failed")
+    run["checks"] = [{"name": "trajectory", "passed": False, "detail": "expected calls not covered: " + "x " * 150}]
+    reason = case_reason(case)
+    assert len(reason) > 300
+    page = browser.new_page(viewport={"width": 1300, "height": 900})
+    page.goto(write_html(report, tmp_path / "report.html").as_uri())
+    page.wait_for_selector("#case-table tbody tr")
+    shown = page.eval_on_selector(f"#case-table tbody tr[data-id='{case['id']}']",
+                                  "r => r.lastElementChild.textContent")
+    page.close()
+    assert shown == reason  # never cut at 160 characters: a tool exception at its end stays in sight

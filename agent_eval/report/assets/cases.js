@@ -26,7 +26,7 @@
         c.flaky === true ? el("span", {cls: "tag flaky", title: "both passing and failing runs", text: "flaky"}) : null]),
       el("td", {text: c.pass_rate == null ? "n/a" : A.rate(c.pass_rate) + " (" + ok + "/" + counted + ")"}),
       el("td", {text: String(runs.length)}), el("td", {text: A.secs(key.latency)}), tags,
-      el("td", {text: key.reason.length > 160 ? key.reason.slice(0, 160) + "…" : key.reason, title: key.reason})]);
+      el("td", {cls: "reason", text: key.reason, title: key.reason})]);  /* whole, as in every output */
     rows.push({c: c, tr: tr, key: key});
     tbody.appendChild(tr);
   });
