@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from agent_eval.errors import ConfigError
+from agent_eval.redaction import redact_urls
 from agent_eval.run.config import RunConfig, require_ray
 from agent_eval.run.interrupt import sigint_held
 from agent_eval.suite.jsonsafe import dumps_safe
@@ -368,7 +369,8 @@ def start_failure(exc: Exception, cfg: RunConfig, case_dir: Path, output_dir: Pa
     if _is_runtime_env_error(exc):
         return f"Ray cannot set up --ray-runtime-env: {reason}. Fix that field, or leave it out."
     if cfg.ray_address:
-        return (f"cannot join the Ray cluster at {cfg.ray_address} ({reason}); check --ray-address (for example "
+        return (f"cannot join the Ray cluster at {redact_urls(cfg.ray_address)} ({redact_urls(reason)}); check "
+                "--ray-address (for example "
                 "`auto` or ray://HOST:10001) and that the cluster is up (`ray status`).")
     return (f"cannot start a local Ray instance ({reason}); Ray's own logs say more. --workers N runs the same "
             "workers as local processes, without Ray.")
