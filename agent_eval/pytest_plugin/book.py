@@ -162,18 +162,12 @@ class Book:
         return case_entry(played.case, [played.runs[t] for t in sorted(played.runs)], limit, "not_run")
 
     def run_chunks(self, case_id: str) -> list[bytes]:
-        """A played case's runs as the journal holds them (JSON, traces included), in trial order."""
+        """A played case's runs as the journal wrote them (JSON, traces included; never read back from the
+        file, which the agent may have changed), in trial order."""
         played = self.played.get(case_id)
-        if played is None or not played.offsets or self.journal is None:
+        if played is None or self.journal is None:
             return []
-        self.journal.flush()
-        chunks = []
-        with open(self.journal.path, "rb") as f:
-            for trial in sorted(played.offsets):
-                offset, length = played.offsets[trial]
-                f.seek(offset)
-                chunks.append(f.read(length))
-        return chunks
+        return [self.journal.run_json(played.offsets[trial]) for trial in sorted(played.offsets)]
 
     def write_report(self) -> tuple[Report | None, list[str]]:
         """Write the JSON report, its page and its history row for every case played; the report (None
@@ -269,15 +263,8 @@ class _Results:
                 "user_sim": add_summaries([s["user_sim"] for s in spends]), "provider": provider}
 
     def run_bytes(self) -> Iterator[list[bytes]]:
-        with open(self.journal.path, "rb") as f:
-            for case_id in self.order:
-                chunk = []
-                offsets = self.book.played[case_id].offsets
-                for trial in sorted(offsets):
-                    offset, length = offsets[trial]
-                    f.seek(offset)
-                    chunk.append(f.read(length))
-                yield chunk
+        for case_id in self.order:
+            yield self.book.run_chunks(case_id)
 
 
 def open_book(path: Path, flags: Flags, run_id: str, created_at: str, part: str | None = None,
