@@ -12,7 +12,10 @@ import os
 import re
 import threading
 import traceback
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Generic, TypeVar
 
 _HIDDEN_DIRS = tuple(
     os.path.dirname(os.path.abspath(path)) + os.sep
@@ -74,3 +77,40 @@ def is_cancelling() -> bool:
     cancellation, not one that user code raised on its own."""
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Outcome(Generic[T]):
+    """What one call of user code gave (like pytest's CallInfo): its value, or the exception it raised."""
+
+    value: T | None = None
+    error: BaseException | None = None
+
+    @property
+    def traceback(self) -> str | None:
+        """The user's frames of the exception; None when it returned, or no frame is the user's."""
+        return user_traceback(self.error) if self.error is not None else None
+
+
+def call_user(fn: Callable[..., T], *args: Any) -> Outcome[T]:
+    """Call user code (an agent, a tool, a scorer, a simulator, a plugin): its value, or whatever it raised,
+    SystemExit and KeyboardInterrupt included. A real cancellation (`is_cancelling`) goes through."""
+    try:
+        return Outcome(fn(*args))
+    except BaseException as exc:
+        if isinstance(exc, asyncio.CancelledError) and is_cancelling():
+            raise
+        return Outcome(error=exc)
+
+
+async def await_user(fn: Callable[..., Awaitable[T]], *args: Any) -> Outcome[T]:
+    """`call_user` for user code that is awaited: an `async def`, or a sync one run in a thread."""
+    try:
+        return Outcome(await fn(*args))
+    except BaseException as exc:
+        if isinstance(exc, asyncio.CancelledError) and is_cancelling():
+            raise  # a real cancellation (--timeout, Ctrl-C), not one the user's code raised
+        return Outcome(error=exc)

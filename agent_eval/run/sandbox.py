@@ -13,7 +13,7 @@ from agent_eval.score.envdiff import diff_env_fast
 from agent_eval.errors import ToolError
 from agent_eval.redaction import redact_secrets
 from agent_eval.records import Step
-from agent_eval.tracebacks import describe, is_cancelling, user_traceback
+from agent_eval.tracebacks import await_user, call_user, describe, user_traceback
 from agent_eval.run.threads import run_in_thread
 
 if TYPE_CHECKING:
@@ -165,14 +165,20 @@ class Sandbox:
         invalid, error = self._begin(name, args)
         output = error_tb = None
         if error is None:
-            try:
-                value = self.tools.invoke(name, args, self.env)
-                if inspect.isawaitable(value):  # a sync function that returned a coroutine
-                    value = self._await(value)
-                output = self._observed(name, value)
-            except BaseException as exc:  # noqa: BLE001 - any exception of a tool is its tool error
-                error, error_tb = _tool_error(exc)
+            called = call_user(self._call, name, args)  # any exception of a tool is its tool error
+            output = called.value
+            if called.error is not None:
+                error, error_tb = _tool_error(called.error)
         return self._finish(name, args, output, error, invalid, start, error_tb, call_id)
+
+    def _call(self, name: str, args: Any) -> str:
+        value = self.tools.invoke(name, args, self.env)
+        if inspect.isawaitable(value):  # a sync function that returned a coroutine
+            value = self._await(value)
+        return self._observed(name, value)
+
+    async def _call_async(self, name: str, args: Any) -> str:
+        return self._observed(name, await self.tools.invoke(name, args, self.env))
 
     async def _dispatch_async(self, name: str, args: Any, start: float, call_id: str | None = None,
                               ) -> tuple[str | None, str | None]:
@@ -180,12 +186,10 @@ class Sandbox:
         invalid, error = self._begin(name, args)
         output = error_tb = None
         if error is None:
-            try:
-                output = self._observed(name, await self.tools.invoke(name, args, self.env))
-            except BaseException as exc:  # any exception of a tool is its tool error
-                if isinstance(exc, asyncio.CancelledError) and is_cancelling():
-                    raise  # a real cancellation (--timeout, Ctrl-C) ends the run
-                error, error_tb = _tool_error(exc)
+            called = await await_user(self._call_async, name, args)  # a real cancellation ends the run
+            output = called.value
+            if called.error is not None:
+                error, error_tb = _tool_error(called.error)
         return self._finish(name, args, output, error, invalid, start, error_tb, call_id)
 
     def _begin(self, name: str, args: Any) -> tuple[str | None, str | None]:

@@ -8,7 +8,6 @@ The simulator's calls, tokens and errors go to `SimUsage` (summary.user_sim), ne
 """
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -18,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from agent_eval.records import Case
 from agent_eval.errors import InfrastructureError
 from agent_eval.score.usage import LLMUsage
-from agent_eval.tracebacks import is_cancelling
+from agent_eval.tracebacks import await_user
 
 if TYPE_CHECKING:
     from agent_eval.run.scenario import UserSettings
@@ -105,14 +104,12 @@ class PythonSimulator:
         sim = Sim(case["scenario"], case.get("user_description"), [dict(m) for m in messages], case["id"],
                   trial, case.get("metadata") or {})
         self.usage.calls += 1
-        try:
-            # A sync simulator runs in a daemon thread, so it never blocks the other runs (or their clocks).
-            value = await (self.fn(sim) if self.is_async else in_daemon_thread(self.fn, sim))
-        except BaseException as exc:  # the simulator's bug (SystemExit too): an infrastructure error
-            if isinstance(exc, asyncio.CancelledError) and is_cancelling():
-                raise  # a real cancellation (timeout, Ctrl-C)
+        # A sync simulator runs in a daemon thread, so it never blocks the other runs (or their clocks).
+        called = await await_user(lambda: self.fn(sim) if self.is_async else in_daemon_thread(self.fn, sim))
+        if called.error is not None:  # the simulator's bug (SystemExit too): an infrastructure error
             self.usage.errors += 1
-            raise SimulatorError(f"{SIM_ERROR}: {self.label} raised {describe_user_error(exc)}") from None
+            raise SimulatorError(f"{SIM_ERROR}: {self.label} raised {describe_user_error(called.error)}")
+        value = called.value
         if not messages and (value is None or (isinstance(value, str) and not value.strip())):
             self.usage.errors += 1
             raise ended_before_speaking(self.label, "returned None" if value is None else "returned an empty message")

@@ -7,7 +7,6 @@ reads the few values it produced.
 """
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,7 +15,7 @@ from typing import Any, ClassVar
 import orjson
 
 from agent_eval.records import Case, Check, Trace, field_of
-from agent_eval.tracebacks import describe, is_cancelling, with_location
+from agent_eval.tracebacks import await_user, describe, with_location
 from agent_eval.score.custom_summary import summarize_rows
 
 RESERVED_KEY = "errors"  # a returned `errors` is a scorer error, never a value
@@ -157,23 +156,24 @@ class ScorerSet:
         errors: dict[str, str] = {}
         checks: list[Check] = []
         produced: dict[str, Any] = {}  # each run value computed once, however many scorers ask for it
+        async def one(s: LoadedScorer, binding: Binding) -> dict[str, Any]:
+            kwargs = dict(binding.consts)
+            for param, key in binding.live:
+                if key not in produced:
+                    produced[key] = RUN_VALUES[key](case, trace, final_env)
+                kwargs[param] = produced[key]
+            result = s.call(**kwargs)
+            if inspect.isawaitable(result):
+                result = await result
+            return as_row(s.name, result)
+
         for s, binding in zip(self.scorers, bindings, strict=True):
-            try:
-                kwargs = dict(binding.consts)
-                for param, key in binding.live:
-                    if key not in produced:
-                        produced[key] = RUN_VALUES[key](case, trace, final_env)
-                    kwargs[param] = produced[key]
-                result = s.call(**kwargs)
-                if inspect.isawaitable(result):
-                    result = await result
-                row = as_row(s.name, result)
-            except BaseException as exc:  # the scorer's bug (SystemExit too): recorded on the run
-                if isinstance(exc, asyncio.CancelledError) and is_cancelling():
-                    raise  # a real cancellation (Ctrl-C), not the scorer's own
+            called = await await_user(one, s, binding)
+            if called.error is not None:  # the scorer's bug (SystemExit too): recorded on the run
                 values[s.name] = None
-                errors[s.name] = with_location(describe(exc), exc)
+                errors[s.name] = with_location(describe(called.error), called.error)
                 continue
+            row = called.value or {}
             values[s.name] = row
             if "passed" in row:
                 checks.append({"name": CHECK_PREFIX + s.name, "passed": row["passed"],
