@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,13 +45,15 @@ class Mode:
 
 @dataclass
 class Counts:
+    """summary.replay: requests answered from the cassettes, missed, sent live; runs that asked nothing."""
+
     hits: int = 0
     misses: int = 0
     live: int = 0
-    silent_runs: int = 0  # replayed runs that made no agent request through agent-eval
+    no_request_runs: int = 0  # replayed runs that made no agent request through agent-eval
 
     def summary(self) -> dict[str, int]:
-        return {"hits": self.hits, "misses": self.misses, "live": self.live, "no_request_runs": self.silent_runs}
+        return asdict(self)
 
 
 _mode: Mode | None = None
@@ -165,7 +167,7 @@ def close_run(tape: Tape | None) -> str | None:
     if tape is None or mode is None:
         return None
     if mode.replay and tape.agent_requests == 0:
-        counts.silent_runs += 1
+        counts.no_request_runs += 1
     if not mode.replay or tape.changed:
         try:
             cassette.write_lines(tape.path, tape.lines)
