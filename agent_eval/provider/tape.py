@@ -116,7 +116,10 @@ class Tape:
             if exchange.role != role or exchange.path != path:
                 continue
             found = cassette.first_difference(body, exchange.request)
-            if found is not None and (best is None or found[0] > best[0]):
+            if found is None:  # the same request, its recorded answers all taken
+                return (f"{head} repeats the recorded one ({self.path} line {exchange.seq}) more often than the "
+                        "recording did")
+            if best is None or found[0] > best[0]:
                 best = (found[0], found[1], exchange)
         if best is None:
             return f"{head} has no recorded {role} request to compare with in {self.path}"
