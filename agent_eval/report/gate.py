@@ -27,6 +27,7 @@ from agent_eval.report.gate_stats import (  # noqa: F401  (RESAMPLES, SEED and S
     successes,
     build_stat,
     evaluate,
+    evaluate_resamples,
     fisher_fell_p,
     resample_weights,
 )
@@ -196,7 +197,7 @@ def paired_gate(base: Report, new: Report, gates: list[tuple[str, float]] | None
 
     bootstrapped = []
     if pending:
-        values = evaluate([s for _, pair in pending for s in pair], resample_weights(len(common)))
+        values = evaluate_resamples([s for _, pair in pending for s in pair], len(common))
         for j, (row, _) in enumerate(pending):
             deltas = values[2 * j + 1] - values[2 * j]
             bootstrapped.append((row, deltas[~np.isnan(deltas)]))

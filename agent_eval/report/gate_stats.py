@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
+from collections.abc import Iterator
 from typing import Any, Callable
 
 import numpy as np
@@ -255,15 +256,37 @@ def _weighted_percentile(stat: Stat, weights: np.ndarray, chunk: int = 1000) -> 
     return out
 
 
+BLOCK_CELLS = 1 << 23  # cells of one block of resample rows (64 MiB as floats): what is held at once
+_CACHED_CELLS = 1 << 24  # weights up to this size are kept whole and shared between calls
+
+
+def weight_blocks(n_cases: int, resamples: int = RESAMPLES, seed: int = SEED) -> Iterator[np.ndarray]:
+    """The rows of `resample_weights`, a block at a time (the same seeded draws, in the same order), so that
+    a report of 20,000 cases never holds its 10,000 x 20,000 weights at once."""
+    rng = np.random.default_rng(seed)
+    rows = max(1, BLOCK_CELLS // max(1, n_cases))
+    for start in range(0, resamples, rows):
+        count = min(rows, resamples - start)
+        idx = rng.integers(0, n_cases, size=(count, n_cases))
+        flat = (idx + (np.arange(count) * n_cases)[:, None]).ravel()
+        yield np.bincount(flat, minlength=count * n_cases).reshape(count, n_cases).astype(float)
+
+
 @lru_cache(maxsize=2)
 def resample_weights(n_cases: int, resamples: int = RESAMPLES, seed: int = SEED) -> np.ndarray:
     """(resamples x n_cases) counts of each case in each paired resample; identical for base and new."""
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n_cases, size=(resamples, n_cases))
-    flat = (idx + (np.arange(resamples) * n_cases)[:, None]).ravel()
-    weights = np.bincount(flat, minlength=resamples * n_cases).reshape(resamples, n_cases).astype(float)
+    weights = np.vstack(list(weight_blocks(n_cases, resamples, seed)))
     weights.flags.writeable = False  # cached and shared between calls
     return weights
+
+
+def evaluate_resamples(stats: list[Stat], n_cases: int) -> list[np.ndarray]:
+    """`evaluate` over the paired resamples of n_cases cases: whole (cached) for a usual suite, block by
+    block for a large one, so memory stays bounded whatever the number of cases."""
+    if n_cases * RESAMPLES <= _CACHED_CELLS:
+        return evaluate(stats, resample_weights(n_cases))
+    parts = [evaluate(stats, block) for block in weight_blocks(n_cases)]
+    return [np.concatenate(column) for column in zip(*parts, strict=True)] if parts else []
 
 
 # --- per-case listing ------------------------------------------------------------------------
