@@ -4,7 +4,6 @@ from __future__ import annotations
 from typing import Any
 
 from agent_eval.records import Case
-from agent_eval.ingest.records import Unmappable, map_each
 
 RUBRIC = "The answer conveys the same facts as this reference: "
 _CONVERSATIONAL = ("scenario", "expected_outcome", "user_description", "persona")
@@ -131,8 +130,3 @@ def golden_case(where: str, golden: Any) -> Case:
     if metadata:
         case["metadata"] = metadata
     return case
-
-
-def deepeval_cases(records: list[tuple[str, Any]]) -> tuple[list[Case], list[Unmappable]]:
-    """The cases of a goldens file's records, and the records that could not be mapped."""
-    return map_each(records, golden_case)

@@ -145,16 +145,6 @@ def _json_samples(path: Path) -> Iterator[tuple[str, dict[str, Any]] | Unmappabl
             f"sample index {i}", "a sample must be an object")
 
 
-def read_samples(path: Path) -> tuple[list[tuple[str, dict[str, Any]]], list[Unmappable]]:
-    """Every sample of an Inspect log with its label, and the members or samples that cannot be read (all
-    held at once: `iter_samples` is the flat way)."""
-    samples: list[tuple[str, dict[str, Any]]] = []
-    bad: list[Unmappable] = []
-    for item in iter_samples(path):
-        (bad if isinstance(item, Unmappable) else samples).append(item)  # type: ignore[arg-type]
-    return samples, bad
-
-
 def _resolve(value: Any, attachments: dict[str, Any]) -> Any:
     if isinstance(value, str) and value.startswith(_ATTACHMENT):
         return attachments.get(value[len(_ATTACHMENT):], value)

@@ -5,7 +5,7 @@ import re
 from typing import Any
 
 from agent_eval.records import Case
-from agent_eval.ingest.records import Unmappable, content_text, map_each
+from agent_eval.ingest.records import content_text
 
 
 def _user_messages(value: Any) -> list[str]:
@@ -57,8 +57,3 @@ def sample_case(where: str, sample: Any) -> Case:
     if isinstance(metadata, dict) and metadata:
         case["metadata"] = metadata
     return case
-
-
-def inspect_cases(records: list[tuple[str, Any]]) -> tuple[list[Case], list[Unmappable]]:
-    """The cases of a samples file's records, and the records that could not be mapped."""
-    return map_each(records, sample_case)

@@ -85,15 +85,6 @@ def compile_regex(pattern: str) -> regex.Pattern[str] | None:
         return None
 
 
-def regex_error(pattern: Any) -> str | None:
-    """Why pattern is not a valid regular expression, or None."""
-    try:
-        regex.compile(pattern)
-    except (regex.error, TypeError, ValueError) as exc:
-        return str(exc)
-    return None
-
-
 # Matches known to outrun the limit, so that one slow match costs its second once, not once per try.
 _TIMED_OUT: set[tuple[str, str, bool]] = set()
 
