@@ -21,7 +21,7 @@ def plan_command(report_path: Path, console: Console, detect: float = DEFAULT_DE
                  power: float = DEFAULT_POWER) -> int:
     """Simulate the gate on pass_at_1 for every design and print what each detects; 0, or 2 on bad input."""
     from agent_eval.report.gate import load_report
-    from agent_eval.report.plan import MIN_CASES, case_rates, cost_per_run, plan
+    from agent_eval.report.plan import MAX_CASES, MIN_CASES, case_rates, cost_per_run, plan
 
     if not (math.isfinite(detect) and 0 < detect < 1):
         raise ConfigError(f"--detect must be a drop of pass_at_1 between 0 and 1, such as 0.05 (got {detect}).")
@@ -29,6 +29,10 @@ def plan_command(report_path: Path, console: Console, detect: float = DEFAULT_DE
         raise ConfigError(f"--power must be a probability between 0 and 1, such as 0.8 (got {power}).")
     report = load_report(report_path)
     rates = case_rates(report)
+    if rates.size > MAX_CASES:  # each design holds pairs x cases x repeats draws: bounded, whatever the report
+        raise ConfigError(f"{report_path} has {rates.size:,} cases with a pass rate; plan simulates suites of up to "
+                          f"{MAX_CASES:,} (scaled to {4 * MAX_CASES:,}). Plan from a report of a sample of the cases "
+                          "(run --filter), since a gate over more cases only detects smaller drops.")
     if rates.size < MIN_CASES:
         raise ConfigError(f"{report_path} has {rates.size} case(s) with a pass rate; plan needs at least {MIN_CASES} "
                           "to draw new cases like them. Run a larger suite first.")

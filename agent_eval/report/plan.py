@@ -30,6 +30,7 @@ PLAN_RESAMPLES = 2000  # per simulated pair (the gate takes 10,000; 2,000 keep 1
 BISECTION_STEPS = 6
 LARGEST_DROP = 0.5  # the search's end: a gate that cannot see half the pass rate go is not a plan
 MIN_CASES = 5
+MAX_CASES = 1000  # x4 and k=13 over 1,000 pairs: about 200 MiB of draws for the largest design
 
 
 @dataclass(frozen=True)

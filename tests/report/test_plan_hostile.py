@@ -35,3 +35,14 @@ def test_an_infinite_amount_formats_as_na() -> None:
     from agent_eval.report.fmt import format_cost
 
     assert format_cost(float("inf")) == "n/a" and format_cost(float("nan")) == "n/a"
+
+
+def test_a_report_past_the_simulated_size_is_exit_2_before_any_simulation(tmp_path: Path) -> None:
+    # 20,000 cases took 5.8 GB and over 5 minutes: now refused at once, naming the limit.
+    from agent_eval.report.plan import MAX_CASES
+
+    report = make_report({f"c{i}": [True] for i in range(MAX_CASES + 1)})
+    path = tmp_path / "big.json"
+    path.write_bytes(orjson.dumps(report))
+    done = run_cli("plan", path, cwd=tmp_path)
+    assert done.exit_code == 2 and "up to 1,000" in done.stderr and "Traceback" not in done.stderr
