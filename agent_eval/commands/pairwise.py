@@ -17,7 +17,6 @@ from rich.console import Console
 from agent_eval.records import UNCOMPARED, RunRecord, Trace
 from agent_eval.flags import DEFAULTS
 
-GATE_NAME = "pairwise"
 CONCURRENT_ASKS = 8
 
 
