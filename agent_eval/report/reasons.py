@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-
 from agent_eval.records import CaseEntry, RunRecord, Trace, field_of
 from agent_eval.report.fmt import one_line
+from agent_eval.score.judge import CRITERIA
 from agent_eval.tracebacks import innermost_frame, user_frames
 
 LITE_KEY = "tool_exceptions"
@@ -111,10 +111,10 @@ def agent_error_text(trace: Trace) -> str | None:
 
 def _judge_failures(run: RunRecord) -> list[str]:
     lines = []
-    for key, label in (("judge", "judge"), ("judge_expected_outcome", "judge:expected_outcome")):
-        verdict = field_of(run, key) or {}
+    for criterion in CRITERIA:
+        verdict = field_of(run, criterion.record) or {}
         if str(verdict.get("verdict", "")).upper() == "FAIL":
-            lines.append(f"{label}: FAIL: {verdict.get('reason') or '(no reason given)'}")
+            lines.append(f"{criterion.check}: FAIL: {verdict.get('reason') or '(no reason given)'}")
     return lines
 
 
