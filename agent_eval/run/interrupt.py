@@ -1,14 +1,16 @@
 """Ctrl-C (or SIGTERM) during a run: the first stops the run cleanly, a second exits at once."""
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import threading
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # asyncio is imported by the run, not by every start of the command (main imports this module)
+    import asyncio
 
 from agent_eval.errors import EXIT_INTERRUPTED, EXIT_TERMINATED
 
@@ -86,6 +88,8 @@ class Interrupts:
         if self.count:
             coro.close()
             return True
+        import asyncio
+
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
         try:
@@ -150,6 +154,8 @@ def kill_servers() -> None:
 
 def _wind_down(loop: asyncio.AbstractEventLoop) -> None:
     """Cancel what the run left behind and give it a moment; unlike asyncio.run, never wait forever."""
+    import asyncio
+
     leftovers = asyncio.all_tasks(loop)
     for task in leftovers:
         task.cancel()

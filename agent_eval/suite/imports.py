@@ -14,7 +14,6 @@ from typing import Any
 
 from agent_eval.errors import ConfigError
 from agent_eval.plugins import first_import
-from agent_eval.tracebacks import describe
 
 SPEC_FIX = ("Fix the path in the SPEC: it is relative to the case file in the suite block, and to the "
             "current directory in a flag.")
@@ -103,6 +102,8 @@ def _import_error(where: object, what: str, error: BaseException) -> ConfigError
         return ConfigError(f"{where}: the {what} called sys.exit({error.code!r}) while being imported. Fix the "
                            "module so that importing it only defines things (guard a script's code with "
                            "`if __name__ == \"__main__\":`).")
+    from agent_eval.tracebacks import describe  # (asyncio) only for a module that failed to import
+
     return ConfigError(f"{where}: the {what} failed to import: {describe(error)}. "
                        "Fix the module (or install what it imports) so that it imports cleanly.")
 
