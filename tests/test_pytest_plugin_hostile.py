@@ -48,3 +48,30 @@ def test_the_report_and_an_inline_case_s_runs_never_come_from_a_journal_an_agent
     assert report is not None
     written = orjson.loads(next(out.glob("*.json")).read_bytes())  # valid JSON, every run whole
     assert [c["runs"][0]["trace"]["final_answer"] for c in written["cases"]] == [f"done c{n}" for n in range(4)]
+
+
+def test_under_xdist_the_controller_never_reads_a_worker_s_journal_back(tmp_path) -> None:
+    import orjson
+
+    from agent_eval.pytest_plugin.book import open_book
+    from agent_eval.report.model import new_run_id, now_iso
+    from tests.builders import flags_of, write_suite
+
+    out = tmp_path / "out"
+    rows = [{"id": f"c{n}", "query": "go", "expect": {"icontains": "done"}, "metadata": {"out": str(tmp_path)}}
+            for n in range(2)]
+    cases = write_suite(tmp_path, rows, {"agent": "agent.py:agent"}, {"agent.py": "def agent(task):\n"
+                                                                      "    return 'done ' + task.case_id\n"})
+    flags = flags_of(cases=cases, output_dir=out, no_html=True)
+    run_id, created_at = new_run_id(), now_iso()
+    worker = open_book(cases, flags, run_id, created_at, part="gw0")  # an xdist worker's book
+    worker.play(["c0", "c1"])
+    payload = worker.part_payload()
+    assert worker.journal is not None
+    worker.journal.path.write_bytes(b"x" * worker.journal.path.stat().st_size)  # overwritten after the runs
+    controller = open_book(cases, flags, run_id, created_at)
+    controller.merge_parts([payload])
+    report, _ = controller.write_report()
+    assert report is not None
+    written = orjson.loads(next(out.glob("*.json")).read_bytes())
+    assert [c["runs"][0]["trace"]["final_answer"] for c in written["cases"]] == ["done c0", "done c1"]

@@ -186,20 +186,24 @@ class Book:
     # ------------------------------------------------------------ xdist
 
     def part_payload(self) -> bytes:
-        """What a worker sends the controller: its played cases, where their runs are, what it spent."""
+        """What a worker sends the controller: its played cases, their runs' JSON as its journal wrote them
+        (the file is never read back: the agent may have changed it), what it spent."""
         if self.journal is not None:
             self.journal.close()
         return orjson.dumps({
             "cases_file": str(self.cfg.cases_file), "journal": str(self.journal.path) if self.journal else None,
             "played": [{"id": p.case["id"], "skip": p.skip, "inline": self.inline.get(p.case["id"]),
                         "runs": {str(t): r for t, r in p.runs.items()},
-                        "offsets": {str(t): list(o) for t, o in p.offsets.items()}} for p in self.played.values()],
+                        "runs_json": {str(t): chunk.decode() for t, chunk in zip(sorted(p.offsets),
+                                                                                 self.run_chunks(p.case["id"]),
+                                                                                 strict=True)}}
+                       for p in self.played.values()],
             "spends": self.spends, "models_used": sorted(self.models_used), "agent_name": self.agent_name,
             "stopped_early": self.stopped_early, "interrupted": self.interrupted,
         }, option=orjson.OPT_NON_STR_KEYS)
 
     def merge_parts(self, payloads: list[bytes]) -> None:
-        """Take the workers' books into this one: their runs copied into this book's journal, in case order."""
+        """Take the workers' books into this one: their runs written into this book's journal, in case order."""
         parts = [orjson.loads(p) for p in payloads]
         found: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
         for part in parts:
@@ -220,14 +224,12 @@ class Book:
         for case_id in [c["id"] for c in self.suite.cases if c["id"] in found]:
             part, played = found[case_id]
             entry = Played(by_id[case_id], played["skip"])
-            with open(part["journal"], "rb") as f:
-                for trial_text, (offset, length) in sorted(played["offsets"].items(), key=lambda kv: int(kv[0])):
-                    f.seek(offset)
-                    trial = int(trial_text)
-                    position = journal.append_json(case_id, trial, f.read(length))
-                    if position is not None:
-                        entry.offsets[trial] = position
-                        entry.runs[trial] = played["runs"][trial_text]
+            for trial_text, run_json in sorted(played["runs_json"].items(), key=lambda kv: int(kv[0])):
+                trial = int(trial_text)
+                position = journal.append_json(case_id, trial, run_json.encode())
+                if position is not None:
+                    entry.offsets[trial] = position
+                    entry.runs[trial] = played["runs"][trial_text]
             self.played[case_id] = entry
         for part in parts:
             if part["journal"]:
