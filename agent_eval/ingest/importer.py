@@ -28,8 +28,6 @@ def map_records(fmt: str, source: Path, logs: Path | None = None,
     return row.cases(source, logs)
 
 
-
-
 def screen(cases: list[tuple[str, Case]], bad: list[Unmappable]) -> list[tuple[str, Case]]:
     """Every reader's cases pass here: one nested too deep, or whose id or a tool name holds a control
     character, is left out as unmappable, so the rest import."""
@@ -191,7 +189,6 @@ class Target:
     def write(self, new: list[Case]) -> Path:
         """Rewrite the file with `new` appended (atomically), the original kept as CASEFILE.bak; the backup's path."""
         import shutil
-
         import tempfile
 
         doc = {**self.doc, "cases": [*self.cases, *new]} if isinstance(self.doc, dict) else [*self.cases, *new]

@@ -16,8 +16,6 @@ if TYPE_CHECKING:
     from agent_eval.suite.tools import ToolSet
 
 
-
-
 @dataclass
 class Recording:
     """One recorded run: its frozen trace (the report's shape), where it came from, and what it can be matched by."""

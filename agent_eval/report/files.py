@@ -50,7 +50,6 @@ def calibration_path_of(report: Path) -> Path:
     return report.with_name(f"{report.stem}.calibration.json")
 
 
-
 def write_json_report(path: Path, report: Report, run_bytes: Iterable[list[bytes]]) -> None:
     """Write `report` (whose cases' runs are left out) with each case's runs spliced in from raw JSON.
 

@@ -29,7 +29,6 @@ TAIL_KEYS = ("gate", "interrupted", "stopped_early", "stopped_at_budget", "exit_
 """The top-level keys written after `cases`, in file order."""
 
 
-
 class ReportError(ConfigError):
     """A report cannot be read (unreadable, another schema, a key of the wrong type) or a gate is unknown."""
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 from agent_eval.records import Report
 
 
-
 def pricing_line(report: Report) -> str | None:
     """Where the prices came from: `pricing: suite`, `pricing: genai-prices 0.0.40`, `pricing: none for MODEL`,
     or per model when they differ; None when no model used tokens."""

@@ -106,7 +106,6 @@ ENV_OPS: dict[str, Callable[[bool, Any, Any], Verdict]] = {
 }
 
 
-
 def check_env_item(item: Any, final_env: Any) -> Check:
     """The check entry of one expected_env_check item `{"path": [...], "<op>": value}`."""
     if not isinstance(item, dict):

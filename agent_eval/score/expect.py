@@ -136,7 +136,6 @@ def _expect_max_tool_calls(value: Any, trace: Trace, case: Case) -> Verdict:
     return False, f"{count} tool calls, more than the maximum of {limit}"
 
 
-
 def _expect_grounded(value: Any, trace: Trace, case: Case) -> Verdict:
     """`expect: {"grounded": true}`: every fact stated in the replies is supported by a source."""
     score, unsupported = assess(trace, safety_of(case)["system_prompt"])

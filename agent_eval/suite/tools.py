@@ -80,7 +80,6 @@ def build_schema(fn: Callable[..., Any], name: str | None = None) -> dict[str, A
     import inspect
     import typing
     import warnings
-
     import pydantic
 
     tool_name = name or fn.__name__
