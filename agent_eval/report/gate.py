@@ -16,7 +16,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from agent_eval.records import CaseEntry, Report, RunRecord
+from agent_eval.records import UNCOMPARED, CaseEntry, Report, RunRecord
 from agent_eval.report.gate_stats import (  # noqa: F401  (RESAMPLES, SEED and Stat are part of the gate's API)
     gate_metrics,
     RESAMPLES,
@@ -168,7 +168,7 @@ def paired_gate(base: Report, new: Report, gates: list[tuple[str, float]] | None
     gates = gates or [(name, 0.0) for name in DEFAULT_GATES]
     b_cases, n_cases = _cases_by_id(base, "base"), _cases_by_id(new, "new")
     both = [i for i in b_cases if i in n_cases]
-    is_counted = lambda c: c.get("status") not in ("skipped", "error", "not_run")
+    is_counted = lambda c: c.get("status") not in UNCOMPARED
     common = [i for i in both if is_counted(b_cases[i]) and is_counted(n_cases[i])]
     b_runs = [_counted_runs(b_cases[i]) for i in common]
     n_runs = [_counted_runs(n_cases[i]) for i in common]
