@@ -13,7 +13,7 @@ from agent_eval.errors import CaseFileError, Problem
 from agent_eval.pytest_plugin.book import Book, load_inline_case
 from agent_eval.pytest_plugin.items import as_options
 from agent_eval.pytest_plugin.session import SessionState, outcome_message
-from agent_eval.records import RunRecord
+from agent_eval.records import CaseStatus, RunRecord
 from agent_eval.report.reasons import case_reason, failure_lines
 
 
@@ -22,7 +22,7 @@ class CaseResult:
     """How an inline case ended over its runs."""
 
     id: str
-    status: str  # passed, failed, error or skipped
+    status: CaseStatus  # not_run when the session stopped taking runs (-x, Ctrl-C) before it played
     pass_rate: float | None
     reason: str  # why it did not pass ("" when it passed)
     failed_checks: list[str]  # "name: detail" of every failed check of every unsuccessful run
