@@ -84,7 +84,8 @@ def headline_lines(report: Report) -> list[str]:
               f"of {s.get('cases_total', len(report.get('cases') or []))} cases; "
               f"{s.get('runs', 0)} runs (k={_repeat(report)})")
     rows = [[label_of(key).replace("^k", f"^{_repeat(report)}").replace("@k", f"@{_repeat(report)}"),
-             format_value(key, s.get(key))] for key in HEADLINE if key in s]
+             format_value(key, s.get(key))] for key in HEADLINE if key in s
+            and not (key in ("pass_hat_k", "pass_at_k") and _repeat(report) == 1)]  # pass@1 again, as in the terminal
     rows += [[label_of(key), format_value(key, s[key])] for key in SAFETY if s.get(key) is not None]
     rows += [[label, f"{value} {interval}".strip()] for label, value, interval in added_rows(report)]
     lines = [title, ""]

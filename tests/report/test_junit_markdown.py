@@ -145,3 +145,9 @@ def test_markdown_holds_a_case_s_whole_reason_as_every_output_does(report) -> No
     reason = case_reason(case)
     assert len(reason) > 300 and reason.endswith("; tool KeyError: 'accounts' (tools.py:12 in lookup)")
     assert f"| `refund_unverified_claim` | failed | 33% | `{reason}` |" in render_markdown(report)  # never cut
+
+
+def test_markdown_at_k_1_lists_pass_at_1_once_as_the_terminal_does(report) -> None:
+    report["settings"]["repeat"] = 1  # pass^1 and pass@1 are pass@1 again
+    text = render_markdown(report)
+    assert text.count("| pass@1 |") == 1 and "| pass^1 |" not in text
