@@ -9,6 +9,7 @@ identical requests (stream, stream_options, user, metadata, store) and any key-l
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import re
@@ -209,7 +210,10 @@ def check_recorded(folder: Path, header: dict[str, Any], label: str,
 
 # --- writing ------------------------------------------------------------------------------------------
 def write_lines(path: Path, lines: list[dict[str, Any]]) -> None:
-    """The cassette's lines, written whole (a temporary file renamed over it)."""
+    """The cassette's lines, written whole (a temporary file renamed over it). A case folder that is a
+    symbolic link (planted in a recording folder checked out from elsewhere) is refused, never followed."""
+    if path.parent.is_symlink():
+        raise OSError(errno.ELOOP, f"{path.parent} is a symbolic link, which a recording never follows")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".jsonl")
     try:

@@ -65,3 +65,16 @@ def test_a_case_named_like_the_header_file_gets_a_folder_of_its_own() -> None:
 
     assert case_folder(HEADER) != HEADER and case_folder(HEADER) == "cassette%2Ejson"
     assert case_folder("cassette.jsonl") == "cassette.jsonl"
+
+
+def test_a_case_folder_planted_as_a_symlink_is_never_written_through(tmp_path: Path) -> None:
+    from agent_eval.provider.cassette import cassette_path, write_lines
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    tape = tmp_path / "tape"
+    tape.mkdir()
+    (tape / "c").symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(OSError, match="symbolic link"):
+        write_lines(cassette_path(tape, "c", 0), [{"seq": 1}])
+    assert list(elsewhere.iterdir()) == []
