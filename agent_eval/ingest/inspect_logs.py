@@ -58,7 +58,7 @@ def _shown(size: int) -> str:
     return f"{size / 2**30:g} GiB" if size >= 2**30 else f"{size / 2**20:.3g} MiB"
 
 
-def _read_capped(read: Any, budget: _Budget) -> bytes:
+def _read_capped(read: Any, budget: _Budget) -> bytearray:
     """Read a member's decompressed stream in pieces, at most MEMBER_CAP + 1 bytes, each piece spent from
     the budget as it comes (a member never holds more than one cap in memory)."""
     out = bytearray()
@@ -70,10 +70,10 @@ def _read_capped(read: Any, budget: _Budget) -> bytes:
         out += piece
     if len(out) > MEMBER_CAP:
         raise ValueError("over the 256 MiB cap for one member once decompressed")
-    return bytes(out)
+    return out  # as it is: a copy would hold the member twice
 
 
-def _member(file: Any, info: zipfile.ZipInfo, zf: zipfile.ZipFile, budget: _Budget) -> bytes:
+def _member(file: Any, info: zipfile.ZipInfo, zf: zipfile.ZipFile, budget: _Budget) -> bytearray:
     if info.file_size > MEMBER_CAP:
         raise ValueError(f"{info.file_size} bytes uncompressed, over the 256 MiB cap for one member")
     if info.compress_type != ZSTD:
