@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 from rich.console import Console
+from rich.padding import Padding
 from rich.text import Text
 
 from agent_eval.records import CaseEntry, Report, RunRecord, Step
@@ -30,14 +31,16 @@ def _args(args: Any) -> str:
         return repr(args)
 
 
-def _call_line(step: Step) -> Text:
-    line = Text("      ")
+def _call_line(step: Step) -> Padding:
+    """`↳ name(args) → output`, indented under its turn; a line too long for the terminal wraps under
+    the arrow, never back at the left margin."""
+    line = Text()
     line.append(f"↳ {step.get('name')}({trim(_args(step.get('args')), ARGS_CHARS)})", style="cyan")
     if step.get("error") is not None:
         line.append(f" → error: {trim(str(step['error']), OUTPUT_CHARS)}", style="red")
     else:
         line.append(f" → {trim(str(step.get('output')), OUTPUT_CHARS)}", style="dim")
-    return line
+    return Padding(line, (0, 0, 0, 6), expand=False)
 
 
 def is_scenario_run(run: RunRecord) -> bool:
