@@ -86,10 +86,10 @@ def _salvage(cls: Any, body: bytes, where: str, kind: str) -> tuple[Any, Unmappa
 
 def read_protobuf(data: bytes, kind: str = "traces") -> tuple[list[tuple[str, Any]], list[Unmappable]]:
     """The requests of a protobuf file as OTLP/JSON-shaped dicts (ids base64), each with its label."""
+    cls = _message_class(kind)  # first: without the [otlp] extra, exit 2 naming it (protobuf comes with it)
     from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]
     from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
-    cls = _message_class(kind)
     bodies, broken = _bodies(data)
     records: list[tuple[str, Any]] = []
     bad: list[Unmappable] = []

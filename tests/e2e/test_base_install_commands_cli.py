@@ -78,3 +78,8 @@ def test_every_command_works_from_the_base_install(tmp_path: Path) -> None:
     }
     codes = {args: sh(*args).returncode for args in expected}
     assert codes == expected
+    # A format whose extra is missing is exit 2 naming the extra, never a traceback: OTLP protobuf needs
+    # opentelemetry-proto (an export request: field 1, length 0).
+    (work / "spans.pb").write_bytes(b"\x0a\x00")
+    proto = sh("import", "otel", "spans.pb", "--out", "from_proto.json")
+    assert proto.returncode == 2 and "pip install 'agent-eval-trials[otlp]'" in proto.stderr, proto.stderr
