@@ -83,3 +83,9 @@ def test_every_command_works_from_the_base_install(tmp_path: Path) -> None:
     (work / "spans.pb").write_bytes(b"\x0a\x00")
     proto = sh("import", "otel", "spans.pb", "--out", "from_proto.json")
     assert proto.returncode == 2 and "pip install 'agent-eval-trials[otlp]'" in proto.stderr, proto.stderr
+    # An Inspect .eval log whose members are zstd-compressed (as Inspect writes them) needs zstandard.
+    from tests.inspect_gen import eval_log, sample
+
+    (work / "run.eval").write_bytes(eval_log([sample()]))
+    zstd = sh("import", "inspect", "run.eval", "--out", "from_eval.json")
+    assert zstd.returncode == 2 and "pip install 'agent-eval-trials[inspect]'" in zstd.stderr, zstd.stderr
