@@ -25,8 +25,8 @@ class ModelCall:
 class Answer:
     """What one recorded completion held."""
 
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
+    prompt_tokens: int | None = 0  # 0 when the answer gives no usage (as for the built-in agent); None: impossible
+    completion_tokens: int | None = 0
     model: str | None = None
     calls: list[ModelCall] = field(default_factory=list)
 
@@ -46,8 +46,9 @@ def request_tools(body: Any) -> set[str]:
 
 
 def _count(value: Any) -> int | None:
-    """A token count as the provider gave it (token_count's rule); None when it sent none."""
-    return None if value is None else token_count(value)
+    """A token count as the provider gave it (token_count's rule: one it did not send is 0, an impossible
+    one None)."""
+    return token_count(value)
 
 
 def _arguments(value: Any) -> str:

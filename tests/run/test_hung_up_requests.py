@@ -240,3 +240,21 @@ def test_a_base_url_with_a_query_keeps_its_path_and_sends_the_query_with_every_r
         upstream.close()
     assert played.error is None, played.error
     assert upstream.paths == ["/prefix/v1/chat/completions?api-version=2024-06-01"] * 2
+
+
+def test_an_answer_without_usage_is_no_invalid_token_count(loopback) -> None:
+    # A local server that reports no usage (as some do) is 0 tokens, as for the built-in agent, not "invalid".
+    from tests.loopback import raw
+
+    body = {"id": "x", "object": "chat.completion", "model": "m1",
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "ok"}}]}
+    srv = loopback([raw(body)])
+
+    async def agent(task):
+        client = openai.AsyncOpenAI(base_url=task.base_url, api_key=task.api_key, max_retries=0)
+        answer = await client.chat.completions.create(model=task.model, messages=task.messages)
+        return answer.choices[0].message.content
+
+    played = play(agent, srv.base_url)
+    calls = played.trace["llm_calls"]
+    assert [c["status"] for c in calls] == [200] and invalid_counts(calls) == 0
