@@ -142,6 +142,10 @@ class _State:
         self._logging = (list(root.handlers), root.level)
         self._warnings = warnings.catch_warnings()
         self._warnings.__enter__()
+        # No bytecode for the user modules a test writes: one rewritten in the same second at the same size
+        # would otherwise be read back from a stale .pyc by the next call.
+        self._bytecode = sys.dont_write_bytecode
+        sys.dont_write_bytecode = True
         self._globals = _snapshot_agent_eval()
         os.environ.clear()
         os.environ.update(self.env)
@@ -171,6 +175,7 @@ class _State:
             root.handlers[:], level = self._logging
             root.setLevel(level)
             self._warnings.__exit__(None, None, None)
+            sys.dont_write_bytecode = self._bytecode
             _restore_agent_eval(self._globals)
             _forget_user_modules(set(sys.modules) - self._modules)
 
