@@ -19,7 +19,7 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 import orjson
 
 from agent_eval.errors import ProviderError
-from agent_eval.provider import endpoints, retry, tape
+from agent_eval.provider import endpoints, events, retry, tape
 from agent_eval.redaction import PLACEHOLDER_KEY as PLACEHOLDER_KEY  # re-exported: the key of keyless endpoints
 from agent_eval.redaction import is_redacted as is_redacted  # re-exported: URLs are redacted there
 from agent_eval.redaction import redact_url as redact_url
@@ -51,10 +51,19 @@ class Completion:
     retries: int = 0  # attempts after the first one that was answered
 
 
-# --- retries: the loop is agent_eval.provider.retry's; the progress display's hook is re-exported here ---
-RetryListener = retry.RetryListener
-set_retry_listener = retry.set_retry_listener
-notify_retry = retry.notify_retry
+# --- retries: the loop is agent_eval.provider.retry's; a command's listeners hear of them (provider.events) ---
+_retry_callback: list[events.RetryCallback] = []  # set_retry_listener's, told while no command is listening
+
+
+def set_retry_listener(listener: Callable[[str, int, int], None] | None) -> None:
+    """Outside a command (a library caller of `complete`): call `listener(endpoint, attempt, most)` each time a
+    request is about to be retried; None stops it. A command's run tells its own `events.Listeners` instead."""
+    for old in _retry_callback:
+        events.OUTSIDE.remove(old)
+    _retry_callback.clear()
+    if listener is not None:
+        _retry_callback.append(events.RetryCallback(listener))
+        events.OUTSIDE.add(_retry_callback[0])
 
 
 def _client_class() -> type:

@@ -79,7 +79,7 @@ def offer_runs(journal: JournalFile, url: str | None, head: dict[str, Any]) -> R
     if not url:
         return None
     sender = RunSender(url, head)
-    journal.on_append = sender.offer
+    journal.listeners.add(sender)
     return sender
 
 

@@ -10,14 +10,13 @@ from typing import Any, NamedTuple
 from rich.console import Console
 from rich.markup import escape
 
-import agent_eval.llm as llm
 from agent_eval.records import Case
 from agent_eval.commands.conclude import finish_report, offer_runs, say
 from agent_eval.commands.prepare import Prepared, check_baseline, check_judge, make_output_dir, prepare
 from agent_eval.errors import ConfigError
 from agent_eval.flags import Flags
 from agent_eval.records import Report
-from agent_eval.provider import cassette, endpoints, tape
+from agent_eval.provider import cassette, events, tape
 from agent_eval.provider.endpoints import WindowBoard
 from agent_eval.report.files import history_path_of, journal_path_of, report_path_of
 from agent_eval.report.model import new_run_id, now_iso
@@ -164,13 +163,14 @@ def _play_suite(flags: Flags, console: Console | None, err: Console) -> Played:
         if journal.failed:
             raise ConfigError(f"cannot write the journal {journal.path} ({journal.failed}); free some space or "
                               "pass --output-dir with a writable folder.")
+        listeners = journal.listeners = events.Listeners()  # the run's events: docs/architecture.md
         sender = offer_runs(journal, cfg.otlp_endpoint, {"run_id": run_id, "created_at": created_at,
                                                           "suite": suite.name, "model": cfg.model})
         progress = _progress(console, cfg)
         board = pool.board if pool is not None else WindowBoard()
-        runner = Runner(suite, cases, cfg, agent, scoring, journal,
-                        on_run_done=(lambda: progress.update(progress.task_ids[0], description=_status(board),
-                                                             advance=1)) if progress else None, simulator=simulator)
+        listeners.add(board)  # before the progress line, which shows it
+        listeners.add(ProgressLine(progress, err, cfg.quiet, board))
+        runner = Runner(suite, cases, cfg, agent, scoring, journal, listeners=listeners, simulator=simulator)
         runner.pool = pool
         if cfg.max_cost is not None:
             runner.budget = _budget(cfg, runner, suite, journal.path if resumed else None)
@@ -181,22 +181,12 @@ def _play_suite(flags: Flags, console: Console | None, err: Console) -> Played:
                 if progress:
                     progress.add_task(RUNNING, total=runner.pending)
                     progress.start()
-                llm.set_retry_listener(_retry_display(progress, err, cfg.quiet))
-                on_window = _window_display(progress, err, cfg.quiet, board)
-
-                def window_changed(endpoint: str, size: int, ceiling: int) -> None:
-                    board.update(None, endpoint, size, ceiling)
-                    on_window()
-
-                endpoints.set_window_listener(window_changed)
                 if pool is not None:
-                    pool.on_window = on_window
-                interrupted = interrupts.run(runner.run())
+                    pool.listeners = listeners
+                with events.listening(listeners):
+                    interrupted = interrupts.run(runner.run())
             finally:
-                llm.set_retry_listener(None)
-                endpoints.set_window_listener(None)
-                if progress:
-                    progress.stop()
+                listeners.command_finished()
                 journal.close()
             if sender is not None:
                 interrupts.after_run.append(sender.stop.set)
@@ -305,47 +295,56 @@ def open_pool(cfg: RunConfig, init: WorkerInit) -> Any:
     return WorkerPool([ProcessHost(number, n, init) for number, n in enumerate(slots)])
 
 
-def _retry_display(progress: Any, err: Console, quiet: bool) -> llm.RetryListener:
-    """Show "retrying <endpoint> (attempt n/8)" while the SDK retries: in the progress display, or, in a
-    log, once per endpoint and attempt from the third on (a dead endpoint is not 39 silent seconds)."""
-    shown: set[tuple[str, int]] = set()
+class ProgressLine(events.RunListener):
+    """The progress line: runs done, "retrying <endpoint> (attempt n/8)" while a request is retried, "rate
+    limited: 9 of 50 in flight" while a window is below its ceiling. Without a progress display (a log), a
+    few plain lines instead: an endpoint's retries from the third attempt on (a dead endpoint is not 39
+    silent seconds), and the windows each time they reach a new low (never one line per 429)."""
 
-    def show(endpoint: str, attempt: int, most: int) -> None:
+    def __init__(self, progress: Any, err: Console, quiet: bool, board: WindowBoard) -> None:
+        self.progress, self.err, self.quiet, self.board = progress, err, quiet, board
+        self._shown: set[tuple[str, int]] = set()  # (endpoint, attempt) of the retries printed in a log
+        self._lowest: list[int] = []  # the fewest requests in flight printed in a log
+
+    def run_finished(self) -> None:
+        if self.progress is not None:
+            self.progress.update(self.progress.task_ids[0], description=_status(self.board), advance=1)
+
+    def retrying(self, endpoint: str, attempt: int, most: int) -> None:
         # A rate-limited request has no cap: past the 8th attempt it is the window's business (below).
         capped = attempt <= most
         message = f"retrying {endpoint} (attempt {attempt}/{most})" if capped else (
             f"retrying {endpoint} (attempt {attempt}, rate limited)")
-        if progress is not None:
-            progress.update(progress.task_ids[0], description=escape(message))
-        elif capped and not quiet and attempt >= SHOW_RETRY_FROM and (endpoint, attempt) not in shown:
-            shown.add((endpoint, attempt))
-            say(err, message)
+        if self.progress is not None:
+            self.progress.update(self.progress.task_ids[0], description=escape(message))
+        elif capped and not self.quiet and attempt >= SHOW_RETRY_FROM and (endpoint, attempt) not in self._shown:
+            self._shown.add((endpoint, attempt))
+            say(self.err, message)
 
-    return show
+    def window_changed(self, where: Any, endpoint: str, size: int, ceiling: int) -> None:
+        if self.progress is not None:  # the board has heard of the change: it listens first
+            self.progress.update(self.progress.task_ids[0], description=_status(self.board))
+            return
+        line = self.board.line()
+        in_flight = self.board.in_flight()
+        if line and not self.quiet and (not self._lowest or in_flight < self._lowest[0]):
+            self._lowest[:] = [in_flight]
+            say(self.err, line)
+
+    def command_finished(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+
+def _retry_display(progress: Any, err: Console, quiet: bool) -> Callable[[str, int, int], None]:
+    """What the progress line does with a retry: `show(endpoint, attempt, most)`."""
+    return ProgressLine(progress, err, quiet, WindowBoard()).retrying
 
 
 def _status(board: WindowBoard) -> str:
     """The progress line between retries: "running", or the windows below their ceiling."""
     line = board.line()
     return escape(line) if line else RUNNING
-
-
-def _window_display(progress: Any, err: Console, quiet: bool, board: WindowBoard) -> Callable[[], None]:
-    """Show "rate limited: 9 of 50 in flight" while a window is below its ceiling: in the progress display,
-    or, in a log, each time the windows reach a new low (a handful of lines, never one per 429)."""
-    lowest: list[int] = []
-
-    def show() -> None:
-        if progress is not None:
-            progress.update(progress.task_ids[0], description=_status(board))
-            return
-        line = board.line()
-        size = board.in_flight()
-        if line and not quiet and (not lowest or size < lowest[0]):
-            lowest[:] = [size]
-            say(err, line)
-
-    return show
 
 
 def _progress(console: Console | None, cfg: RunConfig) -> Any:

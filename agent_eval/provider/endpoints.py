@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agent_eval.flags import DEFAULTS
+from agent_eval.provider import events
 from agent_eval.provider.throttle import RateLimit, TokenBucket, Window
 
 
@@ -31,7 +32,6 @@ class Limits(Protocol):
     def retry_budget(self) -> float: ...
 
 ROLES = ("agent", "judge", "user")
-WindowListener = Callable[[str, int, int], None]  # (endpoint shown, window size, ceiling)
 
 
 @dataclass
@@ -82,7 +82,6 @@ _settings = Settings()
 _endpoints: dict[tuple[str, str, str | None], Endpoint] = {}
 _buckets: dict[tuple[str, str | None], TokenBucket] = {}
 _loop: asyncio.AbstractEventLoop | None = None
-_window_listener: WindowListener | None = None
 
 
 def configure(settings: Settings) -> None:
@@ -112,16 +111,9 @@ def set_limits(ceiling: int, share: float) -> None:
         found.window.set_ceiling(_settings.ceiling)
 
 
-def set_window_listener(listener: WindowListener | None) -> None:
-    """Call `listener(endpoint, size, ceiling)` each time an endpoint's window changes size."""
-    global _window_listener
-    _window_listener = listener
-
-
 def _window_changed(endpoint: str) -> Callable[[Window], None]:
     def tell(window: Window) -> None:
-        if _window_listener is not None:
-            _window_listener(endpoint, window.size, window.ceiling)
+        events.active().window_changed(None, endpoint, window.size, window.ceiling)
     return tell
 
 
@@ -187,15 +179,18 @@ def merge_summaries(parts: Iterable[list[dict[str, Any]] | None], concurrent: bo
     return list(merged.values())
 
 
-class WindowBoard:
+class WindowBoard(events.RunListener):
     """Every process's windows (this one's, each worker's), for the progress line: per endpoint, the sum
-    of the sizes and of the ceilings, shown while it is below the ceiling."""
+    of the sizes and of the ceilings, shown while it is below the ceiling. It listens to window changes."""
 
     def __init__(self) -> None:
         self._windows: dict[tuple[Any, str], tuple[int, int]] = {}
 
     def update(self, where: Any, endpoint: str, size: int, ceiling: int) -> None:
         self._windows[(where, endpoint)] = (size, ceiling)
+
+    def window_changed(self, where: Any, endpoint: str, size: int, ceiling: int) -> None:
+        self.update(where, endpoint, size, ceiling)
 
     def forget(self, where: Any) -> None:
         """A worker that is done (or gone) holds no window any more."""

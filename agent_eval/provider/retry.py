@@ -16,26 +16,12 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TypeVar
 
-from agent_eval.provider import hints
+from agent_eval.provider import events, hints
 from agent_eval.provider.endpoints import Endpoint, settings
 from agent_eval.provider.waits import RequestWaits
 
 T = TypeVar("T")
-RetryListener = Callable[[str, int, int], None]  # (endpoint, attempt, most); a 429 may pass `most`
-_listener: RetryListener | None = None
 _draw = random.Random()
-
-
-def set_retry_listener(listener: RetryListener | None) -> None:
-    """Call `listener(endpoint, attempt, most)` each time a request is about to be retried."""
-    global _listener
-    _listener = listener
-
-
-def notify_retry(endpoint: str, attempt: int, most: int) -> None:
-    """Tell the retry listener, if any, that a request is about to be retried (here or in a worker)."""
-    if _listener is not None:
-        _listener(endpoint, attempt, most)
 
 
 class RequestFailed(Exception):
@@ -132,7 +118,7 @@ async def send(ep: Endpoint, attempt: Callable[[], Awaitable[T]], timeout_s: flo
                 raise RequestTimedOut(retries)
             retries += 1
             ep.retries += 1
-            notify_retry(shown or ep.base_url, retries, hints.MAX_RETRIES)
+            events.active().retrying(shown or ep.base_url, retries, hints.MAX_RETRIES)
             await asyncio.sleep(wait)
             ep.retry_wait_s += wait
             if kind == "retry":

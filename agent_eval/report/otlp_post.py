@@ -28,6 +28,7 @@ from urllib.parse import unquote
 
 import orjson
 
+from agent_eval.provider import events
 from agent_eval.redaction import redact_secrets, redact_url
 from agent_eval.tracebacks import describe
 
@@ -66,8 +67,9 @@ class Sent:
     reason: str | None
 
 
-class RunSender:
-    """POSTs the traces of one command's runs to `url`, from a background thread, as the runs finish.
+class RunSender(events.RunListener):
+    """POSTs the traces of one command's runs to `url`, from a background thread, as the runs finish: it
+    listens to the journal (each run is offered once its line is written).
 
     `head` holds what every run's spans name (the report's run_id, created_at, suite and model).
     """
@@ -99,6 +101,9 @@ class RunSender:
         now = time.monotonic()
         if len(self._pending) >= BATCH_RUNS or now - self._handed >= HAND_EVERY_S:
             self._hand_over(now)
+
+    def journaled(self, case_id: str, trial: int, run_json: bytes) -> None:
+        self.offer(case_id, trial, run_json)
 
     def _hand_over(self, now: float) -> None:
         batch, self._pending, self._handed = self._pending, [], now

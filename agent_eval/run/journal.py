@@ -6,13 +6,14 @@ import os
 import time
 import typing
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
 import orjson
 
 from agent_eval.errors import ConfigError
+from agent_eval.provider import events
 from agent_eval.records import RunRecord, RunStatus
 from agent_eval.suite.jsonsafe import dumps_safe
 
@@ -38,7 +39,7 @@ class Journal:
                  drop_torn: bool = False) -> None:
         self.path = path
         self.failed: str | None = None
-        self.on_append: Callable[[str, int, bytes], None] | None = None  # told of each run once it is written
+        self.listeners = events.Listeners()  # the command's: told of each run once it is written
         self._file = open(path, "ab")
         try:
             fcntl.flock(self._file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -76,8 +77,8 @@ class Journal:
         offset = self._file.tell() + len(prefix)
         self._write(prefix + run_bytes + b"}\n")
         self._kept[offset] = zlib.compress(run_bytes, 1)
-        if self.on_append is not None and not self.failed:
-            self.on_append(case_id, trial, run_bytes)
+        if not self.failed:
+            self.listeners.journaled(case_id, trial, run_bytes)
         self._pending += 1
         if self._pending >= FLUSH_EVERY_RUNS or time.monotonic() - self._last_flush >= FLUSH_EVERY_S:
             self.flush()

@@ -16,10 +16,10 @@ from typing import Any, Protocol
 
 import orjson
 
-import agent_eval.llm as llm
 from agent_eval.errors import ConfigError
 from agent_eval.run.episode import empty_trace
 from agent_eval.run.runner import CANCEL_GRACE_S, Runner, lite_run
+from agent_eval.provider import events
 from agent_eval.provider.endpoints import WindowBoard
 from agent_eval.run.worker import (BATCH, CRASHED, FAILED, FINISH, LIMITS, READY, RESULT, RETRY, SPENT, STOP, USAGE,
                                    WINDOW, WorkerInit, process_main, unpack_results)
@@ -132,7 +132,7 @@ class WorkerPool:
         self._ready: set[Any] = set()  # hosts whose worker loaded the suite
         self._last_loss = ""  # how the latest lost worker died
         self.board = WindowBoard()  # every worker's windows, for the progress line
-        self.on_window: Callable[[], None] = lambda: None  # the progress line redraws the board
+        self.listeners = events.Listeners(self.board)  # the command's: told of workers' retries and windows
         self._split = 0  # how many workers each --rate-limit is split among
 
     @property
@@ -224,10 +224,9 @@ class WorkerPool:
         elif kind == SPENT:
             self._spent[host] = orjson.loads(payload)
         elif kind == RETRY:
-            llm.notify_retry(*orjson.loads(payload))
+            self.listeners.retrying(*orjson.loads(payload))
         elif kind == WINDOW:
-            self.board.update(host.number, *orjson.loads(payload))
-            self.on_window()  # the progress line shows it
+            self.listeners.window_changed(host.number, *orjson.loads(payload))  # the board, the progress line
         elif kind == FAILED:
             raise ConfigError(f"worker {host.number} cannot start: {payload.decode(errors='replace')}")
 

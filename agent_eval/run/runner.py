@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 import agent_eval.llm as llm
-from agent_eval.provider import endpoints
+from agent_eval.provider import endpoints, events
 from agent_eval.suite.cases import Suite, skip_reason
 from agent_eval.run.budget import UNLIMITED, Budget
 from agent_eval.run.config import RunConfig
@@ -57,11 +57,11 @@ class Runner:
 
     def __init__(self, suite: Suite, cases: list[Case], cfg: RunConfig, agent: Agent, scoring: ScoringContext,
                  journal: Journal, environ: Mapping[str, str] | None = None,
-                 on_run_done: Callable[[], None] | None = None, simulator: Simulator | None = None) -> None:
+                 listeners: events.Listeners | None = None, simulator: Simulator | None = None) -> None:
         self.suite, self.cfg, self.scoring, self.journal = suite, cfg, scoring, journal
         env: Mapping[str, str] = os.environ if environ is None else environ
         self.slots = [CaseSlot(c, list(range(cfg.repeat)), skip_reason(c, env, cfg.judge)) for c in cases]
-        self.on_run_done = on_run_done or (lambda: None)
+        self.listeners = listeners or events.Listeners()  # the command's: told as each run finishes
         self.player = Player(suite, cfg, agent, scoring, simulator)
         self.player.upcoming = lambda: None if self._stopping else self._next_slot()
         self._by_id: dict[str, CaseSlot] | None = None
@@ -249,7 +249,7 @@ class Runner:
         if lite["status"] == "failed" and self.cfg.exitfirst and not self._stopping:
             self._stopping = self.stopped_early = True  # -x: runs in flight finish, no new one starts
         self.player.gc.run_finished()
-        self.on_run_done()
+        self.listeners.run_finished()
 
     def spent(self, pricing: dict[str, Any] | None) -> dict[str, Any]:
         """summary.judge and summary.user_sim of this process, plus every worker's."""

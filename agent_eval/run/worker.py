@@ -20,7 +20,7 @@ import orjson
 
 import agent_eval.llm as llm
 from agent_eval.records import Case
-from agent_eval.provider import endpoints, tape
+from agent_eval.provider import endpoints, events, tape
 from agent_eval.errors import CaseFileError, ConfigError
 from agent_eval.redaction import remember_secret
 from agent_eval.suite.jsonsafe import dumps_safe
@@ -184,6 +184,19 @@ def _send(conn: Connection, message: bytes) -> None:
         pass  # the driver is gone: nobody is left to tell
 
 
+class DriverRelay(events.RunListener):
+    """The driver shows this worker's retries and windows in its progress line, as for a run played there."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def retrying(self, endpoint: str, attempt: int, most: int) -> None:
+        _send(self.conn, RETRY + orjson.dumps([endpoint, attempt, most]))
+
+    def window_changed(self, where: Any, endpoint: str, size: int, ceiling: int) -> None:
+        _send(self.conn, WINDOW + orjson.dumps([endpoint, size, ceiling]))
+
+
 async def _serve(conn: Connection, init: WorkerInit) -> None:
     core, problem = load_core(init)
     if core is None:
@@ -205,14 +218,6 @@ async def _serve(conn: Connection, init: WorkerInit) -> None:
     tasks: set[asyncio.Task[Any]] = set()
     finished: list[bytes] = []  # sent together once the loop has run every callback that was ready
 
-    def retrying(endpoint: str, attempt: int, most: int) -> None:
-        """The driver shows "retrying <endpoint>" in its progress line, as for a run played in one process."""
-        _send(conn, RETRY + orjson.dumps([endpoint, attempt, most]))
-
-    llm.set_retry_listener(retrying)
-    endpoints.set_window_listener(lambda endpoint, size, ceiling: _send(conn, WINDOW + orjson.dumps(
-        [endpoint, size, ceiling])))
-
     def send_finished() -> None:
         _send(conn, RESULT + pack_results(finished))
         finished.clear()
@@ -233,24 +238,25 @@ async def _serve(conn: Connection, init: WorkerInit) -> None:
             _send(conn, CRASHED + "".join(traceback.format_exception(exc)).encode())
             os._exit(1)
 
-    while True:
-        message = await inbox.get()
-        kind, payload = message[:1], message[1:]
-        if kind == BATCH:
-            for index, trial in orjson.loads(payload):
-                task = asyncio.create_task(play(index, trial))
-                tasks.add(task)
-                task.add_done_callback(done)
-        elif kind == LIMITS:
-            limits = orjson.loads(payload)
-            endpoints.set_limits(limits["ceiling"], limits["share"])
-        elif kind in (FINISH, STOP):
-            if kind == STOP:
-                for task in tasks:
-                    task.cancel()
-            if tasks:
-                await asyncio.wait(tasks, timeout=None if kind == FINISH else 1.0)
-            await asyncio.sleep(0)  # the last runs' send_finished
-            await core.close()
-            _send(conn, USAGE + orjson.dumps(core.spent()))
-            return
+    with events.listening(events.Listeners(DriverRelay(conn))):  # until the driver says FINISH or STOP
+        while True:
+            message = await inbox.get()
+            kind, payload = message[:1], message[1:]
+            if kind == BATCH:
+                for index, trial in orjson.loads(payload):
+                    task = asyncio.create_task(play(index, trial))
+                    tasks.add(task)
+                    task.add_done_callback(done)
+            elif kind == LIMITS:
+                limits = orjson.loads(payload)
+                endpoints.set_limits(limits["ceiling"], limits["share"])
+            elif kind in (FINISH, STOP):
+                if kind == STOP:
+                    for task in tasks:
+                        task.cancel()
+                if tasks:
+                    await asyncio.wait(tasks, timeout=None if kind == FINISH else 1.0)
+                await asyncio.sleep(0)  # the last runs' send_finished
+                await core.close()
+                _send(conn, USAGE + orjson.dumps(core.spent()))
+                return

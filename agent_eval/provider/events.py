@@ -1,0 +1,100 @@
+"""One listener for a command's run events, and the one place that holds the listeners and tells them.
+
+A listener subclasses `RunListener` and overrides only the events it needs (the others do nothing).
+A command builds one `Listeners`, passes it to the objects that raise events (the Runner, the journal, the
+worker pool) and opens `listening(listeners)` around the run, so that the provider's retry loop and windows,
+which no caller hands anything to, reach the same listeners; outside it they reach only `OUTSIDE`.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, Protocol
+
+
+class RunListener(Protocol):
+    """What a command's run tells its listeners; each event's default does nothing (explicitly: a listener
+    subclasses this and overrides only the events it needs)."""
+
+    def run_finished(self) -> None:
+        """A run was journaled (wherever it was played)."""
+        return None
+
+    def retrying(self, endpoint: str, attempt: int, most: int) -> None:
+        """A request to `endpoint` is about to be retried (here or in a worker); a 429 may pass `most`."""
+        return None
+
+    def window_changed(self, where: Any, endpoint: str, size: int, ceiling: int) -> None:
+        """An endpoint's window changed size: in this process (`where` None) or in worker `where`."""
+        return None
+
+    def journaled(self, case_id: str, trial: int, run_json: bytes) -> None:
+        """A run's line was written to the journal (`run_json`: the run as written)."""
+        return None
+
+    def command_finished(self) -> None:
+        """The command's run is over (its report not yet written)."""
+        return None
+
+
+class Listeners(RunListener):
+    """The listeners a command registered, each told of every event in the order they were added."""
+
+    def __init__(self, *listeners: RunListener) -> None:
+        self._listeners = list(listeners)
+
+    def add(self, listener: RunListener) -> None:
+        self._listeners.append(listener)
+
+    def remove(self, listener: RunListener) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
+    def run_finished(self) -> None:
+        for listener in self._listeners:
+            listener.run_finished()
+
+    def retrying(self, endpoint: str, attempt: int, most: int) -> None:
+        for listener in self._listeners:
+            listener.retrying(endpoint, attempt, most)
+
+    def window_changed(self, where: Any, endpoint: str, size: int, ceiling: int) -> None:
+        for listener in self._listeners:
+            listener.window_changed(where, endpoint, size, ceiling)
+
+    def journaled(self, case_id: str, trial: int, run_json: bytes) -> None:
+        for listener in self._listeners:
+            listener.journaled(case_id, trial, run_json)
+
+    def command_finished(self) -> None:
+        for listener in self._listeners:
+            listener.command_finished()
+
+
+class RetryCallback(RunListener):
+    """`callback(endpoint, attempt, most)` before each retry: for `llm.complete` called outside a command."""
+
+    def __init__(self, callback: Callable[[str, int, int], None]) -> None:
+        self.callback = callback
+
+    def retrying(self, endpoint: str, attempt: int, most: int) -> None:
+        self.callback(endpoint, attempt, most)
+
+
+OUTSIDE = Listeners()  # told of the provider's events while no command is listening (a library caller)
+_active: list[Listeners] = []  # the commands listening now, innermost last
+
+
+@contextmanager
+def listening(listeners: Listeners) -> Iterator[Listeners]:
+    """The provider's events (retries, windows) go to `listeners` until the block ends."""
+    _active.append(listeners)
+    try:
+        yield listeners
+    finally:
+        _active.remove(listeners)
+
+
+def active() -> Listeners:
+    """The listeners the provider tells: the innermost command's, else OUTSIDE."""
+    return _active[-1] if _active else OUTSIDE
