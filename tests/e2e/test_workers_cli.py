@@ -227,7 +227,8 @@ async def agent(task):
     (HERE / "pids").mkdir(exist_ok=True)
     (HERE / "pids" / str(os.getpid())).touch()
     if task.case_id == "case-5" and not (HERE / "resumed").exists():
-        (HERE / "victim.pid").write_text(str(os.getpid()))
+        (HERE / "victim.tmp").write_text(str(os.getpid()))
+        (HERE / "victim.tmp").replace(HERE / "victim.pid")  # whole or absent: the test reads it as soon as it exists
         await asyncio.sleep(3600)
     await asyncio.sleep(float(os.environ.get("AGENT_DELAY_S", "0.02")))
     return "ok"
