@@ -35,9 +35,6 @@ def _extra_requirements(dist: str, extra: str) -> set[str]:
     return {_requirement(r)[0] for r in found if re.search(rf"extra\s*==\s*['\"]{re.escape(extra)}['\"]", r)}
 
 
-# Packages an extra's own package brings and whose API agent-eval uses beside it (named, never inferred:
-# an extra's whole dependency tree would let `httpx`, which langchain brings, pass).
-COMPANIONS = {"mcp": {"anyio", "mcp-types"}, "otlp": {"protobuf"}, "langchain": {"langchain-core"}}
 # A package only its host imports (pytest loads agent_eval/pytest_plugin through its pytest11 entry point),
 # so the host is there whenever the package is.
 HOSTED = {"agent_eval/pytest_plugin/": "pytest"}
@@ -52,7 +49,7 @@ def declared() -> tuple[set[str], dict[str, set[str]]]:
         base.add(name)
         for extra in extras:
             base |= _extra_requirements(name, extra)
-    extras = {extra: ({_requirement(r)[0] for r in reqs} | COMPANIONS.get(extra, set())) - base
+    extras = {extra: {_requirement(r)[0] for r in reqs} - base  # what it names, never its whole tree
               for extra, reqs in project["optional-dependencies"].items() if extra != "dev"}
     return base, extras
 
