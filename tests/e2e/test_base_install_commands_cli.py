@@ -1,39 +1,20 @@
 """Every command from the base install alone: the wheel in a new venv that sees only the declared runtime
-dependencies (tests/e2e/test_wheel_install_cli.py builds it), then each command a user runs without an
+dependencies (tests/e2e/installed.py builds it, once per pytest process), then each command a user runs without an
 extra, `run --otlp-endpoint` included (it needs no extra: the sender uses aiohttp). A subprocess earns its
 keep here: which modules the installed process can import is what is under test."""
 from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import orjson
 
-from tests.e2e.test_wheel_install_cli import AGENT, TOOLS, build_wheel, link_dependencies, runtime_closure
+from tests.e2e.installed import AGENT, TOOLS, BaseInstall
 from tests.otlp_collector import OtlpCollector
 
-def base_venv(tmp_path: Path) -> Path:
-    wheel = build_wheel(tmp_path)
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
-                    str(wheel), "--no-deps", "--no-index"], check=True, capture_output=True, timeout=600)
-    import zipfile
-    from email.parser import Parser
-
-    with zipfile.ZipFile(wheel) as zf:
-        meta = Parser().parsestr(zf.read(next(f for f in zf.namelist() if f.endswith(".dist-info/METADATA"))).decode())
-    runtime = [line for line in meta.get_all("Requires-Dist") or [] if "extra ==" not in line]
-    link_dependencies(runtime_closure(runtime), tmp_path / "deps")
-    site = next((venv / "lib").glob("python3*/site-packages"))
-    (site / "runtime_dependencies.pth").write_text(str(tmp_path / "deps") + "\n")
-    return venv
-
-
-def test_every_command_works_from_the_base_install(tmp_path: Path) -> None:
-    venv = base_venv(tmp_path)
+def test_every_command_works_from_the_base_install(base_install: BaseInstall, tmp_path: Path) -> None:
+    venv = base_install.venv
     work = tmp_path / "work"
     work.mkdir()
     (work / "tools.py").write_text(TOOLS)
