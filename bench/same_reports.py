@@ -75,7 +75,7 @@ def play(code: Path, work: Path, base_url: str) -> dict[str, bytes]:
     write_suite(work / "lb", 12)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_EVAL_"))}
     env.update(XDG_CACHE_HOME=str(work / "cache"), PYTHONPATH=str(code), COLUMNS="160",
- NO_COLOR="1", OPENAI_API_KEY="bench", OPENAI_BASE_URL=base_url)
+               NO_COLOR="1", OPENAI_API_KEY="bench", OPENAI_BASE_URL=base_url)
     cli = [sys.executable, "-c", "import sys; from agent_eval.cli import main; sys.exit(main())"]
     outputs: dict[str, bytes] = {}
     steps = commands(base_url)
