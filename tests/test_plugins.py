@@ -182,3 +182,46 @@ def test_an_entry_point_plugin_adds_a_metric_row_and_a_setting_row(tmp_path: Pat
                     env=clean_env(AGENT_EVAL_TONE="casual"))
     (fresh_path,) = (tmp_path / "fresh").glob("*.json")
     assert orjson.loads(fresh_path.read_bytes())["settings"]["tone"] == "casual", fresh.stderr
+
+
+WORDS_PER_SUCCESS = '''
+from agent_eval.score.metric_registry import SuiteMetric, ratio, register_metric
+
+
+def answer_words(case, trace, checks, success, cost_usd):
+    return len((trace.get("final_answer") or "").split())
+
+
+register_metric(SuiteMetric("words_per_success", "words per success", lower_is_better=True, fmt="number",
+                            statistic=ratio("answer_words", "success"), interval=True, run_value=answer_words))
+'''
+
+
+def test_a_plugin_metric_may_be_a_ratio_of_run_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(installed(tmp_path / "site", "ratioplug", WORDS_PER_SUCCESS)))
+    cases = [TWO_CASES[0], {**TWO_CASES[1], "expect": {"contains": "goodbye"}}]  # "long" always fails
+    suite_file = write_suite(tmp_path / "suite", cases, {"agent": "agent.py:agent"}, {"agent.py": TALKER})
+    out = tmp_path / "reports"
+    result = run_cli("run", "--cases", suite_file, "-k", "2", "--output-dir", out)
+    assert result.exit_code == 1, result.stderr  # "long" failed
+    (path,) = out.glob("*.json")
+    summary = orjson.loads(path.read_bytes())["summary"]
+    # words 2, 2 (short, passed) and 4, 4 (long, failed): (2 + 2 + 4 + 4) / (1 + 1 + 0 + 0) = 12 / 2 = 6.0
+    assert summary["words_per_success"] == 6.0
+    # Per case (words, successes): short (4, 2), long (8, 0). A draw of short twice gives 8 / 4 = 2.0, one of
+    # each 12 / 2 = 6.0, long twice 16 / 0 is undefined and left out: about 1/3 of the rows are 2.0, so
+    # the 2.5th and 97.5th percentiles are 2.0 and 6.0.
+    assert summary["ci"]["words_per_success"] == [2.0, 6.0]
+    gated = run_cli("compare", path, path, "--gate", "words_per_success")
+    assert gated.exit_code == 0, gated.stderr
+    assert "words per success" in gated.stdout
+
+
+def test_a_metric_row_whose_statistic_cannot_work_is_refused() -> None:
+    from agent_eval.errors import ConfigError
+    from agent_eval.score.metric_registry import SuiteMetric, pass_count, percentile, register_metric
+
+    with pytest.raises(ConfigError, match="reads a run value"):
+        register_metric(SuiteMetric("my_pass", "my pass", statistic=pass_count("at_1")))
+    with pytest.raises(ConfigError, match="a percentile has no interval"):
+        register_metric(SuiteMetric("my_p90", "my p90", statistic=percentile("latency_s", 90), interval=True))

@@ -8,7 +8,7 @@ suite figures at once, and the point estimate is the same formula with each case
 from __future__ import annotations
 
 from agent_eval.records import RunRecord
-from agent_eval.score.metric_registry import SUITE_METRIC_TABLE, SuiteMetric
+from agent_eval.score.metric_registry import SUITE_METRIC_TABLE, Statistic, SuiteMetric
 
 import math
 from dataclasses import dataclass
@@ -108,61 +108,58 @@ def _percentile_of(key: str, q: float) -> Callable[[Runs, int], Stat]:
     return build
 
 
-def _tokens(r: RunRecord) -> float:
-    return float((_metric(r, "prompt_tokens") or 0) + (_metric(r, "completion_tokens") or 0))
+def _flag(key: str, among: str | None) -> tuple[Callable[[RunRecord], float], Callable[[RunRecord], float]]:
+    """A share's (numerator, denominator) per run: the flag is true, and the run counts (its flag is not
+    null, or its `among` value is above 0)."""
+    if among is None:
+        counts: Callable[[RunRecord], bool] = lambda r: _metric(r, key) is not None
+    else:
+        counts = lambda r: (_metric(r, among) or 0) > 0
+    return (lambda r: float(counts(r) and bool(_metric(r, key)))), (lambda r: float(counts(r)))
 
 
-def _cost_build(per_success: Callable[[RunRecord], float] | None) -> Callable[[Runs, int], Stat]:
-    """Cost total (a sum) or per success (a ratio); null when any run's cost is null."""
+def _total_of(st: Statistic) -> Callable[[Runs, int], Stat]:
+    """A sum (or, per success, a ratio over the successful runs) of the run values key + also; null when a
+    run's value of one of them, or of `null_with`, is null."""
+    keys = (st.key or "", *st.also)
+    checked = (*keys, st.null_with) if st.null_with else keys
 
     def build(cases: Runs, k: int) -> Stat:
-        costs = [[_metric(r, "cost_usd") for r in runs] for runs in cases]
-        is_null = any(c is None for cs in costs for c in cs)
-        num = np.array([math.fsum(c or 0.0 for c in cs) for cs in costs], float)
-        if per_success is None:
+        is_null = any(_metric(r, key) is None for runs in cases for r in runs for key in checked)
+        num = np.array([math.fsum(float(sum(_metric(r, key) or 0 for key in keys)) for r in runs)
+                        for runs in cases], float)
+        if st.kind == "sum":
             return Stat("sum", num=num, is_null=is_null)
         return Stat("ratio", num, np.array([successes(runs) for runs in cases], float), is_null=is_null)
 
     return build
 
 
-def _null_with_cost(stat: Stat, cases: Runs) -> Stat:
-    """Tokens per success is null, like cost per success, when any run's cost is null."""
-    stat.is_null = stat.is_null or any(_metric(r, "cost_usd") is None for runs in cases for r in runs)
-    return stat
-
-
 _ONE: Callable[[RunRecord], float] = lambda r: 1.0
 
-_CUSTOM_STATS: dict[str, Callable[[Runs, int], Stat]] = {
-    "pass_at_1": _binomial_mean(lambda n, c, k: c / n, use_k=False),
-    "pass_hat_k": _binomial_mean(_pass_hat_term, use_k=True),
-    "pass_at_k": _binomial_mean(_pass_at_term, use_k=True),
-    "loop_rate": _ratio_of(lambda r: float(bool(_metric(r, "has_loop"))), _ONE),
-    "recovery_rate": _ratio_of(lambda r: float(bool(_metric(r, "recovered"))),
-                               lambda r: float((_metric(r, "tool_errors") or 0) > 0)),
-    "invalid_call_rate": _ratio_of(lambda r: float(_metric(r, "invalid_calls") or 0),
-                                   lambda r: float(_metric(r, "tool_calls") or 0)),
-    "latency_mean_s": _mean_of(lambda r: _metric(r, "latency_s")),
-    "latency_p50_s": _percentile_of("latency_s", 50),
-    "latency_p95_s": _percentile_of("latency_s", 95),
-    "latency_p99_s": _percentile_of("latency_s", 99),
-    "ttfa_mean_s": _mean_of(lambda r: _metric(r, "ttfa_s")),
-    "tokens_total": lambda cases, k: Stat("sum", num=np.array([math.fsum(map(_tokens, rs)) for rs in cases])),
-    "cost_total_usd": _cost_build(None),
-    "cost_per_success_usd": _cost_build(_ONE),
-    "tokens_per_success": lambda cases, k: _null_with_cost(
-        _ratio_of(_tokens, lambda r: float(bool(r.get("success"))))(cases, k), cases),
-    "turns_mean": _mean_of(lambda r: _metric(r, "turns")),
+_PASS_STATS: dict[str, Callable[[Runs, int], Stat]] = {
+    "at_1": _binomial_mean(lambda n, c, k: c / n, use_k=False),
+    "hat_k": _binomial_mean(_pass_hat_term, use_k=True),
+    "at_k": _binomial_mean(_pass_at_term, use_k=True),
 }
-"""The statistics of the gateable rows whose statistic is `custom`."""
+"""The statistics of the pass-count estimators that can be gated."""
 
 
 def _stat_of(metric: SuiteMetric) -> Callable[[Runs, int], Stat]:
-    # A `mean` and a `share` are both a mean over the runs where the value is not null (True counts 1).
-    if metric.statistic.kind in ("mean", "share"):
-        return _mean_of(_metric_getter(metric.statistic.key or metric.name))
-    return _CUSTOM_STATS[metric.name]
+    st = metric.statistic
+    key = st.key or metric.name
+    if st.kind == "pass":
+        return _PASS_STATS[key]
+    if st.kind == "mean":
+        return _mean_of(_metric_getter(key))
+    if st.kind == "share":
+        return _ratio_of(*_flag(key, st.among))
+    if st.kind == "ratio":
+        den = st.den or ""
+        return _ratio_of(lambda r: float(_metric(r, key) or 0), lambda r: float(_metric(r, den) or 0))
+    if st.kind == "percentile":
+        return _percentile_of(key, st.q)
+    return _total_of(st)
 
 
 def gate_metrics() -> dict[str, Callable[[Runs, int], Stat]]:

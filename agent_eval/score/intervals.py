@@ -30,7 +30,7 @@ class CountedCases:
     n: list[int]  # counted runs per case
     c: list[int]  # successful runs per case
 
-    def per_case(self, numer: list[float], denom: list[float]) -> tuple[np.ndarray, np.ndarray]:
+    def per_case(self, numer: Sequence[float], denom: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
         """Per-run numerators and denominators summed per case."""
         cases = len(self.n)
         return (np.bincount(self.owner, weights=np.asarray(numer, dtype=float), minlength=cases),
@@ -62,50 +62,43 @@ def _mean_of(key: str) -> CaseSums:
     return sums
 
 
-def _share_of_runs(key: str) -> CaseSums:
-    """The share of all counted runs where the flag is true."""
-    def sums(d: CountedCases, k: int) -> tuple[np.ndarray, np.ndarray]:
-        return d.per_case([bool(m.get(key)) for m in d.runs], [1.0] * len(d.runs))
-    return sums
-
-
-def _share_true(key: str) -> CaseSums:
-    """The share of true among the runs where the flag is not null."""
+def _share_true(key: str, among: str | None) -> CaseSums:
+    """The share of true among the runs where the flag is not null, or whose `among` value is above 0."""
     def sums(d: CountedCases, k: int) -> tuple[np.ndarray, np.ndarray]:
         flags = [m.get(key) for m in d.runs]
-        return d.per_case([f is not None and bool(f) for f in flags], [f is not None for f in flags])
+        counted = [f is not None for f in flags] if among is None else [(m.get(among) or 0) > 0 for m in d.runs]
+        return d.per_case([c and bool(f) for c, f in zip(counted, flags, strict=True)], counted)
     return sums
 
 
-def _recovery(d: CountedCases, k: int) -> tuple[np.ndarray, np.ndarray]:
-    errored = [(m.get("tool_errors") or 0) > 0 for m in d.runs]
-    recovered = [e and bool(m.get("recovered")) for e, m in zip(errored, d.runs, strict=True)]
-    return d.per_case(recovered, errored)
+def _ratio_of(key: str, den: str) -> CaseSums:
+    """The sum of one run value over the sum of another (a null counts 0)."""
+    def sums(d: CountedCases, k: int) -> tuple[np.ndarray, np.ndarray]:
+        return d.per_case([m.get(key) or 0 for m in d.runs], [m.get(den) or 0 for m in d.runs])
+    return sums
 
 
-def _invalid_calls(d: CountedCases, k: int) -> tuple[np.ndarray, np.ndarray]:
-    return d.per_case([m.get("invalid_calls") or 0 for m in d.runs], [m.get("tool_calls") or 0 for m in d.runs])
-
-
-_CUSTOM_CI: dict[str, CaseSums] = {
-    "pass_at_1": _pass_at_1,
+_PASS_SUMS: dict[str, CaseSums] = {
+    "at_1": _pass_at_1,
     # int / int is correctly rounded, as float(Fraction(...)) is in stats.py.
-    "pass_hat_k": _binomial(lambda n, c, k: math.comb(c, k) / math.comb(n, k)),
-    "pass_at_k": _binomial(lambda n, c, k: (math.comb(n, k) - math.comb(n - c, k)) / math.comb(n, k)),
-    "loop_rate": _share_of_runs("has_loop"),
-    "recovery_rate": _recovery,
-    "invalid_call_rate": _invalid_calls,
+    "hat_k": _binomial(lambda n, c, k: math.comb(c, k) / math.comb(n, k)),
+    "at_k": _binomial(lambda n, c, k: (math.comb(n, k) - math.comb(n - c, k)) / math.comb(n, k)),
 }
-"""The per-case sums of the rows with an interval whose statistic is `custom`."""
+"""The per-case sums of the pass-count estimators that have an interval."""
 
 
 def _sums_of(metric: SuiteMetric) -> CaseSums:
-    key = metric.statistic.key or metric.name
-    if metric.statistic.kind == "mean":
+    st = metric.statistic
+    key = st.key or metric.name
+    if st.kind == "pass":
+        return _PASS_SUMS[key]
+    if st.kind == "mean":
         return _mean_of(key)
-    if metric.statistic.kind == "share":
-        return _share_true(key)
-    return _CUSTOM_CI[metric.name]
+    if st.kind == "share":
+        return _share_true(key, st.among)
+    if st.kind == "ratio":
+        return _ratio_of(key, st.den or "")
+    raise ValueError(f"the metric {metric.name!r}: a {st.kind} statistic has no interval")
 
 
 def ci_metrics() -> dict[str, CaseSums]:

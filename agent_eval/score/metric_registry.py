@@ -1,9 +1,11 @@
-"""The one table of suite metrics: each one's name, label, short header, direction, display format, its
-per-run statistic as data, whether it has an interval and can be gated, and whether it is gated by default
-and kept in the run history. The summary, `summary.ci`, the gate, the history, the terminal, Markdown and
-the page read the rows (docs/metrics.md defines each); a plugin adds one with `register_metric`."""
+"""The one table of suite metrics: each one's name, label, direction, display format and place in the
+displays, its per-run statistic as data, whether it has an interval and can be gated, and whether it is
+gated by default and kept in the run history. The summary (score/metrics.py), `summary.ci`
+(score/intervals.py), the gate (report/gate_stats.py), the history, the terminal, Markdown and the page
+read the rows (docs/metrics.md defines each); a plugin adds one with `register_metric`."""
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -16,20 +18,89 @@ if TYPE_CHECKING:
 RunValue = Callable[["Case", "Trace", "list[Check]", bool, "float | None"], Any]
 """A per-run value: (case, trace, checks, success, cost in USD) -> a number, a flag or None."""
 
+StatisticKind = Literal["pass", "mean", "share", "ratio", "sum", "per_success", "percentile"]
+PassEstimator = Literal["at_1", "hat", "hat_k", "at_k"]
+Section = Literal["outcome", "trajectory", "safety", "cost", "latency", "more"]
+SECTION_TITLES: dict[str, str] = {"outcome": "Outcome", "trajectory": "Trajectory", "safety": "Safety",
+                                  "cost": "Cost & latency", "latency": "Cost & latency", "more": "More metrics"}
+"""The title of the block (terminal) or card (page) each section is shown in."""
+
 
 @dataclass(frozen=True)
 class Statistic:
-    """How a suite metric is computed from the runs' values: `mean` of a run value (over the runs where it
-    is not null), `share` of true among the runs where a flag is not null, or `custom`: a figure of its own
-    in score/metrics.py, score/intervals.py and report/gate_stats.py (pass counts, ratios, percentiles)."""
+    """How a suite metric is computed from the runs' values (`key` and the other fields name keys of each
+    run's `metrics`); skipped cases and errored runs never count. The kinds:
+    - `pass`: a per-case pass-count estimator (`key`): `at_1` the mean of c/n, `hat` the dict of pass^k
+      for k = 1..K, `hat_k` pass^K, `at_k` the unbiased pass@K;
+    - `mean`: the mean of `key` over the runs where it is not null;
+    - `share`: the share of runs where `key` is true, among the runs where it is not null, or with `among`,
+      among the runs whose `among` value is above 0;
+    - `ratio`: the sum of `key` over the sum of `den` (a null counts 0); null when the sum of `den` is 0;
+    - `sum`: the sum of `key` (plus `also`, run by run); null when a run's value is null, or a run's
+      `null_with` value is (a `count` metric sums exactly, and is null past 2**53 - 1);
+    - `per_success`: that sum over the number of successful runs; null also with no success;
+    - `percentile`: numpy's linear-interpolation `q`-th percentile of `key` over the runs where it is not null.
+    """
 
-    kind: Literal["mean", "share", "custom"]
-    key: str | None = None  # the run value it reads: a key of each run's `metrics`
+    kind: StatisticKind
+    key: str | None = None  # the run value it reads; for `pass`, the estimator
+    den: str | None = None  # ratio: the run value summed below the line
+    among: str | None = None  # share: count only the runs whose value of this key is above 0
+    also: tuple[str, ...] = ()  # sum, per_success: run values added to `key`'s, run by run
+    null_with: str | None = None  # sum, per_success: null too when a run's value of this key is null
+    q: float = 50.0  # percentile
+
+    @property
+    def run_keys(self) -> tuple[str, ...]:
+        """The keys of the runs' metrics it reads."""
+        if self.kind == "pass":
+            return ()
+        keys = (self.key, self.den, self.among, *self.also, self.null_with)
+        return tuple(k for k in keys if k is not None)
+
+
+def pass_count(estimator: PassEstimator) -> Statistic:
+    """A pass-count estimator over the cases' (n, c): `at_1`, `hat` (the dict), `hat_k` or `at_k`."""
+    return Statistic("pass", estimator)
+
+
+def mean(key: str) -> Statistic:
+    """The mean of the run value `key` over the runs where it is not null."""
+    return Statistic("mean", key)
+
+
+def share(key: str, among: str | None = None) -> Statistic:
+    """The share of true among the runs where the flag `key` is not null (or whose `among` is above 0)."""
+    return Statistic("share", key, among=among)
+
+
+def ratio(key: str, den: str) -> Statistic:
+    """The sum of the run value `key` over the sum of `den`; null when that is 0."""
+    return Statistic("ratio", key, den=den)
+
+
+def total(key: str, *also: str, null_with: str | None = None) -> Statistic:
+    """The sum of the run values `key` + `also`; null when a run's value (or its `null_with`) is null."""
+    return Statistic("sum", key, also=also, null_with=null_with)
+
+
+def per_success(key: str, *also: str, null_with: str | None = None) -> Statistic:
+    """`total(...)` over the number of successful runs (failed runs' values included); null with none."""
+    return Statistic("per_success", key, also=also, null_with=null_with)
+
+
+def percentile(key: str, q: float) -> Statistic:
+    """The q-th percentile (numpy's linear interpolation) of the run value `key` where it is not null."""
+    return Statistic("percentile", key, q=q)
+
+
+INTERVAL_KINDS = frozenset({"pass", "mean", "share", "ratio"})
+"""The kinds whose figure is a ratio of per-case sums, which `summary.ci` bootstraps over cases."""
 
 
 @dataclass(frozen=True)
 class SuiteMetric:
-    """One suite metric of the report's `summary`."""
+    """One suite metric of the report's `summary`, and where the displays show it."""
 
     name: str
     label: str
@@ -38,10 +109,18 @@ class SuiteMetric:
     in_history: bool = True
     short: str | None = None  # the history column header, when the name is too wide
     fmt: Literal["rate", "number", "seconds", "count", "usd"] = "rate"  # how a value is shown
-    statistic: Statistic = Statistic("custom")
+    statistic: Statistic = Statistic("mean")
     interval: bool = False  # summary.ci holds its 95% bootstrap interval
     gateable: bool = True  # `--gate NAME` takes it
     run_value: RunValue | None = None  # a plugin's per-run value, stored in each run's metrics[statistic.key]
+    section: Section = "more"  # the terminal's block and the page's card it is shown in (SECTION_TITLES)
+    page_section: Section | None = None  # its card on the page, when not its section's
+    page_label: str | None = None  # its label on the page, when not `label`
+    lead: bool = False  # the page shows it first (and large) in its card
+    in_terminal: bool = True  # the terminal's headline blocks list it (-v lists every interval)
+    on_page: bool = True  # the page's cards list it
+    in_markdown: bool = False  # a headline figure of the Markdown summary (safety and `more` rows always are)
+    history_column: bool = False  # a default column of `agent-eval history`
 
     @property
     def gated_by_default(self) -> bool:
@@ -53,48 +132,78 @@ class SuiteMetric:
         """'lower' or 'higher': which way is better."""
         return "lower" if self.lower_is_better else "higher"
 
+    @property
+    def at_k(self) -> bool:
+        """True for a figure at K = --repeat (pass^k, pass@k): with K = 1 it is pass@1 again."""
+        return self.statistic.kind == "pass" and self.statistic.key in ("hat_k", "at_k")
 
-def mean(key: str) -> Statistic:
-    """The mean of the run value `key` over the runs where it is not null."""
-    return Statistic("mean", key)
+    def label_at(self, k: object, page: bool = False) -> str:
+        """The label with its `k` (as in `pass^k`, `pass@k`, `pass^1..k`) replaced by K."""
+        label = (self.page_label or self.label) if page else self.label
+        return re.sub(r"(?<=[\^@.])k$", str(k), label) if self.statistic.kind == "pass" else label
 
 
-def share(key: str) -> Statistic:
-    """The share of true among the runs where the flag `key` is not null."""
-    return Statistic("share", key)
-
-
+_OUT: Section = "outcome"
+_TRAJ: Section = "trajectory"
+_SAFE: Section = "safety"
+_COST: Section = "cost"
+_LAT: Section = "latency"
 SUITE_METRIC_TABLE: list[SuiteMetric] = [
-    SuiteMetric("pass_at_1", "pass@1", gate_rank=1, short="pass@1", interval=True),
-    # a dict {"1": .., "K": ..}, gated as pass_hat.<k>
-    SuiteMetric("pass_hat", "pass^1..k", in_history=False, gateable=False),
-    SuiteMetric("pass_hat_k", "pass^k", gate_rank=2, short="pass^k", interval=True),
-    SuiteMetric("pass_at_k", "pass@k", short="pass@k", interval=True),
-    SuiteMetric("tool_recall", "tool recall", gate_rank=4, short="recall",
-                statistic=mean("tool_recall"), interval=True),
+    SuiteMetric("pass_at_1", "pass@1", gate_rank=1, short="pass@1", statistic=pass_count("at_1"), interval=True,
+                section=_OUT, lead=True, in_markdown=True, history_column=True),
+    # a dict {"1": .., "K": ..}, gated as pass_hat.<k>; drawn as a curve
+    SuiteMetric("pass_hat", "pass^1..k", in_history=False, statistic=pass_count("hat"), gateable=False,
+                section=_OUT, on_page=False),
+    SuiteMetric("pass_hat_k", "pass^k", gate_rank=2, short="pass^k", statistic=pass_count("hat_k"), interval=True,
+                section=_OUT, in_markdown=True, history_column=True),
+    SuiteMetric("pass_at_k", "pass@k", short="pass@k", statistic=pass_count("at_k"), interval=True,
+                section=_OUT, in_markdown=True),
+    SuiteMetric("tool_recall", "tool recall", gate_rank=4, short="recall", statistic=mean("tool_recall"),
+                interval=True, section=_TRAJ, in_markdown=True, history_column=True),
     SuiteMetric("tool_precision", "tool precision", gate_rank=5, short="precision",
-                statistic=mean("tool_precision"), interval=True),
-    SuiteMetric("param_accuracy", "param accuracy", gate_rank=3, short="params",
-                statistic=mean("param_accuracy"), interval=True),
-    SuiteMetric("step_efficiency", "step efficiency", statistic=mean("step_efficiency"), interval=True),
-    SuiteMetric("progress", "progress", statistic=mean("progress"), interval=True),
-    SuiteMetric("loop_rate", "loop rate", lower_is_better=True, interval=True),
-    SuiteMetric("recovery_rate", "recovery rate", interval=True),
-    SuiteMetric("invalid_call_rate", "invalid-call rate", lower_is_better=True, interval=True),
-    SuiteMetric("unauthorized_block_rate", "unauthorized blocked", statistic=share("blocked_correctly"), interval=True),
-    SuiteMetric("policy_compliance", "policy compliance", statistic=share("policy_compliant"), interval=True),
-    SuiteMetric("injection_resistance", "injection resistance", statistic=share("injection_resisted"), interval=True),
-    SuiteMetric("groundedness", "groundedness", statistic=mean("groundedness"), interval=True),
-    SuiteMetric("latency_mean_s", "mean latency", lower_is_better=True, fmt="seconds"),
-    SuiteMetric("latency_p50_s", "latency P50", short="p50", lower_is_better=True, fmt="seconds"),
-    SuiteMetric("latency_p95_s", "latency P95", short="p95", lower_is_better=True, fmt="seconds"),
-    SuiteMetric("latency_p99_s", "latency P99", short="p99", lower_is_better=True, fmt="seconds"),
-    SuiteMetric("ttfa_mean_s", "mean TTFA", lower_is_better=True, fmt="seconds"),
-    SuiteMetric("tokens_total", "tokens total", short="tokens", lower_is_better=True, fmt="count"),
-    SuiteMetric("cost_total_usd", "cost total", short="$ total", lower_is_better=True, fmt="usd"),
-    SuiteMetric("cost_per_success_usd", "cost per success", short="$/success", lower_is_better=True, fmt="usd"),
-    SuiteMetric("tokens_per_success", "tokens per success", short="tok/success", lower_is_better=True, fmt="count"),
-    SuiteMetric("turns_mean", "mean turns", lower_is_better=True, fmt="number"),
+                statistic=mean("tool_precision"), interval=True, section=_TRAJ, in_markdown=True),
+    SuiteMetric("param_accuracy", "param accuracy", gate_rank=3, short="params", statistic=mean("param_accuracy"),
+                interval=True, section=_TRAJ, in_markdown=True, history_column=True),
+    SuiteMetric("step_efficiency", "step efficiency", statistic=mean("step_efficiency"), interval=True,
+                section=_TRAJ),
+    SuiteMetric("progress", "progress", statistic=mean("progress"), interval=True, section=_TRAJ,
+                page_section=_OUT, in_markdown=True),
+    SuiteMetric("loop_rate", "loop rate", lower_is_better=True, statistic=share("has_loop"), interval=True,
+                section=_TRAJ),
+    SuiteMetric("recovery_rate", "recovery rate", statistic=share("recovered", among="tool_errors"),
+                interval=True, section=_TRAJ),
+    SuiteMetric("invalid_call_rate", "invalid-call rate", lower_is_better=True,
+                statistic=ratio("invalid_calls", "tool_calls"), interval=True, section=_TRAJ,
+                page_label="invalid call rate"),
+    SuiteMetric("unauthorized_block_rate", "unauthorized blocked", statistic=share("blocked_correctly"),
+                interval=True, section=_SAFE),
+    SuiteMetric("policy_compliance", "policy compliance", statistic=share("policy_compliant"), interval=True,
+                section=_SAFE),
+    SuiteMetric("injection_resistance", "injection resistance", statistic=share("injection_resisted"),
+                interval=True, section=_SAFE),
+    SuiteMetric("groundedness", "groundedness", statistic=mean("groundedness"), interval=True, section=_SAFE),
+    SuiteMetric("latency_mean_s", "mean latency", lower_is_better=True, fmt="seconds", statistic=mean("latency_s"),
+                section=_LAT, in_terminal=False, on_page=False),
+    SuiteMetric("latency_p50_s", "latency P50", short="p50", lower_is_better=True, fmt="seconds",
+                statistic=percentile("latency_s", 50), section=_LAT, in_markdown=True),
+    SuiteMetric("latency_p95_s", "latency P95", short="p95", lower_is_better=True, fmt="seconds",
+                statistic=percentile("latency_s", 95), section=_LAT, in_markdown=True, history_column=True),
+    SuiteMetric("latency_p99_s", "latency P99", short="p99", lower_is_better=True, fmt="seconds",
+                statistic=percentile("latency_s", 99), section=_LAT),
+    SuiteMetric("ttfa_mean_s", "mean TTFA", lower_is_better=True, fmt="seconds", statistic=mean("ttfa_s"),
+                section=_LAT, page_label="time to first action"),
+    SuiteMetric("tokens_total", "tokens total", short="tokens", lower_is_better=True, fmt="count",
+                statistic=total("prompt_tokens", "completion_tokens"), section=_COST, in_markdown=True),
+    SuiteMetric("cost_total_usd", "cost total", short="$ total", lower_is_better=True, fmt="usd",
+                statistic=total("cost_usd"), section=_COST, in_markdown=True),
+    SuiteMetric("cost_per_success_usd", "cost per success", short="$/success", lower_is_better=True, fmt="usd",
+                statistic=per_success("cost_usd"), section=_COST, lead=True, in_markdown=True,
+                history_column=True),
+    SuiteMetric("tokens_per_success", "tokens per success", short="tok/success", lower_is_better=True, fmt="count",
+                statistic=per_success("prompt_tokens", "completion_tokens", null_with="cost_usd"), section=_COST,
+                on_page=False),
+    SuiteMetric("turns_mean", "mean turns", lower_is_better=True, fmt="number", statistic=mean("turns"),
+                section=_LAT, in_terminal=False, on_page=False),
 ]
 SUITE_METRIC_BY_NAME = {m.name: m for m in SUITE_METRIC_TABLE}
 BUILT_IN_METRICS = frozenset(SUITE_METRIC_BY_NAME)
@@ -109,17 +218,35 @@ def label_of(name: str) -> str:
     return metric.label if metric else name
 
 
+def in_section(*sections: str) -> list[SuiteMetric]:
+    """The rows of these sections, in table order (plugins' rows included)."""
+    return [m for m in SUITE_METRIC_TABLE if m.section in sections]
+
+
 def register_metric(metric: SuiteMetric) -> None:
-    """Add a suite metric row (a plugin's: its `run_value` gives each run's value, its `statistic` of kind
-    `mean` or `share` turns them into the suite figure); a name another module holds is a ConfigError."""
-    if metric.statistic.kind == "custom" or metric.statistic.key is None:
+    """Add a suite metric row (a plugin's: its `run_value` gives each run's value, stored under its
+    statistic's `key`, which any kind but `pass` turns into the suite figure); a name another module holds
+    is a ConfigError, and so is a statistic the row cannot have."""
+    if problem := statistic_problem(metric):
         from agent_eval.errors import ConfigError
 
-        raise ConfigError(f"the metric {metric.name!r} of {caller()}: a registered metric's statistic is "
-                          "mean(KEY) or share(KEY) of a run value; give it one.")
+        raise ConfigError(f"the metric {metric.name!r} of {caller()}: {problem}")
     claim("metric", metric.name, caller(), BUILT_IN_METRICS, __name__)
     SUITE_METRIC_TABLE[:] = [m for m in SUITE_METRIC_TABLE if m.name != metric.name] + [metric]
     SUITE_METRIC_BY_NAME[metric.name] = metric
+
+
+def statistic_problem(metric: SuiteMetric) -> str | None:
+    """Why a registered row's statistic cannot work, or None."""
+    st = metric.statistic
+    if st.kind == "pass" or st.key is None:
+        return ("a registered metric's statistic reads a run value: mean(KEY), share(KEY), ratio(KEY, DEN), "
+                "total(KEY), per_success(KEY) or percentile(KEY, Q); give it one.")
+    if st.kind == "ratio" and st.den is None:
+        return "a ratio needs the run value below the line: ratio(KEY, DEN)."
+    if metric.interval and st.kind not in INTERVAL_KINDS:
+        return f"a {st.kind} has no interval (only {', '.join(sorted(INTERVAL_KINDS - {'pass'}))} do): interval=False."
+    return None
 
 
 def added_metrics() -> list[SuiteMetric]:

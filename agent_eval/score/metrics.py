@@ -1,12 +1,12 @@
 """Metrics: per run, per case and for the suite. Pure functions over plain dicts.
 
 Adding a per-run metric means one function returning its keys and one entry in `RUN_METRIC_GROUPS`;
-adding a suite metric means one row of score/metric_registry.py (a `custom` one also needs its function in
-`_CUSTOM_FIGURES`).
+adding a suite metric means one row of score/metric_registry.py, whose statistic `figure` reads.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections import Counter
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from agent_eval.records import Case, CaseEntry, CaseStatus, Check, RunRecord, Step, Trace
 from agent_eval.score import stats
 from agent_eval.score.intervals import counted_cases, suite_intervals
-from agent_eval.score.metric_registry import SUITE_METRIC_TABLE, SuiteMetric
+from agent_eval.score.metric_registry import SUITE_METRIC_TABLE, Statistic, SuiteMetric
 from agent_eval.score.call_matching import max_matched_fields
 from agent_eval.score.matchers import field_names, json_equal
 from agent_eval.score.safety_metrics import safety_metrics, share_true
@@ -218,72 +218,55 @@ def _pass_hat(d: Counted) -> dict[str, float | None]:
     return {str(k): stats.pass_hat(d.counts, k) for k in range(1, d.repeat + 1)}
 
 
-def _tokens_total(d: Counted) -> int | None:
-    # A run whose own sum was too large is null, and so is the suite's sum past 2**53 - 1.
-    if any(m.get(k, 0) is None for m in d.runs for k in TOKEN_KEYS):
-        return None
-    return sum_tokens((m.get("prompt_tokens") or 0) + (m.get("completion_tokens") or 0) for m in d.runs)
-
-
-def _cost_total(d: Counted) -> float | None:
-    costs = d.column("cost_usd")
-    return None if any(c is None for c in costs) else math.fsum(costs)
-
-
-def _per_success(total: float | None, d: Counted) -> float | None:
-    return None if total is None or d.successes == 0 else total / d.successes
-
-
-def _share(d: Counted, key: str) -> float | None:
-    return stats.ratio(sum(1 for m in d.runs if m.get(key)), len(d.runs))
-
-
-def _recovery_rate(d: Counted) -> float | None:
-    with_errors = [m for m in d.runs if (m.get("tool_errors") or 0) > 0]
-    return stats.ratio(sum(1 for m in with_errors if m.get("recovered")), len(with_errors))
-
-
-def _invalid_call_rate(d: Counted) -> float | None:
-    calls = sum(m.get("tool_calls") or 0 for m in d.runs)
-    return stats.ratio(sum(m.get("invalid_calls") or 0 for m in d.runs), calls)
-
-
-_CUSTOM_FIGURES: dict[str, Callable[[Counted], Any]] = {
-    "pass_at_1": lambda d: stats.mean_rate(d.counts),
-    "pass_hat": _pass_hat,
-    "pass_hat_k": lambda d: stats.pass_hat(d.counts, d.repeat) if d.repeat >= 1 else None,
-    "pass_at_k": lambda d: stats.pass_at_k(d.counts, d.repeat) if d.repeat >= 1 else None,
-    "loop_rate": lambda d: _share(d, "has_loop"),
-    "recovery_rate": _recovery_rate,
-    "invalid_call_rate": _invalid_call_rate,
-    "latency_mean_s": lambda d: stats.mean(d.column("latency_s")),
-    "latency_p50_s": lambda d: stats.percentile(d.column("latency_s"), 50),
-    "latency_p95_s": lambda d: stats.percentile(d.column("latency_s"), 95),
-    "latency_p99_s": lambda d: stats.percentile(d.column("latency_s"), 99),
-    "ttfa_mean_s": lambda d: stats.mean(d.column("ttfa_s")),
-    "tokens_total": _tokens_total,
-    "cost_total_usd": _cost_total,
-    "cost_per_success_usd": lambda d: _per_success(_cost_total(d), d),
-    # docs/metrics.md: "Both are null when there are no successes ... or when the cost is null."
-    "tokens_per_success": lambda d: None if _cost_total(d) is None else _per_success(_tokens_total(d), d),
-    "turns_mean": lambda d: stats.mean(d.column("turns")),
+_PASS_FIGURES: dict[str, Callable[[Counted], Any]] = {
+    "at_1": lambda d: stats.mean_rate(d.counts),
+    "hat": _pass_hat,
+    "hat_k": lambda d: stats.pass_hat(d.counts, d.repeat) if d.repeat >= 1 else None,
+    "at_k": lambda d: stats.pass_at_k(d.counts, d.repeat) if d.repeat >= 1 else None,
 }
+"""The pass-count estimators (a `pass` statistic's key) over the counted cases' (n, c)."""
 
-"""The figures of the rows whose statistic is `custom`; the `mean` and `share` rows are derived from the row."""
+
+def _share(d: Counted, st: Statistic) -> float | None:
+    if st.among is None:
+        return share_true(d.runs, st.key or "")
+    among = [m for m in d.runs if (m.get(st.among) or 0) > 0]
+    return stats.ratio(sum(1 for m in among if m.get(st.key or "")), len(among))
 
 
-def _figure(metric: SuiteMetric) -> Callable[[Counted], Any]:
-    key = metric.statistic.key or metric.name
-    if metric.statistic.kind == "mean":
-        return lambda d: stats.mean(d.column(key))
-    if metric.statistic.kind == "share":
-        return lambda d: share_true(d.runs, key)
-    return _CUSTOM_FIGURES[metric.name]
+def _total(d: Counted, st: Statistic, exact: bool) -> float | None:
+    """The sum of the runs' values of key (+ also); None when one is null (or a run's `null_with` is).
+    `exact`: integer counts, summed exactly, and None past 2**53 - 1 (JSON's largest exact integer)."""
+    keys = (st.key or "", *st.also)
+    checked = (*keys, st.null_with) if st.null_with else keys
+    if any(m.get(k) is None for m in d.runs for k in checked):
+        return None
+    per_run = [m[keys[0]] if len(keys) == 1 else sum(m[k] for k in keys) for m in d.runs]
+    return sum_tokens(per_run) if exact else math.fsum(per_run)
+
+
+def figure(metric: SuiteMetric, d: Counted) -> Any:
+    """The summary figure of one row: its statistic (docs/metrics.md) over the counted runs."""
+    st, key = metric.statistic, metric.statistic.key or metric.name
+    if st.kind == "pass":
+        return _PASS_FIGURES[key](d)
+    if st.kind == "mean":
+        return stats.mean(d.column(key))
+    if st.kind == "share":
+        return _share(d, st)
+    if st.kind == "ratio":
+        return stats.ratio(sum(m.get(key) or 0 for m in d.runs), sum(m.get(st.den or "") or 0 for m in d.runs))
+    if st.kind == "percentile":
+        return stats.percentile(d.column(key), st.q)
+    summed = _total(d, st, exact=metric.fmt == "count")
+    if st.kind == "sum":
+        return summed
+    return None if summed is None or d.successes == 0 else summed / d.successes
 
 
 def suite_figures() -> dict[str, Callable[[Counted], Any]]:
     """Each row of the metric table (plugins' included) with the function of its summary figure, in order."""
-    return {m.name: _figure(m) for m in SUITE_METRIC_TABLE}
+    return {m.name: functools.partial(figure, m) for m in SUITE_METRIC_TABLE}
 
 
 SUITE_FIGURES = suite_figures()
