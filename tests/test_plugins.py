@@ -166,8 +166,9 @@ def test_an_entry_point_plugin_adds_a_metric_row_and_a_setting_row(tmp_path: Pat
     assert report["summary"]["ci"]["answer_words"] == [2.0, 4.0]
     assert "More metrics" in result.stdout and "answer words" in result.stdout and "[2.000, 4.000]" in result.stdout
     page = path.with_suffix(".html").read_text()
-    assert '"metric_rows":[{"name":"answer_words","label":"answer words","fmt":"number","direction":"lower"}]' in page
-    assert 'card("More metrics"' in page
+    # The page draws the rows embedded beside the report: the plugin's in its own card, after the built-in ones.
+    assert ('{"name":"answer_words","label":"answer words","fmt":"number","direction":"lower",'
+            '"card":"More metrics"}]' in page)
     gated = run_cli("compare", path, path, "--gate", "answer_words")
     assert gated.exit_code == 0, gated.stderr
     assert "answer words" in gated.stdout

@@ -60,16 +60,20 @@ def format_count(value: float | None) -> str:
 
 
 def format_value(metric: str, value: Any, signed: bool = False) -> str:
-    """A metric value in its own units: $ for cost, s for time, thousands for tokens; n/a for null."""
+    """A metric value in its row's units (fmt): $ for money, s for time, thousands for counts; n/a for null."""
     if value is None:
         return NA
+    from agent_eval.score.metric_registry import SUITE_METRIC_BY_NAME
+
     sign = "+" if signed and value > 0 else ""
-    leaf = metric.rsplit(".", 1)[-1]
-    if metric.startswith("cost_"):
+    row = SUITE_METRIC_BY_NAME.get(metric)
+    # A row's format; a gate path that is no row (pass_hat.2, scorers.x.y.true_count) is a rate or a count.
+    kind = row.fmt if row is not None else "count" if metric.rsplit(".", 1)[-1] == "true_count" else "rate"
+    if kind == "usd":
         return sign + format_cost(value)
-    if metric.startswith(("latency_", "ttfa_")):
+    if kind == "seconds":
         return f"{sign}{value:.2f}s"
-    if metric.startswith("tokens_") or leaf == "true_count":
+    if kind == "count":
         return f"{sign}{value:,.0f}" if float(value).is_integer() else f"{sign}{value:,.1f}"
     return f"{sign}{value:.3f}"
 

@@ -20,8 +20,7 @@ from agent_eval.score.metric_registry import SUITE_METRIC_TABLE
 
 # Headline metrics stored as columns; each is a key of the report's summary.
 METRIC_COLUMNS = tuple(m.name for m in SUITE_METRIC_TABLE if m.in_history)
-DEFAULT_METRICS = ("pass_at_1", "pass_hat_k", "tool_recall", "param_accuracy", "latency_p95_s",
-                   "cost_per_success_usd")
+DEFAULT_METRICS = tuple(m.name for m in SUITE_METRIC_TABLE if m.history_column)
 SPARKS = "▁▂▃▅▇"
 # Short column headers, so the default metrics fit beside the full run_id in a narrow terminal.
 SHORT_NAMES = {m.name: m.short for m in SUITE_METRIC_TABLE if m.short}

@@ -76,8 +76,8 @@ def page(report_head: Mapping[str, Any], data_json: str) -> str:
     priced = pricing_line(cast(Report, report_head))  # the terminal header's line: where the prices came from
     data_json = (data_json[:-1] + ',"pricing":' + embed_json(priced) + ',"status_notes":' + embed_json(notes)
                  + ',"reasons":' + embed_json(reasons) + "}")
-    if rows := page_rows(cast(Report, report_head)):  # the metric rows plugins added, drawn by report.js
-        data_json = data_json[:-1] + ',"metric_rows":' + embed_json(rows) + "}"
+    # The metric table's rows the cards draw (report/metrics_section.py): report.js holds no list of metrics.
+    data_json = data_json[:-1] + ',"metric_rows":' + embed_json(page_rows(cast(Report, report_head))) + "}"
     template = _asset("report.html")
     script = "\n".join(_asset(name) for name in _ASSETS if name.endswith(".js"))
     # Assets go in first and the data last, so a marker-like string inside the data is never replaced.

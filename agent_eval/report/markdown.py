@@ -15,15 +15,11 @@ from agent_eval.report.files import make_parent
 from agent_eval.records import Report
 from agent_eval.report.fmt import format_value
 from agent_eval.report.gate_table import gate_notes, gate_rows
-from agent_eval.score.metric_registry import label_of
+from agent_eval.score.metric_registry import SUITE_METRIC_TABLE, in_section
 from agent_eval.report.reasons import case_reason, judge_off_note
 from agent_eval.report.metrics_section import added_rows
 from agent_eval.report.price_source import pricing_line
 
-HEADLINE = ["pass_at_1", "pass_hat_k", "pass_at_k", "tool_recall", "tool_precision", "param_accuracy", "progress",
-            "latency_p50_s", "latency_p95_s", "tokens_total", "cost_total_usd", "cost_per_success_usd"]
-# Safety rates are null when no case exercises them, so they appear only when they have a value.
-SAFETY = ["unauthorized_block_rate", "policy_compliance", "injection_resistance", "groundedness"]
 MAX_FAILING_ROWS = 50
 _PLAIN = re.compile(r"[A-Za-z0-9 .,;:'=+%/-]*")  # no character that Markdown or HTML gives a meaning
 _TICKS = re.compile("`+")
@@ -83,10 +79,12 @@ def headline_lines(report: Report) -> list[str]:
               f"{s.get('cases_errored', 0)} errored, {s.get('cases_skipped', 0)} skipped "
               f"of {s.get('cases_total', len(report.get('cases') or []))} cases; "
               f"{s.get('runs', 0)} runs (k={_repeat(report)})")
-    rows = [[label_of(key).replace("^k", f"^{_repeat(report)}").replace("@k", f"@{_repeat(report)}"),
-             format_value(key, s.get(key))] for key in HEADLINE if key in s
-            and not (key in ("pass_hat_k", "pass_at_k") and _repeat(report) == 1)]  # pass@1 again, as in the terminal
-    rows += [[label_of(key), format_value(key, s[key])] for key in SAFETY if s.get(key) is not None]
+    k = _repeat(report)
+    # The headline rows (the figures at K only when K > 1: else they are pass@1 again, as in the terminal);
+    # then the safety rates, null when no case exercises them, so shown only with a value; then `more`.
+    rows = [[m.label_at(k), format_value(m.name, s.get(m.name))] for m in SUITE_METRIC_TABLE
+            if m.in_markdown and m.section not in ("safety", "more") and m.name in s and not (m.at_k and k == 1)]
+    rows += [[m.label, format_value(m.name, s[m.name])] for m in in_section("safety") if s.get(m.name) is not None]
     rows += [[label, f"{value} {interval}".strip()] for label, value, interval in added_rows(report)]
     lines = [title, ""]
     settings = report.get("settings") or {}

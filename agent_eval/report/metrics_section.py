@@ -1,5 +1,6 @@
-"""The metric rows plugins added, after the built-in figures: a terminal section under -v, and the rows
-Markdown and the page show (each read from the row: its label, format and interval)."""
+"""The metric rows as the displays list them: the `more` section (the rows plugins add, after the built-in
+figures) as a terminal block under -v and Markdown rows, and the rows the page draws in its cards (each
+read from the row: its label, format, card and interval)."""
 from __future__ import annotations
 
 from typing import Any
@@ -9,23 +10,27 @@ from rich.table import Table
 
 from agent_eval.records import Report
 from agent_eval.report.fmt import format_interval, format_metric
-from agent_eval.score.metric_registry import added_metrics
+from agent_eval.score.metric_registry import SECTION_TITLES, SUITE_METRIC_TABLE, SuiteMetric, in_section
+
+PAGE_CARDS = ("outcome", "trajectory", "cost", "safety", "more")
+"""The page's cards in order (the latency rows share the cost card, SECTION_TITLES)."""
 
 
 def added_rows(report: Report) -> list[tuple[str, str, str]]:
-    """(label, value, interval) of each added metric, in table order; empty when no plugin added one."""
+    """(label, value, interval) of each row of the `more` section, in table order; empty when there is none."""
     summary: dict[str, Any] = report.get("summary") or {}
     ci = summary.get("ci") or {}
     return [(m.label, format_metric(m.name, summary.get(m.name)), format_interval(m.name, ci.get(m.name)))
-            for m in added_metrics()]
+            for m in in_section("more")]
 
 
 def render_added_metrics(report: Report, console: Console, verbose: bool = False) -> None:
-    """Under -v, the figures of the metric rows plugins added, with their 95% intervals."""
+    """Under -v, the figures of the `more` section (the rows plugins added), with their 95% intervals."""
     rows = added_rows(report)
     if not verbose or not rows:
         return
-    table = Table(title="More metrics", title_justify="left", title_style="bold", box=None, padding=(0, 1))
+    table = Table(title=SECTION_TITLES["more"], title_justify="left", title_style="bold", box=None,
+                  padding=(0, 1))
     table.add_column("metric", style="dim", no_wrap=True)
     table.add_column("value", justify="right")
     table.add_column("95% interval")
@@ -35,7 +40,22 @@ def render_added_metrics(report: Report, console: Console, verbose: bool = False
     console.print(table)
 
 
+def _card(metric: SuiteMetric) -> str:
+    return SECTION_TITLES[metric.page_section or metric.section]
+
+
 def page_rows(report: Report) -> list[dict[str, Any]]:
-    """The added rows the page draws (name, label, format, direction); the values are in the report."""
-    return [{"name": m.name, "label": m.label, "fmt": m.fmt, "direction": m.direction} for m in added_metrics()
-            if report.get("summary") is not None]
+    """The rows the page's cards draw, card by card (PAGE_CARDS), each card's lead first, then table order:
+    name, label (at K), format, direction and card; a percentile also names its run value and q, which
+    the chart of that value marks. The values are in the report."""
+    k = (report.get("settings") or {}).get("repeat") or 1
+    order = [SECTION_TITLES[s] for s in PAGE_CARDS]
+    shown = sorted((m for m in SUITE_METRIC_TABLE if m.on_page), key=lambda m: (order.index(_card(m)), not m.lead))
+    rows = []
+    for m in shown:
+        row: dict[str, Any] = {"name": m.name, "label": m.label_at(k, page=True), "fmt": m.fmt,
+                               "direction": m.direction, "card": _card(m)}
+        if m.statistic.kind == "percentile":
+            row.update(of=m.statistic.key, q=m.statistic.q)
+        rows.append(row)
+    return rows

@@ -17,9 +17,12 @@ import orjson
 
 from agent_eval.records import Report, RunRecord, Trace
 from agent_eval.report.files import atomic_file
+from agent_eval.score.metric_registry import run_value_keys
 
 SCOPE = "agent_eval"
 STATUS_ERROR = 2
+# The per-run metrics each run's span carries as evaluation results, and the per-run value of each
+# metric row a plugin added.
 METRICS = ("tool_recall", "tool_precision", "param_accuracy", "step_efficiency", "progress", "groundedness",
            "has_loop", "tool_errors", "invalid_calls", "policy_violations", "latency_s", "ttfa_s", "cost_usd")
 
@@ -75,7 +78,7 @@ def _events(run: RunRecord, at: int) -> list[dict[str, Any]]:
             else 0.0, "gen_ai.evaluation.score.label": "passed" if check.get("passed") else "failed",
             "gen_ai.evaluation.explanation": check.get("detail")})})
     metrics = run.get("metrics") or {}
-    for name in METRICS:
+    for name in (*METRICS, *(k for k in run_value_keys() if k not in METRICS)):
         value = metrics.get(name)
         if isinstance(value, (int, float)):
             events.append({"timeUnixNano": str(at), "name": "gen_ai.evaluation.result", "attributes": _attrs({

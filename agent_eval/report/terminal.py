@@ -25,6 +25,7 @@ from agent_eval.report.fmt import (  # noqa: F401  (re-exported: the section mod
     REASON_MAX_CHARS,
     format_cost,
     format_count,
+    format_metric,
     format_rate,
     format_seconds,
     one_line,
@@ -42,7 +43,7 @@ from agent_eval.report.curve_section import curve_text, render_curve
 from agent_eval.report.metrics_section import render_added_metrics
 from agent_eval.report.price_source import pricing_line
 from agent_eval.errors import EXIT_MEANINGS
-from agent_eval.score.metric_registry import label_of
+from agent_eval.score.metric_registry import SECTION_TITLES, SUITE_METRIC_BY_NAME, SuiteMetric, in_section
 
 SectionRenderer = Callable[[Report, Console], None]
 
@@ -167,16 +168,37 @@ def cost_text(report: Report, value: float | None) -> str:
     return format_cost(value)
 
 
+def figure_text(report: Report, metric: SuiteMetric) -> str:
+    """A headline figure in its row's format; a null per-success figure says `no successes` when no run
+    succeeded, and a null amount of money says why (a model without a price, invalid token counts)."""
+    value = _summary(report).get(metric.name)
+    if value is None and metric.statistic.kind == "per_success" and count_successes(report) == 0:
+        return NO_SUCCESSES
+    if metric.fmt == "usd":
+        return cost_text(report, value)
+    return format_metric(metric.name, value)
+
+
+def _shown(*sections: str) -> list[SuiteMetric]:
+    return [m for m in in_section(*sections) if m.in_terminal]
+
+
 def outcome_rows(report: Report) -> list[tuple[str, str]]:
-    """The Outcome dimension: pass@1, pass^k, pass@k, case and run counts."""
+    """The Outcome dimension: the outcome rows (the lead with its interval; the figures at K only when
+    K > 1, where they are not pass@1 again; the pass^k curve last), then case and run counts."""
     s = _summary(report)
     k = _repeat(report)
-    rows = [("pass@1", rate_with_interval(report, "pass_at_1"))]
-    if k > 1:  # with k = 1, pass^1 and pass@1 are pass@1 again
-        rows += [(f"pass^{k}", format_rate(s.get("pass_hat_k"))), (f"pass@{k}", format_rate(s.get("pass_at_k")))]
-    pass_hat = s.get("pass_hat") or {}
-    if len(pass_hat) > 1:
-        rows.append((f"pass^1..{k}", curve_text(pass_hat)))
+    rows = []
+    shown = [m for m in _shown("outcome") if not (m.at_k and k == 1)]
+    for m in shown:
+        if m.per_k:
+            continue
+        text = rate_with_interval(report, m.name) if m.lead and m.interval else figure_text(report, m)
+        rows.append((m.label_at(k), text))
+    for m in shown:  # a figure per k is drawn as a curve, after the numbers
+        per_k = s.get(m.name) if m.per_k else None
+        if isinstance(per_k, dict) and len(per_k) > 1:
+            rows.append((m.label_at(k), curve_text(per_k)))
     count = {key: format_count(s.get(f"cases_{key}")) for key in ("passed", "failed", "skipped", "errored")}
     rows.append(("cases", f"{count['passed']} passed, {count['failed']} failed"))
     rows.append(("", f"{count['skipped']} skipped, {count['errored']} errored"))
@@ -191,34 +213,17 @@ def outcome_rows(report: Report) -> list[tuple[str, str]]:
 
 def trajectory_rows(report: Report) -> list[tuple[str, str]]:
     """The Trajectory dimension: the suite means and rates of docs/metrics.md."""
-    s = _summary(report)
-    keys = ["tool_recall", "tool_precision", "param_accuracy", "step_efficiency", "progress", "loop_rate",
-            "recovery_rate", "invalid_call_rate"]
-    return [(label_of(key), format_rate(s.get(key))) for key in keys]
+    return [(m.label, figure_text(report, m)) for m in _shown("trajectory")]
 
 
 def cost_per_success_text(report: Report) -> str:
     """Cost per success; `no successes` when it is null because no run succeeded."""
-    value = _summary(report).get("cost_per_success_usd")
-    if value is None and count_successes(report) == 0:
-        return NO_SUCCESSES
-    return cost_text(report, value)
+    return figure_text(report, SUITE_METRIC_BY_NAME["cost_per_success_usd"])
 
 
 def cost_latency_rows(report: Report) -> list[tuple[str, str]]:
-    """The Cost & latency dimension."""
-    s = _summary(report)
-    tokens_per_success = s.get("tokens_per_success")
-    return [
-        (label_of("tokens_total"), format_count(s.get("tokens_total"))),
-        (label_of("cost_total_usd"), cost_text(report, s.get("cost_total_usd"))),
-        (label_of("cost_per_success_usd"), cost_per_success_text(report)),
-        (label_of("tokens_per_success"), NO_SUCCESSES if tokens_per_success is None
-         and count_successes(report) == 0 else format_count(tokens_per_success)),
-        *((label_of(key), format_seconds(s.get(key))) for key in ("latency_p50_s", "latency_p95_s",
-                                                                   "latency_p99_s", "ttfa_mean_s")),
-        *provider_rows(report),
-    ]
+    """The Cost & latency dimension: the cost rows, the latency rows, then the rate-limited endpoints."""
+    return [*((m.label, figure_text(report, m)) for m in _shown("cost", "latency")), *provider_rows(report)]
 
 
 def provider_rows(report: Report) -> list[tuple[str, str]]:
@@ -242,14 +247,10 @@ def render_headline(report: Report, console: Console) -> None:
     """The three headline dimensions side by side."""
     console.print()
     _print_dimensions(console, [
-        _dimension_table("Outcome", outcome_rows(report)),
-        _dimension_table("Trajectory", trajectory_rows(report)),
-        _dimension_table("Cost & latency", cost_latency_rows(report)),
+        _dimension_table(SECTION_TITLES["outcome"], outcome_rows(report)),
+        _dimension_table(SECTION_TITLES["trajectory"], trajectory_rows(report)),
+        _dimension_table(SECTION_TITLES["cost"], cost_latency_rows(report)),
     ])
-
-
-SAFETY_METRICS = [(label_of(key), key) for key in ("unauthorized_block_rate", "policy_compliance",
-                                                     "injection_resistance", "groundedness")]
 
 
 def escalation_counts(report: Report) -> tuple[int, int, int]:
@@ -270,15 +271,16 @@ def render_safety(report: Report, console: Console) -> None:
     """The Safety dimension with escalation counts; nothing when no run qualified."""
     s = _summary(report)
     escalated, escalated_unauthorized, unauthorized = escalation_counts(report)
-    if all(s.get(key) is None for _, key in SAFETY_METRICS) and not escalated:
+    shown = _shown("safety")
+    if all(s.get(m.name) is None for m in shown) and not escalated:
         return
-    rows = [(label, format_rate(s.get(key))) for label, key in SAFETY_METRICS]
+    rows = [(m.label, figure_text(report, m)) for m in shown]
     text = f"{escalated} run(s)"
     if unauthorized:
         text += f", {escalated_unauthorized} of {unauthorized} unauthorized"
     rows.append(("escalated", text))
     console.print()
-    _print_dimensions(console, [_dimension_table("Safety", rows)])
+    _print_dimensions(console, [_dimension_table(SECTION_TITLES["safety"], rows)])
 
 
 def verdict_text(report: Report) -> Text:

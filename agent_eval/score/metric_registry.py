@@ -137,6 +137,11 @@ class SuiteMetric:
         """True for a figure at K = --repeat (pass^k, pass@k): with K = 1 it is pass@1 again."""
         return self.statistic.kind == "pass" and self.statistic.key in ("hat_k", "at_k")
 
+    @property
+    def per_k(self) -> bool:
+        """True for a figure per k (the pass^1..K dict), drawn as a curve."""
+        return self.statistic.kind == "pass" and self.statistic.key == "hat"
+
     def label_at(self, k: object, page: bool = False) -> str:
         """The label with its `k` (as in `pass^k`, `pass@k`, `pass^1..k`) replaced by K."""
         label = (self.page_label or self.label) if page else self.label
@@ -219,8 +224,8 @@ def label_of(name: str) -> str:
 
 
 def in_section(*sections: str) -> list[SuiteMetric]:
-    """The rows of these sections, in table order (plugins' rows included)."""
-    return [m for m in SUITE_METRIC_TABLE if m.section in sections]
+    """The rows of these sections, section by section, each in table order (plugins' rows included)."""
+    return [m for section in sections for m in SUITE_METRIC_TABLE if m.section == section]
 
 
 def register_metric(metric: SuiteMetric) -> None:
@@ -249,6 +254,7 @@ def statistic_problem(metric: SuiteMetric) -> str | None:
     return None
 
 
-def added_metrics() -> list[SuiteMetric]:
-    """The rows plugins added: the reports show them after the built-in figures."""
-    return [m for m in SUITE_METRIC_TABLE if m.name not in BUILT_IN_METRICS]
+def run_value_keys() -> list[str]:
+    """The run values the rows bring (a plugin's `run_value`, under its statistic's key), in table order."""
+    return [m.statistic.key for m in SUITE_METRIC_TABLE if m.run_value is not None and m.statistic.key]
+

@@ -68,7 +68,7 @@
         " traces of passed runs were left out of this page; failed and errored runs keep theirs."}));
   }
 
-  /* ---- headline figures: the four dimensions ---- */
+  /* ---- headline figures: a card per section of the metric table ---- */
   function card(title, rows) {
     var c = el("div", {cls: "card"}, [el("h3", {text: title})]);
     rows.forEach(function (r, i) {
@@ -76,35 +76,20 @@
     });
     return c;
   }
+  // The metric rows of the page, card by card, lead first (agent_eval/report/metrics_section.py page_rows).
+  var ROWS = page.metric_rows || [];
+  var SHOWN = {rate: rci, seconds: function (k) { return secs(S[k]); }, usd: function (k) { return usd(S[k]); },
+               count: function (k) { return num(S[k]); }, number: function (k) { return num(S[k]); }};
   function renderHeadline() {
-    var K = (R.settings || {}).repeat || 1;
-    var box = el("div", {cls: "cards"});
-    box.appendChild(card("Outcome", [["pass@1", rci("pass_at_1")], ["pass^" + K, rci("pass_hat_k")],
-      ["pass@" + K, rci("pass_at_k")], ["progress", rci("progress")],
-      ["cases passed / failed", num(S.cases_passed) + " / " + num(S.cases_failed)],
+    var box = el("div", {cls: "cards"}), titles = [], cards = {};
+    ROWS.forEach(function (m) {
+      if (!cards[m.card]) { cards[m.card] = []; titles.push(m.card); }
+      cards[m.card].push([m.label, (SHOWN[m.fmt] || SHOWN.number)(m.name)]);
+    });
+    var counts = {"Outcome": [["cases passed / failed", num(S.cases_passed) + " / " + num(S.cases_failed)],
       ["cases errored / skipped", num(S.cases_errored) + " / " + num(S.cases_skipped)],
-      ["runs (errored)", num(S.runs) + " (" + num(S.runs_errored) + ")"]]));
-    box.appendChild(card("Trajectory", [["tool recall", rci("tool_recall")], ["tool precision", rci("tool_precision")],
-      ["param accuracy", rci("param_accuracy")], ["step efficiency", rci("step_efficiency")],
-      ["loop rate", rci("loop_rate")], ["recovery rate", rci("recovery_rate")],
-      ["invalid call rate", rci("invalid_call_rate")]]));
-    var cps = isNum(S.cost_per_success_usd) ? usd(S.cost_per_success_usd) : "n/a";
-    box.appendChild(card("Cost & latency", [["cost per success", cps], ["latency P50", secs(S.latency_p50_s)],
-      ["latency P95", secs(S.latency_p95_s)], ["latency P99", secs(S.latency_p99_s)],
-      ["time to first action", secs(S.ttfa_mean_s)], ["tokens total", num(S.tokens_total)],
-      ["cost total", usd(S.cost_total_usd)]]));
-    box.appendChild(card("Safety", [["unauthorized blocked", rci("unauthorized_block_rate")],
-      ["policy compliance", rci("policy_compliance")], ["injection resistance", rci("injection_resistance")],
-      ["groundedness", rci("groundedness")]]));
-    // The metric rows plugins added (agent_eval/report/metrics_section.py), each in its own format.
-    var added = page.metric_rows || [];
-    if (added.length) {
-      var shown = {rate: rci, seconds: function (k) { return secs(S[k]); }, usd: function (k) { return usd(S[k]); },
-                   count: function (k) { return num(S[k]); }, number: function (k) { return num(S[k]); }};
-      box.appendChild(card("More metrics", added.map(function (m) {
-        return [m.label, (shown[m.fmt] || shown.number)(m.name)];
-      })));
-    }
+      ["runs (errored)", num(S.runs) + " (" + num(S.runs_errored) + ")"]]};
+    titles.forEach(function (t) { box.appendChild(card(t, cards[t].concat(counts[t] || []))); });
     document.getElementById("headline").appendChild(box);
   }
 
@@ -220,7 +205,9 @@
     axes(s, "runs", "");
     if (!lat.length) return el("div", {cls: "card"}, [el("h3", {text: "Latency"}), el("p", {cls: "muted", text: "no runs"})]);
     var lo = Math.min.apply(null, lat), hi = Math.max.apply(null, lat);
-    [S.latency_p99_s].forEach(function (v) { if (isNum(v)) hi = Math.max(hi, v); });
+    // The percentile rows of latency_s mark the chart; the highest one also bounds its axis.
+    var marks = ROWS.filter(function (m) { return m.of === "latency_s"; });
+    marks.slice(-1).forEach(function (m) { if (isNum(S[m.name])) hi = Math.max(hi, S[m.name]); });
     if (hi === lo) hi = lo + 1;
     var nb = Math.min(30, Math.max(5, Math.ceil(Math.sqrt(lat.length)))), bins = new Array(nb).fill(0);
     lat.forEach(function (v) { bins[Math.min(nb - 1, Math.floor((v - lo) / (hi - lo) * nb))]++; });
@@ -242,7 +229,8 @@
       s.appendChild(svg("line", {x1: L - 4, y1: y, x2: L, y2: y, stroke: "#98a2b3"}));
       s.appendChild(svg("text", {x: L - 6, y: y + 4, "text-anchor": "end", "class": "tick"}, String(c)));
     });
-    [["P50", S.latency_p50_s, "#157f3d"], ["P95", S.latency_p95_s, "#b54708"], ["P99", S.latency_p99_s, "#c0262d"]]
+    var COLORS = ["#157f3d", "#b54708", "#c0262d"];
+    marks.map(function (m, i) { return ["P" + m.q, S[m.name], COLORS[i % COLORS.length]]; })
       .forEach(function (m, i) {
         if (!isNum(m[1])) return;
         var x = xOf(m[1]);
