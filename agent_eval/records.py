@@ -52,6 +52,21 @@ def field_of(record: Mapping[str, Any], name: str) -> Any:
     return record.get(name)
 
 
+CASE_FILE_SHAPE = 'a list of cases or an object {"suite": {...}, "cases": [...]}'
+"""What a case file holds, as every message about one of another shape says it."""
+
+
+def split_case_file(doc: object) -> tuple[object, list[Any]] | None:
+    """A parsed case file as (its suite block as written, {} when absent or null; its cases as written), or
+    None when it is neither a list of cases nor an object with a "cases" list (say CASE_FILE_SHAPE then).
+    What the block and each case hold is for the caller to check."""
+    if isinstance(doc, list):
+        return {}, doc
+    if isinstance(doc, dict) and isinstance(doc.get("cases"), list):
+        return doc.get("suite") or {}, doc["cases"]
+    return None
+
+
 class Step(TypedDict, total=False):
     """One tool call the agent made, with its observation (every output stored in full)."""
 

@@ -8,7 +8,7 @@ from typing import Any, cast
 
 from rich.console import Console
 
-from agent_eval.records import Case, RunRecord
+from agent_eval.records import CASE_FILE_SHAPE, Case, RunRecord, split_case_file
 from agent_eval.errors import ConfigError
 from agent_eval.score.labels import Label
 from agent_eval.suite.cases import Suite, load_suite
@@ -48,10 +48,9 @@ def load_case_data(data: Mapping[str, Any], report: Path, cases: Path | None, co
         raise ConfigError(f"cannot read the case file {path} ({exc.strerror or exc}); pass --cases PATH.") from None
     except orjson.JSONDecodeError as exc:
         raise ConfigError(f"the case file {path} is not valid JSON ({exc}); pass --cases PATH.") from None
-    block, rows = ({}, doc) if isinstance(doc, list) else (
-        (doc.get("suite") or {}, doc.get("cases")) if isinstance(doc, dict) else (None, None))
-    if not isinstance(block, dict) or not isinstance(rows, list):
-        raise ConfigError(f"{path} is not a case file ({{\"suite\": {{...}}, \"cases\": [...]}}); pass --cases PATH.")
+    block, rows = split_case_file(doc) or (None, [])
+    if not isinstance(block, dict):
+        raise ConfigError(f"{path} is not a case file ({CASE_FILE_SHAPE}); pass --cases PATH.")
     try:
         SuiteBlock.model_validate(block)
     except ValueError as exc:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from rich.console import Console
 
-from agent_eval.records import Case
+from agent_eval.records import CASE_FILE_SHAPE, Case, split_case_file
 from agent_eval.errors import CaseFileError, ConfigError
 from agent_eval.ingest.formats import format_row, import_formats
 from agent_eval.ingest.records import TOO_DEEP, Unmappable
@@ -162,16 +162,11 @@ class Target:
             raise ConfigError(f"--into {path}: cannot read it ({exc.strerror or exc}).") from None
         except orjson.JSONDecodeError as exc:
             raise ConfigError(f"--into {path}: not JSON ({exc}); fix the file or pick another.") from None
-        doc = self.doc
-        if isinstance(doc, dict) and isinstance(doc.get("cases"), list):
-            block = doc.get("suite")
-            self.block: dict[str, Any] = block if isinstance(block, dict) else {}
-            self.cases: list[Any] = doc["cases"]
-        elif isinstance(doc, list):
-            self.block, self.cases = {}, doc
-        else:
-            raise ConfigError(f"--into {path}: not a case file (a JSON list of cases, or an object with a "
-                              "\"cases\" list); pick the case file to append to.")
+        split = split_case_file(self.doc)
+        if split is None:
+            raise ConfigError(f"--into {path}: not a case file ({CASE_FILE_SHAPE}); pick the case file to append to.")
+        block, self.cases = split
+        self.block: dict[str, Any] = block if isinstance(block, dict) else {}
         self.ids = {str(c["id"]) for c in self.cases if isinstance(c, dict) and "id" in c}
 
     def renumber(self, cases: list[tuple[str, Case]]) -> list[tuple[str, Case]]:

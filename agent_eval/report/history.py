@@ -14,7 +14,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from agent_eval.records import Report
+from agent_eval.records import Report, split_case_file
 from agent_eval.report.fmt import format_value
 from agent_eval.score.metric_registry import SUITE_METRIC_TABLE
 
@@ -81,8 +81,8 @@ def cases_in_file(cases_file: str | Path | None) -> int | None:
         data = orjson.loads(Path(cases_file).read_bytes())
     except (OSError, orjson.JSONDecodeError):
         return None
-    cases = data.get("cases") if isinstance(data, dict) else data
-    return len(cases) if isinstance(cases, list) else None
+    split = split_case_file(data)
+    return len(split[1]) if split is not None else None
 
 
 def record_run(db_path: str | Path, report: Report, cases_file_git_commit: str | None,

@@ -10,7 +10,7 @@ import orjson
 from pydantic import (BaseModel, ConfigDict, Field, JsonValue, StrictFloat, StrictInt, StrictStr, ValidationError,
                       field_validator)
 
-from agent_eval.records import Case
+from agent_eval.records import CASE_FILE_SHAPE, Case, split_case_file
 from agent_eval.errors import CaseFileError, Problem
 from agent_eval.flags import MAX_COUNT
 from agent_eval.suite.fields import (args_depth_problems, depth_problems, extra_case_fields, id_problem,
@@ -211,17 +211,13 @@ def load_suite(path: Path | str) -> Suite:
     except orjson.JSONDecodeError as exc:
         raise CaseFileError([Problem(str(path), None, None, f"not valid JSON: {exc}")]) from None
 
-    block: object  # the suite block as the file holds it, checked by _load_suite_block
-    if isinstance(data, list):
-        block, raw_cases = {}, data
-    elif isinstance(data, dict) and isinstance(data.get("cases"), list):
-        block, raw_cases = data.get("suite") or {}, data["cases"]
-        for key in data:
-            if key not in ("suite", "cases"):
-                col.add(None, key, "unknown top-level key; the object shape is {\"suite\": {...}, \"cases\": [...]}")
-    else:
-        raise CaseFileError([Problem(str(path), None, None,
-                                     "expected a list of cases or an object {\"suite\": {...}, \"cases\": [...]}")])
+    split = split_case_file(data)
+    if split is None:
+        raise CaseFileError([Problem(str(path), None, None, f"expected {CASE_FILE_SHAPE}")])
+    block, raw_cases = split  # the suite block as the file holds it, checked by _load_suite_block
+    for key in data if isinstance(data, dict) else ():
+        if key not in ("suite", "cases"):
+            col.add(None, key, "unknown top-level key; the object shape is {\"suite\": {...}, \"cases\": [...]}")
 
     suite = _load_suite_block(path, block, col)
     seen: set[str] = set()
