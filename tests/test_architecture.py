@@ -214,3 +214,84 @@ def test_the_layering_check_fails_on_a_bad_graph_or_table() -> None:
         "commands and run may import each other", "stage run may import ['commands']",
         "run and score may import each other"]
     assert table_problems({"run": {"nowhere"}}) == ["run may import nowhere, which has no row"]
+
+
+# ---------------------------------------------------------------- one guard around user code
+
+GUARD = "agent_eval/tracebacks.py"
+# The process boundaries, each a place where whatever ended the work must be caught, not a call of user code.
+BOUNDARIES = {
+    ("agent_eval/run/worker.py", "process_main"),  # a worker process's top level: the driver shows the bug
+    ("agent_eval/suite/mcp_client.py", "Connection._own"),  # the task owning an MCP session, awaited by no one
+}
+
+
+def _catches_everything(handler: ast.ExceptHandler) -> bool:
+    names = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(name is None or (isinstance(name, ast.Name) and name.id == "BaseException") for name in names)
+
+
+def _suppresses_everything(node: ast.Call) -> bool:
+    func = node.func
+    called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return called == "suppress" and any(isinstance(a, ast.Name) and a.id == "BaseException" for a in node.args)
+
+
+def catch_all_sites(tree: ast.AST) -> list[str]:
+    """The functions (`Class.method`) holding an `except BaseException`, a bare `except:` or a
+    `suppress(BaseException)`, once per occurrence; `<module>` outside any function."""
+    found: list[str] = []
+
+    def visit(node: ast.AST, where: list[str]) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            where = [*where, node.name]
+        if (isinstance(node, ast.ExceptHandler) and _catches_everything(node)) or (
+                isinstance(node, ast.Call) and _suppresses_everything(node)):
+            found.append(".".join(where) or "<module>")
+        for child in ast.iter_child_nodes(node):
+            visit(child, where)
+
+    visit(tree, [])
+    return found
+
+
+def test_except_base_exception_only_in_the_guard_and_at_process_boundaries() -> None:
+    sites = sorted((str(path.relative_to(PACKAGE.parent)), function)
+                   for path in PACKAGE.rglob("*.py") if str(path.relative_to(PACKAGE.parent)) != GUARD
+                   for function in catch_all_sites(ast.parse(path.read_text(encoding="utf-8"))))
+    stray = [f"{file}: {function}" for file, function in sites if (file, function) not in BOUNDARIES]
+    assert not stray, ("user code is called through agent_eval/tracebacks.py (call_user, await_user, call_user_or); "
+                       f"cleanup is a try/finally; a new process boundary joins BOUNDARIES: {stray}")
+    assert set(sites) == BOUNDARIES  # a boundary that is gone leaves the list too
+    guarded = catch_all_sites(ast.parse((PACKAGE.parent / GUARD).read_text(encoding="utf-8")))
+    assert set(guarded) == {"call_user", "await_user", "call_user_or"}
+
+
+def test_the_catch_all_checker_sees_each_form() -> None:
+    source = """
+try:
+    f()
+except BaseException:
+    pass
+class C:
+    def m(self):
+        try:
+            f()
+        except (ValueError, BaseException):
+            pass
+def g():
+    try:
+        f()
+    except:
+        pass
+    with contextlib.suppress(BaseException):
+        f()
+def fine():
+    try:
+        f()
+    except Exception:
+        pass
+    with suppress(OSError):
+        f()
+"""
+    assert catch_all_sites(ast.parse(source)) == ["<module>", "C.m", "g", "g"]

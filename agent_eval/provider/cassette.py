@@ -216,15 +216,17 @@ def write_lines(path: Path, lines: list[dict[str, Any]]) -> None:
         raise OSError(errno.ELOOP, f"{path.parent} is a symbolic link, which a recording never follows")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".jsonl")
+    written = False
     try:
         with os.fdopen(fd, "wb") as out:
             for line in lines:
                 out.write(orjson.dumps(line, option=orjson.OPT_NON_STR_KEYS) + b"\n")
         os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+        written = True
+    finally:
+        if not written:  # whatever stopped it: no temporary file left behind
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
 
 def write_header(folder: Path, header: dict[str, Any]) -> None:

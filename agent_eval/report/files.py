@@ -83,6 +83,7 @@ def atomic_file(path: Path) -> Iterator[BinaryIO]:
     so a reader never sees half a file; on any error the temporary file is removed and path is untouched."""
     path = make_parent(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    written = False
     try:
         os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp's 0600 would hide the report from other users
         with open(fd, "wb") as f:
@@ -90,10 +91,11 @@ def atomic_file(path: Path) -> Iterator[BinaryIO]:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        with suppress(OSError):
-            os.unlink(tmp)
-        raise
+        written = True
+    finally:
+        if not written:  # whatever stopped it (an error, Ctrl-C): the temporary file goes
+            with suppress(OSError):
+                os.unlink(tmp)
 
 
 def write_atomic(path: Path, data: bytes | str) -> None:

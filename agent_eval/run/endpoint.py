@@ -365,7 +365,7 @@ def _error(web: Any, status: int, code: str, message: str, headers: dict[str, st
 
 # --- one endpoint per event loop ----------------------------------------------------------------------
 _ENDPOINTS: dict[Any, Endpoint] = {}
-_STARTING: dict[Any, asyncio.Future[Any]] = {}
+_STARTING: dict[Any, asyncio.Task[Endpoint]] = {}
 
 
 async def endpoint() -> Endpoint:
@@ -375,9 +375,12 @@ async def endpoint() -> Endpoint:
     if found is not None:
         return found
     starting = _STARTING.get(loop)
-    if starting is not None:
-        return await asyncio.shield(starting)
-    future = _STARTING[loop] = loop.create_future()
+    if starting is None:  # one start, whose endpoint or failure every caller meanwhile gets (a later one retries)
+        starting = _STARTING[loop] = loop.create_task(_start(loop))
+    return await asyncio.shield(starting)  # a caller cancelled (--timeout) leaves the start to the others
+
+
+async def _start(loop: asyncio.AbstractEventLoop) -> Endpoint:
     try:
         made = Endpoint()
         await made.start()
@@ -387,11 +390,6 @@ async def endpoint() -> Endpoint:
         for old in [key for key in _ENDPOINTS if key.is_closed()]:
             del _ENDPOINTS[old]
         _ENDPOINTS[loop] = made
-        future.set_result(made)
         return made
-    except BaseException as exc:
-        future.set_exception(exc)
-        future.exception()  # retrieved: a later caller gets it again
-        raise
     finally:
         _STARTING.pop(loop, None)

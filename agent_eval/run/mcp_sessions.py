@@ -68,12 +68,14 @@ class ServerPool:
         if spares == []:
             del self._spares[env_blob]
         run = RunServers(self, {c.spec.index: c for c in own})
+        started = False
         try:
             await asyncio.gather(*(c.start() for c in own), *(self._start_shared(s) for s in self.servers
                                                               if not s.is_per_run))
-        except BaseException:
-            run.release()
-            raise
+            started = True
+        finally:
+            if not started:  # a server failed, or the run was cancelled while they started
+                run.release()
         for spec in self.servers:
             if not spec.is_per_run:
                 run.connections[spec.index] = self._shared[spec.index]

@@ -274,6 +274,7 @@ def open_ray_pool(cfg: RunConfig, init: WorkerInit, output_dir: Path) -> WorkerP
     for line in secret_env_var_warnings(env):
         print(line, file=sys.stderr, flush=True)
     moved, keys = without_keys(relocate(init))
+    started = False
     try:
         # Ctrl-C is held while a local instance starts: cut in half, it leaves processes nobody can stop.
         with nullcontext() if cfg.ray_address else sigint_held():
@@ -281,11 +282,12 @@ def open_ray_pool(cfg: RunConfig, init: WorkerInit, output_dir: Path) -> WorkerP
         workers = cfg.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
         actor_class = ray.remote(num_cpus=1)(RayWorker)
         init_ref = ray.put(moved)  # one object in Ray's store, shared by every actor
-    except BaseException as exc:
-        stop_ray()
-        if isinstance(exc, Exception):
-            raise ConfigError(start_failure(exc, cfg, case_dir, output_dir)) from None
-        raise
+        started = True
+    except Exception as exc:  # noqa: BLE001 - Ray refusing to start, whatever it raises: one message
+        raise ConfigError(start_failure(exc, cfg, case_dir, output_dir)) from None
+    finally:
+        if not started:  # refused, or a Ctrl-C: an instance this run started goes
+            stop_ray()
     cfg.workers = workers  # the report's settings.workers: how many were asked for, Ray's CPU count by default
     hosts = [RayHost(number, slots, actor_class, init_ref, str(case_dir), keys)
              for number, slots in enumerate(split_concurrency(cfg.concurrency, workers))]

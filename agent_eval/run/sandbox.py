@@ -13,7 +13,7 @@ from agent_eval.score.envdiff import diff_env_fast
 from agent_eval.errors import ToolError
 from agent_eval.redaction import redact_secrets
 from agent_eval.records import Step
-from agent_eval.tracebacks import await_user, call_user, describe, user_traceback
+from agent_eval.tracebacks import Outcome, await_user, call_user, describe, user_traceback
 from agent_eval.run.threads import run_in_thread
 
 if TYPE_CHECKING:
@@ -243,15 +243,17 @@ def replay_expected_tools(tools: ToolSet, template: EnvTemplate, expected_tools:
         if not tools.has(call["name"]):
             continue
         snapshot = orjson.dumps(env)
-        try:
-            value = tools.invoke(call["name"], dict(call.get("args") or {}), env)
-            if inspect.isawaitable(value):
-                run_apart(value)
-        except BaseException:  # noqa: BLE001 - a gold call that raises anything, SystemExit included
+        if call_user(_gold_call, tools, call, env).error is not None:  # anything, SystemExit included
             # A gold call that errors is skipped: undo anything it half-wrote.
             env.clear()
             env.update(orjson.loads(snapshot))
     return env
+
+
+def _gold_call(tools: ToolSet, call: dict[str, Any], env: dict[str, Any]) -> None:
+    value = tools.invoke(call["name"], dict(call.get("args") or {}), env)
+    if inspect.isawaitable(value):
+        run_apart(value)
 
 
 def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
@@ -267,20 +269,18 @@ async def _awaited(awaitable: Any) -> Any:
 
 def run_apart(awaitable: Any) -> Any:
     """Await `awaitable` on a fresh event loop in a helper thread, and wait for it (from sync code)."""
-    box: dict[str, Any] = {}
+    box: list[Outcome[Any]] = []
 
     def work() -> None:
-        try:
-            box["value"] = asyncio.run(_awaited(awaitable))
-        except BaseException as exc:  # noqa: BLE001 - handed back to the caller as it is
-            box["error"] = exc
+        box.append(call_user(asyncio.run, _awaited(awaitable)))  # what it raised goes back to the caller
 
     thread = threading.Thread(target=work, name="agent-eval-tool", daemon=True)
     thread.start()
     thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
+    called = box[0]
+    if called.error is not None:
+        raise called.error
+    return called.value
 
 
 def _tool_error(exc: BaseException) -> tuple[str, str | None]:

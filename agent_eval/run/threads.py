@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from agent_eval.tracebacks import describe
+from agent_eval.tracebacks import call_user, describe
 
 IDLE_S = 30.0
 
@@ -81,14 +81,12 @@ def run_in_thread(fn: Callable[..., Any], *args: Any, name: str = "agent-eval-wo
 
     def job() -> None:
         threading.current_thread().name = name
+        called = call_user(fn, *args)  # an Exception is handed to the event loop, which decides
+        exc = called.error
+        if exc is not None and not isinstance(exc, Exception):
+            exc = UserBaseException(exc)  # as it is, user code's SystemExit would end the process
         try:
-            value, exc = fn(*args), None
-        except Exception as caught:  # noqa: BLE001 - handed to the event loop, which decides
-            value, exc = None, caught
-        except BaseException as caught:  # noqa: BLE001 - user code's SystemExit must not end the process
-            value, exc = None, UserBaseException(caught)
-        try:
-            loop.call_soon_threadsafe(settle, value, exc)
+            loop.call_soon_threadsafe(settle, called.value, exc)
         except RuntimeError:
             pass  # the loop is gone: the run was abandoned long ago
 

@@ -34,6 +34,7 @@ from agent_eval.score.judge import build_judge
 from agent_eval.score.pipeline import ScoringContext
 from agent_eval.suite.cases import Suite, load_suite
 from agent_eval.suite.imports import load_plugins
+from agent_eval.tracebacks import call_user
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -150,14 +151,15 @@ class WorkerCore:
 
 def load_core(init: WorkerInit) -> tuple[WorkerCore | None, str | None]:
     """The worker's core, or the one-paragraph reason it cannot start."""
-    try:
-        return WorkerCore(init), None
-    except CaseFileError as exc:  # each problem names its file
+    called = call_user(WorkerCore, init)  # user code runs at import (SIGINT never reaches a worker)
+    exc = called.error
+    if exc is None:
+        return called.value, None
+    if isinstance(exc, CaseFileError):  # each problem names its file
         return None, "; ".join(map(str, exc.problems))
-    except ConfigError as exc:
+    if isinstance(exc, ConfigError):
         return None, str(exc)
-    except BaseException as exc:  # noqa: BLE001 - user code run at import (SIGINT never reaches a worker)
-        return None, f"loading {init.cases_file} raised {describe_user_error(exc)}"
+    return None, f"loading {init.cases_file} raised {describe_user_error(exc)}"
 
 
 def process_main(conn: Connection, init: WorkerInit) -> None:
@@ -166,7 +168,7 @@ def process_main(conn: Connection, init: WorkerInit) -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     try:
         asyncio.run(_serve(conn, init))
-    except BaseException:  # noqa: BLE001 - a bug: the driver shows it, this process only ends
+    except BaseException:  # noqa: BLE001 - boundary: a worker process's top level; the driver shows the bug
         _send(conn, CRASHED + traceback.format_exc().encode())
     sys.stdout.flush()
     sys.stderr.flush()

@@ -14,6 +14,7 @@ from typing import Any
 
 from agent_eval.errors import ConfigError
 from agent_eval.plugins import first_import
+from agent_eval.tracebacks import call_user, describe
 
 SPEC_FIX = ("Fix the path in the SPEC: it is relative to the case file in the suite block, and to the "
             "current directory in a flag.")
@@ -58,20 +59,17 @@ def _import_file(path: Path, what: str, fix: str) -> ModuleType:
     if added:
         sys.path.insert(0, folder)
     sys.modules[name] = module
+    loaded = False
     try:
-        spec.loader.exec_module(module)
-    except KeyboardInterrupt:
-        sys.modules.pop(name, None)
-        raise  # Ctrl-C while loading
-    except ConfigError:  # a plugin's row refused (a name already held): its own message
-        sys.modules.pop(name, None)
-        raise
-    except BaseException as error:  # noqa: BLE001 - user code may raise anything, sys.exit() included
-        sys.modules.pop(name, None)
-        raise _import_error(path, what, error) from None
+        called = call_user(spec.loader.exec_module, module)  # a real Ctrl-C while loading goes through
+        loaded = called.error is None
     finally:
+        if not loaded:
+            sys.modules.pop(name, None)
         if added and folder in sys.path:
             sys.path.remove(folder)
+    if called.error is not None:
+        raise _import_error(path, what, called.error) from None
     return module
 
 
@@ -83,27 +81,27 @@ def _import_dotted(ref: str, base_dir: Path, what: str, fix: str) -> ModuleType:
             sys.path.insert(0, folder)
             importlib.invalidate_caches()  # the folder's listing may predate files written since
         try:
-            return importlib.import_module(ref)
-        except ModuleNotFoundError as error:
-            if not _is_missing(ref, error):
-                raise _import_error(ref, what, error) from None
-        except (KeyboardInterrupt, ConfigError):
-            raise  # Ctrl-C while loading; a plugin's row refused, with its own message
-        except BaseException as error:  # noqa: BLE001 - user code may raise anything, sys.exit() included
-            raise _import_error(ref, what, error) from None
+            called = call_user(importlib.import_module, ref)  # a real Ctrl-C while loading goes through
         finally:
             if added and folder in sys.path:
                 sys.path.remove(folder)
+        error = called.error
+        if called.value is not None:
+            return called.value
+        if error is not None and not (isinstance(error, ModuleNotFoundError) and _is_missing(ref, error)):
+            raise _import_error(ref, what, error) from None
     raise ConfigError(f"{ref}: {what} not found on sys.path or in {folder}. {fix}")
 
 
 def _import_error(where: object, what: str, error: BaseException) -> ConfigError:
+    """The one paragraph for a module that raised while imported (user code may raise anything, sys.exit()
+    included); a plugin's row refused (a name already held) keeps its own message."""
+    if isinstance(error, ConfigError):
+        return error
     if isinstance(error, SystemExit):
         return ConfigError(f"{where}: the {what} called sys.exit({error.code!r}) while being imported. Fix the "
                            "module so that importing it only defines things (guard a script's code with "
                            "`if __name__ == \"__main__\":`).")
-    from agent_eval.tracebacks import describe  # (asyncio) only for a module that failed to import
-
     return ConfigError(f"{where}: the {what} failed to import: {describe(error)}. "
                        "Fix the module (or install what it imports) so that it imports cleanly.")
 

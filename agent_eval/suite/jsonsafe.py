@@ -8,6 +8,8 @@ from typing import Any
 
 import orjson
 
+from agent_eval.tracebacks import call_user_or
+
 MAX_DEPTH = 100
 TOO_DEEP = "<nested too deep>"
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -67,15 +69,10 @@ def _key(key: Any) -> str:
 
 
 def _str(value: Any) -> str:
-    try:
-        return str(value)
-    except BaseException:  # noqa: BLE001 - a hostile __str__ may raise anything
-        return f"<unrepresentable {type(value).__name__}>"
+    text = call_user_or(None, str, value)  # a hostile __str__ may raise anything
+    return text if text is not None else f"<unrepresentable {type(value).__name__}>"
 
 
 def _repr(value: Any) -> str:
-    try:
-        text = repr(value)
-    except BaseException:  # noqa: BLE001 - a hostile __repr__ may raise anything
-        return f"<unrepresentable {type(value).__name__}>"
+    text = call_user_or(None, repr, value)  # a hostile __repr__ may raise anything
     return to_json_safe(text) if isinstance(text, str) else f"<unrepresentable {type(value).__name__}>"

@@ -131,7 +131,8 @@ class Connection:
                 self._session = session
                 self._ready.set()
                 await self._stop.wait()
-        except BaseException as exc:  # any end of the session is the server's failure
+        except BaseException as exc:  # boundary: the top level of the task that owns the session, which no one
+            # awaits: any end of the session is the server's failure, handed to the runs through _failure
             self._failure = exc
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise

@@ -121,6 +121,7 @@ async def _exchange(process: Any, message: bytes) -> tuple[bytes, bytes]:
     err = asyncio.ensure_future(_read_tail(process.stderr, tail))
     readers = {out, err}
     exited = asyncio.ensure_future(_exited(process))
+    ended = False
     try:
         await asyncio.wait({exited, out}, return_when=asyncio.FIRST_COMPLETED)
         if out.done() and out.exception() is not None:  # over the limit: no need to wait for the exit
@@ -129,13 +130,13 @@ async def _exchange(process: Any, message: bytes) -> tuple[bytes, bytes]:
         await asyncio.wait(readers, timeout=EXIT_GRACE_S)  # what it wrote before exiting is in the pipes
         _kill_group(process)  # children it left behind
         await asyncio.wait(readers, timeout=EXIT_GRACE_S)
+        ended = True
         return bytes(reply), bytes(tail)
-    except BaseException:  # --timeout, Ctrl-C, a reply over the limit: the whole process group goes
-        _kill_group(process)
-        with contextlib.suppress(BaseException):
-            await asyncio.shield(asyncio.wait({exited, *readers}, timeout=EXIT_GRACE_S))
-        raise
     finally:
+        if not ended:  # --timeout, Ctrl-C, a reply over the limit: the whole process group goes
+            _kill_group(process)
+            with contextlib.suppress(asyncio.CancelledError):  # cancelled again: what stopped it still goes on
+                await asyncio.shield(asyncio.wait({exited, *readers}, timeout=EXIT_GRACE_S))
         for task in (feeding, exited, *readers):
             task.cancel()
         transport = getattr(process, "_transport", None)  # as communicate() does: its pipes closed now,

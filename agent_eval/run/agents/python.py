@@ -13,7 +13,7 @@ import orjson
 from agent_eval.run.agents.base import AgentStop, ProviderError, Reply, RunContext
 from agent_eval.errors import ToolError
 from agent_eval.run.threads import UserBaseException, run_in_thread
-from agent_eval.tracebacks import describe, is_cancelling, user_traceback
+from agent_eval.tracebacks import await_user, call_user_or, describe, user_traceback
 
 if TYPE_CHECKING:
     from agent_eval.run.endpoint import RunLink
@@ -110,9 +110,8 @@ def _copy(value: Any) -> Any:
 
 
 def _short_repr(value: Any) -> str:
-    try:
-        text = repr(value)
-    except BaseException:  # noqa: BLE001 - a hostile __repr__ may raise anything
+    text = call_user_or(None, repr, value)  # a hostile __repr__ may raise anything
+    if text is None:
         return f"<unrepresentable {type(value).__name__}>"
     return text if len(text) <= 80 else text[:79] + "…"
 
@@ -163,23 +162,23 @@ class PythonAgent:
 
     async def respond(self, ctx: RunContext) -> Reply:
         task = Task(ctx)
-        try:
-            value = await (self.fn(task) if self.is_async else in_daemon_thread(self.fn, task))
-        except AgentStop:
-            raise
-        except asyncio.CancelledError as exc:
-            if is_cancelling():  # a real cancellation (timeout, Ctrl-C): let it through
-                raise
-            raise AgentStop("agent_error", describe(exc), user_traceback(exc)) from None
-        except UserBaseException as exc:
-            raise AgentStop("agent_error", str(exc), user_traceback(exc.original)) from None
-        except Exception as exc:  # noqa: BLE001
-            if _is_provider_error(exc):
-                raise ProviderError(f"{describe(exc)}{_endpoint_of(exc)}") from None
-            raise AgentStop("agent_error", describe(exc), user_traceback(exc)) from None
-        except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt... from the agent's own code
-            raise AgentStop("agent_error", describe(exc), user_traceback(exc)) from None
-        return to_reply(value)
+        called = await (await_user(self.fn, task) if self.is_async else await_user(in_daemon_thread, self.fn, task))
+        if called.error is not None:
+            raise _turn_failure(called.error) from None
+        return to_reply(called.value)
+
+
+def _turn_failure(exc: BaseException) -> BaseException:
+    """What the agent's exception ends its turn with: agent-eval's own stop as it is, a provider's error as
+    a ProviderError (the run is `error`), anything else (SystemExit, KeyboardInterrupt, a CancelledError
+    nobody asked for) as the agent's error with its traceback."""
+    if isinstance(exc, AgentStop):
+        return exc
+    if isinstance(exc, UserBaseException):  # a sync agent's SystemExit... handed over from its thread
+        return AgentStop("agent_error", str(exc), user_traceback(exc.original))
+    if isinstance(exc, Exception) and _is_provider_error(exc):
+        return ProviderError(f"{describe(exc)}{_endpoint_of(exc)}")
+    return AgentStop("agent_error", describe(exc), user_traceback(exc))
 
 
 async def open_link(ctx: RunContext, settings: dict[str, Any]) -> RunLink:
