@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import orjson
 
 from agent_eval.records import Case, Check, Trace, field_of
-from agent_eval.tracebacks import await_user, describe, with_location
+from agent_eval.tracebacks import await_user, call_user, describe, with_location
 from agent_eval.score.custom_summary import summarize_rows
 
 RESERVED_KEY = "errors"  # a returned `errors` is a scorer error, never a value
@@ -249,11 +249,11 @@ def scorer_of(spec: str, obj: Any) -> LoadedScorer:
         if not issubclass(obj, Scorer):
             raise ScorerError(f"scorer {spec!r} is a class but not a subclass of agent_eval.Scorer; "
                               "subclass it, or name a function")
-        try:
-            obj = obj()
-        except Exception as exc:  # noqa: BLE001
+        made = call_user(obj)
+        if made.error is not None:
             raise ScorerError(f"scorer {spec!r} cannot be created without arguments "
-                              f"({describe(exc)}); give its __init__ defaults") from None
+                              f"({describe(made.error)}); give its __init__ defaults") from None
+        obj = made.value
     if isinstance(obj, Scorer):
         if type(obj).score is Scorer.score:
             raise ScorerError(f"scorer {spec!r} defines no score() method; add one")

@@ -7,12 +7,13 @@ The gate (agent_eval.report.gate.build_stat) recomputes the same automatic figur
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from agent_eval.records import RunRecord
-from agent_eval.tracebacks import describe
+from agent_eval.tracebacks import call_user, describe
 
 if TYPE_CHECKING:
     from agent_eval.score.custom import ScorerSet
@@ -78,11 +79,16 @@ def summarize_scorers(runs: list[RunRecord], scorers: ScorerSet | None = None) -
 
 
 def _custom_summary(name: str, summarize: Any, rows: list[dict[str, Any] | None]) -> dict[str, Any]:
-    try:
-        result = summarize(rows)
-        orjson.dumps(result)  # it goes into the JSON report as it is
-    except Exception as exc:  # noqa: BLE001 - a bug in the user's summarize must not lose the report
-        return {"summarize_error": describe(exc)}
+    called = call_user(_summarized, summarize, rows)  # a bug in the user's summarize must not lose the report
+    if called.error is not None:
+        return {"summarize_error": describe(called.error)}
+    result = called.value
     if isinstance(result, dict):
         return dict(result)
     return {} if result is None else {name: result}
+
+
+def _summarized(summarize: Callable[[list[dict[str, Any] | None]], Any], rows: list[dict[str, Any] | None]) -> Any:
+    result = summarize(rows)
+    orjson.dumps(result)  # it goes into the JSON report as it is
+    return result

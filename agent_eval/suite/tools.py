@@ -16,10 +16,12 @@ import orjson
 from agent_eval.errors import ConfigError, ToolError
 from agent_eval.suite.jsonsafe import str_of, to_json_safe
 from agent_eval.suite.schema_refs import ref_problem
+from agent_eval.tracebacks import call_user_or
 
 TOOL_MARK = "__agent_eval_tool__"
 _INJECTED = ("env", "context")
 _JSON_OPTS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
+_UNDUMPED = object()  # what a model_dump that raised gave
 _SECTION = re.compile(r"^(Args|Arguments|Parameters|Params|Keyword Args|Returns?|Raises|Yields?|Examples?|"
                       r"Notes?|Attributes|See Also|Warnings?|Todo|References):\s*$", re.IGNORECASE)
 _ARG_SECTIONS = {"args", "arguments", "parameters", "params", "keyword args"}
@@ -274,10 +276,10 @@ class ToolSet:
             return bytes(value).decode("utf-8", "replace")
         dump = getattr(value, "model_dump", None)
         if callable(dump) and not isinstance(value, type):
-            try:
-                value = dump(mode="json")
-            except Exception:  # noqa: BLE001 - a model that cannot dump itself is shown as text
+            dumped = call_user_or(_UNDUMPED, lambda: dump(mode="json"))
+            if dumped is _UNDUMPED:  # a model that cannot dump itself is shown as text
                 return str_of(value)
+            value = dumped
         try:
             return orjson.dumps(value, option=_JSON_OPTS).decode()
         except TypeError:

@@ -14,7 +14,8 @@ from agent_eval.report.gate import compare_reports
 from agent_eval.score.metrics import summarize
 from agent_eval.report.scorer_table import render_scorers
 from agent_eval.score.custom_summary import summarize_rows, summarize_scorers
-from agent_eval.score.custom import ScorerError, as_row, conversation
+from agent_eval import Scorer
+from agent_eval.score.custom import ScorerError, as_row, conversation, scorer_of
 from agent_eval.suite.scorers import load_scorers
 from agent_eval.score.pipeline import ScoringContext, score_run
 from tests.builders import FIXTURES as TEST_FIXTURES
@@ -260,6 +261,25 @@ def test_custom_summarize_that_fails_keeps_the_report() -> None:
         "b": {"summarize_error": "ZeroDivisionError: division by zero", "errors": 0}}
     bare = SimpleNamespace(scorers=[SimpleNamespace(name="b", summarize=lambda rows: len(rows))])
     assert summarize_scorers([{"scorers": {}}] * 3, bare) == {"b": {"b": 3, "errors": 0}}
+
+
+def test_user_code_that_exits_while_summarising_or_being_made_is_an_error_not_the_end() -> None:
+    # Through the guard: SystemExit from the user's summarize or Scorer __init__ is the user's error.
+    def exits(rows: object) -> None:
+        raise SystemExit(3)
+
+    bad = SimpleNamespace(scorers=[SimpleNamespace(name="b", summarize=exits)])
+    assert summarize_scorers([{"scorers": {}}], bad) == {"b": {"summarize_error": "SystemExit: 3", "errors": 0}}
+
+    class Quits(Scorer):
+        def __init__(self) -> None:
+            raise SystemExit("no")
+
+        def score(self, trace: object) -> bool:
+            return True
+
+    with pytest.raises(ScorerError, match=r"cannot be created without arguments \(SystemExit: no\)"):
+        scorer_of("s.py:Quits", Quits)
 
 
 def test_gate_recomputes_the_same_figures_from_stored_values() -> None:
