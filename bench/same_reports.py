@@ -41,7 +41,8 @@ RUN_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{6}")
 SECONDS = re.compile(r"\d+(\.\d+)?\s?(ms|s)\b|\b(time|timestamp)=\"[^\"]*\"")
 PAGE_DATA = re.compile(r'(<script type="application/json" id="report-data">)(.*?)(</script>)', re.S)
 SPARKLINE = re.compile(r"[▁▂▃▄▅▆▇█]+")
-CLOCK = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)?")
+IGNORED: frozenset[str] = frozenset()  # --ignore-page-key
+CLOCK = re.compile(r"(\d{4}-)?\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)?")
 
 
 def route(request: dict, index: int) -> Any:
@@ -108,19 +109,23 @@ def mask(name: str, data: bytes, work: Path) -> bytes:
     if name.endswith(".json"):
         data = _mask_json(data)
     textual = data.decode("utf-8", "replace").replace(str(work.resolve()), "<dir>").replace(str(work), "<dir>")
-    textual = PAGE_DATA.sub(lambda m: m.group(1) + _mask_json(m.group(2).encode()).decode() + m.group(3), textual)
+    textual = PAGE_DATA.sub(lambda m: m.group(1) + _mask_json(m.group(2).encode(), IGNORED).decode() + m.group(3),
+                            textual)
     if name.startswith("history"):  # the sparkline of a latency column moves with the latencies
         textual = SPARKLINE.sub("<trend>", textual)
     textual = CLOCK.sub("<clock>", RUN_ID.sub("<run>", textual))
     return SECONDS.sub("<t>", textual).encode()
 
 
-def _mask_json(data: bytes) -> bytes:
-    """JSON with its volatile values masked, indented so that a difference shows as a line."""
+def _mask_json(data: bytes, dropped: frozenset[str] = frozenset()) -> bytes:
+    """JSON with its volatile values masked (and its top-level keys `dropped` left out), indented so that a
+    difference shows as a line."""
     try:
         value = orjson.loads(data)
     except orjson.JSONDecodeError:
         return data
+    if isinstance(value, dict):
+        value = {k: v for k, v in value.items() if k not in dropped}
     return orjson.dumps(_mask_value(value), option=orjson.OPT_INDENT_2)
 
 
@@ -137,8 +142,12 @@ def _mask_value(value: Any, key: str = "") -> Any:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--against", type=Path, required=True, metavar="DIR")
+    parser.add_argument("--ignore-page-key", action="append", default=[], metavar="KEY",
+                        help="Leave this top-level key of the page's embedded data out (one the other tree lacks).")
     parser.add_argument("--keep", type=Path, metavar="OUT", help="Keep both trees' work folders here.")
     args = parser.parse_args(argv)
+    global IGNORED
+    IGNORED = frozenset(args.ignore_page_key)
     results = {}
     with LoopbackServer(route) as server, tempfile.TemporaryDirectory() as tmp:
         for label, code in (("before", args.against.resolve()), ("after", ROOT)):
