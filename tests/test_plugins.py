@@ -203,7 +203,7 @@ def test_a_plugin_metric_may_be_a_ratio_of_run_values(tmp_path: Path, monkeypatc
     cases = [TWO_CASES[0], {**TWO_CASES[1], "expect": {"contains": "goodbye"}}]  # "long" always fails
     suite_file = write_suite(tmp_path / "suite", cases, {"agent": "agent.py:agent"}, {"agent.py": TALKER})
     out = tmp_path / "reports"
-    result = run_cli("run", "--cases", suite_file, "-k", "2", "--output-dir", out)
+    result = run_cli("run", "--cases", suite_file, "-k", "2", "--output-dir", out, "--otel", tmp_path / "runs.jsonl")
     assert result.exit_code == 1, result.stderr  # "long" failed
     (path,) = out.glob("*.json")
     summary = orjson.loads(path.read_bytes())["summary"]
@@ -213,6 +213,12 @@ def test_a_plugin_metric_may_be_a_ratio_of_run_values(tmp_path: Path, monkeypatc
     # each 12 / 2 = 6.0, long twice 16 / 0 is undefined and left out: about 1/3 of the rows are 2.0, so
     # the 2.5th and 97.5th percentiles are 2.0 and 6.0.
     assert summary["ci"]["words_per_success"] == [2.0, 6.0]
+    # Each run's span carries the row's run value as an evaluation result, as it does the built-in ones.
+    words = [a["value"]["doubleValue"] for line in (tmp_path / "runs.jsonl").read_bytes().splitlines()
+             for event in orjson.loads(line)["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["events"]
+             if {"key": "gen_ai.evaluation.name", "value": {"stringValue": "answer_words"}} in event["attributes"]
+             for a in event["attributes"] if a["key"] == "gen_ai.evaluation.score.value"]
+    assert sorted(words) == [2.0, 2.0, 4.0, 4.0]
     gated = run_cli("compare", path, path, "--gate", "words_per_success")
     assert gated.exit_code == 0, gated.stderr
     assert "words per success" in gated.stdout
