@@ -156,7 +156,7 @@ def finish_report(results: Results, suite: Suite, cfg: RunConfig, agent_name: st
         pool = results.pool
         code = conclude(report, results.run_bytes, cfg, console, err, interrupted=interrupted, stop_code=stop_code,
                         baseline=baseline,
-                        gates=cfg.gates, verbose=cfg.verbose, quiet=cfg.quiet,
+                        gates=cfg.gate, verbose=cfg.verbose, quiet=cfg.quiet,
                         abandoned=bool(pool is not None and pool.abandoned), journal=results.journal.path,
                         sender=sender)
         changed = results.journal.changed()  # the report came from the runs held, whatever happened to it

@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import dataclasses
 import io
 import logging
 import os
-import typing
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -20,41 +18,34 @@ import orjson
 from rich.console import Console
 
 from agent_eval.errors import ConfigError
-from agent_eval.flags import DEFAULTS, Flags
+from agent_eval.flags import DEFAULTS, Flags, all_settings, setting
 from agent_eval.records import Report
 
 logger = logging.getLogger("agent_eval")
 logger.addHandler(logging.NullHandler())  # a library prints nothing unless its user configures logging
 
-# Flags that only other commands take, or that only the command line's own machinery sets.
-_NOT_SETTINGS = frozenset({"cases", "explicit", "traces", "format", "report", "judge_repeat", "logs",
-                           "last_failed_ids", "agent_dir", "quiet", "verbose"})
-SETTINGS = tuple(f.name for f in dataclasses.fields(Flags) if f.name not in _NOT_SETTINGS)
-"""The keyword arguments `run_suite` takes: `run`'s flags, spelled as Python names."""
+_NOT_SETTINGS = frozenset({"cases", "quiet", "verbose"})  # the first is an argument; the others draw a terminal
 
-_TYPES = typing.get_type_hints(Flags)
-_PATHS = frozenset(name for name in SETTINGS if _TYPES[name] in (Path, Path | None))
-_TUPLES = frozenset(name for name in SETTINGS if _TYPES[name] == tuple[str, ...])
+
+def run_settings() -> tuple[str, ...]:
+    """The keyword arguments `run_suite` takes: `run`'s flags (a plugin's included), spelled as Python names."""
+    return tuple(row.name for row in all_settings() if "run" in row.commands and row.flags
+                 and row.name not in _NOT_SETTINGS)
+
 
 T = TypeVar("T")
 
 
 def flags_for(cases: str | Path, settings: Mapping[str, Any], where: str = "run_suite") -> Flags:
     """The Flags of `run --cases CASES` with `settings` given as flags; an unknown name is a ConfigError."""
-    unknown = sorted(set(settings) - set(SETTINGS))
+    names = run_settings()
+    unknown = sorted(set(settings) - set(names))
     if unknown:
         raise ConfigError(f"{where}() got the unknown setting{'s' if len(unknown) > 1 else ''} "
-                          f"{', '.join(unknown)}; it takes {', '.join(SETTINGS)}.")
-    values: dict[str, Any] = {}
-    for name, value in settings.items():
-        if value is None:
-            continue
-        if name in _TUPLES:
-            value = (value,) if isinstance(value, str) else tuple(value)
-        elif name in _PATHS and not isinstance(value, Path):
-            value = Path(value)
-        values[name] = value
-    return Flags(cases=Path(cases), **values, quiet=True, explicit=frozenset(values))
+                          f"{', '.join(unknown)}; it takes {', '.join(names)}.")
+    values = {name: (value,) if isinstance(value, str) and setting(name).repeatable else value
+              for name, value in settings.items() if value is not None}
+    return Flags(values, cases=Path(cases), **values, quiet=True)
 
 
 def run_suite(cases: str | Path = DEFAULTS.cases, **settings: Any) -> Report:

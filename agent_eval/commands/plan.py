@@ -11,10 +11,11 @@ from rich.table import Table
 from rich.text import Text
 
 from agent_eval.errors import EXIT_PASSED, ConfigError
+from agent_eval.flags import setting
 from agent_eval.report.fmt import format_cost
 
-DEFAULT_DETECT = 0.05
-DEFAULT_POWER = 0.8
+DEFAULT_DETECT: float = setting("detect").default
+DEFAULT_POWER: float = setting("power").default
 
 
 def plan_command(report_path: Path, console: Console, detect: float = DEFAULT_DETECT,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from agent_eval.records import Case
 from agent_eval.errors import ConfigError
-from agent_eval.flags import Flags
+from agent_eval.flags import DEFAULTS, Flags
 from agent_eval.run.config import RunConfig, resolve
 from agent_eval.suite.cases import Suite, load_suite, select_cases
 
@@ -30,13 +30,13 @@ def prepare(flags: Flags, adjust: Callable[[RunConfig], None] | None = None) -> 
 
     `adjust` amends the resolved settings before they are checked (--resume restores stored ones).
     """
-    suite = load_suite(Path(flags.cases))
+    suite = load_suite(flags.path("cases") or DEFAULTS.cases)
     cfg = resolve(flags, suite)
     if adjust is not None:
         adjust(cfg)
-    cases = select_cases(suite.cases, cfg.filters)
+    cases = select_cases(suite.cases, cfg.filter)
     if not cases:
-        raise ConfigError(f"no case of {suite.path} matches --filter {' '.join(cfg.filters)!r}; "
+        raise ConfigError(f"no case of {suite.path} matches --filter {' '.join(cfg.filter)!r}; "
                           "`agent-eval list` shows the ids and tags.")
     return Prepared(suite, cfg, cases)
 
@@ -54,7 +54,7 @@ def check_baseline(cfg: RunConfig) -> None:
     """Exit 2 when the --baseline report cannot be read or a --gate is unknown."""
     from agent_eval.report.baseline import validate_baseline
 
-    validate_baseline(Path(cfg.baseline) if cfg.baseline and cfg.baseline != "last" else None, cfg.gates)
+    validate_baseline(Path(cfg.baseline) if cfg.baseline and cfg.baseline != "last" else None, cfg.gate)
 
 
 def make_output_dir(cfg: RunConfig) -> None:

@@ -31,22 +31,22 @@ def rescore_command(flags: Flags, console: Console, err: Console, environ: Mappi
     """Re-score flags.report's traces, write the new report and every extra output beside it, print it
     (only the verdict line with --quiet), and return the exit code."""
     env = os.environ if environ is None else environ
-    judge_repeat, judge_on = flags.judge_repeat, not flags.no_judge
-    judge_timeout = DEFAULTS.judge_timeout if flags.judge_timeout is None else flags.judge_timeout
+    judge_repeat, judge_on = flags.count("judge_repeat"), not flags.is_on("no_judge")
+    judge_timeout = first(flags.number("judge_timeout"), DEFAULTS.judge_timeout)
     check_judge_timeout(judge_timeout)
     if judge_repeat is not None and not 1 <= judge_repeat <= MAX_COUNT:
         raise ConfigError(f"--judge-repeat must be at least 1 and at most {MAX_COUNT} (got {judge_repeat}).")
     if judge_repeat is not None and not judge_on:
         raise ConfigError("--judge-repeat asks the judge again, and --no-judge forbids it; pass one of them.")
-    report_path = Path(str(flags.report))
+    report_path = Path(str(flags.path("report")))
     old = load_report(report_path, RESCORE_SHAPE)
-    cases_file = report_cases_file(old, report_path, flags.cases if flags.given("cases") else None,
+    cases_file = report_cases_file(old, report_path, flags.path("cases") if flags.given("cases") else None,
                                    lambda line: say(err, line))
     suite = load_suite(cases_file)
     settings = dict(old.get("settings") or {})
     entries, missing, work = select_work(old, suite, report_path, judge_on)
     judged = needs_judge(work) if judge_on else None
-    model, base_url, api_key = judge_for_report(old, suite, flags.judge_model, judged is not None, env)
+    model, base_url, api_key = judge_for_report(old, suite, flags.text("judge_model"), judged is not None, env)
     if judged is not None:
         require_judge(model, api_key, judged, suite.path)
     judge = build_judge(judge_on, model, base_url, api_key, False, work, judge_repeat, judge_timeout)
@@ -71,8 +71,9 @@ def rescore_command(flags: Flags, console: Console, err: Console, environ: Mappi
         from agent_eval.score.judge import runs_to_judge
 
         report["summary"]["runs_to_judge"] = runs_to_judge(suite.cases, list(new_entries))
-    outputs = Outputs(output_dir=report_path.parent, cases_file=cases_file, junit=flags.junit,
-                      markdown=flags.markdown, otel=flags.otel, otlp_endpoint=flags.otlp_endpoint)
+    outputs = Outputs(output_dir=report_path.parent, cases_file=cases_file, junit=flags.path("junit"),
+                      markdown=flags.path("markdown"), otel=flags.path("otel"),
+                      otlp_endpoint=flags.text("otlp_endpoint"))
     notes = [f"Not in {suite.path} anymore, so not rescored: {', '.join(map(str, missing))}"] if missing else []
     return conclude(report, lambda: ([orjson.dumps(r) for r in e["runs"]] for e in new_entries), outputs,
-                    console, err, quiet=flags.quiet, label="Rescored report", notes=notes)
+                    console, err, quiet=flags.is_on("quiet"), label="Rescored report", notes=notes)

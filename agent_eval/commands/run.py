@@ -67,8 +67,8 @@ def _require_prices(cfg: RunConfig, runnable: list[Case], suite: Any) -> None:
 def _select_last_failed(flags: Flags, cfg: RunConfig, cases: list[Case],
                         warn: Callable[[str], None]) -> list[Case]:
     """--lf: keep the cases that failed or errored in the newest earlier run of this case file."""
-    ids = flags.last_failed_ids  # a resumed run's stored selection
-    if ids is None and flags.last_failed:
+    ids = flags.texts("last_failed_ids") or None  # a resumed run's stored selection
+    if ids is None and flags.is_on("last_failed"):
         from agent_eval.report.history import last_failed
 
         db = history_path_of(cfg.output_dir)
@@ -114,7 +114,7 @@ def play_suite(flags: Flags, console: Console | None, err: Console) -> Played:
 
 def _play_suite(flags: Flags, console: Console | None, err: Console) -> Played:
     resumed = None
-    if flags.resume:
+    if flags.text("resume"):
         from agent_eval.run.resume import open_resume
 
         resumed = open_resume(flags)
@@ -135,7 +135,7 @@ def _play_suite(flags: Flags, console: Console | None, err: Console) -> Played:
         shared = shared_state_warning(suite.servers, cfg.concurrency)
         if shared:
             say(err, shared)
-    agent_dir = flags.agent_dir if flags.agent_dir else (suite.base_dir if flags.agent is None else Path.cwd())
+    agent_dir = flags.path("agent_dir") or (suite.base_dir if flags.text("agent") is None else Path.cwd())
     agent, simulator, scoring = build_parts(suite, cases, cfg, agent_dir)
     if cfg.baseline == "last":  # exit 2 before anything runs when no earlier run is comparable
         from agent_eval.report.baseline import pick_last

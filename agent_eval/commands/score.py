@@ -22,10 +22,10 @@ def score_command(flags: Flags, console: Console, err: Console) -> int:
     from agent_eval.score.judge import build_judge
     from agent_eval.score.pipeline import ScoringContext
 
-    path = Path(str(flags.traces))
+    path = Path(str(flags.path("traces")))
     prepared = prepare(flags)
     suite, cfg, selected = prepared.suite, prepared.cfg, prepared.cases
-    fmt, recordings, bad, head = load_recordings(path, flags.format, suite, flags.logs)
+    fmt, recordings, bad, head = load_recordings(path, flags.text("format"), suite, flags.path("logs"))
     matched, unmatched = match(recordings, suite.cases)
     print_left_out(path, bad, unmatched, suite, err)
     work = [(c, matched[c["id"]]) for c in selected if c["id"] in matched]

@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 from agent_eval.records import Case
 from agent_eval.errors import ConfigError
-from agent_eval.ingest.records import Unmappable, map_each_record
 from agent_eval.plugins import caller, claim, owner_of
 
 if TYPE_CHECKING:
+    from agent_eval.ingest.records import Unmappable
     from agent_eval.ingest.recordings import Recording
     from agent_eval.suite.tools import ToolSet
 
-Mapped = tuple[list[tuple[str, Case]], list[Unmappable], list[str]]  # (label, case), left out, notes
-Loaded = tuple[list["Recording"], list[Unmappable], dict[str, Any]]  # recordings, left out, {"agent", "model"}
+Mapped = tuple[list[tuple[str, Case]], list["Unmappable"], list[str]]  # (label, case), left out, notes
+Loaded = tuple[list["Recording"], list["Unmappable"], dict[str, Any]]  # recordings, left out, {"agent", "model"}
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,8 @@ def _otel_cases(source: Path, logs: Path | None) -> Mapped:
 
 def _per_record(to_case: Callable[[str, Any], Case], read: Callable[[Path], Any]) -> Callable[..., Mapped]:
     def cases(source: Path, logs: Path | None) -> Mapped:
+        from agent_eval.ingest.records import map_each_record
+
         records, bad = read(source)
         mapped, bad = map_each_record(records, to_case, bad)
         return mapped, bad, []

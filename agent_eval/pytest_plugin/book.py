@@ -275,7 +275,7 @@ def open_book(path: Path, flags: Flags, run_id: str, created_at: str, part: str 
     A relative `--agent-eval-agent` SPEC starts from `cwd`, as `run --agent`'s does."""
     suite = load_suite(path)
     cfg = resolve(flags, suite)
-    agent_dir = suite.base_dir if flags.agent is None else (cwd or Path.cwd())
+    agent_dir = suite.base_dir if flags.text("agent") is None else (cwd or Path.cwd())
     return Book(suite, cfg, run_id, created_at, part, agent_dir=agent_dir)
 
 

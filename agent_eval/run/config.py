@@ -1,9 +1,11 @@
-"""Resolve run settings: the flag, then the environment, then the suite block, then the default."""
+"""Resolve run settings: each row of the settings table (`flags/rows.py`) from its flag, then its environment
+variable, then its suite key, then its default, recording where it came from in `sources`."""
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,9 +14,10 @@ from agent_eval.run.budget import check_max_cost
 from agent_eval.errors import ConfigError
 from agent_eval.llm import PLACEHOLDER_KEY, redact_url
 from agent_eval.redaction import redact_urls
-from agent_eval.flags import DEFAULTS, MAX_COUNT, SETTINGS, Flags, Setting
+from agent_eval.flags import BUILT_IN_SETTINGS, DEFAULTS, MAX_COUNT, Flags, Setting, all_settings
 from agent_eval.provider.throttle import RateLimit, parse_rate_limit
 from agent_eval.run.agents.base import BUILT_IN
+from agent_eval.run.ray_env import parse_runtime_env, require_ray
 from agent_eval.run.scenario import UserSettings
 from agent_eval.suite.cases import Suite
 
@@ -24,7 +27,7 @@ class RunConfig:
     """Every setting of one `agent-eval run`, resolved. `api_key` is never written anywhere."""
 
     cases_file: Path
-    filters: list[str] = field(default_factory=list)
+    filter: list[str] = field(default_factory=list)
     repeat: int = DEFAULTS.repeat
     threshold: float = DEFAULTS.threshold
     judge: bool = True
@@ -49,7 +52,7 @@ class RunConfig:
     markdown: Path | None = None
     otel: Path | None = None  # --otel FILE
     otlp_endpoint: str | None = None  # --otlp-endpoint URL
-    gates: list[str] = field(default_factory=list)  # --gate METRIC[=MAX_DROP], against the baseline
+    gate: list[str] = field(default_factory=list)  # --gate METRIC[=MAX_DROP], against the baseline
     source: dict[str, str] | None = None  # `score`: the recorded traces scored, {"traces", "format"}
     judge_timeout: float = DEFAULTS.judge_timeout
     sources: dict[str, str] = field(default_factory=dict)  # setting -> flag | env | suite | default | agent
@@ -68,32 +71,65 @@ class RunConfig:
     replay: Path | None = None  # --replay DIR
     replay_miss: str = "error"  # --replay-miss error|live
     recorded: dict[str, Any] | None = None  # --replay: the recording's cassette.json
-    extra: dict[str, Any] = field(default_factory=dict)  # the settings plugins added (flags.SETTINGS), by name
+    extra: dict[str, Any] = field(default_factory=dict)  # the rows with no attribute here (plugins'), by name
 
     def settings(self) -> dict[str, Any]:
         """The report's `settings` block: no keys, no secrets (URLs are shown with theirs replaced by ***)."""
-        return {
-            "repeat": self.repeat, "threshold": self.threshold, "filter": list(self.filters),
-            "judge": self.judge, "judge_model": self.judge_model if self.judge else None,
-            "judge_base_url": redact_url(self.judge_base_url) if self.judge else None, "no_cache": self.no_cache,
-            "concurrency": self.concurrency, "max_steps": self.max_steps, "timeout": self.timeout,
-            "judge_timeout": self.judge_timeout, "base_url": redact_url(self.base_url), "user": redact_urls(self.user),
-            "agent": redact_urls(self.agent), "model": self.model, "sources": dict(self.sources),
-            "last_failed": self.last_failed,
-            **({"scored_from": self.source} if self.source else {}),
-            "workers": self.workers, "ray": redact_urls(self.ray_address or "local") if self.ray else None,
-            "otel": str(self.otel) if self.otel else None, "otlp_endpoint": redact_url(self.otlp_endpoint),
-            "rate_limit": _shown(self.rate_limit), "judge_rate_limit": _shown(self.judge_rate_limit),
-            "retry_budget": self.retry_budget, "max_cost": self.max_cost,
-            "record": str(self.record) if self.record else None, "replay": str(self.replay) if self.replay else None,
-            **({"replay_miss": self.replay_miss, "replay_recorded_at": (self.recorded or {}).get("created_at"),
-                "replay_model": (self.recorded or {}).get("model")} if self.replay else {}),
-            **self.extra,
-        }
+        rows = {row.key: row for row in all_settings() if "run" in row.commands and row.shown != "hidden"}
+        shown: dict[str, Any] = {}
+        for key in (*REPORT_ORDER, *(key for key in rows if key not in REPORT_ORDER)):
+            if key in _SHOWN:
+                shown.update(_SHOWN[key](self))
+            else:
+                shown[key] = _show(rows[key], self.value_of(rows[key]))
+        return shown
+
+    def value_of(self, row: Setting) -> Any:
+        """The resolved value of a row: its attribute, or its entry of `extra`."""
+        return getattr(self, row.key) if _has_attribute(row) else self.extra.get(row.name)
+
+    def set_value(self, row: Setting, value: Any) -> None:
+        if _has_attribute(row):
+            setattr(self, row.key, value)
+        else:
+            self.extra[row.name] = value
 
 
-def _shown(limit: RateLimit | None) -> str | None:
-    return str(limit) if limit is not None else None
+_FIELDS = frozenset(f.name for f in dataclasses.fields(RunConfig))
+
+
+_BUILT_IN_NAMES = frozenset(row.name for row in BUILT_IN_SETTINGS)
+
+
+def _has_attribute(row: Setting) -> bool:
+    return row.key in _FIELDS and row.name in _BUILT_IN_NAMES
+
+
+# The report's settings block, in the order reports have always had; a shown row not named here follows
+# them in the table's order (a plugin's last). `_SHOWN` writes the entries that are not one row's value.
+REPORT_ORDER = ("repeat", "threshold", "filter", "judge", "judge_model", "judge_base_url", "no_cache", "concurrency",
+                "max_steps", "timeout", "judge_timeout", "base_url", "user", "agent", "model", "sources",
+                "last_failed", "scored_from", "workers", "ray", "otel", "otlp_endpoint", "rate_limit",
+                "judge_rate_limit", "retry_budget", "max_cost", "record", "replay", "replay_miss")
+
+_SHOWN: dict[str, Callable[[RunConfig], dict[str, Any]]] = {
+    "judge_model": lambda c: {"judge_model": c.judge_model if c.judge else None},
+    "judge_base_url": lambda c: {"judge_base_url": redact_url(c.judge_base_url) if c.judge else None},
+    "sources": lambda c: {"sources": dict(c.sources)},
+    "last_failed": lambda c: {"last_failed": c.last_failed},
+    "scored_from": lambda c: {"scored_from": c.source} if c.source else {},
+    "ray": lambda c: {"ray": redact_urls(c.ray_address or "local") if c.ray else None},
+    "replay_miss": lambda c: {"replay_miss": c.replay_miss, "replay_recorded_at": (c.recorded or {}).get("created_at"),
+                              "replay_model": (c.recorded or {}).get("model")} if c.replay else {},
+}
+
+
+def _show(row: Setting, value: Any) -> Any:
+    if value is None or row.shown == "value":
+        return value
+    if row.shown == "url":
+        return redact_url(value)
+    return redact_urls(value) if row.shown == "urls" else str(value)
 
 
 def first(*values: Any) -> Any:
@@ -114,91 +150,127 @@ def pick(sources: dict[str, str], name: str, *candidates: tuple[str, Any], defau
     return default
 
 
-def resolve(flags: Flags, suite: Suite, environ: Mapping[str, str] | None = None) -> RunConfig:
-    """Build the RunConfig of a run from its flags, the environment and the suite block."""
-    env = os.environ if environ is None else environ
-    block = suite.settings
-    defaults = block.get("defaults") or {}
-    judge_block = block.get("judge") or {}
-    cfg = RunConfig(cases_file=suite.path.resolve())
-    src = cfg.sources
-    cfg.filters = list(pick(src, "filter", ("flag", flags.filter or None), default=[]))
-    cfg.repeat = int(pick(src, "repeat", ("flag", flags.repeat), ("suite", defaults.get("repeat")),
-                          default=DEFAULTS.repeat))
-    cfg.threshold = float(pick(src, "threshold", ("flag", flags.threshold),
-                               ("suite", defaults.get("threshold")), default=DEFAULTS.threshold))
-    cfg.judge = not pick(src, "judge", ("flag", flags.no_judge or None), default=False)
-    cfg.agent = pick(src, "agent", ("flag", flags.agent), ("suite", block.get("agent")), default=BUILT_IN)
-    cfg.model = pick(src, "model", ("flag", flags.model), ("env", env.get("AGENT_EVAL_MODEL")),
-                     ("suite", block.get("model")))
-    cfg.base_url = pick(src, "base_url", ("flag", flags.base_url), ("env", env.get("OPENAI_BASE_URL")))
-    # A local server (Ollama, vLLM, llama.cpp) takes no key: a set base URL without one sends a placeholder.
-    cfg.api_key = first(env.get("OPENAI_API_KEY"), PLACEHOLDER_KEY if cfg.base_url else None)
-    cfg.judge_model, cfg.judge_base_url, cfg.judge_api_key = resolve_judge(
-        flags.judge_model, judge_block, env, cfg.model, cfg.base_url, cfg.api_key, src)
-    cfg.judge_timeout = float(pick(src, "judge_timeout", ("flag", flags.judge_timeout),
-                                   default=DEFAULTS.judge_timeout))
-    cfg.no_cache = bool(pick(src, "no_cache", ("flag", flags.no_cache or None), default=False))
-    cfg.concurrency = int(pick(src, "concurrency", ("flag", flags.concurrency),
-                               default=DEFAULTS.concurrency))
-    cfg.max_steps = int(pick(src, "max_steps", ("flag", flags.max_steps), ("suite", block.get("max_steps")),
-                             default=DEFAULTS.max_steps))
-    cfg.timeout = pick(src, "timeout", ("flag", flags.timeout))
-    cfg.output_dir = Path(first(flags.output_dir, DEFAULTS.output_dir))
-    cfg.quiet = bool(flags.quiet)
-    cfg.html = not flags.no_html
-    from agent_eval.run.scenario import resolve_user
+@dataclass(frozen=True)
+class Given:
+    """What a run's settings are resolved from: its flags, the environment and the suite."""
 
-    cfg.user_sim = resolve_user(flags, block, suite.base_dir, env, cfg.base_url, cfg.api_key)
-    cfg.user_sim.timeout_s = cfg.judge_timeout
-    cfg.user = cfg.user_sim.label
-    src["user"] = cfg.user_sim.source
-    cfg.baseline, cfg.junit, cfg.markdown = flags.baseline, flags.junit, flags.markdown
-    cfg.otel, cfg.otlp_endpoint = flags.otel, flags.otlp_endpoint
-    cfg.gates = list(flags.gate or [])
-    if cfg.gates and not cfg.baseline:
+    flags: Flags
+    env: Mapping[str, str]
+    suite: Suite
+
+
+def resolve(flags: Flags, suite: Suite, environ: Mapping[str, str] | None = None) -> RunConfig:
+    """Build the RunConfig of a run from its flags, the environment and the suite block: every row of `run`
+    in the table's order (the order of `sources`), the special ones by their `_RESOLVERS` entry."""
+    given = Given(flags, os.environ if environ is None else environ, suite)
+    cfg = RunConfig(cases_file=suite.path.resolve())
+    for row in all_settings():
+        if "run" in row.commands:
+            _RESOLVERS.get(row.name, _resolve_row)(cfg, row, given)
+    if cfg.gate and not cfg.baseline:
         raise ConfigError("--gate needs --baseline REPORT (or --baseline last): a gate compares this run "
                           "with a baseline run.")
-    cfg.verbose, cfg.exitfirst = bool(flags.verbose), bool(flags.exitfirst)
-    cfg.max_cost = pick(src, "max_cost", ("flag", flags.max_cost))
     check_max_cost(cfg.max_cost)
     resolve_tape(cfg, flags)
-    _resolve_workers(cfg, flags)
-    _resolve_limits(cfg, flags, env, block)
     _check_ranges(cfg)
-    cfg.extra = {s.name: resolve_setting(s, src, flags, env, block) for s in SETTINGS if "run" in s.commands}
     return cfg
 
 
-def resolve_setting(setting: Setting, sources: dict[str, str], flags: Flags, env: Mapping[str, str],
-                    block: Mapping[str, Any]) -> Any:
-    """A plugin setting's value: its flag, then its environment variable, then its suite key, then its
-    default; a value of the wrong type is a ConfigError naming where it came from."""
-    value = pick(sources, setting.name, ("flag", flags.extra.get(setting.name)),
-                 ("env", env.get(setting.env) if setting.env else None),
-                 ("suite", block.get(setting.suite_key) if setting.suite_key else None), default=setting.default)
-    if value is None or isinstance(value, setting.type):
+def resolve_value(row: Setting, cfg: RunConfig, given: Given) -> Any:
+    """A row's value: its flag, then its environment variable, then its suite key, then its default, as the
+    row's type; the source is recorded in cfg.sources (when the row records one). A value of the wrong type
+    is a ConfigError naming where it came from."""
+    sources = cfg.sources if row.sourced and row.shown != "hidden" else {}
+    flag = given.flags.value(row.name)
+    value = pick(sources, row.key, ("flag", None if flag is False or flag == () else flag),
+                 ("env", given.env.get(row.env) if row.env else None),
+                 ("suite", _suite_value(given.suite.settings, row.suite_key)), default=row.default)
+    return _typed(row, value, sources.get(row.key, "flag"))
+
+
+def _resolve_row(cfg: RunConfig, row: Setting, given: Given) -> None:
+    value = resolve_value(row, cfg, given)
+    cfg.set_value(row, not value if row.negated else value)
+
+
+def _suite_value(block: Mapping[str, Any], key: str | None) -> Any:
+    """The suite block's value at `key` ("defaults.repeat": the `repeat` of its `defaults`)."""
+    value: Any = block if key else None
+    for part in (key or "").split(".") if key else ():
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return value
+
+
+def _typed(row: Setting, value: Any, where: str) -> Any:
+    if row.repeatable:
+        return list(value or ())
+    if value is None:
+        return None
+    if row.type is bool:
+        return value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes")
+    if isinstance(value, row.type):
         return value
     try:
-        return setting.type(value) if setting.type is not bool else str(value).lower() in ("1", "true", "yes")
+        return row.type(value)
     except (TypeError, ValueError):
-        raise ConfigError(f"the setting {setting.name!r} ({sources[setting.name]}) must be a "
-                          f"{setting.type.__name__}, not {value!r}.") from None
+        raise ConfigError(f"the setting {row.name!r} ({where}) must be a {row.type.__name__}, not {value!r}.") from None
+
+
+def _base_url(cfg: RunConfig, row: Setting, given: Given) -> None:
+    cfg.base_url = resolve_value(row, cfg, given)
+    # A local server (Ollama, vLLM, llama.cpp) takes no key: a set base URL without one sends a placeholder.
+    cfg.api_key = first(given.env.get("OPENAI_API_KEY"), PLACEHOLDER_KEY if cfg.base_url else None)
+
+
+def _judge(cfg: RunConfig, row: Setting, given: Given) -> None:
+    """The judge falls back to the agent's model, endpoint and key."""
+    cfg.judge_model, cfg.judge_base_url, cfg.judge_api_key = resolve_judge(
+        given.flags.text("judge_model"), given.suite.settings.get("judge") or {}, given.env, cfg.model, cfg.base_url,
+        cfg.api_key, cfg.sources)
+
+
+def _user(cfg: RunConfig, row: Setting, given: Given) -> None:
+    """The user simulator: --user or --user-model, then the environment, then the suite block."""
+    from agent_eval.run.scenario import resolve_user
+
+    cfg.user_sim = resolve_user(given.flags, given.suite.settings, given.suite.base_dir, given.env, cfg.base_url,
+                                cfg.api_key)
+    cfg.user_sim.timeout_s = cfg.judge_timeout
+    cfg.user = cfg.user_sim.label
+    cfg.sources["user"] = cfg.user_sim.source
+
+
+def _rate_limit(cfg: RunConfig, row: Setting, given: Given) -> None:
+    raw = resolve_value(row, cfg, given)
+    where = {"env": row.env, "suite": f"the suite's {row.suite_key} in {cfg.cases_file}"}.get(
+        cfg.sources.get(row.key, "flag"), row.flags[0])
+    cfg.set_value(row, _parse_rate_limit(raw, str(where)))
+
+
+def _resolved_elsewhere(cfg: RunConfig, row: Setting, given: Given) -> None:
+    """A row another row's resolver reads (--user-model, the --ray flags), or that a command reads itself."""
+
+
+_RESOLVERS: dict[str, Callable[[RunConfig, Setting, Given], None]] = {
+    "cases": _resolved_elsewhere, "resume": _resolved_elsewhere, "last_failed": _resolved_elsewhere,
+    "base_url": _base_url, "judge_model": _judge, "user": _user, "user_model": _resolved_elsewhere,
+    "workers": lambda cfg, row, given: _resolve_workers(cfg, given.flags), "ray": _resolved_elsewhere,
+    "ray_address": _resolved_elsewhere, "ray_runtime_env": _resolved_elsewhere,
+    "rate_limit": _rate_limit, "judge_rate_limit": _rate_limit,
+}
 
 
 def resolve_tape(cfg: RunConfig, flags: Flags) -> None:
     """--record / --replay DIR and --replay-miss. A replay needs no key (the provider is not asked unless
     --replay-miss live) and takes the recording's models where none is set."""
-    if flags.record and flags.replay:
+    if flags.path("record") and flags.path("replay"):
         raise ConfigError("--record and --replay both given: record a suite with --record DIR, replay it with "
                           "--replay DIR (--replay-miss live adds what the recording lacks).")
-    cfg.record, cfg.replay = flags.record, flags.replay
-    miss = flags.replay_miss or "error"
+    miss = cfg.replay_miss
     if miss not in ("error", "live"):
         raise ConfigError(f"--replay-miss must be error or live (got {miss!r}).")
-    if flags.replay_miss and not flags.replay:
+    if flags.text("replay_miss") and not flags.path("replay"):
         raise ConfigError("--replay-miss needs --replay DIR.")
-    cfg.replay_miss = miss
     if cfg.replay is None:
         return
     from agent_eval.provider.cassette import read_header
@@ -217,24 +289,7 @@ def resolve_tape(cfg: RunConfig, flags: Flags) -> None:
         cfg.user_sim.api_key = cfg.user_sim.api_key or PLACEHOLDER_KEY
 
 
-def _resolve_limits(cfg: RunConfig, flags: Flags, env: Mapping[str, str], block: Mapping[str, Any]) -> None:
-    """--rate-limit (then AGENT_EVAL_RATE_LIMIT, then the suite's rate_limit), --judge-rate-limit, --retry-budget."""
-    suite_limit = block.get("rate_limit")
-    raw = pick(cfg.sources, "rate_limit", ("flag", flags.rate_limit), ("env", env.get("AGENT_EVAL_RATE_LIMIT")),
-               ("suite", None if suite_limit is None else str(suite_limit)))
-    where = {"flag": "--rate-limit", "env": "AGENT_EVAL_RATE_LIMIT", "suite": f"the suite's rate_limit in "
-             f"{cfg.cases_file}"}.get(cfg.sources["rate_limit"], "--rate-limit")
-    cfg.rate_limit = _rate_limit(raw, where)
-    judge_raw = pick(cfg.sources, "judge_rate_limit", ("flag", flags.judge_rate_limit))
-    cfg.judge_rate_limit = _rate_limit(judge_raw, "--judge-rate-limit")
-    cfg.retry_budget = float(pick(cfg.sources, "retry_budget", ("flag", flags.retry_budget),
-                                  default=DEFAULTS.retry_budget))
-    if not math.isfinite(cfg.retry_budget) or cfg.retry_budget <= 0:
-        raise ConfigError(f"--retry-budget must be a positive number of seconds (got {cfg.retry_budget}); the "
-                          f"default is {DEFAULTS.retry_budget:g}.")
-
-
-def _rate_limit(raw: str | None, where: str) -> RateLimit | None:
+def _parse_rate_limit(raw: str | None, where: str) -> RateLimit | None:
     if raw is None:
         return None
     try:
@@ -266,9 +321,9 @@ def resolve_agent_llm(suite_block: Mapping[str, Any], env: Mapping[str, str], mo
 
 def _resolve_workers(cfg: RunConfig, flags: Flags) -> None:
     """--workers, --ray, --ray-address, --ray-runtime-env; an address or a runtime env implies --ray."""
-    cfg.ray = bool(flags.ray or flags.ray_address or flags.ray_runtime_env)
-    cfg.ray_address = flags.ray_address or None
-    workers = flags.workers
+    cfg.ray = bool(flags.is_on("ray") or flags.text("ray_address") or flags.text("ray_runtime_env"))
+    cfg.ray_address = flags.text("ray_address") or None
+    workers = flags.count("workers")
     cfg.workers = int(workers) if workers is not None else (0 if cfg.ray else 1)  # 0: Ray's CPU count
     cfg.sources["workers"] = "flag" if workers is not None else "default"
     cfg.sources["ray"] = "flag" if cfg.ray else "default"
@@ -276,60 +331,9 @@ def _resolve_workers(cfg: RunConfig, flags: Flags) -> None:
         raise ConfigError(f"--workers must be at least 1 and at most {MAX_COUNT} (got {cfg.workers}).")
     if cfg.ray:
         require_ray()
-    raw = flags.ray_runtime_env
+    raw = flags.text("ray_runtime_env")
     if raw is not None:
-        cfg.ray_runtime_env = _parse_runtime_env(raw)
-
-
-def _parse_runtime_env(raw: str) -> dict[str, Any]:
-    """--ray-runtime-env as a dict; what can be checked without starting Ray is checked here."""
-    import orjson
-
-    try:
-        env = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise ConfigError(f"--ray-runtime-env is not valid JSON ({exc}); give a JSON object such as "
-                          "'{\"pip\": [\"requests\"], \"env_vars\": {\"A\": \"1\"}}'.") from None
-    if not isinstance(env, dict):
-        raise ConfigError("--ray-runtime-env must be a JSON object (Ray's runtime_env: pip, env_vars, "
-                          "py_modules, ...).")
-    if "working_dir" in env:
-        raise ConfigError("--ray-runtime-env may not set working_dir: the case file's folder is the job's "
-                          "working_dir; give other code with \"py_modules\".")
-    env_vars = env.get("env_vars")
-    if env_vars is not None:
-        if not isinstance(env_vars, dict):
-            raise ConfigError("--ray-runtime-env: env_vars must be an object of names and string values, "
-                              "such as {\"env_vars\": {\"MY_FLAG\": \"1\"}}.")
-        for name, value in env_vars.items():
-            if not isinstance(value, str):
-                shown = orjson.dumps(value).decode()
-                quoted = orjson.dumps({"env_vars": {name: shown}}).decode()
-                raise ConfigError(f"--ray-runtime-env: env_vars[{name!r}] is {shown}, but Ray takes string "
-                                  f"values only; quote it: {quoted}.")
-    for entry in _local_modules(env.get("py_modules")):
-        path = Path(entry)
-        if not path.exists():
-            where = "" if path.is_absolute() else f" (relative to the current directory: {path.absolute()})"
-            raise ConfigError(f"--ray-runtime-env: py_modules entry {entry!r} does not exist{where}; give a "
-                              "folder, a .py file or a .whl on this machine, or a remote URI.")
-    return env
-
-
-def _local_modules(py_modules: Any) -> list[str]:
-    """The py_modules entries that name a path on this machine (not a URI); Ray checks the shape."""
-    if not isinstance(py_modules, list):
-        return []
-    return [m for m in py_modules if isinstance(m, str) and "://" not in m]
-
-
-def require_ray() -> None:
-    """Exit 2 before anything runs when --ray is asked for and Ray is not installed."""
-    import importlib.util
-
-    if importlib.util.find_spec("ray") is None:
-        raise ConfigError("--ray needs Ray, which is not installed: pip install 'agent-eval-trials[ray]' (or run "
-                          "without --ray; --workers N needs nothing beyond Python).")
+        cfg.ray_runtime_env = parse_runtime_env(raw)
 
 
 def _check_ranges(cfg: RunConfig) -> None:
@@ -341,11 +345,12 @@ def _check_ranges(cfg: RunConfig) -> None:
         where = "--threshold" if cfg.sources.get("threshold") != "suite" else f"defaults.threshold in {cfg.cases_file}"
         raise ConfigError(f"{where} must be above 0 and at most 1 (got {cfg.threshold}); a threshold of 0 passes "
                           "a case that never succeeds.")
-    if cfg.gates and not cfg.baseline:
-        raise ConfigError("--gate compares against a baseline; add --baseline REPORT (or --baseline last).")
     if cfg.timeout is not None and not (0 < cfg.timeout < math.inf):
         raise ConfigError(f"--timeout must be a positive, finite number of seconds (got {cfg.timeout}).")
     check_judge_timeout(cfg.judge_timeout)
+    if not math.isfinite(cfg.retry_budget) or cfg.retry_budget <= 0:
+        raise ConfigError(f"--retry-budget must be a positive number of seconds (got {cfg.retry_budget}); the "
+                          f"default is {DEFAULTS.retry_budget:g}.")
 
 
 def check_judge_timeout(seconds: float) -> None:

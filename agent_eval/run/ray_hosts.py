@@ -18,7 +18,8 @@ import orjson
 
 from agent_eval.errors import ConfigError
 from agent_eval.redaction import redact_urls
-from agent_eval.run.config import RunConfig, require_ray
+from agent_eval.run.config import RunConfig
+from agent_eval.run.ray_env import require_ray
 from agent_eval.run.interrupt import sigint_held
 from agent_eval.suite.jsonsafe import dumps_safe
 from agent_eval.run.pool import WorkerPool, split_concurrency

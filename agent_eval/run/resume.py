@@ -3,23 +3,29 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from agent_eval.records import RunRecord
-from agent_eval.flags import DEFAULTS, SETTINGS, Flags
+from agent_eval.flags import DEFAULTS, Flags, Setting, all_settings
 from agent_eval.run.config import RunConfig
 from agent_eval.errors import ConfigError
 from agent_eval.llm import redact_url, restore_url
 from agent_eval.redaction import redact_urls
 from agent_eval.run.journal import Journal, scan_runs
 
-# Flags that never change results: they always come from the command line of the resumed run.
-FROM_COMMAND_LINE = {"concurrency", "quiet", "output_dir", "resume", "workers", "ray", "ray_address",
-                     "ray_runtime_env", "rate_limit", "judge_rate_limit", "retry_budget", "max_cost"}
+
+def rows_of_run() -> list[Setting]:
+    """The rows of `run`: each one's `resume` rule says what a resumed run takes from the stored run."""
+    return [row for row in all_settings() if "run" in row.commands]
+
+
+# The rows whose stored value is read and given back by code of their own (a path, a spec with its folder,
+# a URL whose secret is never stored, the simulator's two flags, the --lf selection).
+_SPECIAL = frozenset({"cases", "agent", "base_url", "user", "user_model", "last_failed"})
 
 
 def _same_path(given: Any, stored: Any) -> bool:
@@ -47,20 +53,25 @@ class Stored:
     agent_dir: Path | None
     cases_sha256: str | None = None  # the case file's digest when the run started
 
-    def stored_value(self, flag: str) -> Any:
+    def stored_value(self, row: Setting) -> Any:
         """The stored counterpart of a command-line flag, as the flag would spell it."""
         s = self.settings
-        if flag == "cases":
+        if row.name == "cases":
             return self.cases_file
-        if flag == "no_judge":
-            return not s.get("judge", True)
-        if flag == "filter":
-            return list(s.get("filter") or [])
-        if flag == "agent":
+        if row.name == "agent":
             return redact_urls(resolve_spec(s.get("agent"), self.agent_dir or Path.cwd()))
-        if flag == "user_model":
+        if row.name == "user_model":
             return s.get("user")
-        return s.get(flag)
+        if row.negated:
+            return not s.get(row.key, True)
+        return list(s.get(row.key) or []) if row.repeatable else s.get(row.key)
+
+    def flag_value(self, row: Setting) -> Any:
+        """The stored value of a row that has no code of its own, as its flag gives it (None: not stored)."""
+        value = self.stored_value(row)
+        if value is None or row.negated or row.repeatable:
+            return tuple(value) if row.repeatable else value
+        return Path(value) if row.type is Path else value
 
 
 def _given_value(flag: str, value: Any) -> Any:
@@ -117,22 +128,26 @@ class Resume:
         return self.stored.created_at
 
     def apply(self, cfg: RunConfig) -> None:
-        """Make the stored settings win over the environment and the suite block (they change results)."""
+        """Make the stored settings win over the environment and the suite block (they change results): a
+        "kept" row's stored value (held by the resumed flags), and a "renewed" row's unless given again."""
         s = self.stored.settings
-        cfg.model = s.get("model")
-        cfg.base_url = self.flags.base_url  # the stored one, with the secret it had given back
-        cfg.timeout = s.get("timeout")
+        from_command_line = set()
+        for row in rows_of_run():
+            renewed = row.rule == "renewed" and row.key in s and not self.flags.given(row.name)
+            if row.rule == "command" or row.rule == "renewed" and self.flags.given(row.name):
+                from_command_line.add(row.key)
+            elif (row.rule == "kept" or renewed) and row.name not in _SPECIAL and row.name != "judge_model":
+                value = self.flags.value(row.name)
+                if value is not None or row.default is None:
+                    cfg.set_value(row, not value if row.negated else list(value) if row.repeatable else value)
+        cfg.base_url = self.flags.text("base_url")  # the stored one, with the secret it had given back
         if cfg.judge:
             cfg.judge_model = s.get("judge_model")
             cfg.judge_base_url = full_url(s.get("judge_base_url"), "AGENT_EVAL_JUDGE_BASE_URL",
                                           os.environ.get("AGENT_EVAL_JUDGE_BASE_URL"), cfg.base_url)
         stored_sources = s.get("sources")
         if isinstance(stored_sources, dict):
-            cfg.sources.update({k: v for k, v in stored_sources.items() if k not in FROM_COMMAND_LINE})
-        for setting in SETTINGS:  # a plugin's setting: the run's stored value, unless its flag is given again
-            if setting.resume and setting.name in cfg.extra and setting.name in s \
-                    and not self.flags.given(setting.name):
-                cfg.extra[setting.name] = s[setting.name]
+            cfg.sources.update({k: v for k, v in stored_sources.items() if k not in from_command_line})
 
     def restore(self, restore_run: Callable[[str, int, RunRecord, tuple[int, int]], None]) -> None:
         """Feed every journaled run, in file order, to the runner (the latest record of a trial wins)."""
@@ -173,50 +188,36 @@ def read_stored(run_id: str, output_dir: Path) -> Stored:
 
 def open_resume(flags: Flags) -> Resume:
     """Check the command line against the stored run and derive the resumed run's flags."""
-    output_dir = flags.output_dir or DEFAULTS.output_dir
-    stored = read_stored(str(flags.resume), output_dir)
+    output_dir = flags.path("output_dir") or DEFAULTS.output_dir
+    stored = read_stored(str(flags.text("resume")), output_dir)
     if stored.settings.get("scored_from"):
         raise ConfigError(f"run {stored.run_id} scored recorded traces (agent-eval score); it has nothing to "
                           "resume. Score the traces again instead.")
-    for flag in sorted(flags.explicit):
-        value = getattr(flags, flag, None)
-        if flag in FROM_COMMAND_LINE or value is None:
+    rows = rows_of_run()
+    for row in sorted((row for row in rows if row.rule == "kept" and flags.given(row.name)), key=lambda r: r.name):
+        value = flags.value(row.name)
+        if value is None:
             continue
-        stored_value = stored.stored_value(flag)
-        given = _given_value(flag, value)
-        if flag in {*_RESULT_FLAGS, "cases"} and _differs(flag, given, stored_value):
-            name = "--" + flag.replace("_", "-")
+        stored_value = stored.stored_value(row)
+        if _differs(row.name, _given_value(row.name, value), stored_value):
+            name = row.flags[0] if row.flags else row.name
             raise ConfigError(f"{name} {_show_flag(value)} conflicts with run {stored.run_id}, which used "
                               f"{_show(stored_value)}; a resumed run keeps its settings: drop {name}, or "
                               f"start a new run without --resume.")
     # The lock comes before anything touches the file: a second --resume of a run stops here.
     journal = Journal(stored.path, run_id=stored.run_id, drop_torn=True)
     s = stored.settings
+    values: dict[str, Any] = {row.name: stored.flag_value(row) for row in rows if row.name not in _SPECIAL and (
+        row.rule == "kept" or row.rule == "renewed" and flags.value(row.name) is None)}
     user = s.get("user")  # the simulator: a SPEC (file.py:fn) or a model name
-    resumed = replace(
-        flags, cases=Path(stored.cases_file), filter=tuple(s.get("filter") or ()), repeat=s.get("repeat"),
-        threshold=s.get("threshold"), no_judge=not s.get("judge", True), agent=full_agent(s.get("agent"), flags.agent),
-        model=s.get("model"), max_steps=s.get("max_steps"),
-        base_url=full_url(s.get("base_url"), "--base-url", flags.base_url, os.environ.get("OPENAI_BASE_URL")),
-        timeout=s.get("timeout"), no_cache=bool(s.get("no_cache")), judge_model=s.get("judge_model"),
-        # a timeout makes errors, which a resume runs again: a new one may be given
-        judge_timeout=flags.judge_timeout or s.get("judge_timeout"),
+    resumed = flags.replace(
+        **values, cases=Path(stored.cases_file), agent=full_agent(s.get("agent"), flags.text("agent")),
+        base_url=full_url(s.get("base_url"), "--base-url", flags.text("base_url"), os.environ.get("OPENAI_BASE_URL")),
         last_failed=False, last_failed_ids=tuple(s["last_failed"]) if s.get("last_failed") is not None else None,
-        user=user if user and ":" in user else flags.user,
-        user_model=user if user and ":" not in user else flags.user_model,
-        agent_dir=stored.agent_dir if stored.agent_dir is not None else flags.agent_dir,
-        # the same budget, unless a new one is given (to finish a run stopped at its budget)
-        max_cost=flags.max_cost if flags.max_cost is not None else s.get("max_cost"),
-        # a recording goes on recording, a replay goes on replaying (docs/ci-without-a-key.md)
-        record=flags.record or (Path(s["record"]) if s.get("record") else None),
-        replay=flags.replay or (Path(s["replay"]) if s.get("replay") else None),
-        replay_miss=flags.replay_miss or (s.get("replay_miss") if s.get("replay") else None))
+        user=user if user and ":" in user else flags.text("user"),
+        user_model=user if user and ":" not in user else flags.text("user_model"),
+        agent_dir=stored.agent_dir if stored.agent_dir is not None else flags.path("agent_dir"))
     return Resume(stored, resumed, journal)
-
-
-# The flags that change results, compared with the stored settings when given explicitly.
-_RESULT_FLAGS = {"filter", "repeat", "threshold", "no_judge", "agent", "model", "base_url", "judge_model",
-                 "no_cache", "max_steps", "timeout", "user", "user_model"}
 
 
 def _show_flag(value: Any) -> str:

@@ -51,7 +51,7 @@ def resolve_user(flags: Flags, suite_block: Mapping[str, Any], suite_dir: Path,
                  environ: Mapping[str, str], agent_base_url: str | None,
                  agent_api_key: str | None) -> UserSettings:
     """The simulator from flags, then the environment, then the suite block."""
-    spec, model = flags.user, flags.user_model
+    spec, model = flags.text("user"), flags.text("user_model")
     if _set(spec) and _set(model):
         raise ConfigError("--user and --user-model both name a user simulator; pass only one of them.")
     user = UserSettings()

@@ -90,4 +90,6 @@ def test_a_resumed_run_reports_the_settings_block_of_the_run_it_finishes(suite_p
                                 explicit={"resume", "judge_timeout"}), *quiet) == 0
     again = orjson.loads(path.read_bytes())["settings"]
     assert list(again) == list(first) and list(again["sources"]) == list(first["sources"])
-    assert again == {**first, "judge_timeout": 5.0}
+    # A setting --resume renews (the stored value unless given again) comes, when given, from the command
+    # line, and so does its source.
+    assert again == {**first, "judge_timeout": 5.0, "sources": {**first["sources"], "judge_timeout": "flag"}}

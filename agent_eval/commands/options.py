@@ -1,0 +1,67 @@
+"""Every command's options, built from the setting rows (`agent_eval/flags/rows.py`): a command function in
+`cli.py` writes its positional arguments and ends with `**given`, which becomes one option per row that names
+the command, in the table's order. The plugins are imported first, so a plugin's setting is an option too."""
+from __future__ import annotations
+
+import inspect
+import os
+from types import GenericAlias
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from agent_eval.errors import EXIT_ERROR, ConfigError
+from agent_eval.flags import Setting, all_settings
+
+_WRITTEN = "_agent_eval_signature"  # a command's signature as written, before the options were added
+
+
+def add_setting_options(app: typer.Typer, err: Console) -> None:
+    """Import the plugins, then give each command the options of the settings that name it; a plugin that
+    cannot be imported, or a flag a command already has, is one message on `err` and exit 2."""
+    try:
+        _add_setting_options(app)
+    except ConfigError as exc:
+        err.print(Text.assemble(("error:", "red"), " "), end="", highlight=False)
+        err.print(str(exc), highlight=False, markup=False, soft_wrap=True)
+        raise SystemExit(EXIT_ERROR) from None
+
+
+def _add_setting_options(app: typer.Typer) -> None:
+    from agent_eval.suite.imports import load_plugins
+
+    load_plugins(os.environ)
+    build_options(app)
+
+
+def build_options(app: typer.Typer) -> None:
+    """Give each command of `app` the options of the rows that name it (again: a row added since counts)."""
+    rows = all_settings()
+    for info in app.registered_commands:
+        fn = info.callback
+        if fn is None:
+            continue
+        written = getattr(fn, _WRITTEN, None) or inspect.signature(fn)
+        setattr(fn, _WRITTEN, written)
+        params = [p for p in written.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+        if len(params) < len(written.parameters):
+            name = info.name or fn.__name__
+            taken = {flag for p in params for flag in getattr(p.default, "param_decls", ()) or ()}
+            params += [_parameter(row, name, taken) for row in rows if name in row.commands and row.flags]
+        fn.__signature__ = written.replace(parameters=params)  # type: ignore[attr-defined]
+
+
+def _parameter(row: Setting, command: str, taken: set[str]) -> inspect.Parameter:
+    clash = [flag for flag in row.flags if flag in taken]
+    if clash:
+        raise ConfigError(f"the setting {row.name!r} of a plugin wants the flag {clash[0]}, which `{command}` "
+                          "already has; give the setting another flag.")
+    taken.update(row.flags)
+    default = row.command_default.get(command, row.unset())
+    option = typer.Option(None if row.repeatable else default, *row.flags, **row.option,
+                          help=row.command_help.get(command, row.help))
+    annotation: Any = bool if row.type is bool else GenericAlias(list, (row.type,)) | None if row.repeatable else (
+        row.type if default is ... else row.type | None)
+    return inspect.Parameter(row.name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation)

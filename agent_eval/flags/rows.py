@@ -1,0 +1,242 @@
+"""Every setting of the command line, one row each: its flag, environment variable, suite key, default,
+help, the commands that take it, how the report shows it and what `--resume` does with it.
+
+The Typer options of every command (`commands/options.py`), `Flags` (`flags.py`), the resolution chain
+and the report's `settings` (`run/config.py`) and the `--resume` rule (`run/resume.py`) are read from
+these rows. A plugin adds a row with `register_setting`.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+ResumeRule = Literal["kept", "renewed", "command"]
+"""What `--resume` does with a setting: "kept", the run's stored value, and a different value given again is
+an error; "renewed", the stored value unless it is given again; "command", the resumed command line's."""
+
+Shown = Literal["value", "text", "url", "urls", "hidden"]
+"""How the report's `settings` show a resolved value: as it is, as text (a path, a rate limit), a URL with
+its secret replaced by ***, text whose URLs are so redacted; or not at all."""
+
+
+@dataclass(frozen=True)
+class Defaults:
+    """Defaults that code outside the rows reads by name (a row's own default is its `default`)."""
+
+    cases: Path = Path("cases/test_cases.json")
+    repeat: int = 1
+    threshold: float = 1.0
+    concurrency: int = 8
+    max_steps: int = 8
+    output_dir: Path = Path("reports")
+    judge_timeout: float = 120.0  # one judge or simulator request, retries included
+    mcp_timeout: float = 30.0  # one request to an MCP server, and its start (a server entry's `timeout`)
+    retry_budget: float = 600.0  # seconds one request may keep retrying rate limits
+    history_last: int = 10  # runs `agent-eval history` shows
+
+
+DEFAULTS = Defaults()
+MAX_COUNT = 2**31 - 1  # a count past this (-k, --concurrency, --max-steps, --workers) is a typo, not a plan
+MAX_MESSAGE_BYTES = 64 * 2**20  # the most read of one message from outside: a provider's answer (decoded), an
+# MCP message, a cmd: agent's reply, a request to the recording endpoint
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting: its flag on the commands it names, its environment variable and suite key, its default,
+    and what `--resume` does with it. Its value is resolved as the flag, then the environment, then the
+    suite block, then the default, shown in the report's `settings` under its name (sources recorded), and
+    read by a plugin from `RunConfig.extra[name]`."""
+
+    name: str
+    type: type = str  # str, int, float, bool (a flag without a value) or Path
+    flags: tuple[str, ...] = ()  # ("--tone",): the flag names; none: no flag
+    env: str | None = None  # the environment variable that sets it
+    suite_key: str | None = None  # the key of the suite block that sets it ("defaults.repeat": a nested key)
+    default: Any = None
+    help: str = ""
+    commands: tuple[str, ...] = ("run",)
+    resume: ResumeRule | bool = True  # True: "renewed", False: "command" (a plugin's older spelling)
+    repeatable: bool = False  # the flag may be given several times: its value is a tuple
+    shown: Shown = "value"
+    sourced: bool = True  # its source is recorded in `settings.sources`
+    attr: str | None = None  # the RunConfig attribute and report key, when not `name` (a --no-X flag's X)
+    negated: bool = False  # the attribute holds the opposite of the flag (--no-judge: judge)
+    eager: bool = False  # the option's default is `default` (shown in --help), not "not given"
+    command_help: Mapping[str, str] = dataclasses.field(default_factory=dict)  # a command's own help text
+    command_default: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # a command's own default
+    option: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # more of typer.Option (min, max)
+
+    @property
+    def rule(self) -> ResumeRule:
+        """The `--resume` rule, with a plugin's True/False read as "renewed"/"command"."""
+        if isinstance(self.resume, bool):
+            return "renewed" if self.resume else "command"
+        return self.resume
+
+    @property
+    def key(self) -> str:
+        """Its key in the report's `settings` and `sources`, and its RunConfig attribute."""
+        return self.attr or self.name
+
+    def unset(self) -> Any:
+        """Its value when it is not given: the default of an eager option, else None, False or ()."""
+        if self.eager:
+            return self.default
+        return () if self.repeatable else False if self.type is bool else None
+
+
+def _row(name: str, type: type, flags: tuple[str, ...], help: str, commands: tuple[str, ...] = ("run",),
+         resume: ResumeRule = "command", shown: Shown = "hidden", **more: Any) -> Setting:
+    """A built-in row: hidden from the report and from the command line's on --resume unless it says so."""
+    return Setting(name, type, flags, help=help, commands=commands, resume=resume, shown=shown, **more)
+
+
+CASES_HELP = "The case file (a JSON list of cases, or {\"suite\": ..., \"cases\": [...]})."
+_REPORT_CASES = "The case file (default: the report's cases_file)."
+_SCORED = ("run", "score")
+_DETECT, _POWER = 0.05, 0.8  # `plan`: the drop of pass_at_1 to detect, and the power to detect it with
+_RESCORED = ("run", "rescore", "score")
+RATE_LIMIT_HELP = ("RPM[:BURST]: at most RPM requests a minute to the agent's endpoint, BURST at once "
+                   "(AGENT_EVAL_RATE_LIMIT, the suite's rate_limit; default: none, the window adapts).")
+
+BUILT_IN: tuple[Setting, ...] = (
+    # The order is each command's --help order and the order in which `run` resolves its settings.
+    _row("labels", Path, ("--labels",), "The labels file (JSON Lines) of that report.", ("calibrate",),
+         default=..., eager=True),
+    _row("cases", Path, ("--cases",), CASES_HELP,
+         ("run", "list", "validate", "history", "score", "rescore", "label", "calibrate"), "kept",
+         default=DEFAULTS.cases, eager=True,
+         command_help={"rescore": _REPORT_CASES, "label": _REPORT_CASES, "calibrate": _REPORT_CASES},
+         command_default={"rescore": None, "label": None, "calibrate": None}),
+    _row("report", Path, (), "", ("rescore",)),  # rescore's REPORT argument
+    _row("traces", Path, (), "", ("score",)),  # score's TRACES argument
+    _row("out", Path, ("--out",), "", ("view", "import", "label"), command_help={
+        "view": "The page (default: REPORT as .html).", "import": "Write the case file here (default: stdout).",
+        "label": "The labels file (default: <report stem>.labels.jsonl)."}),
+    _row("into", Path, ("--into",), "Append the cases to this case file (its suite kept).", ("import",)),
+    _row("tools", str, ("--tools",), "The tools module the cases are validated against.", ("import",)),
+    _row("format", str, ("--format",), "otel, inspect or agent-eval (default: detected).", ("score",)),
+    _row("logs", Path, ("--logs",), "An OTLP logs export whose GenAI events hold the traces' messages.",
+         ("score", "import")),
+    _row("filter", str, ("--filter",), "Keep cases whose id or a tag contains TEXT (repeatable).",
+         ("run", "list", "score"), "kept", "value", repeatable=True, default=()),
+    _row("repeat", int, ("--repeat", "-k"), f"Runs per case (default {DEFAULTS.repeat}).", ("run",), "kept",
+         "value", suite_key="defaults.repeat", default=DEFAULTS.repeat),
+    _row("threshold", float, ("--threshold",), f"Pass rate a case needs (default {DEFAULTS.threshold}).",
+         _SCORED, "kept", "value", suite_key="defaults.threshold", default=DEFAULTS.threshold),
+    _row("no_judge", bool, ("--no-judge",), "Never call the judge; skip rubric-only cases.", _RESCORED, "kept",
+         "value", attr="judge", negated=True, default=False),
+    _row("agent", str, ("--agent",), "openai, file.py:function, module:function or \"cmd:COMMAND ARGS...\".",
+         ("run", "validate"), "kept", "urls", suite_key="agent", default="openai",
+         command_help={"validate": "Also load this agent, as run would."}),
+    _row("model", str, ("--model",), "The agent's model (AGENT_EVAL_MODEL).", ("run",), "kept", "value",
+         env="AGENT_EVAL_MODEL", suite_key="model"),
+    _row("base_url", str, ("--base-url",), "OpenAI-compatible endpoint (OPENAI_BASE_URL).", ("run",), "kept",
+         "url", env="OPENAI_BASE_URL"),
+    _row("pairwise", bool, ("--pairwise",), "Judge each pair of answers, both orders.", ("compare",)),
+    _row("judge_model", str, ("--judge-model",), "The judge's model (AGENT_EVAL_JUDGE_MODEL).",
+         ("run", "rescore", "compare", "score", "calibrate"), "kept", "value"),
+    _row("judge_timeout", float, ("--judge-timeout",), "Seconds each judge or simulator request may take, "
+         f"retries included (default {DEFAULTS.judge_timeout:g}).", ("run", "rescore", "score", "calibrate"),
+         "renewed", "value", default=DEFAULTS.judge_timeout),
+    _row("judge_repeat", int, ("--judge-repeat",), "N uncached judge answers per run.",
+         ("rescore", "compare", "calibrate"), command_help={"compare": "N uncached answers per order (--pairwise).",
+                                                            "calibrate": "Compare N fresh majority verdicts."}),
+    _row("no_cache", bool, ("--no-cache",), "Ask the judge again; ignore cached answers.", ("run",), "kept",
+         "value", default=False),
+    _row("concurrency", int, ("--concurrency",), f"Runs at once (default {DEFAULTS.concurrency}).", ("run",),
+         shown="value", default=DEFAULTS.concurrency),
+    _row("max_steps", int, ("--max-steps",), f"Model completions per user turn (default {DEFAULTS.max_steps}).",
+         ("run",), "kept", "value", suite_key="max_steps", default=DEFAULTS.max_steps),
+    _row("timeout", float, ("--timeout",), "Seconds one run may take (default: none).", ("run",), "kept", "value"),
+    _row("output_dir", Path, ("--output-dir",), f"Where reports go (default {DEFAULTS.output_dir}).",
+         ("run", "score", "history"), default=DEFAULTS.output_dir, sourced=False,
+         command_help={"history": "Where history.sqlite is."}, command_default={"history": DEFAULTS.output_dir}),
+    _row("quiet", bool, ("--quiet", "-q"), "No progress bar; print only the verdict line.", _RESCORED,
+         command_help={"rescore": "Print only the verdict line.", "score": "Print only the verdict line."}),
+    _row("baseline", str, ("--baseline",), "Gate against this report (or `last`).", _SCORED),
+    _row("gate", str, ("--gate",), "METRIC[=MAX_DROP] to gate on (needs --baseline).", ("run", "compare", "score"),
+         repeatable=True, command_help={"compare": "METRIC[=MAX_DROP] to gate on (repeatable).",
+                                        "score": "METRIC[=MAX_DROP] to gate on (repeatable)."}),
+    _row("junit", Path, ("--junit",), "Also write JUnit XML here.", _RESCORED),
+    _row("markdown", Path, ("--markdown",), "Also append a Markdown summary here.",
+         ("run", "rescore", "compare", "score"),
+         command_help={"compare": "Also append the comparison as Markdown here."}),
+    _row("html_out", Path, ("--html",), "Also write the comparison as an HTML page here.", ("compare",)),
+    _row("no_html", bool, ("--no-html",), "Do not write the HTML page.", _SCORED, attr="html", negated=True),
+    _row("resume", str, ("--resume",), "Finish run RUN_ID: run only what its journal lacks."),
+    _row("user", str, ("--user",), "Python user simulator (file.py:function).", ("run",), "kept", "urls"),
+    _row("user_model", str, ("--user-model",), "LLM user simulator (AGENT_EVAL_USER_MODEL).", ("run",), "kept"),
+    _row("max_cost", float, ("--max-cost",), "Stop taking runs before the spend passes USD.", ("run",), "renewed",
+         "value"),
+    _row("verbose", bool, ("--verbose", "-v"), "Every failed check of every failed run, all cases.", _SCORED,
+         command_help={"score": "Every failed check, and the whole case table."}),
+    # --resume reproduces the ids --lf selected (`last_failed_ids`), not the flag.
+    _row("last_failed", bool, ("--last-failed", "--lf"), "Run only the cases that failed or errored in the last run."),
+    _row("exitfirst", bool, ("--exitfirst", "-x"), "Stop taking new runs after the first failure."),
+    _row("workers", int, ("--workers",), "Worker processes sharing --concurrency (default 1).", shown="value"),
+    _row("ray", bool, ("--ray",), "Place the workers on Ray (pip install 'agent-eval-trials\\[ray]')."),
+    _row("ray_address", str, ("--ray-address",), "Join this Ray cluster (implies --ray)."),
+    _row("ray_runtime_env", str, ("--ray-runtime-env",), "Ray's runtime_env, as JSON."),
+    _row("otel", Path, ("--otel",), "Also write each run as an OpenTelemetry GenAI trace (OTLP/JSON lines) here.",
+         _RESCORED, shown="text", sourced=False),
+    _row("otlp_endpoint", str, ("--otlp-endpoint",), "Also POST each run's trace here as OTLP/HTTP JSON "
+         "(e.g. http://127.0.0.1:4318/v1/traces).", _RESCORED, shown="url", sourced=False),
+    _row("rate_limit", str, ("--rate-limit",), RATE_LIMIT_HELP, shown="text", env="AGENT_EVAL_RATE_LIMIT",
+         suite_key="rate_limit"),
+    _row("judge_rate_limit", str, ("--judge-rate-limit",), "RPM[:BURST] for the judge's and the simulator's "
+         "endpoints (default: none).", shown="text"),
+    _row("retry_budget", float, ("--retry-budget",), "Seconds one request may keep retrying rate limits, from its "
+         f"first attempt (default {DEFAULTS.retry_budget:g}).", shown="value", default=DEFAULTS.retry_budget),
+    _row("record", Path, ("--record",), "Record each run's model exchanges in DIR.", ("run",), "renewed", "text",
+         sourced=False),
+    _row("replay", Path, ("--replay",), "Answer model requests from DIR's recording.", ("run",), "renewed", "text",
+         sourced=False),
+    _row("replay_miss", str, ("--replay-miss",), "error (default) or live: ask the provider.", ("run",), "renewed",
+         default="error"),
+    _row("last", int, ("--last",), "How many recent runs to show.", ("history",), default=DEFAULTS.history_last,
+         eager=True, option={"min": 1, "max": MAX_COUNT}),
+    _row("metric", str, ("--metric",), "A summary metric to show (repeatable).", ("history",), repeatable=True),
+    _row("case_id", str, ("--case-id",), "Show one case's pass rate over the recent runs.", ("history",)),
+    _row("min_kappa", float, ("--min-kappa",), "Exit 1 when the overall kappa is below this.", ("calibrate",),
+         default=0.6, eager=True),
+    _row("detect", float, ("--detect",), f"The drop of pass_at_1 to detect (default {_DETECT}).", ("plan",),
+         default=_DETECT, eager=True),
+    _row("power", float, ("--power",), f"The probability of detecting it (default {_POWER}).", ("plan",),
+         default=_POWER, eager=True),
+    # Set by --resume, never by a flag: the stored --lf selection, and the folder relative agent SPECs start from.
+    _row("last_failed_ids", str, (), "", (), repeatable=True),
+    _row("agent_dir", Path, (), "", ()),
+)
+
+SETTINGS: list[Setting] = []
+"""The settings plugins added (`register_setting`), after the built-in ones."""
+
+_BUILT_IN_NAMES = frozenset(s.name for s in BUILT_IN)
+
+
+def all_settings() -> tuple[Setting, ...]:
+    """Every row: the built-in ones, then the plugins'."""
+    return (*BUILT_IN, *SETTINGS)
+
+
+def setting(name: str) -> Setting:
+    """The row of `name`; a name with no row is a KeyError (a bug, not a user's mistake)."""
+    for row in all_settings():
+        if row.name == name:
+            return row
+    raise KeyError(f"no setting is named {name!r}")
+
+
+def register_setting(row: Setting) -> None:
+    """Add a setting; a name (or flag) that a built-in setting or another module holds is a ConfigError."""
+    from agent_eval.plugins import caller, claim
+
+    claim("setting", row.name, caller(), _BUILT_IN_NAMES, __name__)
+    for flag in row.flags:
+        claim("flag", flag, caller(), (), __name__)
+    SETTINGS[:] = [s for s in SETTINGS if s.name != row.name] + [row]
