@@ -216,7 +216,8 @@ BUILT_IN: tuple[Setting, ...] = (
 SETTINGS: list[Setting] = []
 """The settings plugins added (`register_setting`), after the built-in ones."""
 
-_BUILT_IN_NAMES = frozenset(s.name for s in BUILT_IN)
+_BY_NAME = {s.name: s for s in BUILT_IN}
+_BUILT_IN_NAMES = frozenset(_BY_NAME)
 
 
 def all_settings() -> tuple[Setting, ...]:
@@ -226,7 +227,10 @@ def all_settings() -> tuple[Setting, ...]:
 
 def setting(name: str) -> Setting:
     """The row of `name`; a name with no row is a KeyError (a bug, not a user's mistake)."""
-    for row in all_settings():
+    row = _BY_NAME.get(name)
+    if row is not None:
+        return row
+    for row in SETTINGS:
         if row.name == name:
             return row
     raise KeyError(f"no setting is named {name!r}")

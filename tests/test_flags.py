@@ -1,0 +1,77 @@
+"""agent_eval/flags: a setting is one row, and every command's options, `Flags` and the --resume rule are read
+from the rows."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import typer
+
+from agent_eval.cli import app
+from agent_eval.flags import BUILT_IN_SETTINGS, DEFAULTS, Flags, Setting, all_settings, setting
+from tests.builders import clean_env
+from tests.cli import run_cli
+
+
+def test_flags_hold_the_rows_values_and_refuse_a_name_no_row_holds() -> None:
+    flags = Flags({"repeat"}, repeat=3, filter=["a", "b"], output_dir="out", no_judge=True)
+    assert (flags.count("repeat"), flags.texts("filter"), flags.path("output_dir"), flags.is_on("no_judge")) == (
+        3, ("a", "b"), Path("out"), True)
+    assert flags.given("repeat") and not flags.given("filter")
+    # Not given: None, False or (), or an eager option's own default.
+    assert (flags.text("model"), flags.is_on("quiet"), flags.texts("gate"), flags.path("cases")) == (
+        None, False, (), DEFAULTS.cases)
+    again = flags.replace(repeat=None, model="m")
+    assert (again.count("repeat"), again.text("model"), again.explicit) == (None, "m", frozenset({"repeat"}))
+    with pytest.raises(TypeError, match="unknown setting repeats"):
+        Flags(repeats=3)
+    with pytest.raises(TypeError, match="'repeat' is a int"):
+        flags.text("repeat")
+    with pytest.raises(KeyError):
+        flags.value("repeats")
+
+
+def test_each_command_has_an_option_for_each_row_that_names_it_in_the_table_s_order() -> None:
+    group = typer.main.get_command(app)
+    for name, command in group.commands.items():  # type: ignore[attr-defined]
+        shown = [p.opts[0] for p in command.params if p.opts[0].startswith("--") and p.opts[0] != "--help"
+                 and p.param_type_name == "option"]
+        expected = [row.flags[0] for row in all_settings() if name in row.commands and row.flags]
+        assert shown == expected, name
+
+
+def test_a_rows_help_and_default_may_differ_by_command() -> None:
+    cases = setting("cases")
+    assert (cases.command_default.get("run", cases.unset()), cases.command_default["rescore"]) == (
+        DEFAULTS.cases, None)
+    assert "the report's cases_file" in run_cli("rescore", "--help", env={**clean_env(), "COLUMNS": "1000"}).stdout
+    assert "[default: cases/test_cases.json]" in run_cli("run", "--help",
+                                                          env={**clean_env(), "COLUMNS": "1000"}).stdout
+
+
+def test_the_resume_rule_of_a_plugin_s_older_spelling() -> None:
+    assert Setting("a").rule == "renewed" and Setting("a", resume=False).rule == "command"
+    assert Setting("a", resume="kept").rule == "kept"
+    rules = {row.name: row.rule for row in BUILT_IN_SETTINGS}
+    assert [n for n, r in rules.items() if r == "kept"] == [
+        "cases", "filter", "repeat", "threshold", "no_judge", "agent", "model", "base_url", "judge_model", "no_cache",
+        "max_steps", "timeout", "user", "user_model"]
+    assert [n for n, r in rules.items() if r == "renewed"] == ["judge_timeout", "max_cost", "record", "replay",
+                                                                "replay_miss"]
+
+
+WINDOW = '''
+from agent_eval.flags import Setting, register_setting
+
+register_setting(Setting("window", int, ("--window",), commands=("history", "list"),
+                         help="How many runs the window holds."))
+'''
+
+
+def test_a_plugin_s_setting_is_an_option_of_any_command_it_names(tmp_path: Path) -> None:
+    (tmp_path / "window.py").write_text(WINDOW)
+    env = {**clean_env(AGENT_EVAL_PLUGINS=str(tmp_path / "window.py")), "COLUMNS": "1000"}
+    for command in ("history", "list"):
+        shown = run_cli(command, "--help", env=env)
+        assert shown.exit_code == 0 and "--window" in shown.stdout and "How many runs the window holds." in shown.stdout
+    assert "--window" not in run_cli("history", "--help", env={**clean_env(), "COLUMNS": "1000"}).stdout
