@@ -44,6 +44,9 @@ class Flags:
 
     __hash__ = None  # type: ignore[assignment]
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _rebuilt, (tuple(self.explicit), self._values)
+
     def __repr__(self) -> str:
         return f"Flags({', '.join(f'{k}={v!r}' for k, v in self._values.items())}, explicit={set(self.explicit)})"
 
@@ -88,6 +91,10 @@ class Flags:
             raise TypeError(f"the setting {name!r} is a {row.type.__name__}{' (repeatable)' * row.repeatable}, "
                             f"not a {kind.__name__}")
         return self.value(name)
+
+
+def _rebuilt(explicit: tuple[str, ...], values: dict[str, Any]) -> Flags:
+    return Flags(explicit, **values)
 
 
 def _as_row_type(row: Setting, value: Any) -> Any:

@@ -91,23 +91,24 @@ class Setting:
 
 def _row(name: str, type: type, flags: tuple[str, ...], help: str, commands: tuple[str, ...] = ("run",),
          resume: ResumeRule = "command", shown: Shown = "hidden", **more: Any) -> Setting:
-    """A built-in row: hidden from the report and from the command line's on --resume unless it says so."""
+    """A built-in row; unless it says otherwise, it is not in the report's `settings`, and a resumed run takes
+    it from its own command line."""
     return Setting(name, type, flags, help=help, commands=commands, resume=resume, shown=shown, **more)
 
 
-CASES_HELP = "The case file (a JSON list of cases, or {\"suite\": ..., \"cases\": [...]})."
+_CASES_HELP = "The case file (a JSON list of cases, or {\"suite\": ..., \"cases\": [...]})."
 _REPORT_CASES = "The case file (default: the report's cases_file)."
 _SCORED = ("run", "score")
 _DETECT, _POWER = 0.05, 0.8  # `plan`: the drop of pass_at_1 to detect, and the power to detect it with
 _RESCORED = ("run", "rescore", "score")
-RATE_LIMIT_HELP = ("RPM[:BURST]: at most RPM requests a minute to the agent's endpoint, BURST at once "
+_RATE_LIMIT_HELP = ("RPM[:BURST]: at most RPM requests a minute to the agent's endpoint, BURST at once "
                    "(AGENT_EVAL_RATE_LIMIT, the suite's rate_limit; default: none, the window adapts).")
 
 BUILT_IN: tuple[Setting, ...] = (
     # The order is each command's --help order and the order in which `run` resolves its settings.
     _row("labels", Path, ("--labels",), "The labels file (JSON Lines) of that report.", ("calibrate",),
          default=..., eager=True),
-    _row("cases", Path, ("--cases",), CASES_HELP,
+    _row("cases", Path, ("--cases",), _CASES_HELP,
          ("run", "list", "validate", "history", "score", "rescore", "label", "calibrate"), "kept",
          default=DEFAULTS.cases, eager=True,
          command_help={"rescore": _REPORT_CASES, "label": _REPORT_CASES, "calibrate": _REPORT_CASES},
@@ -186,7 +187,7 @@ BUILT_IN: tuple[Setting, ...] = (
          _RESCORED, shown="text", sourced=False),
     _row("otlp_endpoint", str, ("--otlp-endpoint",), "Also POST each run's trace here as OTLP/HTTP JSON "
          "(e.g. http://127.0.0.1:4318/v1/traces).", _RESCORED, shown="url", sourced=False),
-    _row("rate_limit", str, ("--rate-limit",), RATE_LIMIT_HELP, shown="text", env="AGENT_EVAL_RATE_LIMIT",
+    _row("rate_limit", str, ("--rate-limit",), _RATE_LIMIT_HELP, shown="text", env="AGENT_EVAL_RATE_LIMIT",
          suite_key="rate_limit"),
     _row("judge_rate_limit", str, ("--judge-rate-limit",), "RPM[:BURST] for the judge's and the simulator's "
          "endpoints (default: none).", shown="text"),
