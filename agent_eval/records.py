@@ -132,6 +132,7 @@ class RunRecord(TypedDict, total=False):
     escalated: bool
     skipped_checks: list[dict[str, Any]]  # `score`: checks a recording could not decide (no env recorded)
     judge_skipped: bool  # present (true) only when --no-judge left the case's rubric or expected outcome unasked
+    metric_errors: dict[str, str]  # present only when a plugin metric's run value raised: {key: message}
     trace: Trace
 
 

@@ -4,9 +4,10 @@ The traceback text (computed only when user code raised: the slow path) keeps th
 "Traceback (most recent call last)" form; frames of agent-eval itself, asyncio, threading and
 concurrent.futures are left out, because they say nothing about the user's bug.
 
-The guard (`call_user`, `await_user`, `call_user_or`) is the one place that catches whatever user code
-raises (an agent, a tool, a scorer, a simulator, a plugin or user module being imported, a user object's
-`__str__`), and `is_real_stop` is the one rule for what it lets through: a real cancellation or Ctrl-C.
+The guard (`call_user`, `await_user`, `call_user_or`) is the one place that catches
+whatever user code raises (an agent, a tool, a scorer, a simulator, a plugin or user module being imported,
+a plugin row's callables, a user object's `__str__`), and `is_real_stop` is the one rule for what it lets
+through: a real cancellation or Ctrl-C.
 `except BaseException` appears only here and at process boundaries (tests/test_architecture.py).
 """
 from __future__ import annotations
@@ -163,12 +164,22 @@ async def await_user(fn: Callable[..., Awaitable[T]], *args: Any) -> Outcome[T]:
         return Outcome(error=exc)
 
 
-def call_user_or(fallback: T, fn: Callable[..., T], *args: Any) -> T:
-    """`call_user` where only the value counts: it, or `fallback` when the call raised (a hostile `__str__`);
-    nothing is made on the way, for the paths that run on every value."""
+@dataclass(frozen=True, slots=True)
+class OnError(Generic[T]):
+    """A fallback made from what user code raised (a plugin row's failed check, its null with a note), or a
+    message of its own (`make` may raise): made once, handed to `call_user_or` on every call."""
+
+    make: Callable[[BaseException], T]
+
+
+def call_user_or(fallback: T | OnError[T], fn: Callable[..., T], *args: Any) -> T:
+    """`call_user` where only the value counts: it, or `fallback` when the call raised (a hostile `__str__`),
+    or `fallback.make(exc)` for an `OnError`; nothing is made on the way, for the paths that run on every
+    value and every run."""
     try:
         return fn(*args)
     except BaseException as exc:
         if is_real_stop(exc):
             raise
-        return fallback
+        return fallback.make(exc) if isinstance(fallback, OnError) else fallback
+

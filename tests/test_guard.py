@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from agent_eval.tracebacks import await_user, call_user, call_user_or, is_cancelling, is_real_stop
+from agent_eval.tracebacks import OnError, await_user, call_user, call_user_or, is_cancelling, is_real_stop
 
 
 def _raise(exc: BaseException) -> None:
@@ -35,6 +35,15 @@ def test_a_value_or_what_was_raised_with_the_users_frames() -> None:
 def test_call_user_or_gives_the_fallback_when_user_code_raises() -> None:
     assert call_user_or(None, str, 5) == "5"
     assert call_user_or(None, str, Hostile()) is None
+
+
+def test_an_on_error_fallback_is_made_from_what_was_raised_and_a_real_stop_goes_through() -> None:
+    kind = OnError(type)
+    assert call_user_or(kind, int, "7") == 7
+    assert call_user_or(kind, _raise, SystemExit(3)) is SystemExit
+    assert call_user_or(kind, _raise, ValueError("x")) is ValueError
+    with pytest.raises(KeyboardInterrupt):  # the main thread, no loop, Python's own handler: a real Ctrl-C
+        call_user_or(kind, _raise, KeyboardInterrupt())
 
 
 def test_a_ctrl_c_while_loading_goes_through_but_not_in_a_thread() -> None:

@@ -19,7 +19,7 @@ from rich.console import Console
 from agent_eval.flags import DEFAULTS
 from agent_eval.records import CaseEntry, Report
 from agent_eval.report.otlp_post import RunSender
-from agent_eval.errors import EXIT_ERROR, EXIT_INTERRUPTED
+from agent_eval.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_PASSED
 from agent_eval.report.model import build_report, exit_code
 from agent_eval.run.config import RunConfig
 from agent_eval.suite.cases import Suite
@@ -235,7 +235,7 @@ def conclude(report: Report, run_bytes: RunBytes, outputs: Any, console: Console
             f"{problem} Every finished run is in the journal {journal}; once the disk is writable, "
             f"`{resume_hint(report['run_id'], outputs.output_dir)}` writes the report.")
         return EXIT_ERROR
-    written = write_extras(report, path, run_bytes, outputs, lambda line: say(err, line), sender)
+    written, failed = write_extras(report, path, run_bytes, outputs, lambda line: say(err, line), sender)
     if console is not None:
         if not quiet or interrupted:
             render_report(report, console, verbose=verbose)
@@ -248,6 +248,11 @@ def conclude(report: Report, run_bytes: RunBytes, outputs: Any, console: Console
     warning = usage_warning(report)
     if warning:
         say(err, warning)
+    if failed and code == EXIT_PASSED:
+        code = EXIT_ERROR  # a plugin's output raised: the command did not write all it was asked to
+    for line in failed:
+        say(err, f"error: {line}; the JSON report and the other outputs are written"
+                 f"{', exit 2' if code == EXIT_ERROR else ''}.")
     return code
 
 

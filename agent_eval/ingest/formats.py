@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from agent_eval.records import Case
 from agent_eval.errors import ConfigError
 from agent_eval.plugins import caller, claim, owner_of
+from agent_eval.plugins.calls import once, optional
 
 if TYPE_CHECKING:
     from agent_eval.ingest.records import Unmappable
@@ -140,9 +141,16 @@ _BUILT_IN_FORMATS = frozenset(FORMATS)
 
 
 def register_format(name: str, row: Format) -> None:
-    """Add the format `name` (import and/or score); a name another module registered is a ConfigError."""
-    claim("format", name, caller(), _BUILT_IN_FORMATS, __name__)
-    FORMATS[name] = row
+    """Add the format `name` (import and/or score); a name another module registered is a ConfigError. Its
+    readers and `detect` go through the guard: what they raise is exit 2 naming the plugin and the row."""
+    owner = caller()
+    claim("format", name, owner, _BUILT_IN_FORMATS, __name__)
+
+    def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
+        return once("format", name, owner, fn)
+
+    FORMATS[name] = replace(row, cases=optional(guarded, row.cases), runs=optional(guarded, row.runs),
+                            detect=optional(guarded, row.detect))
 
 
 def _checked(read: Callable[..., Any], fmt: str, owner: str, reads: str, fits: Callable[[Any], bool],

@@ -92,8 +92,9 @@ def render_failed_checks(report: Report, console: Console, verbose: bool = False
 
 def run_failure_reasons(run: RunRecord) -> list[str]:
     """Every reason one run did not succeed: its error, each failed check and judge verdict, its stop
-    reason, and the errors of its scorers."""
+    reason, and the errors of its scorers and plugin metrics."""
     reasons = [f"error: {run['error']}"] if run.get("error") else []
     reasons += failure_lines(run)
     reasons += [f"scorer {name} raised: {message}" for name, message in (run.get("scorer_errors") or {}).items()]
+    reasons += list((run.get("metric_errors") or {}).values())  # each names its metric, plugin and exception
     return [one_line(r) for r in reasons]

@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from agent_eval.records import Report
 from agent_eval.report.fmt import format_interval, format_metric
@@ -38,6 +39,32 @@ def render_added_metrics(report: Report, console: Console, verbose: bool = False
         table.add_row(*row)
     console.print()
     console.print(table)
+
+
+def metric_errors(report: Report) -> dict[str, tuple[int, int, str]]:
+    """Per run value whose plugin code raised: (runs it raised on, runs, `case #trial: message` of the first)."""
+    found: dict[str, tuple[int, int, str]] = {}
+    runs = 0
+    for case in report.get("cases") or []:
+        for run in case.get("runs") or []:
+            runs += 1
+            for key, message in (run.get("metric_errors") or {}).items():
+                count, _, first = found.get(key, (0, 0, f"{case.get('id')} #{run.get('trial')}: {message}"))
+                found[key] = (count + 1, 0, first)
+    return {key: (count, runs, first) for key, (count, _, first) in found.items()}
+
+
+def render_metric_errors(report: Report, console: Console) -> None:
+    """The plugin metrics whose code raised (with or without -v): on how many runs (their value is null
+    there), and the first error; nothing when none did."""
+    errors = metric_errors(report)
+    if not errors:
+        return
+    console.print()
+    console.print(Text("Metric errors", style="bold"))
+    for key, (count, runs, first) in errors.items():
+        console.print(Text(f"  {key}: raised on {count} of {runs} runs (null there); first: {first}", style="red"),
+                      soft_wrap=True)
 
 
 def _card(metric: SuiteMetric) -> str:

@@ -9,11 +9,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_eval.errors import ConfigError
-from agent_eval.redaction import redact_url
+from agent_eval.redaction import redact_secrets, redact_url
 from agent_eval.plugins import caller, claim, owner_of
+from agent_eval.plugins.calls import raised
 from agent_eval.records import Report
 from agent_eval.report.files import history_path_of, page_path_of, write_atomic
 from agent_eval.report.html import MAX_BYTES, KEEP_TRACE_STATUSES, page_from_json
+from agent_eval.tracebacks import call_user
 
 if TYPE_CHECKING:
     from agent_eval.report.otlp_post import RunSender
@@ -129,32 +131,51 @@ OUTPUTS: list[Output] = [
 
 
 def write_extras(report: Report, report_path: Path, run_bytes: Callable[[], Any], cfg: OutputSettings,
-                 warn: Callable[[str], None], sender: RunSender | None = None) -> list[str]:
+                 warn: Callable[[str], None], sender: RunSender | None = None) -> tuple[list[str], list[str]]:
     """Every row of OUTPUTS whose target is set: the HTML page (unless --no-html), the history row, and the
     optional JUnit, Markdown, OTel and OTLP outputs.
 
     `run_bytes()` yields, per case entry, its runs as JSON bytes (each output that reads them calls it).
     `sender` is the --otlp-endpoint sender the runs were offered to as they finished, if any.
 
-    Returns one "kind: path" line per listed file written, for the closing lines of the terminal output. A
-    file that cannot be written never changes the verdict: `warn` gets one line with its path and the reason.
+    Returns one "kind: path" line per listed file written, for the closing lines of the terminal output, and
+    one line per plugin output whose writer raised (its bug: anything but a file error), naming the plugin,
+    the row and the exception; the other outputs are still written. A file that cannot be written never
+    changes the verdict: `warn` gets one line with its path and the reason.
     """
     written = []
+    failed = []
     targets = [(output, output.target(cfg, report_path)) for output in OUTPUTS]
     for output, target in targets:
         _refuse_own_files(output, target, report_path)
     for output, target in targets:
         if target is None or target == "":
             continue
-        try:
-            output.write(OutputJob(report, report_path, target, run_bytes, cfg, warn, sender))
-        except (OSError, sqlite3.Error) as exc:
+        error = _write(output, OutputJob(report, report_path, target, run_bytes, cfg, warn, sender))
+        if isinstance(error, (OSError, sqlite3.Error)):
             shown = redact_url(target) if isinstance(target, str) else target  # a URL shown has no secret
-            warn(f"warning: could not write the {output.kind} file {shown}: {_reason(exc)}; the verdict is unchanged.")
+            warn(f"warning: could not write the {output.kind} file {shown}: {_reason(error)}; "
+                 "the verdict is unchanged.")
+            continue
+        if error is not None:
+            failed.append(redact_secrets(raised("output", output.kind, owner_of("output", output.kind) or "?", error)))
             continue
         if output.listed:
             written.append(f"{output.kind}: {target}")
-    return written
+    return written, failed
+
+
+def _write(output: Output, job: OutputJob) -> BaseException | None:
+    """Write one output: None, or what stopped it (a file error; anything a plugin's writer raised, caught
+    by the guard; agent-eval's own writers raise nothing else but a bug, which goes on)."""
+    owner = owner_of("output", output.kind)
+    if owner is not None:
+        return call_user(output.write, job).error
+    try:
+        output.write(job)
+    except (OSError, sqlite3.Error) as exc:
+        return exc
+    return None
 
 
 _BUILT_IN_OUTPUTS = frozenset(output.kind for output in OUTPUTS)

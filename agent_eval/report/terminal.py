@@ -40,7 +40,7 @@ from agent_eval.report.cases_section import (  # noqa: F401  (re-exported)
 )
 from agent_eval.report.trust_section import rate_with_interval, render_flaky, render_intervals
 from agent_eval.report.curve_section import curve_text, render_curve
-from agent_eval.report.metrics_section import render_added_metrics
+from agent_eval.report.metrics_section import render_added_metrics, render_metric_errors
 from agent_eval.report.price_source import pricing_line
 from agent_eval.errors import EXIT_MEANINGS
 from agent_eval.score.metric_registry import SECTION_TITLES, SUITE_METRIC_BY_NAME, SuiteMetric, in_section
@@ -367,6 +367,7 @@ SECTIONS: list[SectionRenderer] = [
     render_safety,
     render_intervals,
     render_added_metrics,
+    render_metric_errors,
     render_curve,
     render_cases,
     render_flaky,

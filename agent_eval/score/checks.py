@@ -7,11 +7,12 @@ function and one row. A check entry is `{"name", "passed", "detail"}`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from agent_eval.records import Case, Check, Step, Trace
 from agent_eval.plugins import caller, claim
+from agent_eval.plugins.calls import once, optional, per_run
 from agent_eval.score.env_checks import env_checks, expected_env_checks
 from agent_eval.score.envdiff import show_json as _show
 from agent_eval.score.matchers import RegexTimeout, match_call
@@ -190,8 +191,21 @@ _BUILT_IN_FAMILIES = frozenset(family.name for family in CHECK_FAMILIES)
 
 
 def register_check_family(family: CheckFamily) -> None:
-    """Add a family at the end of the check list; a name another module registered is a ConfigError."""
-    claim("check family", family.name, caller(), _BUILT_IN_FAMILIES, __name__)
+    """Add a family at the end of the check list; a name another module registered is a ConfigError. Its
+    code goes through the guard: a `check` that raises is one failed check named after the family, whose
+    detail names the plugin and the exception (the run's other checks are kept); a `given` or `validate`
+    that raises is exit 2 naming them."""
+    owner = caller()
+    claim("check family", family.name, owner, _BUILT_IN_FAMILIES, __name__)
+
+    def failed(message: str) -> list[Check]:
+        return [{"name": family.name, "passed": False, "detail": message}]
+
+    def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
+        return once("check family", family.name, owner, fn)
+
+    family = replace(family, check=per_run("check family", family.name, owner, family.check, failed),
+                     given=optional(guarded, family.given), validate=optional(guarded, family.validate))
     CHECK_FAMILIES[:] = [f for f in CHECK_FAMILIES if f.name != family.name] + [family]
 
 

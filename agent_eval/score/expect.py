@@ -14,6 +14,7 @@ from typing import Any
 
 from agent_eval.records import Case, Check, Trace
 from agent_eval.plugins import caller, claim
+from agent_eval.plugins.calls import once, per_run
 from agent_eval.score.envdiff import show_json as _show
 from agent_eval.score.grounding import assess
 from agent_eval.score.matchers import RegexTimeout, compile_regex, regex_matches
@@ -190,9 +191,17 @@ _BUILT_IN_KEYS = frozenset(EXPECT_CHECKS)
 
 
 def register_expect_key(name: str, key: ExpectKey) -> None:
-    """Add the `expect` key `name`; a name another module registered is a ConfigError naming both."""
-    claim("expect key", name, caller(), _BUILT_IN_KEYS, __name__)
-    EXPECT_CHECKS[name] = key
+    """Add the `expect` key `name`; a name another module registered is a ConfigError naming both. Its code
+    goes through the guard: a `check` that raises fails `expect:NAME` with a detail naming the plugin and
+    the exception; a `validate` that raises is exit 2 naming them."""
+    owner = caller()
+    claim("expect key", name, owner, _BUILT_IN_KEYS, __name__)
+
+    def failed(message: str) -> Verdict:
+        return False, message
+
+    EXPECT_CHECKS[name] = ExpectKey(per_run("expect key", name, owner, key.check, failed),
+                                    once("expect key", name, owner, key.validate))
 
 
 def validate_expect(expect: dict[str, Any]) -> list[tuple[str, str]]:

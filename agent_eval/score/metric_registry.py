@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from agent_eval.plugins import caller, claim
+from agent_eval.plugins.calls import Raised, per_run
 
 if TYPE_CHECKING:
     from agent_eval.records import Case, Check, Trace
@@ -236,7 +237,10 @@ def register_metric(metric: SuiteMetric) -> None:
         from agent_eval.errors import ConfigError
 
         raise ConfigError(f"the metric {metric.name!r} of {caller()}: {problem}")
-    claim("metric", metric.name, caller(), BUILT_IN_METRICS, __name__)
+    owner = caller()
+    claim("metric", metric.name, owner, BUILT_IN_METRICS, __name__)
+    if metric.run_value is not None:  # its code goes through the guard: a raise is a null with a note
+        metric = replace(metric, run_value=per_run("metric", metric.name, owner, metric.run_value, Raised))
     SUITE_METRIC_TABLE[:] = [m for m in SUITE_METRIC_TABLE if m.name != metric.name] + [metric]
     SUITE_METRIC_BY_NAME[metric.name] = metric
 

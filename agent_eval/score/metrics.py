@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agent_eval.plugins.calls import Raised
 from agent_eval.records import Case, CaseEntry, CaseStatus, Check, RunRecord, Step, Trace
 from agent_eval.score import stats
 from agent_eval.score.intervals import counted_cases, suite_intervals
@@ -132,16 +133,23 @@ RUN_METRICS: list[str] = [
 ]
 
 
-def run_metrics(case: Case, trace: Trace, checks: list[Check], success: bool, cost_usd: float | None) -> dict[str, Any]:
-    """Every per-run metric of one run (plus `tool_calls`), keys in `RUN_METRICS` order first."""
+def run_metrics(case: Case, trace: Trace, checks: list[Check], success: bool, cost_usd: float | None,
+                errors: dict[str, str] | None = None) -> dict[str, Any]:
+    """Every per-run metric of one run (plus `tool_calls`), keys in `RUN_METRICS` order first. A plugin's
+    run value whose code raised is null, and `errors` gets its key and the message."""
     merged: dict[str, Any] = {}
     for group in RUN_METRIC_GROUPS:
         merged.update(group(case, trace, checks, success, cost_usd))
     ordered = {k: merged.pop(k) for k in RUN_METRICS if k in merged}
     ordered.update(merged)
-    for metric in SUITE_METRIC_TABLE:  # a plugin's row brings its own per-run value
+    for metric in SUITE_METRIC_TABLE:  # a plugin's row brings its own per-run value, through the guard
         if metric.run_value is not None and metric.statistic.key is not None:
-            ordered[metric.statistic.key] = metric.run_value(case, trace, checks, success, cost_usd)
+            value = metric.run_value(case, trace, checks, success, cost_usd)
+            if type(value) is Raised:
+                if errors is not None:
+                    errors[metric.statistic.key] = value.message
+                value = None
+            ordered[metric.statistic.key] = value
     return ordered
 
 

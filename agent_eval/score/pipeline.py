@@ -58,6 +58,8 @@ async def score_run(case: Case, trial: int, trace: Trace, final_env: dict[str, A
     cost = price_usage(trace["llm_calls"], ctx.pricing, ctx.model)
     status: RunStatus = "error" if error is not None else ("passed" if success else "failed")
     skipped = error is None and ctx.judge_off and bool(judged_fields(case))
+    metric_errors: dict[str, str] = {}  # a plugin metric's code raised: its value is null, the message here
+    metrics = run_metrics(case, trace, checks, success, cost, metric_errors)
     return {
         **({"judge_skipped": True} if skipped else {}),  # --no-judge left this case's rubric unasked
         "trial": trial,
@@ -67,9 +69,10 @@ async def score_run(case: Case, trial: int, trace: Trace, final_env: dict[str, A
         "checks": checks,
         "judge": judged["judge"],
         "judge_expected_outcome": judged["judge_expected_outcome"],
-        "metrics": run_metrics(case, trace, checks, success, cost),
+        "metrics": metrics,
         "scorers": scores,
         "scorer_errors": scorer_errors,
         "escalated": is_escalated(case, trace),
+        **({"metric_errors": {k: redact_secrets(v) for k, v in metric_errors.items()}} if metric_errors else {}),
         "trace": trace,
     }

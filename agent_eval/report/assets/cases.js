@@ -159,6 +159,9 @@
       Object.keys(se).forEach(function (n) { kids.push(pre("scorer " + n + " raised: " + se[n], "error")); });
       box.appendChild(sub("Scorers", kids));
     }
+    var me = r.metric_errors || {};
+    if (Object.keys(me).length) box.appendChild(sub("Metric errors", Object.keys(me).map(function (n) {
+      return pre(me[n], "error"); })));
     if (r.trace) box.appendChild(sub("Env diff", [(r.trace.final_env_diff || []).length ? envDiff(r.trace.final_env_diff)
       : el("p", {cls: "muted", text: "no change"})]));
     var m = r.metrics || {}, kv = el("div", {cls: "kv"});

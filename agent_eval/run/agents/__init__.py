@@ -6,12 +6,13 @@ The SPEC is resolved to its row once per command (`kind_of`), never per run.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from agent_eval.errors import ConfigError
 from agent_eval.plugins import caller, claim
+from agent_eval.plugins.calls import once
 from agent_eval.run.agents.base import (BUILT_IN, COMMAND_PREFIX, Agent, AgentStop, InfrastructureError, ProviderError,
                                         Reply, RunContext)
 
@@ -91,8 +92,14 @@ _BUILT_IN_KINDS = frozenset(kind.name for kind in AGENT_KINDS)
 
 def register_agent_kind(kind: AgentKind) -> None:
     """Add a kind, tried before the Python row (which takes every SPEC no other row recognises); a name
-    another module registered is a ConfigError naming both."""
-    claim("agent kind", kind.name, caller(), _BUILT_IN_KINDS, __name__)
+    another module registered is a ConfigError naming both. The row's code (recognising, checking, loading
+    the agent, making its paths absolute) goes through the guard: what it raises is exit 2 naming it."""
+    owner = caller()
+    claim("agent kind", kind.name, owner, _BUILT_IN_KINDS, __name__)
+    kind = replace(kind, matches=once("agent kind", kind.name, owner, kind.matches),
+                   load=once("agent kind", kind.name, owner, kind.load),
+                   check=once("agent kind", kind.name, owner, kind.check),
+                   absolute=once("agent kind", kind.name, owner, kind.absolute))
     AGENT_KINDS[:] = [k for k in AGENT_KINDS if k.name != kind.name]
     AGENT_KINDS.insert(len(AGENT_KINDS) - 1, kind)
 

@@ -1,0 +1,66 @@
+"""A plugin row's callables, called through the one guard (agent_eval/tracebacks.py).
+
+Each `register` function wraps the callables of the row a plugin adds (agent-eval's own rows are called
+as they are: their bug should crash loudly), so every caller of a table gets the guard:
+- `once`: code called once per command (an agent kind's loader, a format's reader, a family's
+  validation): its value, or a ConfigError (exit 2, one line, no traceback) naming the plugin, the row and
+  the exception; a ConfigError or CaseFileError of the plugin's own goes through as it is.
+- `per_run`: code called per run (a check, an `expect` key, a metric's run value): its value, or what
+  `on_error` makes of the message naming the plugin, the row and the exception (a failed check, a null
+  with a note). The success path makes nothing.
+A real Ctrl-C or cancellation goes through both (`is_real_stop`).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NoReturn, TypeVar
+
+from agent_eval.errors import CaseFileError, ConfigError
+from agent_eval.tracebacks import OnError, call_user_or, describe, with_location
+
+T = TypeVar("T")
+
+
+def raised(table: str, name: str, owner: str, exc: BaseException) -> str:
+    """`the check family 'tone' of the plugin tone_plugin raised ValueError: no tone (tone_plugin.py:5 in
+    check)`: what a user reads when a plugin row's code raised."""
+    return f"the {table} {name!r} of the plugin {owner} raised {with_location(describe(exc), exc)}"
+
+
+def once(table: str, name: str, owner: str, fn: Callable[..., T]) -> Callable[..., T]:
+    """`fn`, called through the guard: whatever it raises but a user error of its own is a ConfigError
+    naming the plugin, the row and the exception."""
+    def refuse(exc: BaseException) -> NoReturn:
+        if isinstance(exc, (ConfigError, CaseFileError)):
+            raise exc  # the plugin's own message for the user, as a built-in row's would be
+        raise ConfigError(f"{raised(table, name, owner, exc)}; fix the plugin, or load it no more.") from None
+
+    on_error: OnError[T] = OnError(refuse)
+
+    def call(*args: Any) -> T:
+        return call_user_or(on_error, fn, *args)
+    return call
+
+
+def per_run(table: str, name: str, owner: str, fn: Callable[..., T],
+            on_error: Callable[[str], T]) -> Callable[..., T]:
+    """`fn`, called through the guard: `on_error(message)` stands for its value when it raised."""
+    noted = OnError(lambda exc: on_error(raised(table, name, owner, exc)))
+
+    def call(*args: Any) -> T:
+        return call_user_or(noted, fn, *args)
+    return call
+
+
+@dataclass(frozen=True, slots=True)
+class Raised:
+    """What a plugin's per-run value is when its code raised: the message; never stored as a value."""
+
+    message: str
+
+
+def optional(wrap: Callable[[Callable[..., T]], Callable[..., T]], fn: Callable[..., T] | None,
+             ) -> Callable[..., T] | None:
+    """`wrap(fn)`, or None for a callable the row leaves out."""
+    return None if fn is None else wrap(fn)

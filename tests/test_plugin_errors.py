@@ -1,0 +1,249 @@
+"""A plugin row whose code raises (an Exception, or SystemExit from its own code) goes through the one guard.
+
+Per run (a metric's run value, a check family, an `expect` key), the error is recorded on the run and the
+run's other results are kept, as for a custom scorer that raises. Once per command (an output's writer, a
+format's reader, an agent kind's code), it is one line naming the plugin, the row and the exception, exit
+2, no traceback, and what was already written is kept. A real Ctrl-C still goes through."""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import orjson
+import pytest
+
+from agent_eval.errors import ConfigError
+from agent_eval.plugins.calls import once, per_run
+from tests.builders import write_suite
+from tests.cli import run_cli
+from tests.test_plugins import installed, suite
+
+RAISES = {"ValueError": 'raise ValueError("no words here")', "SystemExit": "raise SystemExit(3)"}
+# What each one reads as in a message, with the innermost frame of the plugin's code.
+SHOWN = {"ValueError": "ValueError: no words here", "SystemExit": "SystemExit: 3"}
+TALKER = '''
+def agent(task):
+    return "hello there" if task.case_id == "short" else "hello there my friend"
+'''
+
+
+def _report(out: Path) -> dict:
+    (path,) = out.glob("*.json")
+    return orjson.loads(path.read_bytes())
+
+
+METRIC = '''
+from agent_eval.score.metric_registry import SuiteMetric, mean, register_metric
+
+
+def answer_words(case, trace, checks, success, cost_usd):
+    if case["id"] == "long":
+        {raise_}
+    return len((trace.get("final_answer") or "").split())
+
+
+register_metric(SuiteMetric("answer_words", "answer words", lower_is_better=True, fmt="number",
+                            statistic=mean("answer_words"), interval=True, run_value=answer_words))
+'''
+
+
+@pytest.mark.parametrize("kind", RAISES)
+def test_a_metric_whose_run_value_raises_is_null_with_a_note(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             kind: str) -> None:
+    monkeypatch.syspath_prepend(str(installed(tmp_path / "site", "badmetric", METRIC.format(raise_=RAISES[kind]))))
+    cases = [{"id": "short", "query": "hi", "expect": {"contains": "hello"}},
+             {"id": "long", "query": "hi", "expect": {"contains": "hello"}}]
+    suite_file = write_suite(tmp_path / "suite", cases, {"agent": "agent.py:agent"}, {"agent.py": TALKER})
+    out = tmp_path / "reports"
+    result = run_cli("run", "--cases", suite_file, "-k", "2", "--output-dir", out)
+    # As a custom scorer's error: the runs' verdicts are their checks' (both cases pass), so exit 0.
+    assert result.exit_code == 0, result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    report = _report(out)
+    short, long = report["cases"]
+    assert [r["metrics"]["answer_words"] for r in short["runs"]] == [2, 2]
+    assert "metric_errors" not in short["runs"][0]  # a run whose value was made carries no note
+    assert [r["metrics"]["answer_words"] for r in long["runs"]] == [None, None]
+    assert [r["status"] for r in long["runs"]] == ["passed", "passed"]  # the run's other results are kept
+    note = long["runs"][0]["metric_errors"]["answer_words"]
+    assert note.startswith(f"the metric 'answer_words' of the plugin badmetric raised {SHOWN[kind]} (")
+    assert "badmetric.py:" in note and "in answer_words)" in note
+    # The figure is over the runs with a value: (2 + 2) / 2 = 2.0.
+    assert report["summary"]["answer_words"] == 2.0
+    assert "Metric errors" in result.stdout and "answer_words: raised on 2 of 4 runs (null there)" in result.stdout
+    assert "first: long #0: the metric 'answer_words' of the plugin badmetric raised" in result.stdout
+
+
+FAMILY = '''
+from agent_eval.score.checks import CheckFamily, register_check_family
+
+
+def tone_checks(case, trace, final_env, expected_env):
+    if case.get("tone") == "loud":
+        {raise_}
+    return [{{"name": "tone", "passed": True, "detail": "calm enough"}}] if case.get("tone") else []
+
+
+register_check_family(CheckFamily("tone", ("tone",), tone_checks))
+'''
+
+
+@pytest.mark.parametrize("kind", RAISES)
+def test_a_check_family_that_raises_is_a_failed_check_naming_the_plugin(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch,
+                                                                       kind: str) -> None:
+    monkeypatch.syspath_prepend(str(installed(tmp_path / "site", "badfamily", FAMILY.format(raise_=RAISES[kind]))))
+    cases = [{"id": "calm", "query": "hi", "expect": {"contains": "hello"}, "tone": "calm"},
+             {"id": "loud", "query": "hi", "expect": {"contains": "hello"}, "tone": "loud"}]
+    suite_file = write_suite(tmp_path / "suite", cases, {"agent": "agent.py:agent"},
+                             {"agent.py": "def agent(task):\n    return 'hello there'\n"})
+    out = tmp_path / "reports"
+    result = run_cli("run", "--cases", suite_file, "--output-dir", out)
+    assert result.exit_code == 1, result.stderr  # "loud" failed its check
+    assert "Traceback" not in result.stderr + result.stdout
+    calm, loud = _report(out)["cases"]
+    assert calm["status"] == "passed"
+    assert calm["runs"][0]["checks"][-1] == {"name": "tone", "passed": True, "detail": "calm enough"}
+    (run,) = loud["runs"]
+    assert loud["status"] == "failed" and run["error"] is None
+    assert run["checks"][0] == {"name": "expect:contains", "passed": True,
+                                "detail": run["checks"][0]["detail"]}  # the other checks are kept
+    tone = run["checks"][-1]
+    assert (tone["name"], tone["passed"]) == ("tone", False)
+    assert tone["detail"].startswith(f"the check family 'tone' of the plugin badfamily raised {SHOWN[kind]} (")
+    assert "badfamily.py:" in tone["detail"]
+
+
+EXPECT_KEY = '''
+from agent_eval.score.expect import ExpectKey, register_expect_key
+
+
+def shouts(value, trace, case):
+    if case["id"] == "loud":
+        {raise_}
+    return (trace.get("final_answer") or "").isupper() == value, "checked"
+
+
+register_expect_key("shouts", ExpectKey(shouts))
+'''
+
+
+@pytest.mark.parametrize("kind", RAISES)
+def test_an_expect_key_that_raises_fails_its_check_naming_the_plugin(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch,
+                                                                    kind: str) -> None:
+    monkeypatch.syspath_prepend(str(installed(tmp_path / "site", "badkey", EXPECT_KEY.format(raise_=RAISES[kind]))))
+    cases = [{"id": "calm", "query": "hi", "expect": {"contains": "hello", "shouts": False}},
+             {"id": "loud", "query": "hi", "expect": {"contains": "hello", "shouts": True}}]
+    suite_file = write_suite(tmp_path / "suite", cases, {"agent": "agent.py:agent"},
+                             {"agent.py": "def agent(task):\n    return 'hello there'\n"})
+    out = tmp_path / "reports"
+    result = run_cli("run", "--cases", suite_file, "--output-dir", out)
+    assert result.exit_code == 1, result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    calm, loud = _report(out)["cases"]
+    assert calm["status"] == "passed"
+    contains, shouts = loud["runs"][0]["checks"]
+    assert contains["name"] == "expect:contains" and contains["passed"] is True
+    assert (shouts["name"], shouts["passed"]) == ("expect:shouts", False)
+    assert shouts["detail"].startswith(f"the expect key 'shouts' of the plugin badkey raised {SHOWN[kind]} (")
+
+
+OUTPUT = '''
+from agent_eval.report.outputs import Output, register_output
+
+
+def write(job):
+    {raise_}
+
+
+register_output(Output("Marks", lambda cfg, report_path: report_path.with_suffix(".marks.txt"), write))
+'''
+
+
+@pytest.mark.parametrize("kind", RAISES)
+def test_an_output_that_raises_is_exit_2_and_the_report_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               kind: str) -> None:
+    monkeypatch.syspath_prepend(str(installed(tmp_path / "site", "badoutput", OUTPUT.format(raise_=RAISES[kind]))))
+    out = tmp_path / "reports"
+    result = run_cli("run", "--cases", suite(tmp_path), "--output-dir", out, "--junit", tmp_path / "junit.xml")
+    assert result.exit_code == 2, result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert line.startswith(f"error: the output 'Marks' of the plugin badoutput raised {SHOWN[kind]} (badoutput.py:")
+    assert line.endswith("; the JSON report and the other outputs are written, exit 2.")
+    assert _report(out)["cases"][0]["status"] == "passed"  # written before the outputs
+    assert list(out.glob("*.html")) and (tmp_path / "junit.xml").exists()
+    assert not list(out.glob("*.marks.txt"))
+    assert "PASS" in result.stdout  # the terminal report is still printed
+
+
+FORMAT = '''
+from agent_eval.ingest.formats import Format, register_format
+
+
+def cases(source, logs):
+    {raise_}
+
+
+register_format("broken", Format(cases=cases))
+'''
+
+
+@pytest.mark.parametrize("kind", RAISES)
+def test_a_format_reader_that_raises_is_exit_2_naming_the_plugin_and_the_row(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch,
+                                                                            kind: str) -> None:
+    monkeypatch.syspath_prepend(str(installed(tmp_path / "site", "badformat", FORMAT.format(raise_=RAISES[kind]))))
+    (tmp_path / "source.txt").write_text("anything\n")
+    result = run_cli("import", "broken", tmp_path / "source.txt", "--out", tmp_path / "cases.json")
+    assert result.exit_code == 2
+    assert "Traceback" not in result.stderr + result.stdout
+    assert f"the format 'broken' of the plugin badformat raised {SHOWN[kind]} (badformat.py:" in result.stderr
+    assert not (tmp_path / "cases.json").exists()
+
+
+KIND = '''
+from agent_eval.run.agents import AgentKind, register_agent_kind
+
+
+def load(spec, base_dir, settings):
+    {raise_}
+
+
+register_agent_kind(AgentKind("echo", lambda spec: spec.startswith("echo:"), load))
+'''
+
+
+@pytest.mark.parametrize("kind", RAISES)
+def test_an_agent_kind_whose_loader_raises_is_exit_2_naming_the_plugin(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch,
+                                                                      kind: str) -> None:
+    monkeypatch.syspath_prepend(str(installed(tmp_path / "site", "badkind", KIND.format(raise_=RAISES[kind]))))
+    out = tmp_path / "reports"
+    result = run_cli("run", "--cases", suite(tmp_path), "--agent", "echo:hi", "--output-dir", out)
+    assert result.exit_code == 2
+    assert "Traceback" not in result.stderr + result.stdout
+    assert f"the agent kind 'echo' of the plugin badkind raised {SHOWN[kind]} (badkind.py:" in result.stderr
+
+
+def test_a_plugin_rows_own_config_error_is_its_message_and_a_real_ctrl_c_goes_through() -> None:
+    def refuses() -> None:
+        raise ConfigError("set TONE first")
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(ConfigError, match="^set TONE first$"):
+        once("format", "x", "plug", refuses)()
+    # The main thread, no event loop, Python's own SIGINT handler: where a real Ctrl-C lands.
+    with pytest.raises(KeyboardInterrupt):
+        once("format", "x", "plug", interrupted)()
+    with pytest.raises(KeyboardInterrupt):
+        per_run("metric", "x", "plug", interrupted, str)()
+    # In a worker thread no Ctrl-C is ever raised: a KeyboardInterrupt there is the plugin's own.
+    seen: list[str] = []
+    thread = threading.Thread(target=lambda: seen.append(per_run("metric", "x", "plug", interrupted, str)()))
+    thread.start()
+    thread.join()
+    assert seen[0].startswith("the metric 'x' of the plugin plug raised KeyboardInterrupt")
