@@ -178,6 +178,37 @@ def test_an_output_that_raises_is_exit_2_and_the_report_is_kept(tmp_path: Path, 
     assert "PASS" in result.stdout  # the terminal report is still printed
 
 
+TARGET_AND_FILE = '''
+from agent_eval.report.outputs import Output, register_output
+
+
+def nowhere(cfg, report_path):
+    raise KeyError("marks_dir")
+
+
+def unwritable(job):
+    raise PermissionError(13, "Permission denied")
+
+
+register_output(Output("Marks", nowhere, lambda job: None))
+register_output(Output("Locked", lambda cfg, report_path: report_path.with_suffix(".locked"), unwritable))
+'''
+
+
+def test_an_outputs_target_that_raises_is_exit_2_and_its_file_error_a_warning(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(installed(tmp_path / "site", "targetplug", TARGET_AND_FILE)))
+    out = tmp_path / "reports"
+    result = run_cli("run", "--cases", suite(tmp_path), "--output-dir", out)
+    assert result.exit_code == 2, result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    assert ("error: the output 'Marks' of the plugin targetplug raised KeyError: 'marks_dir' (targetplug.py:"
+            in result.stderr)
+    # A file the plugin cannot write is what it is for a built-in output: a warning, the verdict unchanged.
+    assert "warning: could not write the Locked file" in result.stderr and "Permission denied" in result.stderr
+    assert _report(out)["cases"][0]["status"] == "passed"
+
+
 FORMAT = '''
 from agent_eval.ingest.formats import Format, register_format
 
@@ -225,6 +256,51 @@ def test_an_agent_kind_whose_loader_raises_is_exit_2_naming_the_plugin(tmp_path:
     assert result.exit_code == 2
     assert "Traceback" not in result.stderr + result.stdout
     assert f"the agent kind 'echo' of the plugin badkind raised {SHOWN[kind]} (badkind.py:" in result.stderr
+
+
+ONCE_PER_COMMAND = '''
+from agent_eval.ingest.formats import Format, register_format
+from agent_eval.run.agents import AgentKind, register_agent_kind
+from agent_eval.score.checks import CheckFamily, register_check_family
+
+
+def matches(spec):
+    if spec == "boom":
+        raise SystemExit("no kind for you")
+    return False
+
+
+def detect(data):
+    raise ValueError("cannot tell")
+
+
+def validate(case):
+    raise RuntimeError("tone unknown")
+
+
+register_agent_kind(AgentKind("picky", matches, lambda spec, base_dir, settings: None))
+register_format("sniffy", Format(runs=lambda path, tools, logs: ([], [], {}), detect=detect))
+register_check_family(CheckFamily("tone", ("tone",), lambda case, trace, env, expected: [], validate=validate))
+'''
+
+
+def test_a_plugins_recogniser_detector_or_validation_that_raises_is_exit_2(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(installed(tmp_path / "site", "onceplug", ONCE_PER_COMMAND)))
+    cases = suite(tmp_path)
+    picked = run_cli("validate", "--cases", cases, "--agent", "boom")
+    assert picked.exit_code == 2 and "Traceback" not in picked.stderr
+    assert ("the agent kind 'picky' of the plugin onceplug raised SystemExit: no kind for you (onceplug.py:"
+            in picked.stderr)
+    (tmp_path / "traces.json").write_text("{}")
+    sniffed = run_cli("score", tmp_path / "traces.json", "--cases", cases, "--output-dir", tmp_path / "out")
+    assert sniffed.exit_code == 2 and "Traceback" not in sniffed.stderr
+    assert "the format 'sniffy' of the plugin onceplug raised ValueError: cannot tell" in sniffed.stderr
+    toned = write_suite(tmp_path / "toned", [{"id": "c", "query": "hi", "tone": "calm"}], {"agent": "agent.py:agent"},
+                        {"agent.py": "def agent(task):\n    return 'hi'\n"})
+    checked = run_cli("validate", "--cases", toned)
+    assert checked.exit_code == 2 and "Traceback" not in checked.stderr
+    assert "the check family 'tone' of the plugin onceplug raised RuntimeError: tone unknown" in checked.stderr
 
 
 def test_a_plugin_rows_own_config_error_is_its_message_and_a_real_ctrl_c_goes_through() -> None:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from agent_eval.errors import ConfigError
 from agent_eval.redaction import redact_secrets, redact_url
 from agent_eval.plugins import caller, claim, owner_of
-from agent_eval.plugins.calls import raised
+from agent_eval.plugins.calls import Raised, raised
 from agent_eval.records import Report
 from agent_eval.report.files import history_path_of, page_path_of, write_atomic
 from agent_eval.report.html import MAX_BYTES, KEEP_TRACE_STATUSES, page_from_json
@@ -145,37 +145,55 @@ def write_extras(report: Report, report_path: Path, run_bytes: Callable[[], Any]
     """
     written = []
     failed = []
-    targets = [(output, output.target(cfg, report_path)) for output in OUTPUTS]
+    targets = []
+    for output in OUTPUTS:
+        target = _call(output, output.target, cfg, report_path)
+        if isinstance(target, Raised):  # a plugin's `target` raised: that output is not written
+            failed.append(target.message)
+            continue
+        targets.append((output, target))
     for output, target in targets:
         _refuse_own_files(output, target, report_path)
     for output, target in targets:
         if target is None or target == "":
             continue
         error = _write(output, OutputJob(report, report_path, target, run_bytes, cfg, warn, sender))
+        if isinstance(error, Raised):
+            failed.append(error.message)
+            continue
         if isinstance(error, (OSError, sqlite3.Error)):
             shown = redact_url(target) if isinstance(target, str) else target  # a URL shown has no secret
             warn(f"warning: could not write the {output.kind} file {shown}: {_reason(error)}; "
                  "the verdict is unchanged.")
-            continue
-        if error is not None:
-            failed.append(redact_secrets(raised("output", output.kind, owner_of("output", output.kind) or "?", error)))
             continue
         if output.listed:
             written.append(f"{output.kind}: {target}")
     return written, failed
 
 
-def _write(output: Output, job: OutputJob) -> BaseException | None:
-    """Write one output: None, or what stopped it (a file error; anything a plugin's writer raised, caught
-    by the guard; agent-eval's own writers raise nothing else but a bug, which goes on)."""
-    owner = owner_of("output", output.kind)
-    if owner is not None:
-        return call_user(output.write, job).error
+def _write(output: Output, job: OutputJob) -> OSError | sqlite3.Error | Raised | None:
+    """Write one output: None, or what stopped it: a file error, or (`Raised`) anything else a plugin's
+    writer raised; agent-eval's own writers raise nothing else but a bug, which goes on."""
     try:
-        output.write(job)
+        written = _call(output, output.write, job, passes=(OSError, sqlite3.Error))
     except (OSError, sqlite3.Error) as exc:
         return exc
-    return None
+    return written if isinstance(written, Raised) else None
+
+
+def _call(output: Output, fn: Callable[..., Any], *args: Any,
+          passes: tuple[type[BaseException], ...] = ()) -> Any:
+    """`fn(*args)`; for a plugin's row through the guard, where an exception of `passes` is raised as for a
+    built-in row, and anything else is `Raised`, its message naming the plugin, the row and the exception."""
+    owner = owner_of("output", output.kind)
+    if owner is None:
+        return fn(*args)
+    called = call_user(fn, *args)
+    if called.error is None:
+        return called.value
+    if isinstance(called.error, passes):
+        raise called.error
+    return Raised(redact_secrets(raised("output", output.kind, owner, called.error)))
 
 
 _BUILT_IN_OUTPUTS = frozenset(output.kind for output in OUTPUTS)
