@@ -88,6 +88,8 @@ def run_cli_process(*args: object, cwd: Path | str | None = None, env: dict[str,
 def _call(argv: list[str], timeout: float) -> int:
     from agent_eval import cli
 
+    consoles = cli.console, cli.err_console  # put back here too: a test that dropped agent_eval.cli from
+    # sys.modules (pytester does) leaves it out of the module state that _State puts back
     cli.console = cli.make_console()  # the consoles read the width, colour and terminal at creation
     cli.err_console = cli.make_console(stderr=True)
     guard = threading.current_thread() is threading.main_thread()
@@ -107,6 +109,7 @@ def _call(argv: list[str], timeout: float) -> int:
         traceback.print_exc(file=sys.stderr)
         return 1
     finally:
+        cli.console, cli.err_console = consoles
         if guard:
             signal.setitimer(signal.ITIMER_REAL, 0)
         sys.stdout.flush()
