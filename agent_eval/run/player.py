@@ -46,7 +46,9 @@ class GcPacer:
         self._was_enabled = True
 
     def pause(self) -> None:
-        gc.collect()
+        # The young generations only: the old one holds every imported module, where a full pass costs
+        # 20-35 ms per command (bench/README.md, start-up) and finds a few dozen objects.
+        gc.collect(1)
         gc.freeze()
         self._was_enabled = gc.isenabled()
         gc.disable()

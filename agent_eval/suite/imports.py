@@ -5,10 +5,11 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import itertools
+import os
 import re
 import sys
 from pathlib import Path
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from types import ModuleType
 from typing import Any
 
@@ -120,9 +121,7 @@ def load_plugins(environ: Mapping[str, str]) -> None:
     (installed packages), then those AGENT_EVAL_PLUGINS names (comma-separated `.py` paths, relative to
     the current directory, or dotted names). A module named several ways (`p.py`, `./p.py`, its absolute
     path) is imported once. A plugin adds rows to agent-eval's tables when imported (docs/architecture.md)."""
-    from importlib.metadata import entry_points
-
-    for point in entry_points(group=ENTRY_POINT_GROUP):
+    for point in _entry_points():
         if first_import(_plugin_key(point.module)):
             import_module_ref(point.module, Path.cwd(), f"plugin (entry point {point.name!r} of {ENTRY_POINT_GROUP})",
                               "Fix or uninstall the package that declares it.")
@@ -131,6 +130,41 @@ def load_plugins(environ: Mapping[str, str]) -> None:
             import_module_ref(ref, Path.cwd(), f"plugin (in {PLUGINS_VAR})",
                               f"Fix {PLUGINS_VAR}: it lists .py paths (relative to the current directory) or "
                               "module names, separated by commas.")
+
+
+def _entry_points() -> Iterable[Any]:
+    """The group's entry points. importlib.metadata, whose import alone costs about 10 ms of every command,
+    is imported only when an `entry_points.txt` of a folder on sys.path names the group (a few small files
+    read, not parsed), or when a sys.path entry is not a folder (a zip or an egg), which only it can read."""
+    if not _may_declare_plugins():
+        return ()
+    from importlib.metadata import entry_points
+
+    return entry_points(group=ENTRY_POINT_GROUP)
+
+
+def _may_declare_plugins() -> bool:
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except NotADirectoryError:
+            return True
+        except OSError:
+            continue
+        if entry.endswith(".egg"):
+            return True
+        for name in names:
+            if name.endswith((".dist-info", ".egg-info")) and ENTRY_POINT_GROUP in _read(entry, name):
+                return True
+    return False
+
+
+def _read(folder: str, info: str) -> str:
+    try:
+        with open(os.path.join(folder or ".", info, "entry_points.txt"), encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
 
 
 def _plugin_key(ref: str) -> str:
