@@ -27,9 +27,9 @@ print("\\nLOADED " + " ".join(m for m in {heavy!r} if m in sys.modules))
 '''
 
 
-def loaded_after(*args: str) -> set[str]:
-    """The HEAVY modules a fresh interpreter holds once `agent-eval ARGS...` has run."""
-    done = subprocess.run([sys.executable, "-c", SHOW.format(heavy=HEAVY), *args], capture_output=True, text=True,
+def loaded_after(*args: str, heavy: tuple[str, ...] = HEAVY) -> set[str]:
+    """The `heavy` modules a fresh interpreter holds once `agent-eval ARGS...` has run."""
+    done = subprocess.run([sys.executable, "-c", SHOW.format(heavy=heavy), *args], capture_output=True, text=True,
                           cwd=ROOT, env=clean_env(), timeout=120)
     line = done.stdout.rsplit("LOADED", 1)[1]
     return set(line.split())
@@ -46,6 +46,11 @@ def test_importing_the_cli_imports_no_heavy_module() -> None:
 def test_help_and_version_import_no_heavy_module_but_the_help_table() -> None:
     assert loaded_after("--help") <= {"rich.table"}  # typer's help is drawn with rich's tables
     assert loaded_after("--version") == set()
+
+
+def test_the_plugin_scan_imports_importlib_metadata_only_when_a_distribution_names_the_group() -> None:
+    # No installed distribution of this venv declares agent_eval.plugins (tests/test_plugins.py makes one).
+    assert loaded_after("--help", heavy=("importlib.metadata",)) == set()
 
 
 def test_validate_imports_what_checking_a_case_file_uses_and_no_more() -> None:
