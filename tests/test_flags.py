@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 import pytest
 import typer
 
@@ -75,3 +76,43 @@ def test_a_plugin_s_setting_is_an_option_of_any_command_it_names(tmp_path: Path)
         shown = run_cli(command, "--help", env=env)
         assert shown.exit_code == 0 and "--window" in shown.stdout and "How many runs the window holds." in shown.stdout
     assert "--window" not in run_cli("history", "--help", env={**clean_env(), "COLUMNS": "1000"}).stdout
+
+
+SWITCHES = '''
+from pathlib import Path
+
+import orjson
+
+from agent_eval.flags import Setting, register_setting
+
+register_setting(Setting("loud", bool, ("--loud",), help="renewed, a switch"))
+register_setting(Setting("tag", str, ("--tag",), repeatable=True, help="renewed, repeatable"))
+register_setting(Setting("fixture", Path, ("--fixture",), resume="kept", shown="text", help="kept, a path"))
+register_setting(Setting("label", str, ("--label",), repeatable=True, resume="kept", help="kept, repeatable"))
+'''
+HELLO = 'def agent(task):\n    return "hello"\n'
+
+
+def test_resume_keeps_a_plugin_s_switch_and_repeatable_flag_and_takes_a_kept_one_given_again(tmp_path: Path) -> None:
+    from tests.builders import write_suite
+
+    (tmp_path / "switches.py").write_text(SWITCHES)
+    cases = write_suite(tmp_path, [{"id": "a", "query": "hi", "expect": {"contains": "hello"}}],
+                        {"agent": "agent.py:agent"}, {"agent.py": HELLO})
+    out = tmp_path / "reports"
+    env = clean_env(AGENT_EVAL_PLUGINS=str(tmp_path / "switches.py"))
+    first = run_cli("run", "--cases", cases, "--output-dir", out, "-q", "--no-html", "--loud", "--tag", "a",
+                    "--tag", "b", "--fixture", "fx", "--label", "z", env=env)
+    assert first.exit_code == 0, first.stderr
+    (path,) = out.glob("*.json")
+    shown = ("loud", "tag", "fixture", "label")
+    stored = {k: orjson.loads(path.read_bytes())["settings"][k] for k in shown}
+    assert stored == {"loud": True, "tag": ["a", "b"], "fixture": "fx", "label": ["z"]}
+    # Renewed rows not given again: the run's values (a switch left off is False, a repeatable flag (), not None).
+    # Kept rows given again with the values the run used: no conflict (a path as a path, a list as a list).
+    resumed = run_cli("run", "--resume", path.stem, "--output-dir", out, "-q", "--fixture", "fx", "--label", "z",
+                      env=env)
+    assert resumed.exit_code == 0, resumed.stderr
+    assert {k: orjson.loads(path.read_bytes())["settings"][k] for k in shown} == stored
+    clash = run_cli("run", "--resume", path.stem, "--output-dir", out, "--label", "y", env=env)
+    assert clash.exit_code == 2 and "--label y conflicts with run" in clash.stderr and "which used z" in clash.stderr

@@ -74,12 +74,17 @@ class Stored:
         return Path(value) if row.type is Path else value
 
 
-def _given_value(flag: str, value: Any) -> Any:
-    if flag == "filter":
+def _given_value(row: Setting, value: Any) -> Any:
+    if row.repeatable:
         return list(value or [])
-    if flag == "agent":
+    if row.name == "agent":
         return redact_urls(resolve_spec(value, Path.cwd()))  # as stored: a URL's secret is never stored
     return value
+
+
+def _is_unset(value: Any) -> bool:
+    """A flag left off: None, or the False or () that typer passes for a switch or a repeatable flag."""
+    return value is None or value is False or value == ()
 
 
 def full_agent(stored: str | None, given: str | None) -> str | None:
@@ -101,10 +106,10 @@ def full_url(stored: str | None, where: str, *candidates: str | None) -> str | N
     return url
 
 
-def _differs(flag: str, given: Any, stored: Any) -> bool:
-    if flag == "cases":
+def _differs(row: Setting, given: Any, stored: Any) -> bool:
+    if row.type is Path and not row.repeatable:
         return not _same_path(given, stored)
-    if flag == "base_url":
+    if row.name == "base_url":
         return redact_url(given) != stored
     if isinstance(given, (int, float)) and not isinstance(given, bool) and isinstance(stored, (int, float)):
         return float(given) != float(stored)
@@ -199,7 +204,7 @@ def open_resume(flags: Flags) -> Resume:
         if value is None:
             continue
         stored_value = stored.stored_value(row)
-        if _differs(row.name, _given_value(row.name, value), stored_value):
+        if _differs(row, _given_value(row, value), stored_value):
             name = row.flags[0] if row.flags else row.name
             raise ConfigError(f"{name} {_show_flag(value)} conflicts with run {stored.run_id}, which used "
                               f"{_show(stored_value)}; a resumed run keeps its settings: drop {name}, or "
@@ -208,7 +213,7 @@ def open_resume(flags: Flags) -> Resume:
     journal = Journal(stored.path, run_id=stored.run_id, drop_torn=True)
     s = stored.settings
     values: dict[str, Any] = {row.name: stored.flag_value(row) for row in rows if row.name not in _SPECIAL and (
-        row.rule == "kept" or row.rule == "renewed" and flags.value(row.name) is None)}
+        row.rule == "kept" or row.rule == "renewed" and _is_unset(flags.value(row.name)))}
     user = s.get("user")  # the simulator: a SPEC (file.py:fn) or a model name
     resumed = flags.replace(
         **values, cases=Path(stored.cases_file), agent=full_agent(s.get("agent"), flags.text("agent")),
