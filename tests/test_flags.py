@@ -116,3 +116,29 @@ def test_resume_keeps_a_plugin_s_switch_and_repeatable_flag_and_takes_a_kept_one
     assert {k: orjson.loads(path.read_bytes())["settings"][k] for k in shown} == stored
     clash = run_cli("run", "--resume", path.stem, "--output-dir", out, "--label", "y", env=env)
     assert clash.exit_code == 2 and "--label y conflicts with run" in clash.stderr and "which used z" in clash.stderr
+
+
+PATHS = '''
+from pathlib import Path
+
+from agent_eval.flags import Setting, register_setting
+
+register_setting(Setting("fixture", Path, ("--fixture",), help="a path shown as it is"))
+register_setting(Setting("extra_dir", Path, ("--extra-dir",), repeatable=True, help="repeatable paths"))
+'''
+
+
+def test_a_plugin_s_path_setting_is_shown_as_text(tmp_path: Path) -> None:
+    from tests.builders import write_suite
+
+    (tmp_path / "paths.py").write_text(PATHS)
+    cases = write_suite(tmp_path, [{"id": "a", "query": "hi", "expect": {"contains": "hello"}}],
+                        {"agent": "agent.py:agent"}, {"agent.py": HELLO})
+    out = tmp_path / "reports"
+    env = clean_env(AGENT_EVAL_PLUGINS=str(tmp_path / "paths.py"))
+    result = run_cli("run", "--cases", cases, "--output-dir", out, "-q", "--no-html", "--fixture", "fx",
+                     "--extra-dir", "d1", "--extra-dir", "d2", env=env)
+    assert result.exit_code == 0 and "Traceback" not in result.stderr, result.stderr
+    (path,) = out.glob("*.json")
+    settings = orjson.loads(path.read_bytes())["settings"]
+    assert (settings["fixture"], settings["extra_dir"]) == ("fx", ["d1", "d2"])

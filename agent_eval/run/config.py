@@ -125,8 +125,10 @@ _SHOWN: dict[str, Callable[[RunConfig], dict[str, Any]]] = {
 
 
 def _show(row: Setting, value: Any) -> Any:
+    if isinstance(value, list):  # a repeatable flag's values
+        return [_show(row, v) for v in value]
     if value is None or row.shown == "value":
-        return value
+        return str(value) if isinstance(value, Path) else value  # a path as text, as JSON holds it
     if row.shown == "url":
         return redact_url(value)
     return redact_urls(value) if row.shown == "urls" else str(value)
