@@ -142,3 +142,40 @@ def test_a_plugin_s_path_setting_is_shown_as_text(tmp_path: Path) -> None:
     (path,) = out.glob("*.json")
     settings = orjson.loads(path.read_bytes())["settings"]
     assert (settings["fixture"], settings["extra_dir"]) == ("fx", ["d1", "d2"])
+
+
+@pytest.mark.parametrize(("row", "problem"), [
+    (Setting("my-tone", str, ("--tone",)), "its name must be a Python name"),
+    (Setting("tone", dict, ("--tone",)), "its type must be str, int, float, bool or Path (repeatable=True for "
+                                          "several values), not dict"),
+    (Setting("tone", "str", ("--tone",)), "its type must be str, int, float, bool or Path (repeatable=True for "  # type: ignore[arg-type]
+                                           "several values), not the text 'str'"),
+    (Setting("tone", str, ("tone",)), "a flag starts with - or -- (\"--tone\"), not 'tone'"),
+    (Setting("tone", str, ("--tone",), resume="keep"), "resume must be \"kept\", \"renewed\", \"command\", True or "  # type: ignore[arg-type]
+                                                       "False, not 'keep'"),
+    (Setting("tone", str, ("--tone",), shown="secret"), "shown must be one of 'value', 'text', 'url', 'urls', "  # type: ignore[arg-type]
+                                                        "'hidden', not 'secret'"),
+])
+def test_a_setting_row_that_cannot_work_is_refused_naming_the_field(row: Setting, problem: str) -> None:
+    from agent_eval.errors import ConfigError
+    from agent_eval.flags import register_setting
+
+    with pytest.raises(ConfigError) as refused:
+        register_setting(row)
+    assert f"the setting {row.name!r} of tests.test_flags: {problem}" in str(refused.value)
+
+
+@pytest.mark.parametrize(("row", "args", "says"), [
+    ("Setting('tone', str, ('--tone',), commands=('runn',))", ("run", "--help"),
+     "the setting 'tone' of a plugin names the command 'runn', which agent-eval does not have; its commands are "
+     "calibrate, compare, history, import, label, list, plan, rescore, run, score, validate, view."),
+    ("Setting('base_report', str, ('--br',), commands=('compare',))", ("compare", "--help"),
+     "the setting 'base_report' of a plugin has the name of an argument of `compare`; rename the setting."),
+])
+def test_a_setting_for_no_command_or_named_as_an_argument_is_exit_2(tmp_path: Path, row: str,
+                                                                    args: tuple[str, ...], says: str) -> None:
+    (tmp_path / "bad.py").write_text(f"from agent_eval.flags import Setting, register_setting\n"
+                                     f"register_setting({row})\n")
+    result = run_cli(*args, env=clean_env(AGENT_EVAL_PLUGINS=str(tmp_path / "bad.py")))
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    assert " ".join(result.stderr.split()) == f"error: {says}"

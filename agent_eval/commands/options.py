@@ -39,6 +39,7 @@ def _add_setting_options(app: typer.Typer) -> None:
 def build_options(app: typer.Typer) -> None:
     """Give each command of `app` the options of the rows that name it (again: a row added since counts)."""
     rows = all_settings()
+    _check_commands(app, rows)
     for info in app.registered_commands:
         fn = info.callback
         if fn is None:
@@ -49,11 +50,26 @@ def build_options(app: typer.Typer) -> None:
         if len(params) < len(written.parameters):
             name = info.name or fn.__name__
             taken = {flag for p in params for flag in getattr(p.default, "param_decls", ()) or ()}
+            taken.update(p.name for p in params)
             params += [_parameter(row, name, taken) for row in rows if name in row.commands and row.flags]
         fn.__signature__ = written.replace(parameters=params)  # type: ignore[attr-defined]
 
 
+def _check_commands(app: typer.Typer, rows: tuple[Setting, ...]) -> None:
+    """A row naming a command agent-eval does not have is a ConfigError (a typo would hide its flag)."""
+    known = {info.name or info.callback.__name__ for info in app.registered_commands if info.callback}
+    for row in rows:
+        unknown = sorted(set(row.commands) - known)
+        if unknown:
+            raise ConfigError(f"the setting {row.name!r} of a plugin names the command {unknown[0]!r}, which "
+                              f"agent-eval does not have; its commands are {', '.join(sorted(known))}.")
+
+
 def _parameter(row: Setting, command: str, taken: set[str]) -> inspect.Parameter:
+    if row.name in taken:
+        raise ConfigError(f"the setting {row.name!r} of a plugin has the name of an argument of `{command}`; "
+                          "rename the setting.")
+    taken.add(row.name)
     clash = [flag for flag in row.flags if flag in taken]
     if clash:
         raise ConfigError(f"the setting {row.name!r} of a plugin wants the flag {clash[0]}, which `{command}` "

@@ -8,10 +8,11 @@ these rows. A plugin adds a row with `register_setting`.
 from __future__ import annotations
 
 import dataclasses
+import keyword
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 ResumeRule = Literal["kept", "renewed", "command"]
 """What `--resume` does with a setting: "kept", the run's stored value, and a different value given again is
@@ -238,10 +239,39 @@ def setting(name: str) -> Setting:
 
 
 def register_setting(row: Setting) -> None:
-    """Add a setting; a name (or flag) that a built-in setting or another module holds is a ConfigError."""
+    """Add a setting; a name (or flag) that a built-in setting or another module holds is a ConfigError, and
+    so is a row whose fields cannot work (`setting_problem`)."""
     from agent_eval.plugins import caller, claim
 
+    if problem := setting_problem(row):
+        from agent_eval.errors import ConfigError
+
+        raise ConfigError(f"the setting {getattr(row, 'name', row)!r} of {caller()}: {problem}")
     claim("setting", row.name, caller(), _BUILT_IN_NAMES, __name__)
     for flag in row.flags:
         claim("flag", flag, caller(), (), __name__)
     SETTINGS[:] = [s for s in SETTINGS if s.name != row.name] + [row]
+
+
+_TYPES = (str, int, float, bool, Path)
+_RULES = (True, False, *get_args(ResumeRule))
+
+
+def setting_problem(row: Setting) -> str | None:
+    """Why a registered row cannot work (its name is not a Python name, a type the command line cannot
+    read, a flag without its dash, an unknown `resume` rule or `shown` form), or None."""
+    if not isinstance(row, Setting):
+        return f"register_setting takes a Setting(...), not {type(row).__name__}."
+    if not row.name.isidentifier() or keyword.iskeyword(row.name):
+        return "its name must be a Python name (letters, digits and _), as run_suite() takes it: rename it."
+    if row.type not in _TYPES:
+        given = row.type.__name__ if isinstance(row.type, type) else f"the text {row.type!r}"
+        return f"its type must be str, int, float, bool or Path (repeatable=True for several values), not {given}."
+    bad = [f for f in row.flags if not isinstance(f, str) or not f.startswith("-") or f in ("-", "--")]
+    if bad:
+        return f"a flag starts with - or -- (\"--{row.name.replace('_', '-')}\"), not {bad[0]!r}."
+    if row.resume not in _RULES:
+        return f"resume must be \"kept\", \"renewed\", \"command\", True or False, not {row.resume!r}."
+    if row.shown not in get_args(Shown):
+        return f"shown must be one of {', '.join(map(repr, get_args(Shown)))}, not {row.shown!r}."
+    return None
