@@ -232,3 +232,32 @@ def test_a_metric_row_whose_statistic_cannot_work_is_refused() -> None:
         register_metric(SuiteMetric("my_pass", "my pass", statistic=pass_count("at_1")))
     with pytest.raises(ConfigError, match="a percentile has no interval"):
         register_metric(SuiteMetric("my_p90", "my p90", statistic=percentile("latency_s", 90), interval=True))
+
+
+def _words(case: object, trace: object, checks: object, success: bool, cost_usd: float | None) -> int:
+    return 1
+
+
+@pytest.mark.parametrize(("fields", "problem"), [
+    ({"name": "p90-words"}, "its name must be letters, digits and _ (it is a key of the summary, a column of the "
+                            "history and the NAME of --gate NAME): rename it."),
+    ({"statistic": "mean"}, "its statistic must be built with mean(KEY), share(KEY), ratio(KEY, DEN), total(KEY), "
+                            "per_success(KEY) or percentile(KEY, Q), not 'mean'."),
+    ({"kind": "median"}, "its statistic must be built with mean(KEY)"),
+    ({"q": 150}, "a percentile's Q is a number from 0 to 100, not 150."),
+    ({"section": "nope"}, "section must be one of 'outcome', 'trajectory', 'safety', 'cost', 'latency', 'more', "
+                          "not 'nope'."),
+    ({"fmt": "pct"}, "fmt must be one of 'rate', 'number', 'seconds', 'count', 'usd', not 'pct'."),
+    ({"run_value": 3}, "run_value must be a function (case, trace, checks, success, cost_usd), not 3."),
+])
+def test_a_metric_row_with_an_impossible_field_is_refused_naming_it(fields: dict, problem: str) -> None:
+    from agent_eval.errors import ConfigError
+    from agent_eval.score.metric_registry import Statistic, SuiteMetric, percentile, register_metric
+
+    statistic = fields.pop("statistic", None) or (
+        Statistic(fields.pop("kind"), "words") if "kind" in fields else percentile("words", fields.pop("q", 90)))
+    row = SuiteMetric(**{"name": "words_p90", "label": "words p90", "statistic": statistic, "run_value": _words,
+                         **fields})
+    with pytest.raises(ConfigError) as refused:
+        register_metric(row)
+    assert str(refused.value).startswith(f"the metric {row.name!r} of tests.test_plugins: {problem}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from agent_eval.plugins import caller, claim
 from agent_eval.plugins.calls import Raised, per_run
@@ -22,6 +22,7 @@ RunValue = Callable[["Case", "Trace", "list[Check]", bool, "float | None"], Any]
 StatisticKind = Literal["pass", "mean", "share", "ratio", "sum", "per_success", "percentile"]
 PassEstimator = Literal["at_1", "hat", "hat_k", "at_k"]
 Section = Literal["outcome", "trajectory", "safety", "cost", "latency", "more"]
+Format = Literal["rate", "number", "seconds", "count", "usd"]
 SECTION_TITLES: dict[str, str] = {"outcome": "Outcome", "trajectory": "Trajectory", "safety": "Safety",
                                   "cost": "Cost & latency", "latency": "Cost & latency", "more": "More metrics"}
 """The title of the block (terminal) or card (page) each section is shown in."""
@@ -109,7 +110,7 @@ class SuiteMetric:
     gate_rank: int | None = None  # its row among the metrics gated by default; None when not gated by default
     in_history: bool = True
     short: str | None = None  # the history column header, when the name is too wide
-    fmt: Literal["rate", "number", "seconds", "count", "usd"] = "rate"  # how a value is shown
+    fmt: Format = "rate"  # how a value is shown
     statistic: Statistic = Statistic("mean")
     interval: bool = False  # summary.ci holds its 95% bootstrap interval
     gateable: bool = True  # `--gate NAME` takes it
@@ -232,11 +233,11 @@ def in_section(*sections: str) -> list[SuiteMetric]:
 def register_metric(metric: SuiteMetric) -> None:
     """Add a suite metric row (a plugin's: its `run_value` gives each run's value, stored under its
     statistic's `key`, which any kind but `pass` turns into the suite figure); a name another module holds
-    is a ConfigError, and so is a statistic the row cannot have."""
-    if problem := statistic_problem(metric):
+    is a ConfigError, and so is a row whose fields cannot work (`metric_problem`)."""
+    if problem := metric_problem(metric):
         from agent_eval.errors import ConfigError
 
-        raise ConfigError(f"the metric {metric.name!r} of {caller()}: {problem}")
+        raise ConfigError(f"the metric {getattr(metric, 'name', metric)!r} of {caller()}: {problem}")
     owner = caller()
     claim("metric", metric.name, owner, BUILT_IN_METRICS, __name__)
     if metric.run_value is not None:  # its code goes through the guard: a raise is a null with a note
@@ -245,15 +246,35 @@ def register_metric(metric: SuiteMetric) -> None:
     SUITE_METRIC_BY_NAME[metric.name] = metric
 
 
-def statistic_problem(metric: SuiteMetric) -> str | None:
+def metric_problem(metric: SuiteMetric) -> str | None:
+    """Why a registered row cannot work (its name, its display fields or its statistic), or None."""
+    if not isinstance(metric, SuiteMetric):
+        return f"register_metric takes a SuiteMetric(...), not {type(metric).__name__}."
+    if not isinstance(metric.name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", metric.name):
+        return ("its name must be letters, digits and _ (it is a key of the summary, a column of the history "
+                "and the NAME of --gate NAME): rename it.")
+    for field, value, kinds in (("section", metric.section, Section), ("page_section", metric.page_section, Section),
+                                ("fmt", metric.fmt, Format)):
+        if value is not None and value not in get_args(kinds):
+            return f"{field} must be one of {', '.join(map(repr, get_args(kinds)))}, not {value!r}."
+    if metric.run_value is not None and not callable(metric.run_value):
+        return f"run_value must be a function (case, trace, checks, success, cost_usd), not {metric.run_value!r}."
+    return statistic_problem(metric.statistic, metric.interval)
+
+
+def statistic_problem(st: Statistic, interval: bool) -> str | None:
     """Why a registered row's statistic cannot work, or None."""
-    st = metric.statistic
+    if not isinstance(st, Statistic) or st.kind not in get_args(StatisticKind):
+        return ("its statistic must be built with mean(KEY), share(KEY), ratio(KEY, DEN), total(KEY), "
+                f"per_success(KEY) or percentile(KEY, Q), not {st!r}.")
     if st.kind == "pass" or st.key is None:
         return ("a registered metric's statistic reads a run value: mean(KEY), share(KEY), ratio(KEY, DEN), "
                 "total(KEY), per_success(KEY) or percentile(KEY, Q); give it one.")
     if st.kind == "ratio" and st.den is None:
         return "a ratio needs the run value below the line: ratio(KEY, DEN)."
-    if metric.interval and st.kind not in INTERVAL_KINDS:
+    if st.kind == "percentile" and not (isinstance(st.q, (int, float)) and 0 <= st.q <= 100):
+        return f"a percentile's Q is a number from 0 to 100, not {st.q!r}."
+    if interval and st.kind not in INTERVAL_KINDS:
         return f"a {st.kind} has no interval (only {', '.join(sorted(INTERVAL_KINDS - {'pass'}))} do): interval=False."
     return None
 
