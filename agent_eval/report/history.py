@@ -52,6 +52,10 @@ def _connect(db_path: str | Path) -> sqlite3.Connection:
                        ("partial", "INTEGER DEFAULT 0")):
         if name not in columns:
             conn.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
+    # A metric row added since the file was made (a plugin's, a new built-in one) gets its column too.
+    for name in METRIC_COLUMNS:
+        if name not in columns:
+            conn.execute(f"ALTER TABLE runs ADD COLUMN {name} REAL")
     return conn
 
 

@@ -198,3 +198,16 @@ def test_history_marks_a_partial_run_and_leaves_it_off_the_trend(db: Path) -> No
     trend = next(line for line in text.splitlines() if line.strip().startswith("trend"))
     # Two points, 0.2 and 0.8: the lowest and the highest spark; the partial 1.0 is left out.
     assert trend.split()[-1] == "▁▇"
+
+
+def test_a_metric_added_since_the_history_was_made_gets_its_column(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_eval.report import history
+
+    record_run(db, make_report("20260101-000000-aaaaaa", "2026-01-01T00:00:00"), None)
+    monkeypatch.setattr(history, "METRIC_COLUMNS", (*history.METRIC_COLUMNS, "answer_words"))  # a plugin's row
+    report = make_report("20260102-000000-bbbbbb", "2026-01-02T00:00:00")
+    report["summary"]["answer_words"] = 3.0
+    record_run(db, report, None)  # the file had no such column: it was "table runs has no column named ..."
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT run_id, answer_words FROM runs ORDER BY run_id").fetchall() == [
+            ("20260101-000000-aaaaaa", None), ("20260102-000000-bbbbbb", 3.0)]
