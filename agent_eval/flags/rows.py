@@ -1,7 +1,7 @@
 """Every setting of the command line, one row each: its flag, environment variable, suite key, default,
 help, the commands that take it, how the report shows it and what `--resume` does with it.
 
-The Typer options of every command (`commands/options.py`), `Flags` (`flags.py`), the resolution chain
+The Typer options of every command (`commands/options.py`), `Flags` (`flags/__init__.py`), the resolution chain
 and the report's `settings` (`run/config.py`) and the `--resume` rule (`run/resume.py`) are read from
 these rows. A plugin adds a row with `register_setting`.
 """

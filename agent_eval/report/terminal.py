@@ -43,7 +43,7 @@ from agent_eval.report.curve_section import curve_text, render_curve
 from agent_eval.report.metrics_section import render_added_metrics, render_metric_errors
 from agent_eval.report.price_source import pricing_line
 from agent_eval.errors import EXIT_MEANINGS
-from agent_eval.score.metric_registry import SECTION_TITLES, SUITE_METRIC_BY_NAME, SuiteMetric, in_section
+from agent_eval.score.metric_registry import SECTION_TITLES, SuiteMetric, in_section
 
 SectionRenderer = Callable[[Report, Console], None]
 
@@ -214,11 +214,6 @@ def outcome_rows(report: Report) -> list[tuple[str, str]]:
 def trajectory_rows(report: Report) -> list[tuple[str, str]]:
     """The Trajectory dimension: the suite means and rates of docs/metrics.md."""
     return [(m.label, figure_text(report, m)) for m in _shown("trajectory")]
-
-
-def cost_per_success_text(report: Report) -> str:
-    """Cost per success; `no successes` when it is null because no run succeeded."""
-    return figure_text(report, SUITE_METRIC_BY_NAME["cost_per_success_usd"])
 
 
 def cost_latency_rows(report: Report) -> list[tuple[str, str]]:

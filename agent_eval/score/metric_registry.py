@@ -52,14 +52,6 @@ class Statistic:
     null_with: str | None = None  # sum, per_success: null too when a run's value of this key is null
     q: float = 50.0  # percentile
 
-    @property
-    def run_keys(self) -> tuple[str, ...]:
-        """The keys of the runs' metrics it reads."""
-        if self.kind == "pass":
-            return ()
-        keys = (self.key, self.den, self.among, *self.also, self.null_with)
-        return tuple(k for k in keys if k is not None)
-
 
 def pass_count(estimator: PassEstimator) -> Statistic:
     """A pass-count estimator over the cases' (n, c): `at_1`, `hat` (the dict), `hat_k` or `at_k`."""
