@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -309,7 +309,7 @@ def format_help() -> str:
     return f"{', '.join(names)} or {last}." if names else f"{last}."
 
 
-def main(argv: Any = None) -> None:
+def main(argv: Sequence[str] | None = None) -> None:
     """Console-script entry point. As the command (no `argv`), it is the subreaper of what it starts, and
     no descendant outlives it; SIGTERM is a Ctrl-C (exit 143)."""
     if argv is None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 from collections.abc import Iterator
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 import numpy as np
 
@@ -34,7 +34,7 @@ def pass_hat_entry(name: str) -> int | None:
 class Stat:
     """One metric of one report over the common cases: a ratio of per-case sums, a sum, or a percentile."""
 
-    kind: str  # "ratio" | "sum" | "percentile"
+    kind: Literal["ratio", "sum", "percentile"]
     num: np.ndarray | None = None  # per case
     den: np.ndarray | None = None  # per case (ratio only)
     values: np.ndarray | None = None  # pooled run values (percentile only)

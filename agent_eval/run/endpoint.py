@@ -364,8 +364,8 @@ def _error(web: Any, status: int, code: str, message: str, headers: dict[str, st
 
 
 # --- one endpoint per event loop ----------------------------------------------------------------------
-_ENDPOINTS: dict[Any, Endpoint] = {}
-_STARTING: dict[Any, asyncio.Task[Endpoint]] = {}
+_ENDPOINTS: dict[asyncio.AbstractEventLoop, Endpoint] = {}
+_STARTING: dict[asyncio.AbstractEventLoop, asyncio.Task[Endpoint]] = {}
 
 
 async def endpoint() -> Endpoint:
