@@ -10,7 +10,7 @@ import typer
 
 from agent_eval.cli import app
 from agent_eval.flags import BUILT_IN_SETTINGS, DEFAULTS, Flags, Setting, all_settings, setting
-from tests.builders import clean_env
+from tests.builders import clean_env, write_suite
 from tests.cli import run_cli
 
 
@@ -93,12 +93,15 @@ register_setting(Setting("label", str, ("--label",), repeatable=True, resume="ke
 HELLO = 'def agent(task):\n    return "hello"\n'
 
 
-def test_resume_keeps_a_plugin_s_switch_and_repeatable_flag_and_takes_a_kept_one_given_again(tmp_path: Path) -> None:
-    from tests.builders import write_suite
+def one_case_suite(folder: Path) -> Path:
+    """A one-case suite whose Python agent passes."""
+    return write_suite(folder, [{"id": "a", "query": "hi", "expect": {"contains": "hello"}}],
+                       {"agent": "agent.py:agent"}, {"agent.py": HELLO})
 
+
+def test_resume_keeps_a_plugin_s_switch_and_repeatable_flag_and_takes_a_kept_one_given_again(tmp_path: Path) -> None:
     (tmp_path / "switches.py").write_text(SWITCHES)
-    cases = write_suite(tmp_path, [{"id": "a", "query": "hi", "expect": {"contains": "hello"}}],
-                        {"agent": "agent.py:agent"}, {"agent.py": HELLO})
+    cases = one_case_suite(tmp_path)
     out = tmp_path / "reports"
     env = clean_env(AGENT_EVAL_PLUGINS=str(tmp_path / "switches.py"))
     first = run_cli("run", "--cases", cases, "--output-dir", out, "-q", "--no-html", "--loud", "--tag", "a",
@@ -129,11 +132,8 @@ register_setting(Setting("extra_dir", Path, ("--extra-dir",), repeatable=True, h
 
 
 def test_a_plugin_s_path_setting_is_shown_as_text(tmp_path: Path) -> None:
-    from tests.builders import write_suite
-
     (tmp_path / "paths.py").write_text(PATHS)
-    cases = write_suite(tmp_path, [{"id": "a", "query": "hi", "expect": {"contains": "hello"}}],
-                        {"agent": "agent.py:agent"}, {"agent.py": HELLO})
+    cases = one_case_suite(tmp_path)
     out = tmp_path / "reports"
     env = clean_env(AGENT_EVAL_PLUGINS=str(tmp_path / "paths.py"))
     result = run_cli("run", "--cases", cases, "--output-dir", out, "-q", "--no-html", "--fixture", "fx",
