@@ -70,8 +70,39 @@ def test_a_metric_whose_run_value_raises_is_null_with_a_note(tmp_path: Path, mon
     assert "badmetric.py:" in note and "in answer_words)" in note
     # The figure is over the runs with a value: (2 + 2) / 2 = 2.0.
     assert report["summary"]["answer_words"] == 2.0
-    assert "Metric errors" in result.stdout and "answer_words: raised on 2 of 4 runs (null there)" in result.stdout
+    assert "Metric errors" in result.stdout and "answer_words: failed on 2 of 4 runs (null there)" in result.stdout
     assert "first: long #0: the metric 'answer_words' of the plugin badmetric raised" in result.stdout
+
+
+GARBAGE = {"text": '"many"', "list": "list(range(100_000))", "nan": 'float("nan")', "huge": "10 ** 400"}
+# What the note says the run value was.
+GARBAGE_SHOWN = {"text": "a value of type str", "list": "a value of type list", "nan": "nan",
+                 "huge": "a value of type int"}
+
+
+@pytest.mark.parametrize("kind", GARBAGE)
+def test_a_metric_whose_run_value_is_not_a_number_is_null_with_a_note(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch,
+                                                                      kind: str) -> None:
+    source = METRIC.format(raise_=f"return {GARBAGE[kind]}")
+    monkeypatch.syspath_prepend(str(installed(tmp_path / "site", "badvalue", source)))
+    cases = [{"id": "short", "query": "hi", "expect": {"contains": "hello"}},
+             {"id": "long", "query": "hi", "expect": {"contains": "hello"}}]
+    suite_file = write_suite(tmp_path / "suite", cases, {"agent": "agent.py:agent"}, {"agent.py": TALKER})
+    out = tmp_path / "reports"
+    result = run_cli("run", "--cases", suite_file, "-k", "2", "--output-dir", out, "-v")
+    # The summary reads numbers: a string or a list there ended the command with a traceback and no report.
+    assert result.exit_code == 0, result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    report = _report(out)
+    short, long = report["cases"]
+    assert [r["metrics"]["answer_words"] for r in long["runs"]] == [None, None]
+    assert long["runs"][0]["metric_errors"]["answer_words"] == (
+        f"the metric 'answer_words' of the plugin badvalue returned {GARBAGE_SHOWN[kind]}, not a finite number "
+        "(return a number, a bool or None)")
+    # Over the runs with a value, short's 2 words twice: (2 + 2) / 2 = 2.0, its interval [2.0, 2.0].
+    assert (report["summary"]["answer_words"], report["summary"]["ci"]["answer_words"]) == (2.0, [2.0, 2.0])
+    assert "answer_words: failed on 2 of 4 runs (null there)" in result.stdout
 
 
 FAMILY = '''

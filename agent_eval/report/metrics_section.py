@@ -42,7 +42,7 @@ def render_added_metrics(report: Report, console: Console, verbose: bool = False
 
 
 def metric_errors(report: Report) -> dict[str, tuple[int, int, str]]:
-    """Per run value whose plugin code raised: (runs it raised on, runs, `case #trial: message` of the first)."""
+    """Per run value whose plugin code raised: (runs it failed on, runs, `case #trial: message` of the first)."""
     found: dict[str, tuple[int, int, str]] = {}
     runs = 0
     for case in report.get("cases") or []:
@@ -63,7 +63,7 @@ def render_metric_errors(report: Report, console: Console) -> None:
     console.print()
     console.print(Text("Metric errors", style="bold"))
     for key, (count, runs, first) in errors.items():
-        console.print(Text(f"  {key}: raised on {count} of {runs} runs (null there); first: {first}", style="red"),
+        console.print(Text(f"  {key}: failed on {count} of {runs} runs (null there); first: {first}", style="red"),
                       soft_wrap=True)
 
 

@@ -5,6 +5,8 @@ gated by default and kept in the run history. The summary (score/metrics.py), `s
 read the rows (docs/metrics.md defines each); a plugin adds one with `register_metric`."""
 from __future__ import annotations
 
+import math
+import numbers
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -233,7 +235,8 @@ def register_metric(metric: SuiteMetric) -> None:
     owner = caller()
     claim("metric", metric.name, owner, BUILT_IN_METRICS, __name__)
     if metric.run_value is not None:  # its code goes through the guard: a raise is a null with a note
-        metric = replace(metric, run_value=per_run("metric", metric.name, owner, metric.run_value, Raised))
+        guarded = per_run("metric", metric.name, owner, metric.run_value, Raised)
+        metric = replace(metric, run_value=_numbers_only(metric.name, owner, guarded))
     SUITE_METRIC_TABLE[:] = [m for m in SUITE_METRIC_TABLE if m.name != metric.name] + [metric]
     SUITE_METRIC_BY_NAME[metric.name] = metric
 
@@ -252,6 +255,31 @@ def metric_problem(metric: SuiteMetric) -> str | None:
     if metric.run_value is not None and not callable(metric.run_value):
         return f"run_value must be a function (case, trace, checks, success, cost_usd), not {metric.run_value!r}."
     return statistic_problem(metric.statistic, metric.interval)
+
+
+def _numbers_only(name: str, owner: str, value_of: RunValue) -> RunValue:
+    """A plugin's run value that is not a finite number, a flag or None (a string, a list, NaN, 10**400) is a
+    null with a note, as a raise is: the summary, the intervals and the gate read numbers."""
+    def checked(*args: Any) -> Any:
+        value = value_of(*args)
+        if value is None or type(value) in (bool, Raised):
+            return value
+        if _finite(value):  # as JSON holds it: a numpy number or an int past 64 bits as a float
+            return value if type(value) is float or (type(value) is int and abs(value) < 2**63) else float(value)
+        what = f"{value!r}" if isinstance(value, float) else f"a value of type {type(value).__name__}"
+        return Raised(f"the metric {name!r} of the plugin {owner} returned {what}, not a finite number "
+                      "(return a number, a bool or None)")
+    return checked
+
+
+def _finite(value: Any) -> bool:
+    """An int or float (a numpy number included) that JSON and numpy can hold."""
+    if not isinstance(value, numbers.Real):
+        return False
+    try:
+        return math.isfinite(value)
+    except (OverflowError, TypeError, ValueError):  # an int past a float's range; a Real that is not one
+        return False
 
 
 def statistic_problem(st: Statistic, interval: bool) -> str | None:
