@@ -79,3 +79,23 @@ def test_run_suite_takes_folders_and_files_as_strings(tmp_path: Path) -> None:
                                     output_dir=str(tmp_path / "r"))
     assert replayed["settings"]["replay"] == str(tmp_path / "tape")
     assert replayed["exit_code"] == recorded["exit_code"] == 1
+
+
+TONE = '''
+from agent_eval.flags import Setting, register_setting
+
+register_setting(Setting("tone", str, ("--tone",), default="plain", help="The tone the agent is asked for."))
+'''
+
+
+def test_run_suite_takes_a_plugin_s_setting_before_any_command_loaded_the_plugins(tmp_path: Path) -> None:
+    from tests.builders import clean_env
+    from tests.cli import _State
+
+    (tmp_path / "tone.py").write_text(TONE)
+    cases = suite(tmp_path)
+    # As in a fresh process (the state a call changes is put back after it): the plugin is found through
+    # AGENT_EVAL_PLUGINS by run_suite itself, before it checks the keyword arguments.
+    with _State(tmp_path, clean_env(AGENT_EVAL_PLUGINS=str(tmp_path / "tone.py")), None):
+        report = agent_eval.run_suite(cases, tone="formal", output_dir=tmp_path / "r")
+    assert (report["settings"]["tone"], report["settings"]["sources"]["tone"]) == ("formal", "flag")

@@ -55,16 +55,17 @@ def run_suite(cases: str | Path = DEFAULTS.cases, **settings: Any) -> Report:
     `output_dir="reports"`, ...), then the environment and the suite block, as for `run`. Never prints or
     exits: the verdict is `report["exit_code"]`; a user mistake raises CaseFileError or ConfigError.
     """
+    from agent_eval.suite.imports import load_plugins
+
+    load_plugins(os.environ)  # before the keywords are checked: a plugin's setting is one of them
     flags = flags_for(cases, settings)
     return off_running_loop(lambda: play_quietly(flags))
 
 
 def play_quietly(flags: Flags) -> Report:
-    """Play `flags` as `run` does with no terminal, and read back the report it wrote."""
+    """Play `flags` as `run` does with no terminal (the plugins loaded), and read back the report it wrote."""
     from agent_eval.commands.run import play_suite
-    from agent_eval.suite.imports import load_plugins
 
-    load_plugins(os.environ)
     said = io.StringIO()
     played = play_suite(flags, None, Console(file=said, width=10_000, color_system=None))
     lines = [line for line in said.getvalue().splitlines() if line.strip()]
