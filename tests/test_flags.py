@@ -155,6 +155,14 @@ def test_a_plugin_s_path_setting_is_shown_as_text(tmp_path: Path) -> None:
                                                        "False, not 'keep'"),
     (Setting("tone", str, ("--tone",), shown="secret"), "shown must be one of 'value', 'text', 'url', 'urls', "  # type: ignore[arg-type]
                                                         "'hidden', not 'secret'"),
+    # --help was taken by the setting: `run --help` ran the suite.
+    (Setting("tone", bool, ("--help",)), "--help is every command's own flag (it shows the command's help): "
+                                         "give the setting another flag"),
+    # An unknown key of typer.Option was a traceback of every command.
+    (Setting("tone", str, ("--tone",), option={"bogus": 1}), "option takes allow_dash, case_sensitive, clamp, "
+                                                             "dir_okay, exists, file_okay, hidden, max, metavar, min, "
+                                                             "readable, resolve_path, rich_help_panel, show_default, "
+                                                             "writable (more of the flag's typer.Option), not 'bogus'"),
 ])
 def test_a_setting_row_that_cannot_work_is_refused_naming_the_field(row: Setting, problem: str) -> None:
     from agent_eval.errors import ConfigError
@@ -163,6 +171,21 @@ def test_a_setting_row_that_cannot_work_is_refused_naming_the_field(row: Setting
     with pytest.raises(ConfigError) as refused:
         register_setting(row)
     assert f"the setting {row.name!r} of tests.test_flags: {problem}" in str(refused.value)
+
+
+@pytest.mark.parametrize("row", [
+    Setting("tone", str, ("--tone",), attr="model"),  # settings.model showed the plugin's value, not the model
+    Setting("judge", bool, ("--judge",)),  # the key of --no-judge's row in settings
+    Setting("sources", str, ("--sources",)),  # the block's own key, which no row owns
+])
+def test_a_setting_whose_report_key_a_built_in_one_holds_is_refused(row: Setting) -> None:
+    from agent_eval.errors import ConfigError
+    from agent_eval.flags import register_setting
+
+    with pytest.raises(ConfigError) as refused:
+        register_setting(row)
+    assert str(refused.value) == (f"the setting {row.key!r} is registered twice: by agent_eval.flags.rows and by "
+                                  "tests.test_flags. Rename one of them, or load only one of the two plugins.")
 
 
 @pytest.mark.parametrize(("row", "args", "says"), [

@@ -220,6 +220,10 @@ SETTINGS: list[Setting] = []
 
 _BY_NAME = {s.name: s for s in BUILT_IN}
 _BUILT_IN_NAMES = frozenset(_BY_NAME)
+# The keys of the report's settings block that a plugin's row may not take: the built-in rows' (a --no-X flag's
+# X), and those no row owns, which run/config.py writes itself.
+_BUILT_IN_KEYS = frozenset(s.key for s in BUILT_IN) | {"sources", "judge_base_url", "scored_from", "prices",
+                                                      "replay_recorded_at", "replay_model"}
 
 
 def all_settings() -> tuple[Setting, ...]:
@@ -247,13 +251,18 @@ def register_setting(row: Setting) -> None:
         from agent_eval.errors import ConfigError
 
         raise ConfigError(f"the setting {getattr(row, 'name', row)!r} of {caller()}: {problem}")
-    claim("setting", row.name, caller(), _BUILT_IN_NAMES, __name__)
+    if row.key != row.name:  # its key in the report's settings (and sources) is held as a name is
+        claim("setting", row.key, caller(), _BUILT_IN_NAMES | _BUILT_IN_KEYS, __name__)
+    claim("setting", row.name, caller(), _BUILT_IN_NAMES | _BUILT_IN_KEYS, __name__)
     for flag in row.flags:
         claim("flag", flag, caller(), (), __name__)
     SETTINGS[:] = [s for s in SETTINGS if s.name != row.name] + [row]
 
 
 _TYPES = (str, int, float, bool, Path)
+_OPTION_KEYS = frozenset({"min", "max", "clamp", "metavar", "show_default", "hidden", "rich_help_panel",
+                          "case_sensitive", "exists", "file_okay", "dir_okay", "writable", "readable", "resolve_path",
+                          "allow_dash"})
 _RULES = (True, False, *get_args(ResumeRule))
 
 
@@ -270,6 +279,11 @@ def setting_problem(row: Setting) -> str | None:
     bad = [f for f in row.flags if not isinstance(f, str) or not f.startswith("-") or f in ("-", "--")]
     if bad:
         return f"a flag starts with - or -- (\"--{row.name.replace('_', '-')}\"), not {bad[0]!r}."
+    if "--help" in row.flags:
+        return "--help is every command's own flag (it shows the command's help): give the setting another flag."
+    if row.option and (unknown := sorted(set(row.option) - _OPTION_KEYS)):
+        return (f"option takes {', '.join(sorted(_OPTION_KEYS))} (more of the flag's typer.Option), "
+                f"not {', '.join(map(repr, unknown))}.")
     if row.resume not in _RULES:
         return f"resume must be \"kept\", \"renewed\", \"command\", True or False, not {row.resume!r}."
     if row.shown not in get_args(Shown):
