@@ -14,7 +14,7 @@ import pytest
 
 from agent_eval.errors import ConfigError
 from agent_eval.plugins.calls import once, per_run
-from tests.builders import write_suite
+from tests.builders import clean_env, write_suite
 from tests.cli import run_cli
 from tests.test_plugins import installed, suite
 
@@ -354,3 +354,12 @@ def test_a_plugin_rows_own_config_error_is_its_message_and_a_real_ctrl_c_goes_th
     thread.start()
     thread.join()
     assert seen[0].startswith("the metric 'x' of the plugin plug raised KeyboardInterrupt")
+
+
+def test_a_ctrl_c_while_the_plugins_load_is_exit_130_with_no_traceback(tmp_path: Path) -> None:
+    # A KeyboardInterrupt in the main thread while the plugins load cannot be told from a real Ctrl-C: it stops
+    # the command as one would (it was a traceback).
+    (tmp_path / "stopper.py").write_text("raise KeyboardInterrupt\n")
+    result = run_cli("list", env=clean_env(AGENT_EVAL_PLUGINS=str(tmp_path / "stopper.py")))
+    assert result.exit_code == 130
+    assert result.stderr.strip() == "interrupted"

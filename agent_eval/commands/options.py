@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from agent_eval.errors import EXIT_ERROR, ConfigError
+from agent_eval.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_TERMINATED, ConfigError
 from agent_eval.flags import Setting, all_settings
 
 _WRITTEN = "_agent_eval_signature"  # a command's signature as written, before the options were added
@@ -20,13 +20,19 @@ _WRITTEN = "_agent_eval_signature"  # a command's signature as written, before t
 
 def add_setting_options(app: typer.Typer, err: Console) -> None:
     """Import the plugins, then give each command the options of the settings that name it; a plugin that
-    cannot be imported, or a flag a command already has, is one message on `err` and exit 2."""
+    cannot be imported, or a flag a command already has, is one message on `err` and exit 2; a Ctrl-C then is
+    exit 130 (SIGTERM 143) with no traceback."""
     try:
         _add_setting_options(app)
     except ConfigError as exc:
         err.print(Text.assemble(("error:", "red"), " "), end="", highlight=False)
         err.print(str(exc), highlight=False, markup=False, soft_wrap=True)
         raise SystemExit(EXIT_ERROR) from None
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM while the plugins load: no traceback, as cli.guarded
+        from agent_eval.run.interrupt import Terminated
+
+        err.print("interrupted", highlight=False)
+        raise SystemExit(EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_INTERRUPTED) from None
 
 
 def _add_setting_options(app: typer.Typer) -> None:
