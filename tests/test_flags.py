@@ -50,6 +50,13 @@ def test_a_rows_help_and_default_may_differ_by_command() -> None:
                                                           env={**clean_env(), "COLUMNS": "1000"}).stdout
 
 
+def test_an_eager_option_s_default_is_shown_once() -> None:
+    # typer shows an eager row's default itself: `plan --help` said "(default 0.05). [default: 0.05]".
+    for command in ("plan", "calibrate", "history"):
+        shown = run_cli(command, "--help", env={**clean_env(), "COLUMNS": "1000"}).stdout
+        assert not [line for line in shown.splitlines() if "(default" in line and "[default:" in line], shown
+
+
 def test_the_resume_rule_of_a_plugin_s_older_spelling() -> None:
     assert Setting("a").rule == "renewed" and Setting("a", resume=False).rule == "command"
     assert Setting("a", resume="kept").rule == "kept"

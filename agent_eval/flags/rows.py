@@ -206,9 +206,9 @@ BUILT_IN: tuple[Setting, ...] = (
     _row("case_id", str, ("--case-id",), "Show one case's pass rate over the recent runs.", ("history",)),
     _row("min_kappa", float, ("--min-kappa",), "Exit 1 when the overall kappa is below this.", ("calibrate",),
          default=0.6, eager=True),
-    _row("detect", float, ("--detect",), f"The drop of pass_at_1 to detect (default {_DETECT}).", ("plan",),
+    _row("detect", float, ("--detect",), "The drop of pass_at_1 to detect.", ("plan",),
          default=_DETECT, eager=True),
-    _row("power", float, ("--power",), f"The probability of detecting it (default {_POWER}).", ("plan",),
+    _row("power", float, ("--power",), "The probability of detecting it.", ("plan",),
          default=_POWER, eager=True),
     # Set by --resume, never by a flag: the stored --lf selection, and the folder relative agent SPECs start from.
     _row("last_failed_ids", str, (), "", (), repeatable=True),
