@@ -209,3 +209,27 @@ def test_a_setting_for_no_command_or_named_as_an_argument_is_exit_2(tmp_path: Pa
     result = run_cli(*args, env=clean_env(AGENT_EVAL_PLUGINS=str(tmp_path / "bad.py")))
     assert result.exit_code == 2 and "Traceback" not in result.stderr
     assert " ".join(result.stderr.split()) == f"error: {says}"
+
+
+COUNT = '''
+from agent_eval.flags import Setting, register_setting
+
+register_setting(Setting("budget", int, ("--budget",), env="AGENT_EVAL_BUDGET", suite_key="budget"))
+'''
+
+
+def test_a_plugin_setting_s_suite_key_is_read_not_refused_as_an_unknown_field(tmp_path: Path) -> None:
+    (tmp_path / "count.py").write_text(COUNT.replace('suite_key="budget"', 'suite_key="defaults.budget"'))
+    one_case_suite(tmp_path)
+    cases = write_suite(tmp_path, [{"id": "a", "query": "hi", "expect": {"contains": "hello"}}],
+                        {"agent": "agent.py:agent", "defaults": {"repeat": 1, "budget": 5}})
+    env = clean_env(AGENT_EVAL_PLUGINS=str(tmp_path / "count.py"))
+    assert run_cli("validate", "--cases", cases, env=env).exit_code == 0
+    result = run_cli("run", "--cases", cases, "--output-dir", tmp_path / "reports", "--no-html", env=env)
+    assert result.exit_code == 0, result.stderr
+    (path,) = (tmp_path / "reports").glob("*.json")
+    settings = orjson.loads(path.read_bytes())["settings"]
+    assert (settings["budget"], settings["sources"]["budget"]) == (5, "suite")
+    # Without the plugin the key is unknown, as any other: a typo must not switch a rule off.
+    refused = run_cli("validate", "--cases", cases)
+    assert refused.exit_code == 2 and "field 'suite.defaults.budget': unknown field" in refused.stderr

@@ -242,6 +242,24 @@ def setting(name: str) -> Setting:
     raise KeyError(f"no setting is named {name!r}")
 
 
+def without_plugin_keys(block: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The suite block without the keys plugins' settings read (`suite_key`, "a.b" a nested one), which the
+    block's own schema does not know; `block` itself is left as it is."""
+    for row in SETTINGS:
+        if row.suite_key:
+            block = _without(block, row.suite_key.split("."))
+    return block
+
+
+def _without(block: Mapping[str, Any], path: list[str]) -> Mapping[str, Any]:
+    head, *rest = path
+    if not isinstance(block, Mapping) or head not in block:
+        return block
+    if not rest:
+        return {key: value for key, value in block.items() if key != head}
+    return {**block, head: _without(block[head], rest)}
+
+
 def register_setting(row: Setting) -> None:
     """Add a setting; a name (or flag) that a built-in setting or another module holds is a ConfigError, and
     so is a row whose fields cannot work (`setting_problem`)."""

@@ -12,7 +12,7 @@ from pydantic import (BaseModel, ConfigDict, Field, JsonValue, StrictFloat, Stri
 
 from agent_eval.records import CASE_FILE_SHAPE, Case, split_case_file
 from agent_eval.errors import CaseFileError, Problem
-from agent_eval.flags import MAX_COUNT
+from agent_eval.flags import MAX_COUNT, without_plugin_keys
 from agent_eval.suite.fields import (args_depth_problems, depth_problems, extra_case_fields, id_problem,
                                      known_fields, unknown_key_message)
 
@@ -251,7 +251,7 @@ def _load_suite_block(path: Path, block: Any, col: Collector) -> Suite:
         col.add(None, "suite", "must be an object")
         block = {}
     try:
-        SuiteBlock.model_validate(block)
+        SuiteBlock.model_validate(without_plugin_keys(block))  # a plugin setting's key is its row's to read
     except ValidationError as err:
         col.pydantic(None, err, "suite.", SuiteBlock)
     settings = dict(block)
