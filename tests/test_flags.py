@@ -218,6 +218,20 @@ register_setting(Setting("budget", int, ("--budget",), env="AGENT_EVAL_BUDGET", 
 '''
 
 
+@pytest.mark.parametrize(("where", "named"), [("env", "AGENT_EVAL_BUDGET"), ("suite", "the suite's budget")])
+def test_a_plugin_setting_of_the_wrong_type_names_where_it_came_from(tmp_path: Path, where: str, named: str) -> None:
+    (tmp_path / "count.py").write_text(COUNT)
+    cases = one_case_suite(tmp_path)
+    if where == "suite":
+        cases = write_suite(tmp_path, [{"id": "a", "query": "hi", "expect": {"contains": "hello"}}],
+                            {"agent": "agent.py:agent", "budget": "lots"})
+    env = clean_env(AGENT_EVAL_PLUGINS=str(tmp_path / "count.py"), **({"AGENT_EVAL_BUDGET": "lots"} if where == "env"
+                                                                     else {}))
+    result = run_cli("run", "--cases", cases, "--output-dir", tmp_path / "reports", env=env)
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == f"error: the setting 'budget' ({named}) must be an integer, not 'lots'."
+
+
 def test_a_plugin_setting_s_suite_key_is_read_not_refused_as_an_unknown_field(tmp_path: Path) -> None:
     (tmp_path / "count.py").write_text(COUNT.replace('suite_key="budget"', 'suite_key="defaults.budget"'))
     one_case_suite(tmp_path)

@@ -215,7 +215,10 @@ def _typed(row: Setting, value: Any, where: str) -> Any:
     try:
         return row.type(value)
     except (TypeError, ValueError):
-        raise ConfigError(f"the setting {row.name!r} ({where}) must be a {row.type.__name__}, not {value!r}.") from None
+        given = {"flag": row.flags[0] if row.flags else "its flag", "env": row.env,
+                 "suite": f"the suite's {row.suite_key}", "default": "its default"}.get(where, where)
+        kind = {int: "an integer", float: "a number"}.get(row.type, f"a {row.type.__name__}")
+        raise ConfigError(f"the setting {row.name!r} ({given}) must be {kind}, not {value!r}.") from None
 
 
 def _base_url(cfg: RunConfig, row: Setting, given: Given) -> None:
