@@ -6,7 +6,7 @@ against the environment and the suite block, falling back to each row's default.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -55,10 +55,6 @@ class Flags:
         """The value of `name`: as given, or the row's value when not given (`Setting.unset`)."""
         row = setting(name)
         return self._values[name] if name in self._values else row.unset()
-
-    def items(self) -> Iterator[tuple[str, Any]]:
-        """The settings given a value, in the order they were given."""
-        return iter(self._values.items())
 
     def given(self, name: str) -> bool:
         """Whether the flag `name` was typed on the command line."""
