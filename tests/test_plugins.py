@@ -249,6 +249,8 @@ def _words(case: object, trace: object, checks: object, success: bool, cost_usd:
                           "not 'nope'."),
     ({"fmt": "pct"}, "fmt must be one of 'rate', 'number', 'seconds', 'count', 'usd', not 'pct'."),
     ({"run_value": 3}, "run_value must be a function (case, trace, checks, success, cost_usd), not 3."),
+    ({"gate_rank": 6}, "gate_rank is for agent-eval's own rows (the metrics gated when no --gate is given); a "
+                       "plugin's metric is gated with --gate words_p90: leave gate_rank out."),
 ])
 def test_a_metric_row_with_an_impossible_field_is_refused_naming_it(fields: dict, problem: str) -> None:
     from agent_eval.errors import ConfigError

@@ -252,6 +252,9 @@ def metric_problem(metric: SuiteMetric) -> str | None:
                                 ("fmt", metric.fmt, Format)):
         if value is not None and value not in get_args(kinds):
             return f"{field} must be one of {', '.join(map(repr, get_args(kinds)))}, not {value!r}."
+    if metric.gate_rank is not None:  # DEFAULT_GATES, and plan's count of gated metrics, are agent-eval's rows
+        return ("gate_rank is for agent-eval's own rows (the metrics gated when no --gate is given); a plugin's "
+                f"metric is gated with --gate {metric.name}: leave gate_rank out.")
     if metric.run_value is not None and not callable(metric.run_value):
         return f"run_value must be a function (case, trace, checks, success, cost_usd), not {metric.run_value!r}."
     return statistic_problem(metric.statistic, metric.interval)
