@@ -99,3 +99,28 @@ def test_run_suite_takes_a_plugin_s_setting_before_any_command_loaded_the_plugin
     with _State(tmp_path, clean_env(AGENT_EVAL_PLUGINS=str(tmp_path / "tone.py")), None):
         report = agent_eval.run_suite(cases, tone="formal", output_dir=tmp_path / "r")
     assert (report["settings"]["tone"], report["settings"]["sources"]["tone"]) == ("formal", "flag")
+
+
+@pytest.mark.parametrize(("given", "says"), [
+    ({"repeat": True}, "run_suite(repeat=...) takes an integer, not True."),  # it was settings.repeat = true
+    ({"repeat": 2.5}, "run_suite(repeat=...) takes an integer, not 2.5."),  # it was 2 runs per case
+    ({"no_judge": "no"}, "run_suite(no_judge=...) takes True or False, not 'no'."),  # it was the judge on
+    ({"filter": 5}, "run_suite(filter=...) takes a list of text, not 5."),  # it was a TypeError
+    ({"filter": ["a", 5]}, "run_suite(filter=...) takes a list of text, not ['a', 5]."),
+    ({"model": 42}, "run_suite(model=...) takes text, not 42."),
+    ({"output_dir": 5}, "run_suite(output_dir=...) takes a path (a str or a Path), not 5."),
+])
+def test_run_suite_refuses_a_keyword_of_the_wrong_type(tmp_path: Path, given: dict, says: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        agent_eval.run_suite(suite(tmp_path), **given)
+    assert str(refused.value) == says
+    with pytest.raises(ConfigError, match=r"run_suite\(\) takes the case file as a str or a Path, not int"):
+        agent_eval.run_suite(5)  # type: ignore[arg-type]
+
+
+def test_run_suite_takes_text_as_a_number_and_a_path_as_text(tmp_path: Path) -> None:
+    first = agent_eval.run_suite(suite(tmp_path), repeat="2", output_dir=tmp_path / "r")
+    assert first["settings"]["repeat"] == 2
+    path = tmp_path / "r" / f"{first['run_id']}.json"
+    again = agent_eval.run_suite(suite(tmp_path), baseline=path, output_dir=tmp_path / "r")
+    assert again["gate"]["base_run_id"] == first["run_id"]

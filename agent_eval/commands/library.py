@@ -18,7 +18,7 @@ import orjson
 from rich.console import Console
 
 from agent_eval.errors import ConfigError
-from agent_eval.flags import DEFAULTS, Flags, all_settings, setting
+from agent_eval.flags import DEFAULTS, Flags, Setting, all_settings, setting
 from agent_eval.records import Report
 
 logger = logging.getLogger("agent_eval")
@@ -43,9 +43,37 @@ def flags_for(cases: str | Path, settings: Mapping[str, Any], where: str = "run_
     if unknown:
         raise ConfigError(f"{where}() got the unknown setting{'s' if len(unknown) > 1 else ''} "
                           f"{', '.join(unknown)}; it takes {', '.join(names)}.")
+    if not isinstance(cases, (str, os.PathLike)):
+        raise ConfigError(f"{where}() takes the case file as a str or a Path, not {type(cases).__name__}.")
     values = {name: (value,) if isinstance(value, str) and setting(name).repeatable else value
               for name, value in settings.items() if value is not None}
+    for name, value in values.items():
+        if problem := _type_problem(setting(name), value):
+            raise ConfigError(f"{where}({name}=...) takes {problem}, not {value!r:.80}.")
+    values = {name: os.fspath(value) if setting(name).type is str and isinstance(value, os.PathLike) else value
+              for name, value in values.items()}  # baseline=Path(...): a path as its text
     return Flags(values, cases=Path(cases), **values, quiet=True)
+
+
+_KINDS: dict[type, tuple[str, tuple[type, ...]]] = {
+    bool: ("True or False", (bool,)), int: ("an integer", (int, str)), float: ("a number", (int, float, str)),
+    str: ("text", (str, os.PathLike)), Path: ("a path (a str or a Path)", (str, os.PathLike)),
+}
+
+
+def _type_problem(row: Setting, value: Any) -> str | None:
+    """What a keyword's value should be, when it is not that: what the flag's own parser would refuse (a bool for
+    a count, 2.5 runs, a number for a list of texts); text for a number is left to the resolution, as the
+    environment's is."""
+    kind, types = _KINDS.get(row.type, (row.type.__name__, (row.type,)))
+    items = value if row.repeatable and isinstance(value, (list, tuple)) else None
+    if row.repeatable and items is None:
+        return f"a list of {kind}"
+    for item in items if items is not None else (value,):
+        integral = not isinstance(item, float) or row.type is not int or item.is_integer()
+        if (isinstance(item, bool) and row.type is not bool) or not isinstance(item, types) or not integral:
+            return f"a list of {kind}" if items is not None else kind
+    return None
 
 
 def run_suite(cases: str | Path = DEFAULTS.cases, **settings: Any) -> Report:
