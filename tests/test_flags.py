@@ -197,10 +197,12 @@ def test_a_setting_whose_report_key_a_built_in_one_holds_is_refused(row: Setting
 
 @pytest.mark.parametrize(("row", "args", "says"), [
     ("Setting('tone', str, ('--tone',), commands=('runn',))", ("run", "--help"),
-     "the setting 'tone' of a plugin names the command 'runn', which agent-eval does not have; its commands are "
+     "the setting 'tone' of {plugin} names the command 'runn', which agent-eval does not have; its commands are "
      "calibrate, compare, history, import, label, list, plan, rescore, run, score, validate, view."),
     ("Setting('base_report', str, ('--br',), commands=('compare',))", ("compare", "--help"),
-     "the setting 'base_report' of a plugin has the name of an argument of `compare`; rename the setting."),
+     "the setting 'base_report' of {plugin} has the name of an argument of `compare`; rename the setting."),
+    ("Setting('tone', str, ('--model',))", ("run", "--help"),
+     "the setting 'tone' of {plugin} wants the flag --model, which `run` already has; give the setting another flag."),
 ])
 def test_a_setting_for_no_command_or_named_as_an_argument_is_exit_2(tmp_path: Path, row: str,
                                                                     args: tuple[str, ...], says: str) -> None:
@@ -208,7 +210,7 @@ def test_a_setting_for_no_command_or_named_as_an_argument_is_exit_2(tmp_path: Pa
                                      f"register_setting({row})\n")
     result = run_cli(*args, env=clean_env(AGENT_EVAL_PLUGINS=str(tmp_path / "bad.py")))
     assert result.exit_code == 2 and "Traceback" not in result.stderr
-    assert " ".join(result.stderr.split()) == f"error: {says}"
+    assert " ".join(result.stderr.split()) == f"error: {says.format(plugin=tmp_path / 'bad.py')}"
 
 
 COUNT = '''

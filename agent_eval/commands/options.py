@@ -61,24 +61,31 @@ def build_options(app: typer.Typer) -> None:
         fn.__signature__ = written.replace(parameters=params)  # type: ignore[attr-defined]
 
 
+def _owner(row: Setting) -> str:
+    """The plugin module that registered the row, as every plugin message names it."""
+    from agent_eval.plugins import owner_of
+
+    return owner_of("setting", row.name) or "a plugin"
+
+
 def _check_commands(app: typer.Typer, rows: tuple[Setting, ...]) -> None:
     """A row naming a command agent-eval does not have is a ConfigError (a typo would hide its flag)."""
     known = {info.name or info.callback.__name__ for info in app.registered_commands if info.callback}
     for row in rows:
         unknown = sorted(set(row.commands) - known)
         if unknown:
-            raise ConfigError(f"the setting {row.name!r} of a plugin names the command {unknown[0]!r}, which "
+            raise ConfigError(f"the setting {row.name!r} of {_owner(row)} names the command {unknown[0]!r}, which "
                               f"agent-eval does not have; its commands are {', '.join(sorted(known))}.")
 
 
 def _parameter(row: Setting, command: str, taken: set[str]) -> inspect.Parameter:
     if row.name in taken:
-        raise ConfigError(f"the setting {row.name!r} of a plugin has the name of an argument of `{command}`; "
+        raise ConfigError(f"the setting {row.name!r} of {_owner(row)} has the name of an argument of `{command}`; "
                           "rename the setting.")
     taken.add(row.name)
     clash = [flag for flag in row.flags if flag in taken]
     if clash:
-        raise ConfigError(f"the setting {row.name!r} of a plugin wants the flag {clash[0]}, which `{command}` "
+        raise ConfigError(f"the setting {row.name!r} of {_owner(row)} wants the flag {clash[0]}, which `{command}` "
                           "already has; give the setting another flag.")
     taken.update(row.flags)
     default = row.command_default.get(command, row.unset())
