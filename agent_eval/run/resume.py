@@ -206,9 +206,10 @@ def open_resume(flags: Flags) -> Resume:
         stored_value = stored.stored_value(row)
         if _differs(row, _given_value(row, value), stored_value):
             name = row.flags[0] if row.flags else row.name
-            raise ConfigError(f"{name} {_show_flag(value)} conflicts with run {stored.run_id}, which used "
-                              f"{_show(stored_value)}; a resumed run keeps its settings: drop {name}, or "
-                              f"start a new run without --resume.")
+            given, used = ((name, "ran without it") if row.type is bool  # a switch: typed, and the run was without
+                           else (f"{name} {_show_flag(value)}", f"used {_show(stored_value)}"))
+            raise ConfigError(f"{given} conflicts with run {stored.run_id}, which {used}; a resumed run keeps its "
+                              f"settings: drop {name}, or start a new run without --resume.")
     # The lock comes before anything touches the file: a second --resume of a run stops here.
     journal = Journal(stored.path, run_id=stored.run_id, drop_torn=True)
     s = stored.settings

@@ -230,3 +230,16 @@ def test_a_base_url_with_a_secret_is_stored_redacted_and_resumes_only_when_given
     report = report_of(out, run_id)
     assert report["settings"]["base_url"] == "https://***@gateway.example/v1?api_key=***"
     assert report["summary"]["runs"] == 2
+
+
+@pytest.mark.parametrize("flag", ["no_judge", "no_cache"])
+def test_a_switch_given_to_a_run_that_ran_without_it_says_so(tmp_path, flag):
+    cases = make_suite(tmp_path, cases=2)
+    out = tmp_path / "out"
+    run(out, cases=cases)
+    run_id = only_run_id(out)
+    shown = "--" + flag.replace("_", "-")
+    with pytest.raises(ConfigError) as refused:
+        run(out, resume=run_id, explicit={flag}, **{flag: True})
+    assert str(refused.value) == (f"{shown} conflicts with run {run_id}, which ran without it; a resumed run keeps "
+                                  f"its settings: drop {shown}, or start a new run without --resume.")
