@@ -280,3 +280,28 @@ def test_the_case_table_shows_a_long_reason_whole(browser: object, report: dict,
                                   "r => r.lastElementChild.textContent")
     page.close()
     assert shown == reason  # never cut at 160 characters: a tool exception at its end stays in sight
+
+
+def test_a_plugin_number_row_shows_its_interval_in_its_card(browser: object, report: dict, tmp_path: Path) -> None:
+    from agent_eval.score import metric_registry
+    from agent_eval.score.metric_registry import SuiteMetric, mean
+
+    row = SuiteMetric("answer_words", "answer words", lower_is_better=True, fmt="number",
+                      statistic=mean("answer_words"), interval=True)
+    report["summary"]["answer_words"] = 16.4
+    report["summary"].setdefault("ci", {})["answer_words"] = [13.35, 19.7]
+    metric_registry.SUITE_METRIC_TABLE.append(row)
+    metric_registry.SUITE_METRIC_BY_NAME[row.name] = row
+    try:
+        path = write_html(report, tmp_path / "report.html")
+    finally:
+        metric_registry.SUITE_METRIC_TABLE.remove(row)
+        del metric_registry.SUITE_METRIC_BY_NAME[row.name]
+    page = browser.new_page()
+    page.goto(path.as_uri())
+    page.wait_for_selector("#headline .card")
+    cards = page.inner_text("#headline")
+    # As the terminal and Markdown show it (the page showed the value alone); a rate keeps its percent form.
+    assert "answer words\n16.400 [13.350, 19.700]" in cards
+    assert "pass@1\n" in cards and "%" in cards.split("pass@1\n")[1].split("\n")[0]
+    page.close()

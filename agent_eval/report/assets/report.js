@@ -78,8 +78,14 @@
   }
   // The metric rows of the page, card by card, lead first (agent_eval/report/metrics_section.py page_rows).
   var ROWS = page.metric_rows || [];
+  // Any other figure, with its 95% interval when summary.ci holds one (a plugin's row): "16.400 [13.350, 19.700]".
+  function nci(key) {
+    var ci = (S.ci || {})[key], text = num(S[key]);
+    if (text === "n/a" || !Array.isArray(ci) || ci.length !== 2 || !isNum(ci[0]) || !isNum(ci[1])) return text;
+    return text + " [" + ci[0].toFixed(3) + ", " + ci[1].toFixed(3) + "]";
+  }
   var SHOWN = {rate: rci, seconds: function (k) { return secs(S[k]); }, usd: function (k) { return usd(S[k]); },
-               count: function (k) { return num(S[k]); }, number: function (k) { return num(S[k]); }};
+               count: nci, number: nci};
   function renderHeadline() {
     var box = el("div", {cls: "cards"}), titles = [], cards = {};
     ROWS.forEach(function (m) {
