@@ -158,6 +158,10 @@ def test_a_plugin_s_path_setting_is_shown_as_text(tmp_path: Path) -> None:
     (Setting("tone", "str", ("--tone",)), "its type must be str, int, float, bool or Path (repeatable=True for "  # type: ignore[arg-type]
                                            "several values), not the text 'str'"),
     (Setting("tone", str, ("tone",)), "a flag starts with - or -- (\"--tone\"), not 'tone'"),
+    (Setting("loud", bool, ("--loud",), default=True), "a switch (type bool) is off until its flag is given, so its "
+                                                        "default is False (its environment variable or suite key may "
+                                                        "turn it on); for one that is on by default, name the flag "
+                                                        "--no-X."),
     (Setting("tone", str, ("--tone",), resume="keep"), "resume must be \"kept\", \"renewed\", \"command\", True or "  # type: ignore[arg-type]
                                                        "False, not 'keep'"),
     (Setting("tone", str, ("--tone",), shown="secret"), "shown must be one of 'value', 'text', 'url', 'urls', "  # type: ignore[arg-type]

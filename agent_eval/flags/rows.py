@@ -297,6 +297,9 @@ def setting_problem(row: Setting) -> str | None:
     bad = [f for f in row.flags if not isinstance(f, str) or not f.startswith("-") or f in ("-", "--")]
     if bad:
         return f"a flag starts with - or -- (\"--{row.name.replace('_', '-')}\"), not {bad[0]!r}."
+    if row.type is bool and row.default not in (None, False) and not row.eager:
+        return ("a switch (type bool) is off until its flag is given, so its default is False (its environment "
+                "variable or suite key may turn it on); for one that is on by default, name the flag --no-X.")
     if "--help" in row.flags:
         return "--help is every command's own flag (it shows the command's help): give the setting another flag."
     if row.option and (unknown := sorted(set(row.option) - _OPTION_KEYS)):
