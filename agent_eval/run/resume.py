@@ -227,13 +227,14 @@ def open_resume(flags: Flags) -> Resume:
 
 
 def _show_flag(value: Any) -> str:
-    """A flag's value as the command line spelled it (a repeated flag as its values, space-separated)."""
-    return " ".join(map(str, value)) if isinstance(value, tuple) else str(value)
+    """A flag's value as the command line spelled it (a repeated flag as its values, space-separated), a URL
+    with its secret replaced by ***."""
+    return str(redact_urls(" ".join(map(str, value)) if isinstance(value, tuple) else str(value)))
 
 
 def _show(value: Any) -> str:
     if value is None:
         return "no value"
     if isinstance(value, (list, tuple)):
-        return " ".join(map(str, value)) or "no value"
-    return str(value)
+        return str(redact_urls(" ".join(map(str, value)))) or "no value"
+    return str(redact_urls(str(value)))

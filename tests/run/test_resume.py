@@ -178,6 +178,17 @@ def test_an_explicit_flag_that_conflicts_with_the_stored_settings_exits_2_naming
         run(out, resume=run_id, explicit={flag}, **{flag: value})
 
 
+def test_a_conflicting_url_is_named_with_its_secret_redacted(tmp_path):
+    cases = make_suite(tmp_path, cases=2)
+    out = tmp_path / "out"
+    run(out, cases=cases)
+    with pytest.raises(ConfigError) as refused:
+        run(out, resume=only_run_id(out), explicit={"base_url"}, base_url="http://me:hunter2@llm.internal/v1")
+    # The message goes to stderr, a CI log: it showed the password.
+    assert "hunter2" not in str(refused.value)
+    assert str(refused.value).startswith("--base-url http://***@llm.internal/v1 conflicts with run ")
+
+
 def test_explicit_flags_equal_to_the_stored_ones_and_command_line_only_flags_are_accepted(tmp_path,
                                                                                            monkeypatch):
     cases = make_suite(tmp_path, cases=2)
