@@ -253,3 +253,13 @@ def test_a_plugin_setting_s_suite_key_is_read_not_refused_as_an_unknown_field(tm
     # Without the plugin the key is unknown, as any other: a typo must not switch a rule off.
     refused = run_cli("validate", "--cases", cases)
     assert refused.exit_code == 2 and "field 'suite.defaults.budget': unknown field" in refused.stderr
+
+
+
+def test_a_plugin_setting_reading_a_key_of_the_suite_block_leaves_it_checked(tmp_path: Path) -> None:
+    (tmp_path / "count.py").write_text(COUNT.replace('suite_key="budget"', 'suite_key="max_steps"'))
+    one_case_suite(tmp_path)
+    cases = write_suite(tmp_path, [{"id": "a", "query": "hi", "expect": {"contains": "hello"}}],
+                        {"agent": "agent.py:agent", "max_steps": 0})
+    result = run_cli("validate", "--cases", cases, env=clean_env(AGENT_EVAL_PLUGINS=str(tmp_path / "count.py")))
+    assert result.exit_code == 2 and "field 'suite.max_steps'" in result.stderr, result.stderr

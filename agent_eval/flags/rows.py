@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import keyword
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -242,11 +242,12 @@ def setting(name: str) -> Setting:
     raise KeyError(f"no setting is named {name!r}")
 
 
-def without_plugin_keys(block: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The suite block without the keys plugins' settings read (`suite_key`, "a.b" a nested one), which the
-    block's own schema does not know; `block` itself is left as it is."""
+def without_plugin_keys(block: Mapping[str, Any], known: Collection[str] = ()) -> Mapping[str, Any]:
+    """The suite block without the keys plugins' settings read (`suite_key`, "a.b" a nested one) that the
+    block's own schema does not know (`known`: its keys, dotted; one it knows is still checked by it);
+    `block` itself is left as it is."""
     for row in SETTINGS:
-        if row.suite_key:
+        if row.suite_key and row.suite_key not in known:
             block = _without(block, row.suite_key.split("."))
     return block
 

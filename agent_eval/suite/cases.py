@@ -251,7 +251,8 @@ def _load_suite_block(path: Path, block: Any, col: Collector) -> Suite:
         col.add(None, "suite", "must be an object")
         block = {}
     try:
-        SuiteBlock.model_validate(without_plugin_keys(block))  # a plugin setting's key is its row's to read
+        known = {*SuiteBlock.model_fields, *(f"defaults.{key}" for key in Defaults.model_fields)}
+        SuiteBlock.model_validate(without_plugin_keys(block, known))  # a plugin setting's own key is its row's
     except ValidationError as err:
         col.pydantic(None, err, "suite.", SuiteBlock)
     settings = dict(block)
