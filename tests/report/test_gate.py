@@ -363,3 +363,16 @@ def test_the_correction_line_names_a_report_whose_verdict_the_matrix_changed() -
                                    {"agent": "good", "path": "g.json"}],
               "alone": [True, False], "regressed": [False, False]}
     assert correction_line(matrix) == "m = 10 tests; alone, #1 lazy would be: regressed"
+
+
+@pytest.mark.parametrize("name", ["tokens_total", "tokens_per_success"])
+def test_a_token_figure_the_summary_leaves_null_is_null_in_the_gate_too(name: str) -> None:
+    from agent_eval.report.gate_stats import build_stat
+    from agent_eval.score.metrics import summarize
+
+    # One run's prompt tokens are null (an invalid count) while its cost is known: the summary's sums of
+    # tokens are null, and so is the gate's statistic (it used to add the null as 0 and gate 140 + 120).
+    report = make_report({"a": [True, False], "b": [True]})
+    report["cases"][0]["runs"][1]["metrics"]["prompt_tokens"] = None
+    assert summarize(report["cases"], 2)[name] is None
+    assert build_stat(name, [c["runs"] for c in report["cases"]], 2).is_null
