@@ -376,3 +376,31 @@ def test_a_token_figure_the_summary_leaves_null_is_null_in_the_gate_too(name: st
     report["cases"][0]["runs"][1]["metrics"]["prompt_tokens"] = None
     assert summarize(report["cases"], 2)[name] is None
     assert build_stat(name, [c["runs"] for c in report["cases"]], 2).is_null
+
+
+def test_loop_rate_counts_the_runs_where_has_loop_is_recorded() -> None:
+    from agent_eval.report.gate_stats import build_stat
+    from agent_eval.score.metrics import summarize
+
+    # has_loop: True, False, and null (not recorded: a hand-made report), so loop_rate = 1 / 2 = 0.5 in the
+    # summary and the gate alike (a share over every run, 1 / 3, was the summary's rule before the table).
+    report = make_report({"a": [True, True], "b": [True]})
+    for run, flag in zip([r for c in report["cases"] for r in c["runs"]], [True, False, None], strict=True):
+        run["metrics"]["has_loop"] = flag
+    assert summarize(report["cases"], 2)["loop_rate"] == 0.5
+    stat = build_stat("loop_rate", [c["runs"] for c in report["cases"]], 2)
+    assert (list(stat.num), list(stat.den)) == ([1.0, 0.0], [2.0, 0.0])
+
+
+def test_recovery_rate_s_gate_counts_recoveries_among_the_runs_with_a_tool_error_only() -> None:
+    from agent_eval.report.gate_stats import build_stat
+    from agent_eval.score.metrics import summarize
+
+    # (tool_errors, recovered): (1, True), (0, True), (2, False): 1 recovery among 2 runs with an error = 0.5;
+    # the (0, True) run counts in neither part (the gate's numerator counted it before the table: 2 / 2).
+    report = make_report({"a": [True, True, False]})
+    for run, (errors, recovered) in zip(report["cases"][0]["runs"], [(1, True), (0, True), (2, False)], strict=True):
+        run["metrics"].update(tool_errors=errors, recovered=recovered)
+    assert summarize(report["cases"], 3)["recovery_rate"] == 0.5
+    stat = build_stat("recovery_rate", [report["cases"][0]["runs"]], 3)
+    assert (list(stat.num), list(stat.den)) == ([1.0], [2.0])
