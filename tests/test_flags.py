@@ -263,3 +263,20 @@ def test_a_plugin_setting_reading_a_key_of_the_suite_block_leaves_it_checked(tmp
                         {"agent": "agent.py:agent", "max_steps": 0})
     result = run_cli("validate", "--cases", cases, env=clean_env(AGENT_EVAL_PLUGINS=str(tmp_path / "count.py")))
     assert result.exit_code == 2 and "field 'suite.max_steps'" in result.stderr, result.stderr
+
+
+def test_resume_without_the_plugin_whose_setting_the_run_had_is_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "switches.py").write_text(SWITCHES)
+    cases = one_case_suite(tmp_path)
+    out = tmp_path / "reports"
+    first = run_cli("run", "--cases", cases, "--output-dir", out, "-q", "--no-html", "--tag", "a",
+                    env=clean_env(AGENT_EVAL_PLUGINS=str(tmp_path / "switches.py")))
+    assert first.exit_code == 0, first.stderr
+    (path,) = out.glob("*.json")
+    # Without the plugin the resumed report silently lost its settings (and would lose its metrics).
+    resumed = run_cli("run", "--resume", path.stem, "--output-dir", out, "-q", env=clean_env())
+    assert resumed.exit_code == 2 and "Traceback" not in resumed.stderr
+    assert " ".join(resumed.stderr.split()) == (
+        f"error: run {path.stem} was played with the settings fixture, label, loud, tag of a plugin that is not "
+        "loaded now; load it as the run did (its installed package, or AGENT_EVAL_PLUGINS) and resume again.")
+    assert orjson.loads(path.read_bytes())["settings"]["tag"] == ["a"]  # the report is as it was

@@ -11,7 +11,7 @@ import orjson
 
 from agent_eval.records import RunRecord
 from agent_eval.flags import DEFAULTS, Flags, Setting, all_settings
-from agent_eval.run.config import RunConfig
+from agent_eval.run.config import REPORT_ORDER, RunConfig
 from agent_eval.errors import ConfigError
 from agent_eval.llm import redact_url, restore_url
 from agent_eval.redaction import redact_urls
@@ -199,6 +199,7 @@ def open_resume(flags: Flags) -> Resume:
         raise ConfigError(f"run {stored.run_id} scored recorded traces (agent-eval score); it has nothing to "
                           "resume. Score the traces again instead.")
     rows = rows_of_run()
+    _refuse_missing_plugin_settings(stored)
     for row in sorted((row for row in rows if row.rule == "kept" and flags.given(row.name)), key=lambda r: r.name):
         value = flags.value(row.name)
         if value is None:
@@ -224,6 +225,19 @@ def open_resume(flags: Flags) -> Resume:
         user_model=user if user and ":" not in user else flags.text("user_model"),
         agent_dir=stored.agent_dir if stored.agent_dir is not None else flags.path("agent_dir"))
     return Resume(stored, resumed, journal)
+
+
+def _refuse_missing_plugin_settings(stored: Stored) -> None:
+    """A run played with a plugin's setting is resumed with that plugin loaded: without it, the resumed report
+    would silently lose the setting (and the plugin's metrics)."""
+    sources = stored.settings.get("sources")
+    known = {row.key for row in all_settings()} | set(REPORT_ORDER)
+    missing = sorted(set(sources) - known) if isinstance(sources, dict) else []
+    if missing:
+        many = "s" if len(missing) > 1 else ""
+        raise ConfigError(f"run {stored.run_id} was played with the setting{many} {', '.join(missing)} of a plugin "
+                          f"that is not loaded now; load it as the run did (its installed package, or "
+                          f"AGENT_EVAL_PLUGINS) and resume again.")
 
 
 def _show_flag(value: Any) -> str:
