@@ -363,3 +363,17 @@ def test_a_ctrl_c_while_the_plugins_load_is_exit_130_with_no_traceback(tmp_path:
     result = run_cli("list", env=clean_env(AGENT_EVAL_PLUGINS=str(tmp_path / "stopper.py")))
     assert result.exit_code == 130
     assert result.stderr.strip() == "interrupted"
+
+
+@pytest.mark.parametrize(("statistic", "key"), [('mean("latency_s")', "latency_s"), ('share("success")', "success"),
+                                                 ('share("blocked_correctly")', "blocked_correctly")])
+def test_a_plugin_run_value_under_a_built_in_run_key_is_exit_2(tmp_path: Path, statistic: str, key: str) -> None:
+    # Its value replaced the run's own: latency P50 999 s, or a passed run with success false.
+    (tmp_path / "shadow.py").write_text(
+        "from agent_eval.score.metric_registry import SuiteMetric, mean, share, register_metric\n"
+        f"register_metric(SuiteMetric('mine', 'mine', statistic={statistic}, run_value=lambda *a: 999))\n")
+    result = run_cli("list", env=clean_env(AGENT_EVAL_PLUGINS=str(tmp_path / "shadow.py")))
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    assert " ".join(result.stderr.split()) == (
+        f"error: the run value '{key}' is registered twice: by agent_eval.score.metric_registry and by "
+        f"{tmp_path / 'shadow.py'}. Rename one of them, or load only one of the two plugins.")
