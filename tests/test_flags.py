@@ -280,3 +280,14 @@ def test_resume_without_the_plugin_whose_setting_the_run_had_is_exit_2(tmp_path:
         f"error: run {path.stem} was played with the settings fixture, label, loud, tag of a plugin that is not "
         "loaded now; load it as the run did (its installed package, or AGENT_EVAL_PLUGINS) and resume again.")
     assert orjson.loads(path.read_bytes())["settings"]["tag"] == ["a"]  # the report is as it was
+
+
+def test_a_plugin_setting_s_default_is_in_its_help(tmp_path: Path) -> None:
+    (tmp_path / "keys.py").write_text(
+        "from agent_eval.flags import Setting, register_setting\n"
+        "register_setting(Setting('tone', str, ('--tone',), default='plain', help='The tone.'))\n"
+        "register_setting(Setting('mood', str, ('--mood',), help='No default.'))\n")
+    shown = run_cli("run", "--help", env={**clean_env(AGENT_EVAL_PLUGINS=str(tmp_path / "keys.py")),
+                                          "COLUMNS": "1000"}).stdout
+    # As the built-in rows write theirs (typer shows none for an option that is not eager): it showed none.
+    assert "The tone. (default plain)" in shown and "No default. " in shown and "No default. (default" not in shown

@@ -13,8 +13,9 @@ from rich.console import Console
 from rich.text import Text
 
 from agent_eval.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_TERMINATED, ConfigError
-from agent_eval.flags import Setting, all_settings
+from agent_eval.flags import BUILT_IN_SETTINGS, Setting, all_settings
 
+_BUILT_IN_IDS = frozenset(map(id, BUILT_IN_SETTINGS))  # a built-in row writes its own default in its help
 _WRITTEN = "_agent_eval_signature"  # a command's signature as written, before the options were added
 
 
@@ -90,7 +91,16 @@ def _parameter(row: Setting, command: str, taken: set[str]) -> inspect.Parameter
     taken.update(row.flags)
     default = row.command_default.get(command, row.unset())
     option = typer.Option(None if row.repeatable else default, *row.flags, **row.option,
-                          help=row.command_help.get(command, row.help))
+                          help=_help(row, command))
     annotation: Any = bool if row.type is bool else GenericAlias(list, (row.type,)) | None if row.repeatable else (
         row.type if default is ... else row.type | None)
     return inspect.Parameter(row.name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation)
+
+
+def _help(row: Setting, command: str) -> str:
+    """The row's help for `command`; a plugin row's default (which typer shows only for an eager option) is
+    added as the built-in rows write theirs: "(default plain)"."""
+    text = row.command_help.get(command, row.help)
+    if row.eager or id(row) in _BUILT_IN_IDS or row.default in (None, False, ()) or "default" in text:
+        return text
+    return f"{text} (default {row.default})".strip()
