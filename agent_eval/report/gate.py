@@ -69,7 +69,8 @@ def metric_direction(name: str) -> str:
         return "higher"  # higher is better for every scorer value
     if name not in (gateable := gate_metrics()) and not pass_hat_entry(name):
         raise ReportError(f"--gate {name}: unknown metric; gateable metrics are {', '.join(gateable)}, "
-                          "pass_hat.<k>, and scorers.<name>.<key>.<stat>.")
+                          "pass_hat.<k>, and scorers.<name>.<key>.<stat> (a plugin's metric, with its plugin "
+                          "loaded: its package, or AGENT_EVAL_PLUGINS).")
     metric = SUITE_METRIC_BY_NAME.get(name)
     return metric.direction if metric else "higher"
 

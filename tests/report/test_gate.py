@@ -404,3 +404,15 @@ def test_recovery_rate_s_gate_counts_recoveries_among_the_runs_with_a_tool_error
     assert summarize(report["cases"], 3)["recovery_rate"] == 0.5
     stat = build_stat("recovery_rate", [report["cases"][0]["runs"]], 3)
     assert (list(stat.num), list(stat.den)) == ([1.0], [2.0])
+
+
+def test_an_unknown_gate_says_a_plugin_s_metric_needs_its_plugin() -> None:
+    from agent_eval.report.gate import parse_gate_spec
+    from agent_eval.report.model import ReportError
+
+    # `--gate answer_words` of a report made with a plugin, compared without it: the list alone did not say why.
+    with pytest.raises(ReportError) as refused:
+        parse_gate_spec("answer_words=0.5")
+    assert str(refused.value).startswith("--gate answer_words: unknown metric; gateable metrics are pass_at_1, ")
+    assert str(refused.value).endswith("(a plugin's metric, with its plugin loaded: its package, or "
+                                       "AGENT_EVAL_PLUGINS).")
