@@ -124,3 +124,31 @@ def test_run_suite_takes_text_as_a_number_and_a_path_as_text(tmp_path: Path) -> 
     path = tmp_path / "r" / f"{first['run_id']}.json"
     again = agent_eval.run_suite(suite(tmp_path), baseline=path, output_dir=tmp_path / "r")
     assert again["gate"]["base_run_id"] == first["run_id"]
+
+
+BOOM = '''
+from agent_eval.report.outputs import Output, register_output
+
+
+def write(job):
+    raise RuntimeError("no room")
+
+
+register_output(Output("Boom", lambda cfg, report_path: report_path.with_suffix(".boom"), write))
+'''
+
+
+def test_run_suite_raises_when_a_plugin_s_output_raised_as_run_exits_2(tmp_path: Path) -> None:
+    from tests.builders import clean_env
+    from tests.cli import _State
+
+    (tmp_path / "boom.py").write_text(BOOM)
+    cases = write_suite(tmp_path, [CASES[0]], {"agent": "agent.py:agent"}, {"agent.py": AGENT})  # "knows" passes
+    with (_State(tmp_path, clean_env(AGENT_EVAL_PLUGINS=str(tmp_path / "boom.py")), None),
+          pytest.raises(ConfigError) as refused):
+        agent_eval.run_suite(cases, output_dir=tmp_path / "r")
+    # It returned the report with exit_code 0, where `run` exits 2; the report is written, as the message says.
+    assert str(refused.value).startswith("the output 'Boom' of the plugin ")
+    assert "raised RuntimeError: no room" in str(refused.value)
+    assert str(refused.value).endswith("; the JSON report and the other outputs are written, exit 2.")
+    assert len(list((tmp_path / "r").glob("*.json"))) == 1
