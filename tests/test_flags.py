@@ -291,3 +291,41 @@ def test_a_plugin_setting_s_default_is_in_its_help(tmp_path: Path) -> None:
                                           "COLUMNS": "1000"}).stdout
     # As the built-in rows write theirs (typer shows none for an option that is not eager): it showed none.
     assert "The tone. (default plain)" in shown and "No default. " in shown and "No default. (default" not in shown
+
+
+TYPED = '''
+from agent_eval.flags import Setting, register_setting
+
+register_setting(Setting("loud", bool, ("--loud",), env="AGENT_EVAL_LOUD"))
+register_setting(Setting("patience", int, ("--patience",), suite_key="patience", default=1))
+'''
+
+
+@pytest.mark.parametrize(("env", "block", "says"), [
+    # An environment variable's text for a switch: 'maybe' was silently off.
+    ({"AGENT_EVAL_LOUD": "maybe"}, {}, "the setting 'loud' (AGENT_EVAL_LOUD) must be true or false (1, yes, on; 0, "
+                                       "no, off), not 'maybe'."),
+    # The suite's JSON for a count: true was 1, 2.5 was 2.
+    ({}, {"patience": True}, "the setting 'patience' (the suite's patience) must be an integer, not True."),
+    ({}, {"patience": 2.5}, "the setting 'patience' (the suite's patience) must be an integer, not 2.5."),
+])
+def test_a_plugin_setting_of_the_wrong_type_from_the_environment_or_the_suite_is_exit_2(
+        tmp_path: Path, env: dict[str, str], block: dict, says: str) -> None:
+    (tmp_path / "typed.py").write_text(TYPED)
+    cases = write_suite(tmp_path, [{"id": "a", "query": "hi", "expect": {"contains": "hello"}}],
+                        {"agent": "agent.py:agent", **block}, {"agent.py": HELLO})
+    result = run_cli("run", "--cases", cases, "--output-dir", tmp_path / "r", "-q",
+                     env=clean_env(AGENT_EVAL_PLUGINS=str(tmp_path / "typed.py"), **env))
+    assert result.exit_code == 2 and " ".join(result.stderr.split()) == f"error: {says}"
+
+
+def test_a_plugin_switch_reads_on_and_off_from_the_environment(tmp_path: Path) -> None:
+    (tmp_path / "typed.py").write_text(TYPED)
+    cases = one_case_suite(tmp_path)
+    for text, value in (("on", True), ("No", False), ("1", True)):
+        out = tmp_path / text
+        result = run_cli("run", "--cases", cases, "--output-dir", out, "-q", "--no-html",
+                         env=clean_env(AGENT_EVAL_PLUGINS=str(tmp_path / "typed.py"), AGENT_EVAL_LOUD=text))
+        assert result.exit_code == 0, result.stderr
+        (path,) = out.glob("*.json")
+        assert orjson.loads(path.read_bytes())["settings"]["loud"] is value

@@ -209,16 +209,28 @@ def _typed(row: Setting, value: Any, where: str) -> Any:
     if value is None:
         return None
     if row.type is bool:
-        return value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes")
-    if isinstance(value, row.type):
+        if isinstance(value, bool):
+            return value
+        if (text := str(value).strip().lower()) in _SWITCH:  # an environment variable's (or suite's) text
+            return _SWITCH[text]
+    elif isinstance(value, bool) or (row.type is int and isinstance(value, float) and not value.is_integer()):
+        pass  # true for a count, or 2.5 runs: refused below (int() took them as 1 and 2)
+    elif isinstance(value, row.type):
         return value
-    try:
-        return row.type(value)
-    except (TypeError, ValueError):
-        given = {"flag": row.flags[0] if row.flags else "its flag", "env": row.env,
-                 "suite": f"the suite's {row.suite_key}", "default": "its default"}.get(where, where)
-        kind = {int: "an integer", float: "a number"}.get(row.type, f"a {row.type.__name__}")
-        raise ConfigError(f"the setting {row.name!r} ({given}) must be {kind}, not {value!r}.") from None
+    else:
+        try:
+            return row.type(value)
+        except (TypeError, ValueError):
+            pass
+    given = {"flag": row.flags[0] if row.flags else "its flag", "env": row.env,
+             "suite": f"the suite's {row.suite_key}", "default": "its default"}.get(where, where)
+    kind = {int: "an integer", float: "a number", bool: "true or false (1, yes, on; 0, no, off)"}.get(
+        row.type, f"a {row.type.__name__}")
+    raise ConfigError(f"the setting {row.name!r} ({given}) must be {kind}, not {value!r}.")
+
+
+_SWITCH = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False,
+           "": False}
 
 
 def _base_url(cfg: RunConfig, row: Setting, given: Given) -> None:
