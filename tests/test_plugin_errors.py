@@ -377,3 +377,10 @@ def test_a_plugin_run_value_under_a_built_in_run_key_is_exit_2(tmp_path: Path, s
     assert " ".join(result.stderr.split()) == (
         f"error: the run value '{key}' is registered twice: by agent_eval.score.metric_registry and by "
         f"{tmp_path / 'shadow.py'}. Rename one of them, or load only one of the two plugins.")
+
+
+def test_the_run_keys_a_plugin_may_not_take_cover_every_built_in_run_metric() -> None:
+    from agent_eval.score.metric_registry import built_in_run_keys
+    from agent_eval.score.metrics import RUN_METRICS
+
+    assert set(RUN_METRICS) <= built_in_run_keys()

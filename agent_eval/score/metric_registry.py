@@ -234,7 +234,7 @@ def register_metric(metric: SuiteMetric) -> None:
         raise ConfigError(f"the metric {getattr(metric, 'name', metric)!r} of {caller()}: {problem}")
     owner = caller()
     if metric.run_value is not None and metric.statistic.key is not None:  # each run's value under that key
-        claim("run value", metric.statistic.key, owner, _built_in_run_keys(), __name__)
+        claim("run value", metric.statistic.key, owner, built_in_run_keys(), __name__)
     claim("metric", metric.name, owner, BUILT_IN_METRICS, __name__)
     if metric.run_value is not None:  # its code goes through the guard: a raise is a null with a note
         guarded = per_run("metric", metric.name, owner, metric.run_value, Raised)
@@ -243,12 +243,15 @@ def register_metric(metric: SuiteMetric) -> None:
     SUITE_METRIC_BY_NAME[metric.name] = metric
 
 
-def _built_in_run_keys() -> set[str]:
+# The keys of a run's `metrics` (score/metrics.py's RUN_METRICS) that no built-in row's statistic reads;
+# tests/test_plugin_errors.py checks that these and the rows' keys cover RUN_METRICS.
+_RUN_KEYS_NO_ROW_READS = ("success", "policy_violations", "usage_invalid")
+
+
+def built_in_run_keys() -> set[str]:
     """The keys of a run's `metrics` agent-eval writes itself: a plugin's run value under one of them would
     overwrite the run's own value (its latency, its success) and every figure that reads it."""
-    from agent_eval.score.metrics import RUN_METRICS
-
-    keys = {*RUN_METRICS}
+    keys = set(_RUN_KEYS_NO_ROW_READS)
     for m in SUITE_METRIC_TABLE:
         st = m.statistic
         if st.kind != "pass" and m.name in BUILT_IN_METRICS:
