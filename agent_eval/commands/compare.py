@@ -28,6 +28,10 @@ def compare_command(base_path: str | Path, new_paths: list[str | Path], gate_spe
         if any(spec.strip() != PAIRWISE for spec in gate_specs if spec.partition("=")[0].strip() == PAIRWISE):
             raise ReportError("--gate pairwise takes no MAX_DROP: it regresses when the win rate's upper bound is "
                               "below 0.5.")
+        if not pairwise and (judge_model is not None or judge_repeat is not None):
+            given = "--judge-model" if judge_model is not None else "--judge-repeat"
+            raise ReportError(f"{given} sets the judge of the pairwise comparison: add --pairwise (or --gate "
+                              f"pairwise), or drop {given}.")
         gates = [parse_gate_spec(spec) for spec in metric_specs] or None
         base = load_report(base_path)
         news = [load_report(path) for path in new_paths]
