@@ -84,7 +84,7 @@ def _is_explicit(ctx: typer.Context, name: str) -> bool:
 
 def build_flags(ctx: typer.Context, **given: Any) -> Flags:
     """The command's flags as one frozen value, with the names of those typed on the command line."""
-    return Flags((name for name in given if _is_explicit(ctx, name)), **given)
+    return Flags((name for name in given if _is_explicit(ctx, name)), command=ctx.command.name, **given)
 
 
 # Each command writes its positional arguments; `**given` becomes the options of the setting rows that

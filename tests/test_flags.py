@@ -50,6 +50,14 @@ def test_a_rows_help_and_default_may_differ_by_command() -> None:
                                                           env={**clean_env(), "COLUMNS": "1000"}).stdout
 
 
+def test_flags_of_a_command_read_its_own_default() -> None:
+    # rescore, label and calibrate default --cases to the report's cases_file (None); run to the case file.
+    assert Flags(command="rescore").path("cases") is None
+    assert Flags(command="run").path("cases") == Flags().path("cases") == DEFAULTS.cases
+    assert Flags(command="history").path("output_dir") == DEFAULTS.output_dir
+    assert Flags(command="rescore").replace(quiet=True).path("cases") is None  # replace keeps the command
+
+
 def test_an_eager_option_s_default_is_shown_once() -> None:
     # typer shows an eager row's default itself: `plan --help` said "(default 0.05). [default: 0.05]".
     for command in ("plan", "calibrate", "history"):
@@ -169,6 +177,9 @@ def test_a_plugin_s_path_setting_is_shown_as_text(tmp_path: Path) -> None:
     # --help was taken by the setting: `run --help` ran the suite.
     (Setting("tone", bool, ("--help",)), "--help is every command's own flag (it shows the command's help): "
                                          "give the setting another flag"),
+    # Flags(command=...) names the command: a setting of that name could not be given.
+    (Setting("command", str, ("--command",)), "'command' is a name the flags hold for themselves (their "
+                                              "command, the flags typed): rename it"),
     # An unknown key of typer.Option was a traceback of every command.
     (Setting("tone", str, ("--tone",), option={"bogus": 1}), "option takes allow_dash, case_sensitive, clamp, "
                                                              "dir_okay, exists, file_okay, hidden, max, metavar, min, "

@@ -52,7 +52,7 @@ def flags_for(cases: str | Path, settings: Mapping[str, Any], where: str = "run_
             raise ConfigError(f"{where}({name}=...) takes {problem}, not {value!r:.80}.")
     values = {name: os.fspath(value) if setting(name).type is str and isinstance(value, os.PathLike) else value
               for name, value in values.items()}  # baseline=Path(...): a path as its text
-    return Flags(values, cases=Path(cases), **values, quiet=True)
+    return Flags(values, command="run", cases=Path(cases), **values, quiet=True)
 
 
 _KINDS: dict[type, tuple[str, tuple[type, ...]]] = {

@@ -24,11 +24,12 @@ class Flags:
     """The flags of one command by setting name, and the names typed on the command line. A name no row
     holds is a TypeError (a bug); the typed readers check the row's type."""
 
-    __slots__ = ("_values", "explicit")
+    __slots__ = ("_values", "explicit", "command")
     _values: dict[str, Any]
     explicit: frozenset[str]
+    command: str | None  # the command these are the flags of: its own defaults apply (`command_default`)
 
-    def __init__(self, explicit: Iterable[str] = (), **values: Any) -> None:
+    def __init__(self, explicit: Iterable[str] = (), *, command: str | None = None, **values: Any) -> None:
         rows = {row.name: row for row in all_settings()}
         unknown = sorted(values.keys() - rows.keys())
         if unknown:
@@ -36,25 +37,30 @@ class Flags:
         object.__setattr__(self, "_values", {name: _as_row_type(rows[name], value) for name, value in values.items()
                                              if value is not None})
         object.__setattr__(self, "explicit", frozenset(explicit))
+        object.__setattr__(self, "command", command)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("Flags is frozen: use replace()")
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Flags) and (self._values, self.explicit) == (other._values, other.explicit)
+        return isinstance(other, Flags) and (self._values, self.explicit, self.command) == \
+            (other._values, other.explicit, other.command)
 
     __hash__ = None  # type: ignore[assignment]
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return _rebuilt, (tuple(self.explicit), self._values)
+        return _rebuilt, (tuple(self.explicit), self._values, self.command)
 
     def __repr__(self) -> str:
         return f"Flags({', '.join(f'{k}={v!r}' for k, v in self._values.items())}, explicit={set(self.explicit)})"
 
     def value(self, name: str) -> Any:
-        """The value of `name`: as given, or the row's value when not given (`Setting.unset`)."""
+        """The value of `name`: as given, or when not given the row's default for this command (`command_default`),
+        else its value when not given (`Setting.unset`)."""
+        if name in self._values:
+            return self._values[name]
         row = setting(name)
-        return self._values[name] if name in self._values else row.unset()
+        return row.command_default.get(self.command, row.unset()) if self.command else row.unset()
 
     def given(self, name: str) -> bool:
         """Whether the flag `name` was typed on the command line."""
@@ -62,7 +68,7 @@ class Flags:
 
     def replace(self, **values: Any) -> Flags:
         """These flags with `values` set (None: not given); which flags were typed stays as it is."""
-        return Flags(self.explicit, **{**self._values, **values})
+        return Flags(self.explicit, command=self.command, **{**self._values, **values})
 
     def text(self, name: str) -> str | None:
         return self._read(name, str)
@@ -90,8 +96,8 @@ class Flags:
         return self.value(name)
 
 
-def _rebuilt(explicit: tuple[str, ...], values: dict[str, Any]) -> Flags:
-    return Flags(explicit, **values)
+def _rebuilt(explicit: tuple[str, ...], values: dict[str, Any], command: str | None) -> Flags:
+    return Flags(explicit, command=command, **values)
 
 
 def _as_row_type(row: Setting, value: Any) -> Any:

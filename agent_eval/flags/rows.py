@@ -292,6 +292,8 @@ def setting_problem(row: Setting) -> str | None:
         return f"register_setting takes a Setting(...), not {type(row).__name__}."
     if not row.name.isidentifier() or keyword.iskeyword(row.name):
         return "its name must be a Python name (letters, digits and _), as run_suite() takes it: rename it."
+    if row.name in ("command", "explicit"):
+        return f"{row.name!r} is a name the flags hold for themselves (their command, the flags typed): rename it."
     if row.type not in _TYPES:
         given = row.type.__name__ if isinstance(row.type, type) else f"the text {row.type!r}"
         return f"its type must be str, int, float, bool or Path (repeatable=True for several values), not {given}."
