@@ -12,8 +12,7 @@ from typing import Any
 
 from agent_eval.run.budget import check_max_cost
 from agent_eval.errors import ConfigError
-from agent_eval.llm import PLACEHOLDER_KEY, redact_url
-from agent_eval.redaction import redact_urls
+from agent_eval.llm import PLACEHOLDER_KEY
 from agent_eval.flags import BUILT_IN_SETTINGS, DEFAULTS, MAX_COUNT, Flags, Setting, all_settings
 from agent_eval.provider.throttle import RateLimit, parse_rate_limit
 from agent_eval.run.agents.base import BUILT_IN
@@ -75,14 +74,9 @@ class RunConfig:
 
     def settings(self) -> dict[str, Any]:
         """The report's `settings` block: no keys, no secrets (URLs are shown with theirs replaced by ***)."""
-        rows = {row.key: row for row in all_settings() if "run" in row.commands and row.shown != "hidden"}
-        shown: dict[str, Any] = {}
-        for key in (*REPORT_ORDER, *(key for key in rows if key not in REPORT_ORDER)):
-            if key in _SHOWN:
-                shown.update(_SHOWN[key](self))
-            else:
-                shown[key] = _show(rows[key], self.value_of(rows[key]))
-        return shown
+        from agent_eval.run.settings_block import settings_block
+
+        return settings_block(self)
 
     def value_of(self, row: Setting) -> Any:
         """The resolved value of a row: its attribute, or its entry of `extra`."""
@@ -103,35 +97,6 @@ _BUILT_IN_NAMES = frozenset(row.name for row in BUILT_IN_SETTINGS)
 
 def _has_attribute(row: Setting) -> bool:
     return row.key in _FIELDS and row.name in _BUILT_IN_NAMES
-
-
-# The report's settings block, in the order reports have always had; a shown row not named here follows
-# them in the table's order (a plugin's last). `_SHOWN` writes the entries that are not one row's value.
-REPORT_ORDER = ("repeat", "threshold", "filter", "judge", "judge_model", "judge_base_url", "no_cache", "concurrency",
-                "max_steps", "timeout", "judge_timeout", "base_url", "user", "agent", "model", "sources",
-                "last_failed", "scored_from", "workers", "ray", "otel", "otlp_endpoint", "rate_limit",
-                "judge_rate_limit", "retry_budget", "max_cost", "record", "replay", "replay_miss")
-
-_SHOWN: dict[str, Callable[[RunConfig], dict[str, Any]]] = {
-    "judge_model": lambda c: {"judge_model": c.judge_model if c.judge else None},
-    "judge_base_url": lambda c: {"judge_base_url": redact_url(c.judge_base_url) if c.judge else None},
-    "sources": lambda c: {"sources": dict(c.sources)},
-    "last_failed": lambda c: {"last_failed": c.last_failed},
-    "scored_from": lambda c: {"scored_from": c.source} if c.source else {},
-    "ray": lambda c: {"ray": redact_urls(c.ray_address or "local") if c.ray else None},
-    "replay_miss": lambda c: {"replay_miss": c.replay_miss, "replay_recorded_at": (c.recorded or {}).get("created_at"),
-                              "replay_model": (c.recorded or {}).get("model")} if c.replay else {},
-}
-
-
-def _show(row: Setting, value: Any) -> Any:
-    if isinstance(value, list):  # a repeatable flag's values
-        return [_show(row, v) for v in value]
-    if value is None or row.shown == "value":
-        return str(value) if isinstance(value, Path) else value  # a path as text, as JSON holds it
-    if row.shown == "url":
-        return redact_url(value)
-    return redact_urls(value) if row.shown == "urls" else str(value)
 
 
 def first(*values: Any) -> Any:

@@ -11,7 +11,8 @@ import orjson
 
 from agent_eval.records import RunRecord
 from agent_eval.flags import DEFAULTS, Flags, Setting, all_settings
-from agent_eval.run.config import REPORT_ORDER, RunConfig
+from agent_eval.run.config import RunConfig
+from agent_eval.run.settings_block import REPORT_ORDER
 from agent_eval.errors import ConfigError
 from agent_eval.llm import redact_url, restore_url
 from agent_eval.redaction import redact_urls
