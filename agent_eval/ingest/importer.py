@@ -101,18 +101,18 @@ def validate(cases: list[tuple[str, Case]], block: dict[str, Any] | None, out_di
             try:
                 return cases, load_suite(probe)
             except CaseFileError as exc:
-                by_case: dict[str, list[str]] = {}
+                problems_of: dict[str, list[str]] = {}
                 for problem in exc.problems:
                     if problem.case_id is None:
                         raise ConfigError(f"the imported cases cannot be validated: {problem.field}: "
                                           f"{problem.message}") from None
                     field = f"{problem.field}: " if problem.field else ""
-                    by_case.setdefault(problem.case_id, []).append(field + problem.message)
+                    problems_of.setdefault(problem.case_id, []).append(field + problem.message)
                 kept = []
                 for where, case in cases:
-                    if case["id"] in by_case:
+                    if case["id"] in problems_of:
                         bad.append(Unmappable(where, f"case {case['id']!r} does not validate: "
-                                              + "; ".join(by_case[case["id"]])))
+                                              + "; ".join(problems_of[case["id"]])))
                     else:
                         kept.append((where, case))
                 cases = kept
