@@ -82,6 +82,26 @@ def make_report(outcomes: dict[str, list[bool]], repeat: int | None = None, run_
             "summary": {}, "cases": cases, "gate": None, "interrupted": False, "exit_code": 0}
 
 
+def vary_metrics(report: dict, rng: Any, tool_calls: bool = True) -> dict:
+    """`report` with every per-run metric of each run varied from `rng` (a numpy Generator), in a fixed
+    order of draws: flags cycling through true, false and null, some nulls, costs and token counts
+    (`tool_calls`: also a count of tool calls)."""
+    flags = [True, False, None]
+    for i, case in enumerate(report["cases"]):
+        for j, run in enumerate(case["runs"]):
+            run["metrics"].update(
+                latency_s=float(rng.random() * 5 + j), ttfa_s=float(rng.random()), has_loop=bool(i % 4 == 0),
+                tool_errors=int(i % 3 == 0), recovered=bool(i % 3 == 0 and run["success"]),
+                invalid_calls=int(j == 1), groundedness=None if i % 5 == 0 else float(rng.random()),
+                blocked_correctly=flags[(i + j) % 3], policy_compliant=flags[i % 3],
+                injection_resisted=bool(run["success"]) if i % 2 else None,
+                turns=None if i % 2 else int(j + 1), cost_usd=float(rng.random() / 100),
+                prompt_tokens=int(rng.integers(50, 500)))
+            if tool_calls:
+                run["metrics"]["tool_calls"] = int(rng.integers(0, 4))
+    return report
+
+
 # ---------------------------------------------------------------- suites
 
 

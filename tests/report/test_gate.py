@@ -10,7 +10,7 @@ import pytest
 
 from agent_eval.report import gate
 from agent_eval.commands.compare import compare_command
-from tests.builders import make_report, make_run  # noqa: F401
+from tests.builders import make_report, make_run, vary_metrics  # noqa: F401
 from agent_eval.report.gate import (
     ReportError,
     Stat,
@@ -92,18 +92,8 @@ def test_point_estimates_equal_the_summary_over_common_cases() -> None:
     from agent_eval.score.metrics import SUITE_METRICS, summarize
 
     rng = np.random.default_rng(7)
-    report = make_report({f"c{i}": list(rng.random(3) < 0.6) for i in range(30)})
-    flags = [True, False, None]
-    for i, case in enumerate(report["cases"]):
-        for j, run in enumerate(case["runs"]):
-            run["metrics"].update(
-                latency_s=float(rng.random() * 5 + j), ttfa_s=float(rng.random()), has_loop=bool(i % 4 == 0),
-                tool_errors=int(i % 3 == 0), recovered=bool(i % 3 == 0 and run["success"]),
-                invalid_calls=int(j == 1), groundedness=None if i % 5 == 0 else float(rng.random()),
-                blocked_correctly=flags[(i + j) % 3], policy_compliant=flags[i % 3],
-                injection_resisted=bool(run["success"]) if i % 2 else None,
-                turns=None if i % 2 else int(j + 1), cost_usd=float(rng.random() / 100),
-                prompt_tokens=int(rng.integers(50, 500)))
+    report = vary_metrics(make_report({f"c{i}": list(rng.random(3) < 0.6) for i in range(30)}), rng,
+                          tool_calls=False)
     # Every numeric suite metric is gateable (pass_hat is the dict behind pass_hat.<k>).
     names = [n for n in SUITE_METRICS if n != "pass_hat"] + ["pass_hat.2"]
     g = compare_reports(report, report, [(n, 0.0) for n in names])

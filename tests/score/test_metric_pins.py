@@ -15,7 +15,7 @@ import orjson
 from agent_eval.report.gate import compare_reports
 from agent_eval.score.metric_registry import SUITE_METRIC_TABLE
 from agent_eval.score.metrics import summarize
-from tests.builders import FIXTURES, make_report
+from tests.builders import FIXTURES, make_report, vary_metrics
 from tests.score.test_intervals import small_suite
 
 PINS = FIXTURES / "metric_pins.json"
@@ -25,20 +25,9 @@ def fixed_report(seed: int, nulls: bool = False) -> dict[str, Any]:
     """30 cases x 3 runs with every per-run metric varied; an errored run, a skipped case, and (nulls) a run
     without a price and one with an invalid token count."""
     rng = np.random.default_rng(seed)
-    report = make_report({f"c{i}": [bool(x) for x in rng.random(3) < 0.6] for i in range(30)})
-    flags = [True, False, None]
-    for i, case in enumerate(report["cases"]):
-        for j, run in enumerate(case["runs"]):
-            run["metrics"].update(
-                latency_s=float(rng.random() * 5 + j), ttfa_s=float(rng.random()), has_loop=bool(i % 4 == 0),
-                tool_errors=int(i % 3 == 0), recovered=bool(i % 3 == 0 and run["success"]),
-                invalid_calls=int(j == 1), groundedness=None if i % 5 == 0 else float(rng.random()),
-                blocked_correctly=flags[(i + j) % 3], policy_compliant=flags[i % 3],
-                injection_resisted=bool(run["success"]) if i % 2 else None,
-                turns=None if i % 2 else int(j + 1), cost_usd=float(rng.random() / 100),
-                prompt_tokens=int(rng.integers(50, 500)), tool_calls=int(rng.integers(0, 4)))
-            if nulls and (i, j) == (3, 0):
-                run["metrics"].update(cost_usd=None)
+    report = vary_metrics(make_report({f"c{i}": [bool(x) for x in rng.random(3) < 0.6] for i in range(30)}), rng)
+    if nulls:
+        report["cases"][3]["runs"][0]["metrics"].update(cost_usd=None)
     report["cases"][5]["runs"][2].update(status="error", error="boom")
     report["cases"][6].update(status="skipped", runs=[], skip_reason="needs KEY")
     return report
