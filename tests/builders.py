@@ -50,6 +50,24 @@ def lookup(key: str, env: dict) -> str:
     return env["data"][key]
 '''
 
+HELPDESK_TOOLS = '''
+from agent_eval import tool
+
+
+@tool
+def lookup_user(user_id: str, env: dict) -> str:
+    """Look a user up."""
+    return env["users"][user_id]
+
+
+@tool
+def reset_password(user_id: str, env: dict) -> str:
+    """Reset a user's password."""
+    env["resets"].append(user_id)
+    return f"password of {user_id} reset"
+'''
+"""A help desk's two tools (env: {"users": {id: text}, "resets": []}); the bridge's tests add a third."""
+
 
 # ---------------------------------------------------------------- reports
 

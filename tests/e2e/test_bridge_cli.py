@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.builders import ROOT, clean_env, write_suite
+from tests.builders import HELPDESK_TOOLS, ROOT, clean_env, write_suite
 from tests.cli import run_cli
 from tests.loopback import router, status, text, tool_calls
 
@@ -22,22 +22,7 @@ FRAMEWORKS = {"openai-agents": "helpdesk_openai_agents.py:agent", "pydantic-ai":
 # Tools only through task.mcp_url / AGENT_EVAL_MCP_URL: the Agents SDK's MCP client, and a program.
 MCP_AGENTS = {"openai-agents-mcp": "helpdesk_openai_agents_mcp.py:agent", "cmd": "cmd:python helpdesk_cmd.py"}
 
-TOOLS = '''
-from agent_eval import tool
-
-
-@tool
-def lookup_user(user_id: str, env: dict) -> str:
-    """Look a user up."""
-    return env["users"][user_id]
-
-
-@tool
-def reset_password(user_id: str, env: dict) -> str:
-    """Reset a user's password."""
-    env["resets"].append(user_id)
-    return f"password of {user_id} reset"
-
+TOOLS = HELPDESK_TOOLS + '''
 
 @tool
 def create_ticket(summary: str, priority: str, env: dict) -> str:

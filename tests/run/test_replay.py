@@ -17,25 +17,10 @@ from rich.console import Console
 from agent_eval.commands.run import run_command
 from agent_eval.errors import ConfigError
 from agent_eval.provider.cassette import case_folder
-from tests.builders import ROOT, flags_of, write_suite
+from tests.builders import HELPDESK_TOOLS, ROOT, flags_of, write_suite
 from tests.loopback import LoopbackServer, text, tool_calls
 
-TOOLS = '''
-from agent_eval import tool
-
-
-@tool
-def lookup_user(user_id: str, env: dict) -> str:
-    """Look a user up."""
-    return env["users"][user_id]
-
-
-@tool
-def reset_password(user_id: str, env: dict) -> str:
-    """Reset a user's password."""
-    env["resets"].append(user_id)
-    return f"password of {user_id} reset"
-'''
+TOOLS = HELPDESK_TOOLS
 ENV = {"users": {"u1": "Bob, active", "u3": "Ada, active", "u2": "Eve, active"}, "resets": []}
 CASES = [
     {"id": "reset", "query": "Reset the password of u1.",
