@@ -297,11 +297,14 @@ def test_a_plugin_setting_s_default_is_in_its_help(tmp_path: Path) -> None:
     (tmp_path / "keys.py").write_text(
         "from agent_eval.flags import Setting, register_setting\n"
         "register_setting(Setting('tone', str, ('--tone',), default='plain', help='The tone.'))\n"
-        "register_setting(Setting('mood', str, ('--mood',), help='No default.'))\n")
+        "register_setting(Setting('mood', str, ('--mood',), help='No default.'))\n"
+        "register_setting(Setting('style', str, ('--style',), default='[b]x', help='[red]Loud[/red] or quiet.'))\n")
     shown = run_cli("run", "--help", env={**clean_env(AGENT_EVAL_PLUGINS=str(tmp_path / "keys.py")),
                                           "COLUMNS": "1000"}).stdout
     # As the built-in rows write theirs (typer shows none for an option that is not eager): it showed none.
     assert "The tone. (default plain)" in shown and "No default. " in shown and "No default. (default" not in shown
+    # A plugin's brackets are its text, not Rich markup for typer's help: "[red]Loud[/red]" showed "Loud".
+    assert "[red]Loud[/red] or quiet. (default [b]x)" in shown
 
 
 TYPED = '''

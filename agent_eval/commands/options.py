@@ -99,8 +99,13 @@ def _parameter(row: Setting, command: str, taken: set[str]) -> inspect.Parameter
 
 def _help(row: Setting, command: str) -> str:
     """The row's help for `command`; a plugin row's default (which typer shows only for an eager option) is
-    added as the built-in rows write theirs: "(default plain)"."""
+    added as the built-in rows write theirs: "(default plain)". typer draws help as Rich markup: the built-in
+    rows escape their brackets themselves, a plugin's text is shown as written."""
     text = row.command_help.get(command, row.help)
-    if row.eager or id(row) in _BUILT_IN_IDS or row.default in (None, False, ()) or "default" in text:
+    if id(row) in _BUILT_IN_IDS:
         return text
-    return f"{text} (default {row.default})".strip()
+    from rich.markup import escape
+
+    if not (row.eager or row.default in (None, False, ()) or "default" in text):
+        text = f"{text} (default {row.default})".strip()
+    return escape(text)
