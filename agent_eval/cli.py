@@ -282,6 +282,43 @@ def calibrate(ctx: typer.Context, report: Path = typer.Argument(..., help="A JSO
     guarded(go)
 
 
+bench_app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                        help="Standard benchmarks (BFCL multi-turn) as suite folders: list them, import one.")
+app.add_typer(bench_app, name="bench")
+
+
+@bench_app.command("list")
+def bench_list() -> None:
+    """Each benchmark agent-eval imports: its pinned upstream version, licence, parts and cases."""
+
+    def go() -> int:
+        from agent_eval.commands.bench import list_command
+
+        return list_command(console)
+
+    guarded(go)
+
+
+@bench_app.command("import")
+def bench_import(
+    name: str = typer.Argument(..., help="The benchmark: see `agent-eval bench list`."),
+    out: Path = typer.Option(..., "--out", help="The suite folder to write (new, or empty)."),
+    source: Path | None = typer.Option(None, "--from", help="A local checkout of the upstream repository "
+                                       "instead of the installed package."),
+    category: list[str] = typer.Option([], "--category", help="bfcl: a category (repeatable; default "
+                                       "multi_turn_base)."),
+) -> None:
+    """Write a suite folder from the installed, pinned upstream package: cases.json, its tools, NOTICE, and
+    bench.lock.json."""
+
+    def go() -> int:
+        from agent_eval.commands.bench import import_command
+
+        return import_command(name, out, source, {"category": tuple(category)}, console)
+
+    guarded(go)
+
+
 def _cases(flags: Flags) -> Path:
     return flags.path("cases") or DEFAULTS.cases
 

@@ -68,6 +68,7 @@ class SuiteBlock(_Strict):
     user: JsonValue = None
     scorers: JsonValue = None
     rate_limit: StrictStr | StrictInt | StrictFloat | None = None  # RPM[:BURST], like --rate-limit
+    bench: JsonValue = None  # what `agent-eval bench import` read: the report names the benchmark from it
 
     @field_validator("rate_limit")
     @classmethod

@@ -1,0 +1,123 @@
+"""What every benchmark import shares: the pinned upstream package or checkout, the suite folder it
+writes, and `bench.lock.json`, which a run checks against what is installed."""
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from agent_eval.bench import Benchmark
+from agent_eval.errors import ConfigError
+
+LOCK_FILE = "bench.lock.json"
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """Where the benchmark's code and data come from: the installed package or a checkout."""
+
+    package_dir: Path  # the upstream Python package's own folder (holding its data)
+    version: str | None  # the installed distribution's version; None for a checkout
+    checkout: Path | None = None
+    commit: str | None = None
+
+    def source(self, bench: Benchmark) -> dict[str, Any]:
+        """The lock's record of where the suite came from."""
+        if self.checkout is None:
+            return {"package": bench.package, "version": self.version}
+        return {"package": bench.package, "checkout": str(self.checkout), "commit": self.commit}
+
+
+def installed(bench: Benchmark, import_name: str) -> Upstream:
+    """The installed upstream package, which must be the pinned version; else exit 2 naming the commands."""
+    from importlib.metadata import PackageNotFoundError, version
+    from importlib.util import find_spec
+
+    try:
+        found = version(bench.package)
+    except PackageNotFoundError:
+        raise ConfigError(f"{bench.name} needs {bench.package}=={bench.version}, which is not installed. "
+                          f"Install it: {bench.install_commands()}") from None
+    if found != bench.version:
+        raise ConfigError(f"{bench.name} needs {bench.package}=={bench.version}, but {found} is installed. "
+                          f"Install the pinned version: {bench.install_commands()}")
+    spec = find_spec(import_name)
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError(f"{bench.package} {found} is installed but its module {import_name!r} cannot be found. "
+                          f"Reinstall it: {bench.install_commands()}")
+    return Upstream(Path(next(iter(spec.submodule_search_locations))), found)
+
+
+def checkout(path: Path, import_name: str, inner: str) -> Upstream:
+    """A local checkout of the upstream repository (`path` holds `import_name/`, or `inner/import_name/`)."""
+    for root in (path, path / inner):
+        if (root / import_name / "__init__.py").is_file():
+            return Upstream(root / import_name, None, root.resolve(), _git_commit(root))
+    raise ConfigError(f"--from {path}: no {import_name}/ package found there or in {inner}/. Fix: give the "
+                      f"folder of a checkout of the upstream repository.")
+
+
+def _git_commit(folder: Path) -> str | None:
+    try:
+        done = subprocess.run(["git", "-C", str(folder), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def prepare_out(out: Path) -> Path:
+    """The suite folder to write: created, or an existing empty folder; anything else is refused."""
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out}: a file of that name exists. Fix: give a new folder.")
+    if out.is_dir() and any(out.iterdir()):
+        raise ConfigError(f"--out {out}: the folder exists and is not empty; agent-eval never overwrites a suite. "
+                          f"Fix: give a new folder, or empty this one.")
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def sha256_of(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def file_hashes(package_dir: Path, relative: Iterable[str]) -> dict[str, str]:
+    """The sha256 of each file (paths relative to the upstream package's folder), sorted by path."""
+    return {rel: sha256_of(package_dir / rel) for rel in sorted(set(relative))}
+
+
+def write_json(path: Path, value: Any) -> None:
+    path.write_bytes(orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n")
+
+
+def read_lock(folder: Path) -> dict[str, Any]:
+    """The suite folder's lock; a ConfigError when it is missing or unreadable."""
+    path = folder / LOCK_FILE
+    try:
+        lock = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the benchmark lock ({exc}). Fix: import the suite again "
+                          f"(agent-eval bench import ... --out NEW_FOLDER).") from None
+    if not isinstance(lock, dict):
+        raise ConfigError(f"{path}: the benchmark lock is not a JSON object. Fix: import the suite again.")
+    return lock
+
+
+def lock_difference(lock: dict[str, Any], upstream: Upstream) -> str | None:
+    """What differs between the lock and what is installed now (None when they match)."""
+    source = lock.get("source") or {}
+    if source.get("checkout") is None and upstream.version != source.get("version"):
+        return (f"it was imported from {source.get('package')} {source.get('version')}, "
+                f"but {upstream.version} is installed")
+    for rel, digest in (lock.get("files") or {}).items():
+        path = upstream.package_dir / rel
+        if not path.is_file():
+            return f"{path} (read at import) is missing"
+        if sha256_of(path) != digest:
+            return f"{path} changed since the import (sha256 {digest[:12]}... was recorded)"
+    return None
