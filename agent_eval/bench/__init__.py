@@ -7,8 +7,10 @@ when the benchmark is used, so `agent-eval --help` and `bench list` stay cheap. 
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from agent_eval.errors import ConfigError
 
@@ -75,3 +77,10 @@ def find_benchmark(name: str) -> Benchmark:
     close = difflib.get_close_matches(name, names, n=1)
     hint = f" Did you mean {close[0]!r}?" if close else ""
     raise ConfigError(f"unknown benchmark {name!r}: agent-eval imports {', '.join(names)}.{hint}")
+
+
+def bench_settings(suite_block: Mapping[str, Any]) -> dict[str, Any]:
+    """The report's `settings.bench` of an imported suite (what its lock says it was imported from, and its
+    counts); nothing for any other suite."""
+    bench = suite_block.get("bench")
+    return {"bench": bench} if isinstance(bench, dict) else {}

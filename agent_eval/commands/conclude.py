@@ -102,6 +102,7 @@ def finish_report(results: Results, suite: Suite, cfg: RunConfig, agent_name: st
                   sender: RunSender | None = None) -> tuple[int, Report | None]:
     """`finish`, returning the report too (None when the journal failed); with no `console` nothing is
     printed but the warnings, which go to `err`."""
+    from agent_eval.bench import bench_settings
     from agent_eval.run.journal import append_usage, read_usage
     from agent_eval.score.metrics import summarize
     from agent_eval.score.prices import GENAI_PRICES, genai_prices_version, price_sources
@@ -117,7 +118,8 @@ def finish_report(results: Results, suite: Suite, cfg: RunConfig, agent_name: st
         entries = results.case_entries()
         rows = [{"id": e["id"], "status": e["status"], "runs": e["runs"]} for e in entries]
         report = build_report(run_id=run_id, created_at=created_at, suite=suite.name, agent=agent_name,
-                              model=cfg.model, cases_file=str(cfg.cases_file), settings=cfg.settings(),
+                              model=cfg.model, cases_file=str(cfg.cases_file),
+                              settings={**cfg.settings(), **bench_settings(suite.settings)},
                               summary=summarize(rows, cfg.repeat, suite.scorers),
                               cases=entries,
                               interrupted=interrupted,

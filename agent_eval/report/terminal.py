@@ -110,6 +110,8 @@ def render_header(report: Report, console: Console) -> None:
     elif report.get("stopped_at_budget"):
         title.append(" (stopped at the --max-cost budget: partial report)", style="bold yellow")
     console.print(title)
+    if (bench := bench_line(settings)) is not None:
+        console.print(Text(bench, style="bold"))
     console.print(Text(" · ".join([
         f"agent {report.get('agent') or NA}",
         f"model {report.get('model') or NA}",
@@ -129,6 +131,18 @@ def render_header(report: Report, console: Console) -> None:
         console.print(Text(f"cost n/a: {price_hint(model)}", style="yellow"))
     for why in invalid_usage_lines(report):
         console.print(Text(why, style="yellow"))
+
+
+def bench_line(settings: dict[str, Any]) -> str | None:
+    """`bench: bfcl multi_turn_base @ bfcl-eval 2026.3.23 (200 cases)` for a suite `bench import` wrote."""
+    bench = settings.get("bench")
+    if not isinstance(bench, dict):
+        return None
+    parts = " ".join(str(p) for p in bench.get("parts") or [])
+    origin = (f"{bench.get('package')} {bench.get('version')}" if bench.get("version") else
+              f"{bench.get('package')} checkout {str(bench.get('commit') or 'unknown commit')[:12]}")
+    cases = (bench.get("counts") or {}).get("cases")
+    return f"bench: {bench.get('benchmark')} {parts} @ {origin} ({cases} cases)"
 
 
 def spend_line(report: Report) -> str | None:

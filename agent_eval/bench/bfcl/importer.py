@@ -56,6 +56,7 @@ def import_suite(request: ImportRequest) -> ImportResult:
     cases: list[dict[str, Any]] = []
     left_out: list[dict[str, str]] = []
     schemas: dict[str, dict[str, Any]] = {}
+    held: dict[str, dict[str, Any]] = {}
     read: list[str] = [f"{up.BACKEND}/func_source_code/{name}.py" for name in CLASS_FILES]
     read += [f"{up.BACKEND}/multi_turn_checker.py", f"{up.BACKEND}/multi_turn_utils.py"]
     version = upstream.version or (upstream.commit or "checkout")
@@ -66,12 +67,14 @@ def import_suite(request: ImportRequest) -> ImportResult:
             if request.only is not None and entry["id"] not in request.only:
                 continue
             read += _func_doc_files(entry)
-            _add_schemas(schemas, entry)
+            _add_schemas(schemas, held, entry)
             turns, reason = _checked_gold(entry, golds.get(entry["id"]))
             if reason is not None:
                 left_out.append({"id": entry["id"], "reason": reason})
                 continue
             cases.append(to_case(entry, turns, category, version, added_prompt))
+    for function, tool in held.items():
+        schemas.setdefault(function, tool)  # a function only ever added later keeps the form it was added in
     name = "bfcl-" + "+".join(categories)
     counts = {"cases": len(cases), "turns": sum(len(c["messages"]) for c in cases),
               "gold_calls": sum(len(c["expected_tools"]) for c in cases)}
@@ -94,14 +97,18 @@ def _func_doc_files(entry: dict[str, Any]) -> list[str]:
     return [f"{up.FUNC_DOC}/{config.MULTI_TURN_FUNC_DOC_FILE_MAPPING[name]}" for name in entry["involved_classes"]]
 
 
-def _add_schemas(schemas: dict[str, dict[str, Any]], entry: dict[str, Any]) -> None:
-    """BFCL's Chat Completions schema of every function the entry offers now or later; one name, one schema."""
-    docs = list(entry["function"]) + [doc for held in (entry.get("missed_function") or {}).values() for doc in held]
-    for tool in up.openai_tools(docs):
+def _add_schemas(schemas: dict[str, dict[str, Any]], held: dict[str, dict[str, Any]], entry: dict[str, Any]) -> None:
+    """BFCL's Chat Completions schema of every function the entry offers from the start (one name, one
+    schema), and of those it adds later (`held`: upstream's loader adds its language hint to the offered
+    functions only, so a held-out function's description lacks it; the suite keeps the offered form)."""
+    for tool in up.openai_tools(list(entry["function"])):
         name = tool["function"]["name"]
         if schemas.setdefault(name, tool) != tool:
             raise ConfigError(f"BFCL entry {entry['id']}: function {name!r} has two different schemas in this "
                               f"import; agent-eval needs one per name.")
+    later = [doc for docs in (entry.get("missed_function") or {}).values() for doc in docs]
+    for tool in up.openai_tools(later):
+        held.setdefault(tool["function"]["name"], tool)
 
 
 def _checked_gold(entry: dict[str, Any], gold: list[list[str]] | None) -> tuple[Any, str | None]:
