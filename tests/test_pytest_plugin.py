@@ -119,7 +119,7 @@ def test_the_demo_suite_gives_run_s_statuses_and_figures(pytester: pytest.Pytest
     history = run_cli("history", "--cases", cases, "--output-dir", pytester.path / "out")
     assert history.exit_code == 0 and run_id in history.stdout
     out = result.stdout.str()
-    assert "pass@1" in out and f"FAIL (exit 1): {report['summary']['cases_failed']} case(s) failed" in out
+    assert "pass@1" in out and f"FAIL (exit 1): {report['summary']['cases_failed']} cases failed" in out
     assert f"out/{run_id}.json" in out
 
 

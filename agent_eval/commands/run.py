@@ -81,12 +81,15 @@ def _select_last_failed(flags: Flags, cfg: RunConfig, cases: list[Case],
             ids = tuple(found)
     if ids is None:
         return cases
-    cfg.last_failed = list(ids)
     wanted = set(ids)
     kept = [c for c in cases if c["id"] in wanted]
     if not kept:
         raise ConfigError(f"--lf: none of the cases that failed last time ({', '.join(sorted(wanted))}) is "
                           "kept by --filter; drop --filter or --lf.")
+    if len(kept) < len(cases):
+        cfg.last_failed = list(ids)
+    elif not flags.texts("last_failed_ids"):  # every selected case failed or errored last time: a full run
+        warn("--lf: every selected case failed or errored in the last run; running every selected case.")
     return kept
 
 
@@ -138,11 +141,15 @@ def _play_suite(flags: Flags, console: Console | None, err: Console) -> Played:
     agent_dir = flags.path("agent_dir") or (suite.base_dir if flags.text("agent") is None else Path.cwd())
     agent, simulator, scoring = build_parts(suite, cases, cfg, agent_dir)
     if cfg.baseline == "last":  # exit 2 before anything runs when no earlier run is comparable
-        from agent_eval.report.baseline import pick_last
+        from agent_eval.report.baseline import NoEarlierRun, pick_last
 
-        cfg.baseline = str(pick_last(cfg.output_dir, cfg.cases_file, agent.name, [str(c["id"]) for c in cases],
-                                     resumed.created_at if resumed else now_iso(),
-                                     resumed.run_id if resumed else None))
+        try:
+            cfg.baseline = str(pick_last(cfg.output_dir, cfg.cases_file, agent.name, [str(c["id"]) for c in cases],
+                                         resumed.created_at if resumed else now_iso(),
+                                         resumed.run_id if resumed else None))
+        except NoEarlierRun as exc:
+            say(err, f"warning: {exc}")
+            cfg.baseline = None
     open_tape(cfg, suite, cases)
     make_output_dir(cfg)
     pool = None

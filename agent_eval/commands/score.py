@@ -46,10 +46,14 @@ def score_command(flags: Flags, console: Console, err: Console) -> int:
     check_judge(cfg, runnable, suite)
     run_id, created_at = new_run_id(), now_iso()
     if cfg.baseline == "last":  # as run: exit 2 before anything is written when no earlier run is comparable
-        from agent_eval.report.baseline import pick_last
+        from agent_eval.report.baseline import NoEarlierRun, pick_last
 
-        cfg.baseline = str(pick_last(cfg.output_dir, cfg.cases_file, cfg.agent, [str(c["id"]) for c, _ in work],
-                                     created_at))
+        try:
+            cfg.baseline = str(pick_last(cfg.output_dir, cfg.cases_file, cfg.agent, [str(c["id"]) for c, _ in work],
+                                         created_at))
+        except NoEarlierRun as exc:
+            say(err, f"warning: {exc}")
+            cfg.baseline = None
     make_output_dir(cfg)
     journal = Journal(journal_path_of(cfg.output_dir, run_id),
                       {"run_id": run_id, "created_at": created_at, "settings": cfg.settings(),

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agent_eval.records import Report, split_case_file
+from agent_eval.report.baseline_rule import why_not_baseline
 from agent_eval.report.fmt import format_value
 from agent_eval.score.metric_registry import SUITE_METRIC_TABLE
 
@@ -160,34 +161,44 @@ def recent_runs(db_path: str | Path, cases_file: str | Path | None, last: int = 
         conn.close()
 
 
-def baseline_last(db_path: str | Path, cases_file: str | Path, agent: str | None,
-                  before: str, exclude_run_id: str | None = None, selected: Sequence[str] | None = None,
-                  ) -> str | None:
-    """The run_id of `--baseline last`: the newest run created no later than `before` (a run_id in the
-    history, or a created_at), other than `exclude_run_id`, with the same cases_file and agent, that was
-    neither interrupted nor stopped early by -x or at a --max-cost budget, nor a rescore, did not use --lf,
-    and whose selected case ids include every id of `selected` (the cases selected now); None if none is."""
+def earlier_runs(db_path: str | Path, cases_file: str | Path, agent: str | None, before: str,
+                 exclude_run_id: str | None = None) -> list[dict[str, Any]]:
+    """Every run of cases_file and agent created no later than `before` (a run_id in the history, or a
+    created_at), other than `before` and `exclude_run_id`, newest first; each row with `summary` (its
+    summary as a dict) and `statuses` (case id -> status). What `--baseline last` chooses from."""
     if not Path(db_path).exists():
-        return None
+        return []
     conn = _connect(db_path)
     try:
         hit = conn.execute("SELECT created_at FROM runs WHERE run_id = ?", (before,)).fetchone()
         created_at = hit["created_at"] if hit else before
-        rows = conn.execute(
-            "SELECT run_id FROM runs WHERE cases_file = ? AND agent IS ? AND interrupted = 0 "
-            "AND COALESCE(stopped_early, 0) = 0 AND COALESCE(stopped_at_budget, 0) = 0 AND rescored_from IS NULL "
-            "AND COALESCE(last_failed, 0) = 0 "
-            "AND created_at <= ? AND run_id != ? AND run_id != ? ORDER BY created_at DESC, run_id DESC",
-            (normalize_cases_file(cases_file), agent, created_at, before, exclude_run_id or ""))
-        wanted = {str(i) for i in selected or ()}
-        for row in rows.fetchall():
-            ids = {r["case_id"] for r in conn.execute("SELECT case_id FROM case_results WHERE run_id = ?",
-                                                      (row["run_id"],))}
-            if wanted <= ids:
-                return str(row["run_id"])
-        return None
+        rows = [dict(r) for r in conn.execute(
+            "SELECT * FROM runs WHERE cases_file = ? AND agent IS ? AND created_at <= ? AND run_id != ? "
+            "AND run_id != ? ORDER BY created_at DESC, run_id DESC",
+            (normalize_cases_file(cases_file), agent, created_at, before, exclude_run_id or ""))]
+        for row in rows:
+            row["statuses"] = {r["case_id"]: r["status"] for r in conn.execute(
+                "SELECT case_id, status FROM case_results WHERE run_id = ?", (row["run_id"],))}
+            try:
+                summary = orjson.loads(row.get("summary_json") or b"{}")
+            except orjson.JSONDecodeError:
+                summary = {}
+            row["summary"] = summary if isinstance(summary, dict) else {}
+        return rows
     finally:
         conn.close()
+
+
+def baseline_last(db_path: str | Path, cases_file: str | Path, agent: str | None,
+                  before: str, exclude_run_id: str | None = None, selected: Sequence[str] | None = None,
+                  ) -> str | None:
+    """The run_id of `--baseline last`: the newest of `earlier_runs` that could be gated against
+    (report/baseline.py why_not_baseline) with every id of `selected` (the cases selected now); None if none."""
+    wanted = {str(i) for i in selected or ()}
+    for row in earlier_runs(db_path, cases_file, agent, before, exclude_run_id):
+        if why_not_baseline(row, wanted) is None:
+            return str(row["run_id"])
+    return None
 
 
 def last_failed(db_path: str | Path, cases_file: str | Path) -> tuple[str | None, list[str]]:

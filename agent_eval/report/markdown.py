@@ -98,7 +98,7 @@ def headline_lines(report: Report) -> list[str]:
     if report.get("interrupted"):
         lines += ["> [!WARNING]", "> This run was interrupted; the figures cover the finished runs only.", ""]
     elif report.get("stopped_at_budget"):
-        from agent_eval.report.terminal import budget_line
+        from agent_eval.report.verdict import budget_line
 
         lines += ["> [!WARNING]", f"> This run {budget_line(report)}; the figures cover the finished runs only.", ""]
     return lines + [counts, "", *_table(["metric", "value"], rows, right={1}), ""]

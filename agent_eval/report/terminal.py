@@ -20,6 +20,7 @@ from rich.text import Text
 from agent_eval.records import Report
 from agent_eval.score.prices import price_hint
 from agent_eval.score.usage import invalid_usage_lines, invalid_usage_of
+from agent_eval.report.verdict import budget_line, verdict_parts  # noqa: F401  (budget_line re-exported)
 from agent_eval.report.fmt import (  # noqa: F401  (re-exported: the section modules format with these)
     NA,
     REASON_MAX_CHARS,
@@ -42,7 +43,6 @@ from agent_eval.report.trust_section import rate_with_interval, render_flaky, re
 from agent_eval.report.curve_section import curve_text, render_curve
 from agent_eval.report.metrics_section import render_added_metrics, render_metric_errors
 from agent_eval.report.price_source import pricing_line
-from agent_eval.errors import EXIT_MEANINGS
 from agent_eval.score.metric_registry import SECTION_TITLES, SuiteMetric, in_section
 
 SectionRenderer = Callable[[Report, Console], None]
@@ -293,42 +293,12 @@ def render_safety(report: Report, console: Console) -> None:
 
 
 def verdict_text(report: Report) -> Text:
-    """One line: the exit code and what it means for this run."""
-    s = _summary(report)
-    code = report.get("exit_code")
-    word, meaning = EXIT_MEANINGS.get(code if isinstance(code, int) else -1, ("EXIT", "unexpected exit code"))
-    style = _STYLES.get(word, "bold")
-    if code == 1 and report.get("stopped_early"):
-        meaning = (f"{s.get('cases_failed') or 0} case(s) failed; -x stopped the run after the first failed run "
-                   f"({s.get('cases_not_run') or 0} case(s) not run)")
-    elif code == 1 and s.get("cases_failed") and report.get("stopped_at_budget"):
-        meaning = f"{s['cases_failed']} case(s) failed; {budget_line(report)}"
-    elif code == 1 and s.get("cases_failed"):
-        meaning = f"{s['cases_failed']} case(s) failed"
-    elif code == 1:
-        meaning = "the baseline gate found a regression"
-    elif code == 2 and s.get("cases_errored"):
-        meaning = f"{s['cases_errored']} case(s) ended in an infrastructure error"
-    elif code == 2 and report.get("stopped_at_budget"):
-        meaning = f"{budget_line(report)} (not a pass: {s.get('cases_not_run') or 0} case(s) not run)"
-    elif code == 2 and s.get("cases_total") and s.get("cases_skipped") == s.get("cases_total"):
-        meaning = "every selected case was skipped"
+    """One line: the exit code and what caused it for this run (report/verdict.py)."""
+    word, code, meaning = verdict_parts(report)
     line = Text()
-    line.append(f"{word} ", style=f"bold {style}")
+    line.append(f"{word} ", style=f"bold {_STYLES.get(word, 'bold')}")
     line.append(f"(exit {code}): {meaning}")
     return line
-
-
-def budget_line(report: Report) -> str:
-    """`stopped at the budget: $4.9800 of $5.0000, 212 of 300 runs` (runs finished of the runs selected)."""
-    budget = _summary(report).get("budget") or {}
-    spent, limit = budget.get("spent_usd"), budget.get("limit_usd")
-    repeat = (report.get("settings") or {}).get("repeat") or 1
-    cases = [c for c in report.get("cases") or [] if c.get("status") != "skipped"]
-    finished = sum(len(c.get("runs") or []) for c in cases)
-    shown = format_cost(spent) if isinstance(spent, (int, float)) else "an unknown amount"
-    of = f" of {format_cost(limit)}" if isinstance(limit, (int, float)) else ""
-    return f"stopped at the budget: {shown}{of}, {finished} of {len(cases) * repeat} runs"
 
 
 def render_verdict(report: Report, console: Console) -> None:

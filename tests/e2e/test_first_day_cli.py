@@ -139,7 +139,7 @@ def test_exitfirst_stops_taking_runs_and_marks_the_rest_not_run(suite, tmp_path)
     s = report["summary"]
     assert (s["cases_not_run"], s["cases_passed"], s["cases_failed"], s["runs"]) == (2, 1, 1, 2)
     assert s["pass_at_1"] == 0.5  # (1/1 + 0/1) / 2 counted cases; not_run cases count in no figure
-    assert "stopped early by -x" in result.stdout and "2 case(s) not run" in result.stdout
+    assert "stopped early by -x" in result.stdout and "(2 cases not run)" in result.stdout
 
 
 def test_exitfirst_is_not_triggered_by_a_passing_run(suite, tmp_path):
@@ -253,3 +253,16 @@ def test_history_without_runs_hints_at_the_case_file(suite, tmp_path):
     result = cli("history", "--cases", suite([case("a", "pass")]), "--output-dir", tmp_path / "none")
     assert result.returncode == 0
     assert "pass the --cases that your runs used" in " ".join(result.stdout.split())
+
+
+def test_an_lf_run_that_selected_every_filtered_case_counts_as_full(suite, tmp_path):
+    out = tmp_path / "out"
+    path = suite([case("a", "pass"), case("b", "fail")])
+    cli("run", "--cases", path, "--output-dir", out, "--no-html")
+    # Only b failed, and --filter b keeps only b: --lf selects the whole filtered selection.
+    lf = cli("run", "--cases", path, "--output-dir", out, "--no-html", "--lf", "--filter", "b")
+    assert "every selected case failed or errored in the last run" in " ".join(lf.stderr.split())
+    lf_run = reports(out)[-1]
+    assert [c["id"] for c in lf_run["cases"]] == ["b"] and lf_run["settings"]["last_failed"] is None
+    cli("run", "--cases", path, "--output-dir", out, "--no-html", "--filter", "b", "--baseline", "last")
+    assert reports(out)[-1]["gate"]["base_run_id"] == lf_run["run_id"]

@@ -50,13 +50,15 @@ def test_two_runs_give_a_history_and_baseline_last_gates_the_second(tmp_path: Pa
     assert report1["run_id"] in history.stdout and report2["run_id"] in history.stdout
 
 
-def test_baseline_last_without_history_exits_2_before_anything_runs(tmp_path: Path) -> None:
+def test_baseline_last_without_history_warns_and_runs_ungated(tmp_path: Path) -> None:
     out = tmp_path / "reports"
     proc = agent_eval("run", "--cases", str(CASES), "--no-judge", "--quiet", "--output-dir", str(out),
                       "--baseline", "last", "--no-html", cwd=tmp_path)
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "no earlier run" in " ".join(proc.stderr.split()) and "Traceback" not in proc.stderr
-    assert not list(out.glob("*.json"))  # nothing ran
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # the demo agent fails some cases, honestly
+    said = " ".join(proc.stderr.split())
+    assert "warning: --baseline last" in said and "no earlier run" in said and "Traceback" not in said
+    (report,) = out.glob("*.json")
+    assert orjson.loads(report.read_bytes())["gate"] is None
 
 
 def test_compare_exit_codes(tmp_path: Path) -> None:

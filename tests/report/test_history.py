@@ -32,6 +32,9 @@ def make_report(run_id: str, created_at: str, pass_at_1: float | None = 0.5, age
     report.update(run_id=run_id, created_at=created_at, agent=agent, cases_file=cases_file,
                   interrupted=interrupted)
     report["summary"]["pass_at_1"] = pass_at_1
+    for case in report["cases"]:  # a run that could be a baseline: the fixture's one error case failed instead
+        if case["status"] == "error":
+            case["status"] = "failed"
     return report
 
 
@@ -211,3 +214,43 @@ def test_a_metric_added_since_the_history_was_made_gets_its_column(db: Path, mon
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT run_id, answer_words FROM runs ORDER BY run_id").fetchall() == [
             ("20260101-000000-aaaaaa", None), ("20260102-000000-bbbbbb", 3.0)]
+
+
+def test_baseline_last_skips_errors_replay_misses_and_all_skipped_but_never_for_its_own_gate(db: Path) -> None:
+    record_run(db, make_report("r1", "2025-01-01T00:00:00"), None)
+    gated = make_report("r2", "2025-01-02T00:00:00")  # its own gate compared nothing: exit 2, still comparable
+    gated.update(exit_code=2, gate={"nothing_to_gate": "the reports share no case id", "regression": False})
+    record_run(db, gated, None)
+    assert baseline_last(db, "cases/test_cases.json", "openai", "2025-01-02T12:00:00") == "r2"
+    errored = make_report("r3", "2025-01-03T00:00:00")
+    errored["cases"][0]["status"] = "error"
+    record_run(db, errored, None)
+    missed = make_report("r4", "2025-01-04T00:00:00")  # a replay miss: counted in the summary
+    missed["summary"]["replay"] = {"hits": 3, "misses": 1, "live": 0, "no_request_runs": 0}
+    record_run(db, missed, None)
+    filled = make_report("r5", "2025-01-05T00:00:00")  # misses filled live (--replay-miss live) are no miss
+    filled["summary"]["replay"] = {"hits": 3, "misses": 2, "live": 2, "no_request_runs": 0}
+    record_run(db, filled, None)
+    skipped = make_report("r6", "2025-01-06T00:00:00")
+    for case in skipped["cases"]:
+        case["status"] = "skipped"
+    record_run(db, skipped, None)
+    assert baseline_last(db, "cases/test_cases.json", "openai", "2025-01-05T12:00:00") == "r5"
+    assert baseline_last(db, "cases/test_cases.json", "openai", "2025-01-04T12:00:00") == "r2"
+    assert baseline_last(db, "cases/test_cases.json", "openai", "2025-01-07T00:00:00") == "r5"
+
+
+def test_why_not_baseline_names_the_first_reason() -> None:
+    from agent_eval.report.baseline_rule import why_not_baseline
+
+    row = {"run_id": "r", "statuses": {"a": "error", "b": "error", "c": "passed"},
+           "summary": {"replay": {"misses": 2, "live": 0}}}
+    assert why_not_baseline(row, {"a"}) == "2 cases ended in error"
+    row["statuses"] = {"a": "passed"}
+    assert why_not_baseline(row, {"a"}) == "it had 2 replay misses"
+    row["summary"] = {}
+    missing = "it did not select 4 cases selected now (b, c, d and 1 more)"
+    assert why_not_baseline(row, {"a", "b", "c", "d", "e"}) == missing
+    assert why_not_baseline({**row, "stopped_early": 1}, {"a"}) == "-x stopped it early"
+    assert why_not_baseline({**row, "statuses": {}}, set()) == "it selected no case"
+    assert why_not_baseline(row, {"a"}) is None

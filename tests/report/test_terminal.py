@@ -209,7 +209,7 @@ def test_pass_counts_leave_errored_runs_out():
 
 def test_verdict_line_explains_exit_code():
     text = render_text(make_report())
-    assert "FAIL (exit 1): 1 case(s) failed" in text.strip().splitlines()[-1]
+    assert "FAIL (exit 1): 1 case failed" in text.strip().splitlines()[-1]
     report = make_report()
     report["exit_code"] = 0
     assert "PASS (exit 0)" in render_text(report).strip().splitlines()[-1]

@@ -105,7 +105,7 @@ def test_a_budget_stop_with_a_failed_case_exits_1(env, tmp_path, loopback):
     assert report["summary"]["budget"]["spent_usd"] == pytest.approx(0.10)
     assert [c["status"] for c in report["cases"]] == ["failed"] + ["passed"] * 4 + ["not_run"] * 5
     assert code == 1 and report["exit_code"] == 1
-    assert "1 case(s) failed; stopped at the budget: $0.1000 of $0.1000, 5 of 10 runs" in shown
+    assert "1 case failed; stopped at the budget: $0.1000 of $0.1000, 5 of 10 runs" in shown
     markdown = summary.read_text()
     assert "> This run stopped at the budget: $0.1000 of $0.1000, 5 of 10 runs; the figures cover" in markdown
 
@@ -159,7 +159,8 @@ def test_baseline_last_never_picks_a_run_stopped_at_its_budget(tmp_path):
 
     def row(run_id: str, created_at: str, **flags: bool) -> dict:
         return {"run_id": run_id, "created_at": created_at, "cases_file": str(cases_file), "agent": "a",
-                "summary": {}, "cases": [], "exit_code": 2, "interrupted": False, **flags}
+                "summary": {}, "cases": [{"id": "c1", "status": "passed"}], "exit_code": 2, "interrupted": False,
+                **flags}
 
     record_run(db, row("20260101-000000-aaaaaa", "2026-01-01T00:00:00"), None)
     record_run(db, row("20260101-010000-bbbbbb", "2026-01-01T01:00:00", stopped_at_budget=True), None)
