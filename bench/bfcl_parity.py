@@ -179,7 +179,11 @@ def generate(categories: list[str], per_category: int, seed: int) -> list[dict[s
         made = 0
         while made < per_category:
             entry = rng.choice(entries)
-            kind = kinds[made % len(kinds)] if made < 2 * len(kinds) else rng.choice(kinds)
+            specific = SPECIFIC.get(category, ())
+            if specific and made % 3 == 0:  # a third of a miss_ category's set is its own kind of mistake
+                kind = rng.choice(specific)
+            else:
+                kind = kinds[made % len(kinds)] if made < 2 * len(kinds) else rng.choice(kinds)
             base = [[[name, args] for name, args in calls] for calls in gold_turns(golds[entry["id"]],
                                                                                   entry["involved_classes"])]
             turns = PERTURBATIONS[kind](copy.deepcopy(base), rng, entry)
