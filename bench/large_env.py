@@ -25,7 +25,7 @@ import orjson
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agent_eval.run.sandbox import EnvTemplate  # noqa: E402
+from agent_eval.run.world import EnvTemplate  # noqa: E402
 
 TOOLS = '''
 from agent_eval import tool

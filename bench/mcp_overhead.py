@@ -27,7 +27,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from agent_eval.run.mcp_sessions import ServerPool  # noqa: E402
-from agent_eval.run.sandbox import EnvTemplate, Sandbox  # noqa: E402
+from agent_eval.run.sandbox import Sandbox  # noqa: E402
+from agent_eval.run.world import EnvTemplate  # noqa: E402
 from agent_eval.suite.cases import load_suite  # noqa: E402
 
 CASES = ROOT / "cases" / "mcp_cases.json"

@@ -18,7 +18,7 @@ from agent_eval.run.agents.python import PythonAgent
 from agent_eval.run.episode import Clock, play_run
 from agent_eval.run.journal import Journal, scan_runs
 from agent_eval.suite.jsonsafe import TOO_DEEP, dumps_safe, to_json_safe
-from agent_eval.run.sandbox import EnvTemplate
+from agent_eval.run.world import EnvTemplate
 from agent_eval.score.checks import check_trajectory
 from agent_eval.score.env_checks import check_env_item
 from agent_eval.score.matchers import matched_fields

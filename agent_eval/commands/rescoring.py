@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_eval.records import Case, CaseEntry, Report, RunRecord
 from agent_eval.score import stats
-from agent_eval.suite.cases import Suite, case_env, has_only_judged_checks
+from agent_eval.suite.cases import Suite, has_only_judged_checks
 from agent_eval.score.env_checks import is_env_check
 from agent_eval.score.envdiff import apply_diff, get_path, show_json
 from agent_eval.errors import ConfigError
@@ -23,7 +23,7 @@ from agent_eval.score.judge import (JUDGE_ERROR, judge_summary)
 from agent_eval.score.matchers import json_equal
 from agent_eval.score.metrics import case_entry, skipped_entry, summarize
 from agent_eval.report.model import build_report, new_run_id, now_iso
-from agent_eval.run.sandbox import EnvTemplate, replay_expected_tools
+from agent_eval.run.world import case_template, expected_of, initial_state
 from agent_eval.score.pipeline import ScoringContext, score_run
 from agent_eval.run.simulator import user_sim_summary
 
@@ -49,10 +49,11 @@ def validate_diff_fits(case_id: str, initial_env: Any, diff: list[dict[str, Any]
 
 async def _rescore_case(suite: Suite, case: Case, runs: list[RunRecord], ctx: ScoringContext,
                         limit: asyncio.Semaphore) -> list[RunRecord]:
-    initial = case_env(suite, case)
-    expected = case.get("expected_env")
-    if expected == "replay":
-        expected = replay_expected_tools(suite.tools, EnvTemplate(initial), case["expected_tools"])
+    template = case_template(suite, case)  # a backend is built again from the tools module as it is now
+    if template.error is not None:
+        raise ConfigError(f"case {case['id']!r}: {template.error}")
+    initial = template.env
+    expected = expected_of(case, suite.tools, template)
 
     async def one(run: RunRecord) -> RunRecord:
         trace = run["trace"]
@@ -94,7 +95,7 @@ def select_work(old: Mapping[str, Any], suite: Suite, report_path: Path,
         for run in entry.get("runs") or []:
             if run["trace"].get("state_resource"):
                 continue  # its env started from the server's state, not from the case file
-            validate_diff_fits(case["id"], case_env(suite, case), run["trace"].get("final_env_diff") or [],
+            validate_diff_fits(case["id"], initial_state(suite, case), run["trace"].get("final_env_diff") or [],
                                report_path)
         work.append(case)
     return entries, missing, work

@@ -21,7 +21,8 @@ from agent_eval.run.runner import lite_run
 from agent_eval.records import Case, CaseEntry, RunRecord
 from agent_eval.score.metrics import case_entry, skipped_entry
 from agent_eval.score.pipeline import ScoringContext, score_run
-from agent_eval.suite.cases import Suite, case_env, skip_reason
+from agent_eval.errors import ConfigError
+from agent_eval.suite.cases import Suite, skip_reason
 
 if TYPE_CHECKING:
     from agent_eval.run.pool import WorkerPool
@@ -109,12 +110,15 @@ async def _score_case(suite: Suite, case: Case, recordings: list[Recording], ctx
     has_env = all(r.has_env for r in recordings)
     if has_env:
         scored, skipped = case, []
-    initial = case_env(suite, case) if has_env else {}
-    expected = case.get("expected_env") if has_env else None
-    if expected == "replay":
-        from agent_eval.run.sandbox import EnvTemplate, replay_expected_tools
+    initial: dict[str, Any] = {}
+    expected = None
+    if has_env:
+        from agent_eval.run.world import case_template, expected_of
 
-        expected = replay_expected_tools(suite.tools, EnvTemplate(initial), case["expected_tools"])
+        template = case_template(suite, case)
+        if template.error is not None:
+            raise ConfigError(f"case {case['id']!r}: {template.error}")
+        initial, expected = template.env, expected_of(case, suite.tools, template)
     given = [r.trial for r in recordings]
     trials = [t for t in given if t is not None]
     if len(trials) != len(given) or len(set(trials)) != len(trials):

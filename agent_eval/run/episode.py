@@ -17,7 +17,9 @@ from agent_eval.run.agents import Agent, AgentStop, InfrastructureError, Reply, 
 from agent_eval.suite.jsonsafe import dumps_safe, to_json_safe
 from agent_eval.suite.cases import user_messages
 from agent_eval.run.scenario import max_turns
-from agent_eval.run.sandbox import EnvTemplate, Sandbox, ServerFault
+from agent_eval.run.sandbox import Sandbox, ServerFault
+from agent_eval.run.world import EnvTemplate
+from agent_eval.suite.backend import BackendError
 
 if TYPE_CHECKING:
     from agent_eval.run.mcp_sessions import RunServers, ServerPool
@@ -112,12 +114,18 @@ async def play_run(case: Case, trial: int, agent: Agent, tools: ToolSet, templat
     the agent's turns only. The trace's `turn_steps` holds, for each reply, how many steps had been
     recorded when it came, so the calls of turn i are `steps[turn_steps[i-1]:turn_steps[i]]`.
     """
+    if template.error is not None:  # the backend could not build the case's initial state
+        return errored_run(template.error)
     if servers is not None:  # the suite's MCP servers
         from agent_eval.run.mcp_sessions import play_with_servers
 
         return await play_with_servers(servers, env_blob, template, lambda env, base, remote: _play(
             case, trial, agent, tools, base, env, system_prompt, timeout, simulator, remote), errored_run)
-    return await _play(case, trial, agent, tools, template, template.fresh(), system_prompt, timeout, simulator)
+    try:
+        world = template.fresh()
+    except BackendError as exc:
+        return errored_run(str(exc))
+    return await _play(case, trial, agent, tools, template, world, system_prompt, timeout, simulator)
 
 
 async def _play(case: Case, trial: int, agent: Agent, tools: ToolSet, template: EnvTemplate, env: dict[str, Any],
@@ -182,7 +190,11 @@ async def _play(case: Case, trial: int, agent: Agent, tools: ToolSet, template: 
         error, agent_error, agent_tb = sandbox.infra, None, None
     wall = time.perf_counter() - t0 - waits.within(t0) if t0 is not None else 0.0
     elapsed = (clock.used if simulator is not None else wall) + _replayed_s()
-    steps, env = sandbox.steps, sandbox.env
+    steps = sandbox.steps
+    try:
+        env = template.state(sandbox.env)  # the world's state: the env itself, or the backend's snapshot
+    except BackendError as exc:
+        env, error = {}, error or str(exc)
     if stop_reason == "timeout":
         # A sync agent's thread may still be inside a tool: freeze what it has done so far. orjson holds
         # the GIL while it copies, so the snapshot cannot tear even if that tool is writing.

@@ -14,7 +14,8 @@ from typing import Any, TypeVar
 
 from agent_eval.records import StopReason
 from agent_eval.suite.mcp_client import Connection, ServerError, kill_live_servers, stray_warnings
-from agent_eval.run.sandbox import EnvTemplate
+from agent_eval.run.world import EnvTemplate
+from agent_eval.suite.backend import BackendError
 from agent_eval.suite.mcp_spec import ServerSpec
 from agent_eval.suite.tools import RemoteTool
 
@@ -179,7 +180,11 @@ async def play_with_servers(pool: ServerPool, env_blob: bytes | None, template: 
         return errored_run(str(exc))
     try:
         if pool.state is None:
-            return await play(template.fresh(), template, run)
+            try:
+                world = template.fresh()
+            except BackendError as exc:
+                return errored_run(str(exc))
+            return await play(world, template, run)
         try:
             initial = await run.read_state()
         except ServerError as exc:

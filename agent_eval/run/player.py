@@ -16,12 +16,12 @@ from agent_eval.run.agents.base import BUILT_IN
 from agent_eval.run.config import RunConfig
 from agent_eval.run.episode import play_run
 from agent_eval.run.journal import encode_run
-from agent_eval.run.sandbox import EnvTemplate, replay_expected_tools
+from agent_eval.run.world import EnvTemplate, case_template, expected_of
 from agent_eval.score.judge import judge_summary
 from agent_eval.score.pipeline import ScoringContext, score_run
 from agent_eval.score.usage import add_summaries
 from agent_eval.run.simulator import user_sim_summary
-from agent_eval.suite.cases import Suite, case_env
+from agent_eval.suite.cases import Suite
 
 if TYPE_CHECKING:
     from agent_eval.run.agents import Agent
@@ -82,11 +82,8 @@ class CaseSlot:
     def prepare(self, suite: Suite, shared: Callable[[], EnvTemplate]) -> None:
         if self.template is None:
             own = self.case.get("initial_env") is not None
-            self.template = EnvTemplate(case_env(suite, self.case)) if own else shared()
-            expected = self.case.get("expected_env")
-            if expected == "replay":
-                expected = replay_expected_tools(suite.tools, self.template, self.case["expected_tools"])
-            self.expected_env = expected
+            self.template = case_template(suite, self.case) if own else shared()
+            self.expected_env = expected_of(self.case, suite.tools, self.template)
 
     def release_if_idle(self, remaining: int) -> None:
         if self.in_flight == 0 and remaining == 0:
@@ -116,7 +113,7 @@ class Player:
     def suite_template(self) -> EnvTemplate:
         """The suite's env, serialised once for every case that adds nothing to it (it may be megabytes)."""
         if self._shared_template is None:
-            self._shared_template = EnvTemplate(self.suite.initial_env)
+            self._shared_template = EnvTemplate(self.suite.initial_env, self.suite.tools.backend)
         return self._shared_template
 
     def prepare(self, slot: CaseSlot) -> None:

@@ -1,4 +1,4 @@
-"""One run's world: a private env copy, recorded tool dispatch, fault injection."""
+"""One run's tool dispatch against its private world (run/world.py): recorded steps, fault injection."""
 from __future__ import annotations
 
 import asyncio
@@ -7,14 +7,12 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
-from agent_eval.score.envdiff import diff_env_fast
 from agent_eval.errors import ToolError
 from agent_eval.redaction import redact_secrets
 from agent_eval.records import Step
-from agent_eval.tracebacks import Outcome, await_user, call_user, describe, user_traceback
-from agent_eval.run.threads import run_in_thread
+from agent_eval.tracebacks import await_user, call_user, describe, user_traceback
+from agent_eval.run.threads import awaited, run_apart, run_in_thread
+from agent_eval.run.world import frozen
 
 if TYPE_CHECKING:
     from agent_eval.run.mcp_sessions import RunServers
@@ -25,32 +23,6 @@ DEFAULT_FAULT_ERROR = "ServiceUnavailable: 503 Service Unavailable"
 
 class ServerFault(Exception):
     """An MCP server failed during a call (it exited, broke the protocol or did not answer): the run is `error`."""
-
-
-class EnvTemplate:
-    """A pristine initial env, serialised once so each run's private copy is one orjson parse.
-
-    An orjson round trip is several times faster than copy.deepcopy for JSON data (bench/README.md),
-    and exact for everything a JSON case file can hold.
-    """
-
-    __slots__ = ("_blob", "env")
-
-    def __init__(self, env: dict[str, Any]) -> None:
-        self.env = env
-        self._blob = orjson.dumps(env)
-
-    @property
-    def blob(self) -> bytes:
-        """The env as JSON bytes (what a per-run MCP server gets in its AGENT_EVAL_ENV_FILE)."""
-        return self._blob
-
-    def fresh(self) -> dict[str, Any]:
-        return orjson.loads(self._blob)
-
-    def diff(self, env: dict[str, Any]) -> list[dict[str, Any]]:
-        """The run's final_env_diff; an untouched env costs one dump, a written one a walk by `==`."""
-        return diff_env_fast(self.env, self._blob, env)
 
 
 class Sandbox:
@@ -128,7 +100,7 @@ class Sandbox:
     async def _dispatch_remote(self, servers: RunServers, name: str, remote: RemoteTool, args: Any, start: float,
                                call_id: str | None = None) -> tuple[str | None, str | None]:
         """One call of an MCP tool: validated and faulted as a Python tool is, sent as tools/call."""
-        invalid, error = self._begin(name, args)
+        invalid, error, recorded = self._begin(name, args)
         output = fault = None
         if error is None:
             output, error, fault = await servers.call(remote, args)
@@ -137,7 +109,7 @@ class Sandbox:
         end = time.perf_counter()
         if self.closed:
             raise ToolError("the run has ended (timeout); this call was not recorded")
-        self._record(name, args, output, error, invalid, start, end, None, call_id)
+        self._record(name, recorded, output, error, invalid, start, end, None, call_id)
         if fault is not None:
             raise ServerFault(fault)
         return output, error
@@ -162,14 +134,14 @@ class Sandbox:
 
     def _dispatch(self, name: str, args: Any, start: float, call_id: str | None = None,
                   ) -> tuple[str | None, str | None]:
-        invalid, error = self._begin(name, args)
+        invalid, error, recorded = self._begin(name, args)
         output = error_tb = None
         if error is None:
             called = call_user(self._call, name, args)  # any exception of a tool is its tool error
             output = called.value
             if called.error is not None:
                 error, error_tb = _tool_error(called.error)
-        return self._finish(name, args, output, error, invalid, start, error_tb, call_id)
+        return self._finish(name, recorded, output, error, invalid, start, error_tb, call_id)
 
     def _call(self, name: str, args: Any) -> str:
         value = self.tools.invoke(name, args, self.env)
@@ -183,20 +155,24 @@ class Sandbox:
     async def _dispatch_async(self, name: str, args: Any, start: float, call_id: str | None = None,
                               ) -> tuple[str | None, str | None]:
         """One call of an `async def` tool, awaited on the run's event loop."""
-        invalid, error = self._begin(name, args)
+        invalid, error, recorded = self._begin(name, args)
         output = error_tb = None
         if error is None:
             called = await await_user(self._call_async, name, args)  # a real cancellation ends the run
             output = called.value
             if called.error is not None:
                 error, error_tb = _tool_error(called.error)
-        return self._finish(name, args, output, error, invalid, start, error_tb, call_id)
+        return self._finish(name, recorded, output, error, invalid, start, error_tb, call_id)
 
-    def _begin(self, name: str, args: Any) -> tuple[str | None, str | None]:
-        """(invalid, error) of a call about to run; a ToolError once the run has ended."""
+    def _begin(self, name: str, args: Any) -> tuple[str | None, str | None, Any]:
+        """(invalid, error, the args as recorded) of a call about to run; a ToolError once the run has ended.
+
+        The recorded args are a copy taken before the call: a tool that keeps the list it was given, and
+        later changes it, must not rewrite what the step says the agent sent."""
         if self.closed:
             raise ToolError("the run has ended (timeout); this call was not recorded")
-        return self._check(name, args)
+        invalid, error = self._check(name, args)
+        return invalid, error, args if isinstance(args, str) else frozen(args)
 
     def _observed(self, name: str, value: Any) -> str:
         output = self.tools.observation(value)
@@ -215,13 +191,13 @@ class Sandbox:
         """The result of a coroutine a sync tool returned: on the run's loop when called from another
         thread, else on a loop of its own in a helper thread (this thread is the loop's, and blocked)."""
         if self.loop is not None and not _on_loop(self.loop):
-            return asyncio.run_coroutine_threadsafe(_awaited(awaitable), self.loop).result()
+            return asyncio.run_coroutine_threadsafe(awaited(awaitable), self.loop).result()
         return run_apart(awaitable)
 
-    def _record(self, name: str, args: Any, output: str | None, error: str | None, invalid: str | None,
+    def _record(self, name: str, recorded_args: Any, output: str | None, error: str | None, invalid: str | None,
                 start: float, end: float, error_tb: str | None = None, call_id: str | None = None) -> None:
         step: Step = {
-            "step": len(self.steps), "name": name, "args": args, "output": output, "error": error,
+            "step": len(self.steps), "name": name, "args": recorded_args, "output": output, "error": error,
             "error_traceback": error_tb, "invalid_args": invalid, "latency_s": end - start,
             "t_start_s": start - self.t0, "executed": True,
         }
@@ -235,52 +211,11 @@ class Sandbox:
         return f"{output}\n{self._inject_payload}" if self._inject_left == 0 else output
 
 
-def replay_expected_tools(tools: ToolSet, template: EnvTemplate, expected_tools: list[dict[str, Any]],
-                          ) -> dict[str, Any]:
-    """The env that the reference calls produce, in order and without faults; erroring calls are skipped."""
-    env = template.fresh()
-    for call in expected_tools:
-        if not tools.has(call["name"]):
-            continue
-        snapshot = orjson.dumps(env)
-        if call_user(_gold_call, tools, call, env).error is not None:  # anything, SystemExit included
-            # A gold call that errors is skipped: undo anything it half-wrote.
-            env.clear()
-            env.update(orjson.loads(snapshot))
-    return env
-
-
-def _gold_call(tools: ToolSet, call: dict[str, Any], env: dict[str, Any]) -> None:
-    value = tools.invoke(call["name"], dict(call.get("args") or {}), env)
-    if inspect.isawaitable(value):
-        run_apart(value)
-
-
 def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
     try:
         return asyncio.get_running_loop() is loop
     except RuntimeError:
         return False
-
-
-async def _awaited(awaitable: Any) -> Any:
-    return await awaitable
-
-
-def run_apart(awaitable: Any) -> Any:
-    """Await `awaitable` on a fresh event loop in a helper thread, and wait for it (from sync code)."""
-    box: list[Outcome[Any]] = []
-
-    def work() -> None:
-        box.append(call_user(asyncio.run, _awaited(awaitable)))  # what it raised goes back to the caller
-
-    thread = threading.Thread(target=work, name="agent-eval-tool", daemon=True)
-    thread.start()
-    thread.join()
-    called = box[0]
-    if called.error is not None:
-        raise called.error
-    return called.value
 
 
 def _tool_error(exc: BaseException) -> tuple[str, str | None]:

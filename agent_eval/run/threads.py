@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from agent_eval.tracebacks import call_user, describe
+from agent_eval.tracebacks import Outcome, call_user, describe
 
 IDLE_S = 30.0
 
@@ -97,3 +97,24 @@ def run_in_thread(fn: Callable[..., Any], *args: Any, name: str = "agent-eval-wo
 def describe_user_error(exc: BaseException) -> str:
     """`Type: message` of an error from user code, with a wrapped BaseException shown as itself."""
     return str(exc) if isinstance(exc, UserBaseException) else describe(exc)
+
+
+async def awaited(awaitable: Any) -> Any:
+    """The value of `awaitable`, as a coroutine (what run_coroutine_threadsafe and asyncio.run take)."""
+    return await awaitable
+
+
+def run_apart(awaitable: Any) -> Any:
+    """Await `awaitable` on a fresh event loop in a helper thread, and wait for it (from sync code)."""
+    box: list[Outcome[Any]] = []
+
+    def work() -> None:
+        box.append(call_user(asyncio.run, awaited(awaitable)))  # what it raised goes back to the caller
+
+    thread = threading.Thread(target=work, name="agent-eval-tool", daemon=True)
+    thread.start()
+    thread.join()
+    called = box[0]
+    if called.error is not None:
+        raise called.error
+    return called.value

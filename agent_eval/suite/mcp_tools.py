@@ -32,13 +32,18 @@ def load_suite_tools(spec: Any, base_dir: Path, initial_env: dict[str, Any] | No
     problems: Problems = []
     sources: list[tuple[str, list[tuple[str, Any, dict[str, Any]]]]] = []
     servers: list[ServerSpec] = []
+    backends: list[Any] = []
     for index, entry in enumerate(entries):
         where = f"suite.tools[{index}]" if isinstance(spec, list) else "suite.tools"
         if isinstance(entry, str):
             try:
-                sources.append((entry, load_tools(entry, base_dir).entries()))
+                module_tools = load_tools(entry, base_dir)
             except ConfigError as exc:
                 problems.append((where, str(exc)))
+                continue
+            sources.append((entry, module_tools.entries()))
+            if module_tools.backend is not None:
+                backends.append(module_tools.backend)
             continue
         server, found = parse_server(entry, index, base_dir)
         problems.extend(found)
@@ -61,6 +66,11 @@ def load_suite_tools(spec: Any, base_dir: Path, initial_env: dict[str, Any] | No
     except ConfigError as exc:
         return None, servers, [("suite.tools", str(exc))]
     state = state_server(servers)
+    if len(backends) > 1 or (backends and state is not None):
+        other = backends[1].where if len(backends) > 1 else f"MCP server {state.label if state else ''}"
+        return None, servers, [("suite.tools", f"a suite has one env, and both {backends[0].where} (its "
+                                f"backend) and {other} keep it. Fix: keep the state in one of them.")]
+    tools.backend = backends[0] if backends else None
     takes_env = tools.env_tools()
     if state is not None and takes_env:
         return None, servers, [("suite.tools", f"a suite has one env, and here it is the state resource of "

@@ -12,6 +12,7 @@ from types import ModuleType
 
 from agent_eval.errors import ConfigError
 from agent_eval.tracebacks import describe
+from agent_eval.suite.backend import backend_of
 from agent_eval.suite.imports import import_module_ref
 from agent_eval.suite.tools import TOOL_MARK, ToolMark, ToolSet, build_schema, marked_name, normalize_schema
 
@@ -27,10 +28,12 @@ def load_tools(spec: str, base_dir: Path) -> ToolSet:
     module = import_module_ref(spec, Path(base_dir), "tools module", TOOLS_FIX)
     where = str(Path(base_dir) / spec) if spec.endswith(".py") or "/" in spec or "\\" in spec else spec
     try:
-        return ToolSet(_collect(module, where))
+        tools = ToolSet(_collect(module, where))
+        tools.backend = backend_of(module, where)
     except ConfigError as e:
         msg = str(e)
         raise ConfigError(msg if msg.startswith(where) else f"{where}: {msg}") from None
+    return tools
 
 
 def _collect(module: ModuleType, where: str) -> list[tuple[str, Callable[..., Any], dict[str, Any]]]:

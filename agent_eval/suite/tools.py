@@ -9,7 +9,7 @@ import itertools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -17,6 +17,9 @@ from agent_eval.errors import ConfigError, ToolError
 from agent_eval.suite.jsonsafe import str_of, to_json_safe
 from agent_eval.suite.schema_refs import ref_problem
 from agent_eval.tracebacks import call_user_or
+
+if TYPE_CHECKING:
+    from agent_eval.suite.backend import Backend
 
 TOOL_MARK = "__agent_eval_tool__"
 _INJECTED = ("env", "context")
@@ -209,6 +212,7 @@ class ToolSet:
         self.names: frozenset[str] = frozenset(self._tools)
         self.remote: dict[str, RemoteTool] = {t.name: served for t in self._tools.values()
                                               if isinstance(served := t.fn, RemoteTool)}
+        self.backend: Backend | None = None  # the tools module's stateful backend (suite/backend.py)
 
     def entries(self) -> list[tuple[str, Any, dict[str, Any]]]:
         """The `(name, function, schema)` triples this set was built from, in order."""

@@ -12,7 +12,7 @@ from agent_eval.run.agents.openai_loop import OpenAIAgent
 from agent_eval.run.agents.python import PythonAgent
 from agent_eval.score.envdiff import apply_diff
 from agent_eval.run.episode import play_run
-from agent_eval.run.sandbox import EnvTemplate
+from agent_eval.run.world import EnvTemplate
 from agent_eval.score.pipeline import ScoringContext, score_run
 from agent_eval.suite.tools import ToolSet
 from tests.loopback import message, status, text, tool_calls

@@ -8,7 +8,7 @@ from pydantic import BaseModel
 
 from agent_eval.run.agents.python import PythonAgent
 from agent_eval.run.episode import play_run
-from agent_eval.run.sandbox import EnvTemplate
+from agent_eval.run.world import EnvTemplate
 from agent_eval.suite.tools import ToolSet
 from tests.loopback import text, tool_calls
 

@@ -13,7 +13,7 @@ import pytest
 from agent_eval.errors import ConfigError
 from agent_eval.run.agents import load_agent
 from agent_eval.run.episode import play_run
-from agent_eval.run.sandbox import EnvTemplate
+from agent_eval.run.world import EnvTemplate
 from agent_eval.suite.tools import ToolSet
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from agent_eval.run.agents.python import PythonAgent
 from agent_eval.run.episode import play_run
-from agent_eval.run.sandbox import EnvTemplate
+from agent_eval.run.world import EnvTemplate
 from agent_eval.suite.tools import ToolSet
 from tests.loopback import status, text, tool_calls
 

@@ -14,7 +14,7 @@ from agent_eval.provider.throttle import RateLimit
 from agent_eval.provider.tokens import invalid_counts
 from agent_eval.run.agents.python import PythonAgent
 from agent_eval.run.episode import play_run
-from agent_eval.run.sandbox import EnvTemplate
+from agent_eval.run.world import EnvTemplate
 from agent_eval.suite.tools import ToolSet
 from tests.loopback import stall, text
 

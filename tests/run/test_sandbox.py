@@ -7,7 +7,8 @@ import copy
 import pytest
 
 from agent_eval.errors import ToolError
-from agent_eval.run.sandbox import DEFAULT_FAULT_ERROR, EnvTemplate, Sandbox, replay_expected_tools
+from agent_eval.run.sandbox import DEFAULT_FAULT_ERROR, Sandbox
+from agent_eval.run.world import EnvTemplate, replay_expected_tools
 from agent_eval.suite.tools import ToolSet
 
 

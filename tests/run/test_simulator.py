@@ -19,7 +19,7 @@ from agent_eval.report.dialogue import dialogue_turns
 from agent_eval.run.episode import play_run
 from agent_eval.errors import CaseFileError, ConfigError
 from agent_eval.run.runner import lite_run
-from agent_eval.run.sandbox import EnvTemplate
+from agent_eval.run.world import EnvTemplate
 from agent_eval.run.scenario import require_user, resolve_user
 from tests.builders import flags_of
 from agent_eval.suite.validation_scenario import validate_scenario_fields, validate_user_block

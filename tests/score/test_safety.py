@@ -14,7 +14,7 @@ from agent_eval.suite.cases import case_env, load_suite
 from agent_eval.run.episode import play_run
 from agent_eval.errors import CaseFileError
 from agent_eval.score.metrics import summarize
-from agent_eval.run.sandbox import EnvTemplate
+from agent_eval.run.world import EnvTemplate
 from agent_eval.score.pipeline import ScoringContext, score_run
 from tests.builders import ROOT, write_suite
 
