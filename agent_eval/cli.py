@@ -162,7 +162,8 @@ def compare(
 
         return compare_command(base_report, list(new_reports), list(flags.texts("gate")), console,
                                flags.path("markdown"), flags.path("html_out"), flags.is_on("pairwise"),
-                               flags.text("judge_model"), flags.count("judge_repeat"))
+                               flags.text("judge_model"), flags.count("judge_repeat"),
+                               flags.path("cases") if flags.given("cases") else None)
 
     guarded(go)
 

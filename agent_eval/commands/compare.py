@@ -19,7 +19,8 @@ PAIRWISE = "pairwise"
 
 def compare_command(base_path: str | Path, new_paths: list[str | Path], gate_specs: list[str], console: Console,
                     markdown: Path | None = None, html_out: Path | None = None, pairwise: bool = False,
-                    judge_model: str | None = None, judge_repeat: int | None = None) -> int:
+                    judge_model: str | None = None, judge_repeat: int | None = None,
+                    cases: Path | None = None) -> int:
     """Gate every new report against the base; 1 if any regressed, 2 on a bad report or gate, else 0."""
     pairwise_gated = any(spec.partition("=")[0].strip() == PAIRWISE for spec in gate_specs)
     metric_specs = [spec for spec in gate_specs if spec.partition("=")[0].strip() != PAIRWISE]
@@ -28,9 +29,10 @@ def compare_command(base_path: str | Path, new_paths: list[str | Path], gate_spe
         if any(spec.strip() != PAIRWISE for spec in gate_specs if spec.partition("=")[0].strip() == PAIRWISE):
             raise ReportError("--gate pairwise takes no MAX_DROP: it regresses when the win rate's upper bound is "
                               "below 0.5.")
-        if not pairwise and (judge_model is not None or judge_repeat is not None):
-            given = "--judge-model" if judge_model is not None else "--judge-repeat"
-            raise ReportError(f"{given} sets the judge of the pairwise comparison: add --pairwise (or --gate "
+        if not pairwise and (judge_model is not None or judge_repeat is not None or cases is not None):
+            given = "--judge-model" if judge_model is not None else "--judge-repeat" if judge_repeat is not None \
+                else "--cases"
+            raise ReportError(f"{given} is for the judge of the pairwise comparison: add --pairwise (or --gate "
                               f"pairwise), or drop {given}.")
         gates = [parse_gate_spec(spec) for spec in metric_specs] or None
         base = load_report(base_path)
@@ -70,7 +72,7 @@ def compare_command(base_path: str | Path, new_paths: list[str | Path], gate_spe
         from agent_eval.report.pairwise import render_pairwise
 
         figures = run_pairwise(base, news[0], Path(new_paths[0]), console, judge_model=judge_model,
-                               judge_repeat=judge_repeat, level=level)
+                               judge_repeat=judge_repeat, level=level, cases=cases)
         console.print()
         render_pairwise(figures, console)
         if not figures["n"]:

@@ -14,21 +14,17 @@ from agent_eval.score.labels import Label
 from agent_eval.suite.cases import Suite, load_suite
 
 
-def cases_path(data: Mapping[str, Any], report: Path, cases: Path | None, console: Console) -> Path:
-    """--cases, else the report's cases_file, which is printed before it is loaded (its tools run)."""
-    if cases is not None:
-        return cases
-    stored = data.get("cases_file")
-    if not isinstance(stored, str) or not stored:
-        raise ConfigError(f"{report} names no cases_file; pass --cases PATH.")
-    console.print(f"cases: {stored} (the report's cases_file; pass --cases to choose another)",
-                  highlight=False, markup=False, soft_wrap=True)
-    return Path(stored)
+def cases_path(data: Mapping[str, Any], report: Path, cases: Path | None, console: Console, code: bool) -> Path:
+    """--cases, else the report's cases_file (checked, and printed before it is loaded)."""
+    from agent_eval.commands.report_judge import report_cases_file
+
+    return report_cases_file(data, report, cases, lambda line: console.print(
+        line, highlight=False, markup=False, soft_wrap=True), runs_code=code)
 
 
 def load_cases(data: Mapping[str, Any], report: Path, cases: Path | None, console: Console) -> Suite:
     """The suite of --cases, else of the report's cases_file."""
-    return load_suite(cases_path(data, report, cases, console))
+    return load_suite(cases_path(data, report, cases, console, True))
 
 
 def load_case_data(data: Mapping[str, Any], report: Path, cases: Path | None, console: Console) -> Suite:
@@ -41,7 +37,7 @@ def load_case_data(data: Mapping[str, Any], report: Path, cases: Path | None, co
     from agent_eval.suite.cases import SuiteBlock
     from agent_eval.suite.tools import ToolSet
 
-    path = cases_path(data, report, cases, console)
+    path = cases_path(data, report, cases, console, False)
     try:
         doc = orjson.loads(path.read_bytes())
     except OSError as exc:

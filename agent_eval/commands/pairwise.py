@@ -2,7 +2,7 @@
 
 The pairs are every common case (present in both reports, neither skipped, errored nor not run in
 either) and every trial index both reports ran without error. The rubrics come from the NEW report's
-case file (named before it is loaded), and the judge is resolved as `run` resolves it, never from a report.
+case file (or --cases; named before it is loaded), and the judge is resolved as `run` resolves it, never from a report.
 """
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def pairs_of(base: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str,
 
 def run_pairwise(base: Mapping[str, Any], new: Mapping[str, Any], new_path: Path, console: Console, *,
                  judge_model: str | None, judge_repeat: int | None, level: float | None,
-                 environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+                 environ: Mapping[str, str] | None = None, cases: Path | None = None) -> dict[str, Any]:
     """Judge every pair in both orders; the `pairwise` figures (report/pairwise.py) with the judge's spend."""
     from agent_eval.commands.judging import resolve_judge
     from agent_eval.errors import ConfigError
@@ -51,7 +51,7 @@ def run_pairwise(base: Mapping[str, Any], new: Mapping[str, Any], new_path: Path
         raise ConfigError(f"--judge-repeat must be at least 1 (got {judge_repeat}).")
     env = os.environ if environ is None else environ
     # compare runs no code of a report's: the case file the NEW report names is read for its rubrics only
-    suite, (model, base_url, api_key) = resolve_judge(new, new_path, None, judge_model, None, console, env,
+    suite, (model, base_url, api_key) = resolve_judge(new, new_path, cases, judge_model, None, console, env,
                                                       code=False)
     cache = None if judge_repeat else pair_cache(default_cache_dir(env))
     judge = PairwiseJudge(model, base_url, api_key, cache, judge_repeat, DEFAULTS.judge_timeout)

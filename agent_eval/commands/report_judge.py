@@ -5,6 +5,7 @@ report, so a report cannot choose where transcripts and keys are sent."""
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,17 +17,47 @@ if TYPE_CHECKING:
     from agent_eval.suite.cases import Suite
 
 
+CASE_FILE_CAP = 256 * 2**20
+"""The largest case file a report may name (a case file is JSON text; 256 MiB holds millions of cases)."""
+_SYSTEM_TREES = ("/proc", "/sys", "/dev")
+
+
+def checked_case_file(path: Path, report_path: Path) -> Path:
+    """`path`, named by the report's cases_file, when it is a regular file of at most CASE_FILE_CAP bytes
+    outside /proc, /sys and /dev (after links); else ConfigError. A report is data: a device, FIFO or system
+    file it names would hang or flood the command that reads it."""
+    fix = "pass --cases with the case file the report was made from"
+    real = Path(os.path.realpath(path))
+    if any(real == Path(tree) or Path(tree) in real.parents for tree in _SYSTEM_TREES):
+        raise ConfigError(f"{report_path}: its cases_file {str(path)!r} is a system file ({real}), not a case "
+                          f"file; {fix}.")
+    try:
+        info = os.stat(real)  # stat never opens the file, so a FIFO cannot block here
+    except OSError as exc:
+        raise ConfigError(f"{report_path}: cannot read its cases_file {str(path)!r} ({exc.strerror or exc}); "
+                          f"{fix}.") from None
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a folder" if stat.S_ISDIR(info.st_mode) else "a FIFO" if stat.S_ISFIFO(info.st_mode) else \
+            "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode) else "not a regular file"
+        raise ConfigError(f"{report_path}: its cases_file {str(path)!r} is {kind}, not a case file; {fix}.")
+    if info.st_size > CASE_FILE_CAP:
+        raise ConfigError(f"{report_path}: its cases_file {str(path)!r} holds {info.st_size:,} bytes, more than "
+                          f"the {CASE_FILE_CAP:,} a case file may; {fix}.")
+    return path
+
+
 def report_cases_file(report: Mapping[str, Any], report_path: Path, cases_flag: Path | None,
-                      say: Callable[[str], None]) -> Path:
-    """--cases when given; else the report's cases_file, announced (before anything loads it) with how to
-    choose another."""
+                      say: Callable[[str], None], runs_code: bool = True) -> Path:
+    """--cases when given; else the report's cases_file, checked (checked_case_file) and announced before
+    anything loads it, with how to choose another."""
     if cases_flag is not None:
         return Path(cases_flag)
-    if not report.get("cases_file"):
+    stored = report.get("cases_file")
+    if not isinstance(stored, str) or not stored:
         raise ConfigError(f"{report_path} names no cases_file; pass --cases with the case file to score it against.")
-    path = Path(str(report["cases_file"]))
-    say(f"cases: {path} (the cases_file of {report_path}; its tools and scorers will run; pass --cases to "
-        "choose the case file)")
+    path = checked_case_file(Path(stored), report_path)
+    runs = "; its tools and scorers will run" if runs_code else ""
+    say(f"cases: {path} (the cases_file of {report_path}{runs}; pass --cases to choose the case file)")
     return path
 
 

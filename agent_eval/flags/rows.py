@@ -99,6 +99,7 @@ def _row(name: str, type: type, flags: tuple[str, ...], help: str, commands: tup
 
 _CASES_HELP = "The case file (a JSON list of cases, or {\"suite\": ..., \"cases\": [...]})."
 _REPORT_CASES = "The case file (default: the report's cases_file)."
+_COMPARE_CASES = "The case file whose rubrics --pairwise judges by (default: the NEW report's cases_file)."
 _SCORED = ("run", "score")
 _DETECT, _POWER = 0.05, 0.8  # `plan`: the drop of pass_at_1 to detect, and the power to detect it with
 _RESCORED = ("run", "rescore", "score")
@@ -110,10 +111,11 @@ BUILT_IN: tuple[Setting, ...] = (
     _row("labels", Path, ("--labels",), "The labels file (JSON Lines) of that report.", ("calibrate",),
          default=..., eager=True),
     _row("cases", Path, ("--cases",), _CASES_HELP,
-         ("run", "list", "validate", "history", "score", "rescore", "label", "calibrate"), "kept",
+         ("run", "list", "validate", "history", "score", "rescore", "label", "calibrate", "compare"), "kept",
          default=DEFAULTS.cases, eager=True,
-         command_help={"rescore": _REPORT_CASES, "label": _REPORT_CASES, "calibrate": _REPORT_CASES},
-         command_default={"rescore": None, "label": None, "calibrate": None}),
+         command_help={"rescore": _REPORT_CASES, "label": _REPORT_CASES, "calibrate": _REPORT_CASES,
+                       "compare": _COMPARE_CASES},
+         command_default={"rescore": None, "label": None, "calibrate": None, "compare": None}),
     _row("report", Path, (), "", ("rescore",)),  # rescore's REPORT argument
     _row("traces", Path, (), "", ("score",)),  # score's TRACES argument
     _row("out", Path, ("--out",), "", ("view", "import", "label"), command_help={

@@ -84,8 +84,8 @@ def test_a_bad_report_among_several_exits_2(tmp_path):
 def test_a_judge_flag_without_pairwise_is_exit_2_naming_the_fix():
     # --judge-model and --judge-repeat set the pairwise judge: alone they would be silently ignored.
     sample = ROOT / "tests" / "fixtures" / "sample_report.json"
-    for flag, value in (("--judge-model", "m"), ("--judge-repeat", "3")):
+    for flag, value in (("--judge-model", "m"), ("--judge-repeat", "3"), ("--cases", "cases.json")):
         result = cli("compare", sample, sample, flag, value)
         assert result.returncode == 2, result.stdout + result.stderr
-        assert f"{flag} sets the judge of the pairwise comparison: add --pairwise" in result.stderr
+        assert f"{flag} is for the judge of the pairwise comparison: add --pairwise" in result.stderr
         assert "Traceback" not in result.stderr
