@@ -96,31 +96,33 @@ async def close_when_the_loop_ends(close: Callable[[], Awaitable[Any]]) -> Async
 
 
 def _http_client(base_url: str | None) -> Any:
-    """The SDK's aiohttp transport where it is available (its documented choice for concurrency: about
-    half the client CPU of the default per request), else the SDK's default; either reads at most
-    64 MiB of an answer after decompression (provider/bounded.py). A URL with credentials in it keeps
-    the default, which sends them as Basic auth (aiohttp refuses them beside the API key)."""
+    """The SDK's HTTP client built with its transport: the record/replay transport (provider/tape.py,
+    idle unless a run's tape is current) around a transport that reads at most 64 MiB of an answer after
+    decompression (provider/bounded.py), around the SDK's aiohttp transport where it is available (its
+    documented choice for concurrency: about half the client CPU of the default per request), else
+    httpx's. A URL with credentials in it keeps httpx's, which sends them as Basic auth (aiohttp refuses
+    them beside the API key). The environment's proxies get the same stack, as mounts."""
+    import httpx2
+    from httpx2._utils import get_environment_proxies
     from openai import DefaultAsyncHttpxClient
+    from openai._constants import DEFAULT_CONNECTION_LIMITS
 
-    from agent_eval.provider import bounded
+    from agent_eval.provider.bounded import CappedTransport
 
-    client = None
+    make: Callable[..., Any] = httpx2.AsyncHTTPTransport
     if not (base_url and "@" in urlsplit(base_url).netloc):
-        try:
-            from openai import DefaultAioHttpClient
+        with contextlib.suppress(ImportError):  # the SDK without its aiohttp extra
+            from openai._vendor.httpx_aiohttp import AiohttpTransport
 
-            client = bounded.capped_client_class(DefaultAioHttpClient)()
-        except (ImportError, RuntimeError):  # the SDK without its aiohttp extra
-            pass
-    if client is None:
-        client = bounded.capped_client_class(DefaultAsyncHttpxClient)()
-    # Every request of this client passes the record/replay transport (idle unless a run's tape is set).
+            make = AiohttpTransport
     base_path = urlsplit(base_url or "https://api.openai.com/v1").path
-    client._transport = tape.TapeTransport(client._transport, base_path)
-    for pattern, mounted in list(client._mounts.items()):
-        if mounted is not None:
-            client._mounts[pattern] = tape.TapeTransport(mounted, base_path)
-    return client
+
+    def stack(**proxy: Any) -> Any:
+        return tape.TapeTransport(CappedTransport(make(limits=DEFAULT_CONNECTION_LIMITS, **proxy)), base_path)
+
+    mounts = {pattern: None if url is None else stack(proxy=httpx2.Proxy(url=url))
+              for pattern, url in get_environment_proxies().items()}
+    return DefaultAsyncHttpxClient(transport=stack(), mounts=mounts)
 
 
 async def shared_client(base_url: str | None, api_key: str | None) -> Any:
@@ -155,8 +157,8 @@ def preload() -> None:
     if _CLIENT_CLASS is None:
         _CLIENT_CLASS = _client_class()
     with contextlib.suppress(ImportError):
-        from openai import DefaultAioHttpClient  # noqa: F401
         from openai._httpx2 import http_response_types  # noqa: F401
+        from openai._vendor.httpx_aiohttp import AiohttpTransport  # noqa: F401
 
 
 # --- the call ---------------------------------------------------------------------------------------

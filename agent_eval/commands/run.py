@@ -26,7 +26,7 @@ from agent_eval.run.interrupt import Interrupts
 from agent_eval.run.journal import Journal
 from agent_eval.run.runner import Runner
 from agent_eval.run.scenario import require_user
-from agent_eval.run.worker import WorkerInit, build_parts, tape_mode
+from agent_eval.run.worker import WorkerInit, build_parts, tape_of
 from agent_eval.suite.cases import Suite, skip_reason
 
 RUNNING = "running"
@@ -109,10 +109,7 @@ class Played(NamedTuple):
 def play_suite(flags: Flags, console: Console | None, err: Console) -> Played:
     """Run a suite and write its report. With no `console` (the library's `run_suite`) there is no
     progress display and no report on the terminal."""
-    try:
-        return _play_suite(flags, console, err)
-    finally:
-        tape.configure(None)  # the next command of this process neither records nor replays
+    return _play_suite(flags, console, err)
 
 
 def _play_suite(flags: Flags, console: Console | None, err: Console) -> Played:
@@ -150,7 +147,7 @@ def _play_suite(flags: Flags, console: Console | None, err: Console) -> Played:
         except NoEarlierRun as exc:
             say(err, f"warning: {exc}")
             cfg.baseline = None
-    open_tape(cfg, suite, cases)
+    run_tape = open_tape(cfg, suite, cases)
     make_output_dir(cfg)
     pool = None
     if cfg.workers != 1 or cfg.ray:  # started here, so that a cluster that cannot be joined is exit 2
@@ -177,7 +174,8 @@ def _play_suite(flags: Flags, console: Console | None, err: Console) -> Played:
         board = pool.board if pool is not None else WindowBoard()
         listeners.add(board)  # before the progress line, which shows it
         listeners.add(ProgressLine(progress, err, cfg.quiet, board))
-        runner = Runner(suite, cases, cfg, agent, scoring, journal, listeners=listeners, simulator=simulator)
+        runner = Runner(suite, cases, cfg, agent, scoring, journal, listeners=listeners, simulator=simulator,
+                        tape=run_tape)
         runner.pool = pool
         if cfg.max_cost is not None:
             runner.budget = _budget(cfg, runner, suite, journal.path if resumed else None)
@@ -245,19 +243,18 @@ def _budget(cfg: RunConfig, runner: Runner, suite: Any, resumed_journal: Path | 
     return budget
 
 
-def open_tape(cfg: RunConfig, suite: Suite, cases: list[Case]) -> None:
-    """--replay: every run to play has a good cassette of this suite (else exit 2), read now; --record: the
-    recording's cassette.json. Then this process records or replays (docs/ci-without-a-key.md)."""
-    mode = tape_mode(cfg)
+def open_tape(cfg: RunConfig, suite: Suite, cases: list[Case]) -> tape.Tape | None:
+    """This command's tape (docs/ci-without-a-key.md), or None: --replay: every run to play has a good
+    cassette of this suite (else exit 2), read now; --record: the recording's cassette.json is written."""
+    mode = tape_of(cfg)
     if mode is None:
-        return
+        return None
     label = cassette.suite_label(suite.name, cfg.cases_file)
     if cfg.replay is not None:
         runs = [(c["id"], trial) for c in cases if skip_reason(c, os.environ, cfg.judge) is None
                 for trial in range(cfg.repeat)]
-        loaded = cassette.check_recorded(cfg.replay, cfg.recorded or {}, label, runs)
-        tape.configure(mode, loaded)
-        return
+        mode.loaded = cassette.check_recorded(cfg.replay, cfg.recorded or {}, label, runs)
+        return mode
     from importlib.metadata import PackageNotFoundError, version
 
     from agent_eval.redaction import redact_secrets, redact_urls
@@ -276,7 +273,7 @@ def open_tape(cfg: RunConfig, suite: Suite, cases: list[Case]) -> None:
     except OSError as exc:
         raise ConfigError(f"--record {mode.folder}: cannot write there ({exc.strerror or exc}); pass a "
                           "writable folder.") from None
-    tape.configure(mode)
+    return mode
 
 
 def _idle_workers_note(cfg: RunConfig, started: int) -> str | None:

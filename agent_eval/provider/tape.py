@@ -1,9 +1,11 @@
 """Record and replay at the HTTP transport of agent-eval's shared client (`run --record/--replay DIR`).
 
-Every model request agent-eval sends (the built-in agent's, the judge's, the simulator's, and each
-request a framework or `cmd:` agent makes through the run's endpoint) passes through one transport,
-`TapeTransport`, which the shared clients of `agent_eval.llm` wrap around their own. While a run's
-`Tape` is current (a context variable the player sets; the endpoint sets its run's), the transport:
+A command that records or replays makes one `Tape` (its folder, its miss rule, its counts) and hands
+it to its player, which opens a `RunTape` per run. Every model request agent-eval sends (the built-in
+agent's, the judge's, the simulator's, and each request a framework or `cmd:` agent makes through the
+run's endpoint) passes through one transport, `TapeTransport`, which the clients of `agent_eval.llm`
+are built with. While a run's `RunTape` is current (a context variable the player sets; the endpoint
+sets its run's), the transport:
 - records: each answered exchange (not an attempt that will be retried: 408, 409, 429, 5xx) becomes
   a line of the run's cassette, written when the run ends, secrets removed;
 - replays: a request whose canonical form matches a recorded one (the n-th such request, the n-th
@@ -35,15 +37,6 @@ REPLAY_MISS = "replay miss"
 
 
 @dataclass
-class Mode:
-    """This process's recording or replaying: the cassettes' folder, and what a replay miss does."""
-
-    folder: Path
-    replay: bool
-    live_on_miss: bool = False
-
-
-@dataclass
 class Counts:
     """summary.replay: requests answered from the cassettes, missed, sent live; runs that asked nothing."""
 
@@ -56,19 +49,38 @@ class Counts:
         return asdict(self)
 
 
-_mode: Mode | None = None
-_loaded: dict[tuple[str, int], list[Exchange]] = {}  # cassettes read (and checked) before the run
-counts = Counts()
+@dataclass
+class Tape:
+    """One command's recording or replaying (`run --record DIR`, `run --replay DIR`): the cassettes'
+    folder, what a replay miss does, and the counts of `summary.replay`. The command makes it and hands
+    it to the player, which opens each run's `RunTape` from it; nothing of it is process-wide."""
 
+    folder: Path
+    replay: bool
+    live_on_miss: bool = False
+    counts: Counts = field(default_factory=Counts)
+    loaded: dict[tuple[str, int], list[Exchange]] = field(default_factory=dict)  # read before the run
 
-def configure(mode: Mode | None, loaded: dict[tuple[str, int], list[Exchange]] | None = None) -> None:
-    """Set this process's mode (None: neither recording nor replaying) and start its counts afresh."""
-    global _mode, _loaded, counts
-    _mode, _loaded, counts = mode, dict(loaded or {}), Counts()
+    def open_run(self, case_id: str, trial: int) -> RunTape:
+        """The tape of run (case_id, trial): under --replay its cassette's exchanges."""
+        path = cassette.cassette_path(self.folder, case_id, trial)
+        recorded: list[Exchange] = []
+        if self.replay:
+            found = self.loaded.pop((case_id, trial), None)
+            recorded = found if found is not None else cassette.read_cassette(path)  # a worker reads its own
+        return RunTape(self, case_id, trial, path, recorded)
 
-
-def active() -> Mode | None:
-    return _mode
+    def close_run(self, run: RunTape) -> str | None:
+        """The run has ended: its cassette is written (recording, or a replay that went live); the error
+        when it cannot be, else None."""
+        if self.replay and run.agent_requests == 0:
+            self.counts.no_request_runs += 1
+        if not self.replay or run.changed:
+            try:
+                cassette.write_lines(run.path, run.lines)
+            except OSError as exc:
+                return f"cannot write the cassette {run.path} ({exc.strerror or exc})"
+        return None
 
 
 class ReplayMiss(httpx2.StreamError):
@@ -77,9 +89,10 @@ class ReplayMiss(httpx2.StreamError):
 
 
 @dataclass
-class Tape:
+class RunTape:
     """One run's cassette while it plays."""
 
+    tape: Tape
     case_id: str
     trial: int
     path: Path
@@ -142,41 +155,13 @@ def _line_of(exchange: Exchange) -> dict[str, Any]:
             "usage": exchange.usage, "stream": exchange.stream}
 
 
-_current: ContextVar[Tape | None] = ContextVar("agent_eval_tape", default=None)
+_current: ContextVar[RunTape | None] = ContextVar("agent_eval_tape", default=None)
 _role: ContextVar[str] = ContextVar("agent_eval_tape_role", default="agent")
 
 
-def current() -> Tape | None:
+def current() -> RunTape | None:
+    """The tape of the run whose task this is, if it records or replays."""
     return _current.get()
-
-
-def open_run(case_id: str, trial: int) -> Tape | None:
-    """The tape of run (case_id, trial) when recording or replaying, else None."""
-    mode = _mode
-    if mode is None:
-        return None
-    path = cassette.cassette_path(mode.folder, case_id, trial)
-    recorded: list[Exchange] = []
-    if mode.replay:
-        found = _loaded.pop((case_id, trial), None)
-        recorded = found if found is not None else cassette.read_cassette(path)  # a worker reads its own
-    return Tape(case_id, trial, path, recorded)
-
-
-def close_run(tape: Tape | None) -> str | None:
-    """The run has ended: its cassette is written (recording, or a replay that went live); the error
-    when it cannot be, else None."""
-    mode = _mode
-    if tape is None or mode is None:
-        return None
-    if mode.replay and tape.agent_requests == 0:
-        counts.no_request_runs += 1
-    if not mode.replay or tape.changed:
-        try:
-            cassette.write_lines(tape.path, tape.lines)
-        except OSError as exc:
-            return f"cannot write the cassette {tape.path} ({exc.strerror or exc})"
-    return None
 
 
 _replayed_here: ContextVar[list[float] | None] = ContextVar("agent_eval_tape_replayed", default=None)
@@ -189,7 +174,7 @@ def replayed_s() -> float:
 
 
 @contextmanager
-def using(tape: Tape | None, role: str | None = None) -> Iterator[None]:
+def using(tape: RunTape | None, role: str | None = None) -> Iterator[None]:
     """Make `tape` the current run's (and `role` the requests' role) inside the block."""
     token = _current.set(tape)
     role_token = _role.set(role) if role is not None else None
@@ -214,14 +199,15 @@ def as_role(role: str) -> Iterator[None]:
 
 # --- the transport -------------------------------------------------------------------------------------
 class TapeTransport(httpx2.AsyncBaseTransport):
-    """Wraps a client's transport; passes everything through unless a run's tape is current."""
+    """Wraps a client's transport; passes everything through unless a run's tape is current (the run's
+    task says which command's tape: two commands in one process never see each other's)."""
 
     def __init__(self, inner: httpx2.AsyncBaseTransport, base_path: str) -> None:
         self._inner, self._base = inner, base_path.rstrip("/")
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        tape, mode = _current.get(), _mode
-        if tape is None or mode is None or request.method != "POST":
+        tape = _current.get()
+        if tape is None or request.method != "POST":
             return await self._inner.handle_async_request(request)
         try:
             raw = request.content
@@ -237,6 +223,7 @@ class TapeTransport(httpx2.AsyncBaseTransport):
         tape.requests += 1
         if role == "agent":
             tape.agent_requests += 1
+        mode, counts = tape.tape, tape.tape.counts
         if mode.replay:
             hit = tape.take(role, path, body)
             if hit is not None:

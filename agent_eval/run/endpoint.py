@@ -75,7 +75,7 @@ class RunLink:
     cleanups: list[Callable[[], object]] = field(default_factory=list)  # once the run has ended (a cmd: folder)
     pending: dict[asyncio.Task[Any], dict[str, Any]] = field(default_factory=dict)  # requests in flight, their entries
     closed: bool = False
-    tape: tape.Tape | None = None  # the run's cassette under --record / --replay
+    tape: tape.RunTape | None = None  # the run's cassette under --record / --replay
 
     def close(self) -> None:
         """The run has ended: its path answers 401 from now on, a request still in flight (a child left

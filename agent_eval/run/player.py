@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agent_eval.records import Case, RunRecord
-from agent_eval.provider import endpoints, tape
+from agent_eval.provider import endpoints
+from agent_eval.provider.tape import Tape, using
 from agent_eval.run.agents.base import BUILT_IN
 from agent_eval.run.config import RunConfig
 from agent_eval.run.episode import play_run
@@ -95,8 +96,9 @@ class Player:
     """Plays and scores one run of a case slot; holds what every run shares (agent, tools, MCP servers)."""
 
     def __init__(self, suite: Suite, cfg: RunConfig, agent: Agent, scoring: ScoringContext,
-                 simulator: Simulator | None = None) -> None:
+                 simulator: Simulator | None = None, tape: Tape | None = None) -> None:
         self.suite, self.cfg, self.agent, self.scoring = suite, cfg, agent, scoring
+        self.tape = tape  # --record / --replay: the command's tape, each run's cassette opened from it
         self.simulator = simulator  # plays the user of scenario cases
         self.system_prompt = suite.settings.get("system_prompt")
         self.servers: ServerPool | None = None  # when the suite has MCP servers
@@ -146,8 +148,8 @@ class Player:
             blob = self._env_blob(slot)
             self._prestart_next(self.servers)
         assert slot.template is not None, "play() runs a prepared slot"
-        run_tape = tape.open_run(slot.case["id"], trial)  # --record / --replay: the run's cassette
-        with tape.using(run_tape):
+        run_tape = self.tape.open_run(slot.case["id"], trial) if self.tape is not None else None
+        with using(run_tape):
             played = await play_run(slot.case, trial, self.agent, self.suite.tools, slot.template,
                                     self.system_prompt, self.cfg.timeout, simulator, self.servers, blob)
             if played.trace_json is not None:  # encoded once: the journal splices it in as it is
@@ -158,7 +160,7 @@ class Player:
             run = await score_run(slot.case, trial, played.trace, played.final_env, slot.expected_env,
                                   error, self.scoring)
         if run_tape is not None:
-            unwritten = tape.close_run(run_tape)
+            unwritten = run_tape.tape.close_run(run_tape)
             problem = run_tape.miss or unwritten  # a judge's or simulator's miss; a cassette not written
             if problem is not None and (run["status"] != "error" or unwritten):
                 run["status"], run["error"], run["success"] = "error", problem, False
@@ -185,15 +187,15 @@ class Player:
     def spent(self, pricing: dict[str, Any] | None, workers: list[dict[str, Any]] | tuple[Any, ...] = (),
               ) -> dict[str, Any]:
         """summary.judge and summary.user_sim of this player, plus what workers reported."""
-        return helper_spend(self.scoring, self.simulator, pricing, workers)
+        return helper_spend(self.scoring, self.simulator, pricing, workers, self.tape)
 
 
 def helper_spend(scoring: ScoringContext, simulator: Simulator | None, pricing: dict[str, Any] | None,
-                 workers: list[dict[str, Any]] | tuple[Any, ...] = ()) -> dict[str, Any]:
-    """summary.judge, summary.user_sim and summary.provider: this process's, plus what workers reported."""
+                 workers: list[dict[str, Any]] | tuple[Any, ...] = (), tape: Tape | None = None) -> dict[str, Any]:
+    """summary.judge, summary.user_sim and summary.provider (and summary.replay when `tape` replays): this
+    process's, plus what workers reported."""
     mine = {"judge": judge_summary(scoring.judge, pricing), "user_sim": user_sim_summary(simulator, pricing)}
-    mode = tape.active()
-    if mode is not None and mode.replay:
+    if tape is not None and tape.replay:
         mine["replay"] = tape.counts.summary()
     parts = [mine, *workers]
     spent: dict[str, Any] = {key: add_summaries([p[key] for p in parts if key in p]) for key in mine}

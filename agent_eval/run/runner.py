@@ -25,6 +25,7 @@ from agent_eval.score.pipeline import ScoringContext
 
 if TYPE_CHECKING:
     from agent_eval.run.agents import Agent
+    from agent_eval.provider.tape import Tape
     from agent_eval.run.pool import WorkerPool
     from agent_eval.run.simulator import Simulator
 
@@ -57,12 +58,13 @@ class Runner:
 
     def __init__(self, suite: Suite, cases: list[Case], cfg: RunConfig, agent: Agent, scoring: ScoringContext,
                  journal: Journal, environ: Mapping[str, str] | None = None,
-                 listeners: events.Listeners | None = None, simulator: Simulator | None = None) -> None:
+                 listeners: events.Listeners | None = None, simulator: Simulator | None = None,
+                 tape: Tape | None = None) -> None:
         self.suite, self.cfg, self.scoring, self.journal = suite, cfg, scoring, journal
         env: Mapping[str, str] = os.environ if environ is None else environ
         self.slots = [CaseSlot(c, list(range(cfg.repeat)), skip_reason(c, env, cfg.judge)) for c in cases]
         self.listeners = listeners or events.Listeners()  # the command's: told as each run finishes
-        self.player = Player(suite, cfg, agent, scoring, simulator)
+        self.player = Player(suite, cfg, agent, scoring, simulator, tape)  # tape: --record / --replay
         self.player.upcoming = lambda: None if self._stopping else self._next_slot()
         self._by_id: dict[str, CaseSlot] | None = None
         self._cursor = 0

@@ -79,7 +79,6 @@ def build_parts(suite: Suite, cases: list[Case], cfg: RunConfig, agent_dir: Path
                 ) -> tuple[Agent, Simulator | None, ScoringContext]:
     """The agent, the user simulator and the scoring context of a run (in the driver and in each worker)."""
     remember_secret(cfg.api_key, cfg.judge_api_key, cfg.user_sim.api_key if cfg.user_sim is not None else None)
-    tape.configure(tape_mode(cfg))  # --record / --replay: each run's cassette (read here, in a worker)
     agent = load_agent(cfg.agent, agent_dir, {"model": cfg.model, "base_url": cfg.base_url,
                                               "api_key": cfg.api_key, "max_steps": cfg.max_steps,
                                               "cases_dir": str(Path(cfg.cases_file).resolve().parent)})
@@ -92,12 +91,12 @@ def build_parts(suite: Suite, cases: list[Case], cfg: RunConfig, agent_dir: Path
     return agent, simulator, scoring
 
 
-def tape_mode(cfg: RunConfig) -> tape.Mode | None:
-    """The process's record/replay mode of these settings, or None."""
+def tape_of(cfg: RunConfig) -> tape.Tape | None:
+    """A fresh tape for a command with these settings (--record / --replay), or None."""
     if cfg.replay is not None:
-        return tape.Mode(cfg.replay, True, cfg.replay_miss == "live")
+        return tape.Tape(cfg.replay, True, cfg.replay_miss == "live")
     if cfg.record is not None:
-        return tape.Mode(cfg.record, False)
+        return tape.Tape(cfg.record, False)
     return None
 
 
@@ -115,7 +114,8 @@ class WorkerCore:
             raise ConfigError(f"{init.cases_file} has no case {missing[0]!r} on this worker.")
         cases = [by_id[case_id] for case_id in init.case_ids]
         agent, simulator, scoring = build_parts(suite, cases, init.cfg, init.agent_dir)
-        self.player = Player(suite, init.cfg, agent, scoring, simulator)
+        # --record / --replay: this worker's own tape, each run's cassette read here
+        self.player = Player(suite, init.cfg, agent, scoring, simulator, tape_of(init.cfg))
         # The driver hands out the trials; none is this worker's to take.
         self.slots = [CaseSlot(case, []) for case in cases]
         self._newest = -1  # runs come in case order: a case before this one will not come again

@@ -140,7 +140,7 @@ class JudgeClient:
         """One answer per distinct prompt in this process: memo, then disk cache, then the API."""
         from agent_eval.provider import tape  # the HTTP client's types: when the judge asks, not to validate
 
-        if tape.active() is not None:  # --record / --replay: each run's judge answer is in its own cassette
+        if tape.current() is not None:  # --record / --replay: each run's judge answer is in its own cassette
             return await self._call(messages)
         key = cache_key(self.model, messages, self.base_url)
         task = self._asked.get(key)
@@ -192,7 +192,7 @@ class JudgeClient:
             return None, f"{JUDGE_ERROR}: {exc}"
         self.usage.add(answer)
         text = answer.content or ""
-        if self.cache is not None and key is not None and self.cache.usable(text) and tape.active() is None:
+        if self.cache is not None and key is not None and self.cache.usable(text) and tape.current() is None:
             self.cache.put(key, self.model, text)
         return text, None
 
