@@ -71,14 +71,38 @@ def _git_commit(folder: Path) -> str | None:
     return done.stdout.strip() or None if done.returncode == 0 else None
 
 
-def prepare_out(out: Path) -> Path:
-    """The suite folder to write: created, or an existing empty folder; anything else is refused."""
+def check_out(out: Path) -> None:
+    """Refuse, before any work, an --out that is a file or a folder that is not empty."""
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out}: a file of that name exists. Fix: give a new folder.")
     if out.is_dir() and any(out.iterdir()):
         raise ConfigError(f"--out {out}: the folder exists and is not empty; agent-eval never overwrites a suite. "
                           f"Fix: give a new folder, or empty this one.")
-    out.mkdir(parents=True, exist_ok=True)
+
+
+def publish(out: Path, contents: dict[str, bytes]) -> Path:
+    """Write the suite folder at once: its files go into a new sibling folder, renamed to `out` (which may be
+    an empty folder). An import that fails leaves nothing, and of two imports into one folder the second is
+    refused."""
+    import os
+    import shutil
+    import tempfile
+
+    check_out(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    staging.chmod(0o755)  # mkdtemp's folder is the owner's alone; a suite folder is an ordinary one
+    try:
+        for name, data in contents.items():
+            (staging / name).write_bytes(data)
+        try:
+            os.rename(staging, out)  # replaces an empty folder; refused when `out` has files by now
+        except OSError:
+            raise ConfigError(f"--out {out}: the folder is not empty any more (another import wrote it?); "
+                              f"agent-eval never overwrites a suite. Fix: give a new folder.") from None
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
     return out
 
 
@@ -91,8 +115,8 @@ def file_hashes(package_dir: Path, relative: Iterable[str]) -> dict[str, str]:
     return {rel: sha256_of(package_dir / rel) for rel in sorted(set(relative))}
 
 
-def write_json(path: Path, value: Any) -> None:
-    path.write_bytes(orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n")
+def json_bytes(value: Any) -> bytes:
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n"
 
 
 def read_lock(folder: Path) -> dict[str, Any]:

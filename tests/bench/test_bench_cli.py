@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import orjson
 import pytest
 
 from agent_eval.bench import BFCL
@@ -51,3 +52,37 @@ def test_a_missing_or_wrongly_pinned_package_names_the_exact_install_commands() 
         installed(dataclasses.replace(BFCL, version="1999.1.1"), "bfcl_eval")
     assert "needs bfcl-eval==1999.1.1, but 2026.3.23 is installed" in str(pinned.value)
     assert "pip install --no-deps bfcl-eval==1999.1.1" in str(pinned.value)
+
+
+def test_an_empty_out_folder_is_used_and_a_checkout_is_recorded_with_its_commit(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    from agent_eval.bench.bfcl import upstream as up
+    from tests.cli import run_cli_process
+
+    # A checkout of gorilla's berkeley-function-call-leaderboard/, made from the installed package's files.
+    leaderboard = tmp_path / "gorilla" / "berkeley-function-call-leaderboard"
+    shutil.copytree(up.locate(None).package_dir, leaderboard / "bfcl_eval",
+                    ignore=shutil.ignore_patterns("__pycache__", "result", "score", ".file_locks"))
+    git = ["git", "-C", str(tmp_path / "gorilla"), "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "c"], check=True)
+    commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    out = tmp_path / "suite"
+    out.mkdir()  # an empty folder is fine
+    # A fresh process: this one has imported bfcl_eval from site-packages already.
+    result = run_cli_process("bench", "import", "bfcl", "--from", tmp_path / "gorilla", "--out", out,
+                             "--category", "multi_turn_base")
+    assert result.returncode == 0, result.stderr
+    lock = orjson.loads((out / "bench.lock.json").read_bytes())
+    assert lock["source"] == {"package": "bfcl-eval", "checkout": str(leaderboard.resolve()), "commit": commit}
+    assert lock["counts"]["cases"] == 200
+    # Once a process has imported the installed bfcl_eval, a checkout is refused, naming both.
+    __import__("bfcl_eval")
+    with pytest.raises(ConfigError) as mixed:
+        up.locate(tmp_path / "gorilla")
+    assert "already imported from" in str(mixed.value) and "new process" in str(mixed.value)
+    missing = run_cli("bench", "import", "bfcl", "--from", tmp_path, "--out", tmp_path / "other")
+    assert missing.exit_code == 2 and "no bfcl_eval/ package found" in missing.stderr

@@ -14,7 +14,7 @@ from agent_eval.bench import BFCL, ImportRequest, ImportResult
 from agent_eval.bench.bfcl import upstream as up
 from agent_eval.bench.bfcl.convert import CONVERTER_VERSION, GoldError, gold_turns, to_case
 from agent_eval.bench.bfcl.runtime import SCHEMAS_FILE
-from agent_eval.bench.suite_folder import LOCK_FILE, file_hashes, prepare_out, write_json
+from agent_eval.bench.suite_folder import LOCK_FILE, check_out, file_hashes, json_bytes, publish
 from agent_eval.errors import ConfigError
 
 MAX_STEPS = 21  # upstream's MAXIMUM_STEP_LIMIT = 20 ends a turn after its 21st completion with calls
@@ -49,8 +49,7 @@ def categories_of(request: ImportRequest) -> list[str]:
 def import_suite(request: ImportRequest) -> ImportResult:
     """Write the suite folder of the requested categories; the folder must be new or empty."""
     categories = categories_of(request)
-    if request.out.is_dir() and any(request.out.iterdir()):
-        prepare_out(request.out)  # refuses before any work
+    check_out(request.out)  # before any work; publish checks again
     upstream = up.locate(request.source)
     added_prompt = up.module("constants.default_prompts").DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC
     cases: list[dict[str, Any]] = []
@@ -83,12 +82,12 @@ def import_suite(request: ImportRequest) -> ImportResult:
             "files": file_hashes(upstream.package_dir, read), "counts": counts, "left_out": left_out}
     bench = {"benchmark": BFCL.name, "parts": categories, **upstream.source(BFCL), "counts": counts}
     suite = {"name": name, "tools": "tools.py", "max_steps": MAX_STEPS, "bench": bench}
-    folder = prepare_out(request.out)
-    write_json(folder / "cases.json", {"suite": suite, "cases": cases})
-    write_json(folder / SCHEMAS_FILE, [schemas[k] for k in sorted(schemas)])
-    (folder / "tools.py").write_text(TOOLS_MODULE, encoding="utf-8")
-    (folder / "NOTICE").write_text(_notice(upstream.source(BFCL)), encoding="utf-8")
-    write_json(folder / LOCK_FILE, lock)
+    folder = publish(request.out, {
+        "cases.json": json_bytes({"suite": suite, "cases": cases}),
+        SCHEMAS_FILE: json_bytes([schemas[k] for k in sorted(schemas)]),
+        "tools.py": TOOLS_MODULE.encode(),
+        "NOTICE": _notice(upstream.source(BFCL)).encode(),
+        LOCK_FILE: json_bytes(lock)})
     return ImportResult(folder, folder / "cases.json", counts, tuple(item["id"] for item in left_out))
 
 
