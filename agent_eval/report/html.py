@@ -66,6 +66,7 @@ def page(report_head: Mapping[str, Any], data_json: str) -> str:
     from agent_eval.report.metrics_section import page_rows
     from agent_eval.report.price_source import pricing_line
     from agent_eval.report.reasons import case_reason, judge_off_note
+    from agent_eval.report.verdict import verdict_parts
 
     title = f"agent-eval · {report_head.get('suite') or 'suite'} · {report_head.get('run_id') or ''}"
     # Each case's reason and its ` (judge off)` note, computed here by the functions the terminal, Markdown
@@ -75,7 +76,7 @@ def page(report_head: Mapping[str, Any], data_json: str) -> str:
     notes = [judge_off_note(c) if c is not None else "" for c in cases]
     priced = pricing_line(cast(Report, report_head))  # the terminal header's line: where the prices came from
     data_json = (data_json[:-1] + ',"pricing":' + embed_json(priced) + ',"status_notes":' + embed_json(notes)
-                 + ',"reasons":' + embed_json(reasons) + "}")
+                 + ',"reasons":' + embed_json(reasons) + ',"verdict":' + embed_json(verdict_parts(report_head)) + "}")
     # The metric table's rows the cards draw (report/metrics_section.py): report.js holds no list of metrics.
     data_json = data_json[:-1] + ',"metric_rows":' + embed_json(page_rows(cast(Report, report_head))) + "}"
     template = _asset("report.html")

@@ -1,8 +1,9 @@
 """`--markdown FILE`: a GitHub-flavoured summary fit for $GITHUB_STEP_SUMMARY.
 
-Headline metrics, the failing cases with their first failed check, and the gate table when the report
-has a baseline. The file is appended to, as GitHub asks for the step summary, so several runs of one
-job each add their own section.
+The verdict line the terminal ends with (`FAIL (exit 1): 2 cases failed`) under the title, headline
+metrics, the failing cases with their first failed check, and the gate table when the report has a
+baseline. The file is appended to, as GitHub asks for the step summary, so several runs of one job each
+add their own section.
 """
 from __future__ import annotations
 
@@ -19,11 +20,13 @@ from agent_eval.score.metric_registry import SUITE_METRIC_TABLE, in_section
 from agent_eval.report.reasons import case_reason, judge_off_note
 from agent_eval.report.metrics_section import added_rows
 from agent_eval.report.price_source import pricing_line
+from agent_eval.report.verdict import verdict_line
 
 MAX_FAILING_ROWS = 50
 _PLAIN = re.compile(r"[A-Za-z0-9 .,;:'=+%/-]*")  # no character that Markdown or HTML gives a meaning
 _TICKS = re.compile("`+")
 CELL_MAX_CHARS = 200
+_MARKUP = re.compile(r"[\\`*_\[\]<>#|!~]")  # escaped in the verdict line, which names metrics and files
 
 
 def cell(text: Any) -> str:
@@ -47,6 +50,11 @@ def _code(text: Any) -> str:
     """Untrusted text as a code span, always (case ids and failure reasons); never cut: a case's reason is
     the same string in every output (reasons.case_reason), its tool exception at its end included."""
     return _span(" ".join(str(text).split()))
+
+
+def _escaped(text: str) -> str:
+    """Our own prose with each character Markdown gives a meaning backslash-escaped (it stays readable)."""
+    return _MARKUP.sub(lambda m: "\\" + m.group(0), text)
 
 
 def _one_line(text: Any) -> str:
@@ -86,7 +94,7 @@ def headline_lines(report: Report) -> list[str]:
             if m.in_markdown and m.section not in ("safety", "more") and m.name in s and not (m.at_k and k == 1)]
     rows += [[m.label, format_value(m.name, s[m.name])] for m in in_section("safety") if s.get(m.name) is not None]
     rows += [[label, f"{value} {interval}".strip()] for label, value, interval in added_rows(report)]
-    lines = [title, ""]
+    lines = [title, "", f"**{_escaped(verdict_line(report))}**", ""]
     settings = report.get("settings") or {}
     if settings.get("replay"):  # the model's answers came from a recording (run --replay)
         who += (f" · replaying {inert(settings['replay'])} (recorded {inert(settings.get('replay_recorded_at'))}, "

@@ -305,3 +305,18 @@ def test_a_plugin_number_row_shows_its_interval_in_its_card(browser: object, rep
     assert "answer words\n16.400 [13.350, 19.700]" in cards
     assert "pass@1\n" in cards and "%" in cards.split("pass@1\n")[1].split("\n")[0]
     page.close()
+
+
+def test_the_page_says_the_terminals_verdict(browser: object, report: dict, tmp_path: Path) -> None:
+    from agent_eval.report.verdict import verdict_line
+
+    report["gate"] = {**report["gate"], "regression": True}
+    for case in report["cases"]:  # every case passed: only the gate explains exit 1
+        case["status"] = "passed" if case["status"] != "skipped" else "skipped"
+    report["summary"].update(cases_failed=0, cases_errored=0)
+    path = write_html(report, tmp_path / "verdict.html")
+    page = browser.new_page()
+    page.goto(path.as_uri())
+    page.wait_for_selector("#verdict")
+    assert page.inner_text("#verdict") == verdict_line(report) == "FAIL (exit 1): the baseline gate found a regression"
+    page.close()

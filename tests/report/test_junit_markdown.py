@@ -23,6 +23,8 @@ SCHEMA = {
                   {"properties", "testcase", "system-out", "system-err"}),
     "testcase": ({"name"}, {"name", "assertions", "time", "classname", "status", "file", "line"},
                  {"skipped", "error", "failure", "system-out", "system-err"}),
+    "properties": (set(), set(), {"property"}),
+    "property": ({"name", "value"}, {"name", "value"}, set()),
     "skipped": (set(), {"message"}, set()),
     "error": (set(), {"message", "type"}, set()),
     "failure": (set(), {"message", "type"}, set()),
@@ -151,3 +153,40 @@ def test_markdown_at_k_1_lists_pass_at_1_once_as_the_terminal_does(report) -> No
     report["settings"]["repeat"] = 1  # pass^1 and pass@1 are pass@1 again
     text = render_markdown(report)
     assert text.count("| pass@1 |") == 1 and "| pass^1 |" not in text
+
+
+def test_markdown_opens_with_the_terminals_verdict_line() -> None:
+    from agent_eval.report.verdict import verdict_line
+
+    report = orjson.loads(FIXTURE.read_bytes())
+    lines = render_markdown(report).splitlines()
+    assert lines[0].startswith("## agent-eval:")
+    assert lines[2] == f"**{verdict_line(report)}**" == ("**FAIL (exit 1): 2 cases failed; the baseline gate found a "
+                                                         "regression; 1 case ended in an infrastructure error**")
+
+
+def test_junit_agrees_with_the_verdict_when_no_case_explains_the_exit_code(tmp_path) -> None:
+    from agent_eval.report.verdict import verdict_line
+
+    report = orjson.loads(FIXTURE.read_bytes())
+    for case in report["cases"]:
+        case["status"] = "passed" if case["status"] != "skipped" else "skipped"
+    report["summary"].update(cases_failed=0, cases_errored=0)
+    report.update(exit_code=2, gate={"nothing_to_gate": "the reports share no case id", "regression": False})
+    path = tmp_path / "junit.xml"
+    write_junit(report, path)
+    root = ET.parse(path).getroot()
+    check_schema(root)
+    suite = root.find("testsuite")
+    assert suite.find("properties/property[@name='verdict']").get("value") == verdict_line(report)
+    assert suite.get("errors") == "1" and root.get("errors") == "1" and suite.get("failures") == "0"
+    (verdict,) = [c for c in suite.findall("testcase") if c.get("name") == "agent-eval verdict"]
+    assert verdict.find("error").get("message") == \
+        "ERROR (exit 2): the baseline has nothing to gate: the reports share no case id"
+    # A run whose failed cases explain exit 1 gets no extra testcase; a case -x left unrun is skipped.
+    failed = orjson.loads(FIXTURE.read_bytes())
+    failed["cases"][2]["status"] = "not_run"
+    write_junit(failed, path)
+    cases = ET.parse(path).getroot().find("testsuite").findall("testcase")
+    assert len(cases) == len(failed["cases"])
+    assert cases[2].find("skipped").get("message").startswith("not run")

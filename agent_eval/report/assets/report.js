@@ -54,6 +54,10 @@
     });
     if (page.pricing) meta.appendChild(el("span", {cls: "pricing", text: String(page.pricing)}));  /* price_source.py */
     h.appendChild(meta);
+    /* The terminal's verdict line (report/verdict.py): [word, exit code, what caused it]. */
+    var v = page.verdict || ["EXIT", R.exit_code, "unexpected exit code"];
+    h.appendChild(el("p", {cls: "verdict", id: "verdict"}, [
+      el("b", {cls: v[0] === "PASS" ? "ok" : "bad", text: v[0] + " (exit " + v[1] + ")"}), ": " + v[2]]));
     var d = el("details", null, [el("summary", {text: "all settings"})]);
     Object.keys(st).forEach(function (k) { d.appendChild(el("div", null, [k + ": ", el("code", {text: JSON.stringify(st[k])})])); });
     h.appendChild(d);
