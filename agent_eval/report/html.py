@@ -76,7 +76,9 @@ def page(report_head: Mapping[str, Any], data_json: str) -> str:
     notes = [judge_off_note(c) if c is not None else "" for c in cases]
     priced = pricing_line(cast(Report, report_head))  # the terminal header's line: where the prices came from
     data_json = (data_json[:-1] + ',"pricing":' + embed_json(priced) + ',"status_notes":' + embed_json(notes)
-                 + ',"reasons":' + embed_json(reasons) + ',"verdict":' + embed_json(verdict_parts(report_head)) + "}")
+                 + ',"reasons":' + embed_json(reasons) + "}")
+    # The terminal's verdict line (report/verdict.py), as [word, exit code, its causes].
+    data_json = data_json[:-1] + ',"verdict":' + embed_json(verdict_parts(cast(Report, report_head))) + "}"
     # The metric table's rows the cards draw (report/metrics_section.py): report.js holds no list of metrics.
     data_json = data_json[:-1] + ',"metric_rows":' + embed_json(page_rows(cast(Report, report_head))) + "}"
     template = _asset("report.html")
