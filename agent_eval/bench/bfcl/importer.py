@@ -7,7 +7,9 @@ suite and listed in the lock."""
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from importlib.resources import files
+from pathlib import Path
 from typing import Any
 
 from agent_eval.bench import BFCL, ImportRequest, ImportResult
@@ -84,11 +86,26 @@ def import_suite(request: ImportRequest) -> ImportResult:
     suite = {"name": name, "tools": "tools.py", "max_steps": MAX_STEPS, "bench": bench}
     folder = publish(request.out, {
         "cases.json": json_bytes({"suite": suite, "cases": cases}),
-        SCHEMAS_FILE: json_bytes([schemas[k] for k in sorted(schemas)]),
+        SCHEMAS_FILE: json_bytes([schemas[k] for k in sorted(schemas, key=_class_order(upstream.package_dir))]),
         "tools.py": TOOLS_MODULE.encode(),
         "NOTICE": _notice(upstream.source(BFCL)).encode(),
         LOCK_FILE: json_bytes(lock)})
     return ImportResult(folder, folder / "cases.json", counts, tuple(item["id"] for item in left_out))
+
+
+def _class_order(package_dir: Path) -> Callable[[str], tuple[int, int, str]]:
+    """The suite's tool order: BFCL's classes in its own class table's order, each class's functions in its
+    function document's order (upstream lists an entry's classes in the entry's order)."""
+    import json
+
+    config = up.module("constants.executable_backend_config")
+    place: dict[str, tuple[int, int]] = {}
+    for number, doc in enumerate(config.MULTI_TURN_FUNC_DOC_FILE_MAPPING.values()):
+        lines = (package_dir / up.FUNC_DOC / doc).read_text(encoding="utf-8").splitlines()
+        for line_number, line in enumerate(lines):
+            if line.strip():
+                place.setdefault(json.loads(line)["name"], (number, line_number))
+    return lambda name: (*place.get(name, (len(place), 0)), name)
 
 
 def _func_doc_files(entry: dict[str, Any]) -> list[str]:
