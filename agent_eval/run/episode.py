@@ -16,6 +16,7 @@ from agent_eval.records import Case, Step, StopReason, Trace
 from agent_eval.run.agents import Agent, AgentStop, InfrastructureError, Reply, RunContext
 from agent_eval.suite.jsonsafe import dumps_safe, to_json_safe
 from agent_eval.suite.cases import user_messages
+from agent_eval.run.offer import offer_of
 from agent_eval.run.scenario import max_turns
 from agent_eval.run.sandbox import Sandbox, ServerFault
 from agent_eval.run.world import EnvTemplate
@@ -134,6 +135,9 @@ async def _play(case: Case, trial: int, agent: Agent, tools: ToolSet, template: 
     user = simulator or ScriptedUser(case)
     limit = max_turns(case) if simulator is not None else None
     sandbox = Sandbox(tools, env, case.get("faults"), None, case.get("injection"), remote)
+    offer = offer_of(case, tools)
+    if offer is not None:
+        sandbox.allowed = offer.allowed
     ctx = RunContext(case=case, trial=trial, sandbox=sandbox, tool_schemas=tools.schemas,
                      system_prompt=system_prompt)
     waits = Waits()  # time waiting for the provider's limit: not the agent's (trace.rate_limit_wait_s)
@@ -162,6 +166,9 @@ async def _play(case: Case, trial: int, agent: Agent, tools: ToolSet, template: 
                 started_at_unix_ns = time.time_ns()
             sent.append(text)
             ctx.messages.append({"role": "user", "content": text})
+            if offer is not None:  # the schemas of this turn: the case's tools and those added so far
+                sandbox.offered = offer.offered_at(len(sent) - 1)
+                ctx.tool_schemas = offer.schemas_at(tools, len(sent) - 1)
             prepare = getattr(agent, "prepare", None)
             if prepare is not None:  # the recording endpoint's path for agents that use it
                 await prepare(ctx)
