@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
-from agent_eval.provider import tape
+from agent_eval.provider import keying, tape
 from agent_eval.provider.waits import Waits, recording
 from agent_eval.redaction import redact_secrets, redact_trace_errors
 from agent_eval.records import Case, Step, StopReason, Trace
@@ -155,6 +155,7 @@ async def _play(case: Case, trial: int, agent: Agent, tools: ToolSet, template: 
     recorded = recording(waits)
     recorded.__enter__()
     try:
+        keying.at_turn(0)  # a loopback model's X-Agent-Eval-Turn: the user message being written or answered
         while (text := await user.next_message(case, trial, ctx.messages)) is not None:
             if len(sent) == limit:
                 stop_reason = "max_turns"
@@ -182,6 +183,7 @@ async def _play(case: Case, trial: int, agent: Agent, tools: ToolSet, template: 
             replies.append(reply)
             turn_steps.append(len(sandbox.steps))
             ctx.messages.append({"role": "assistant", "content": reply.answer})
+            keying.at_turn(len(sent))
     except AgentStop as stop:
         stop_reason, agent_error, agent_tb = stop.stop_reason, ctx.fatal or str(stop), stop.traceback
     except TimeoutError:
