@@ -325,6 +325,20 @@ def bench_import(
     guarded(go)
 
 
+@app.command("scripted-model")
+def scripted_model(script: Path = typer.Argument(..., help="The script: a JSON list of {match, reply} entries."),
+                   port: int = typer.Option(0, "--port", help="The port to listen on (default 0: any free one)."),
+                   ) -> None:
+    """Serve a scripted OpenAI-compatible model on 127.0.0.1 until Ctrl-C; prints its base URL."""
+
+    def go() -> int:
+        from agent_eval.commands.scripted_model import scripted_model_command
+
+        return scripted_model_command(script, port, console)
+
+    guarded(go)
+
+
 def _cases(flags: Flags) -> Path:
     return flags.path("cases") or DEFAULTS.cases
 

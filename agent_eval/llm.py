@@ -19,7 +19,7 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 import orjson
 
 from agent_eval.errors import ProviderError
-from agent_eval.provider import endpoints, events, retry, tape
+from agent_eval.provider import endpoints, events, keying, retry, tape
 from agent_eval.redaction import PLACEHOLDER_KEY as PLACEHOLDER_KEY  # re-exported: the key of keyless endpoints
 from agent_eval.redaction import is_redacted as is_redacted  # re-exported: URLs are redacted there
 from agent_eval.redaction import redact_url as redact_url
@@ -197,11 +197,12 @@ async def send_raw(base_url: str | None, api_key: str | None, body: dict[str, An
         model = body.get("model")
     ep = endpoints.endpoint(role, client.endpoint, model)
     shown = {"model": model}
+    headers = keying.headers_for(base_url, role, keying.current())  # a loopback model's X-Agent-Eval-*
     try:
         def attempt() -> Any:
             if attempts is not None:
                 attempts[0] += 1
-            return _post(client, body, path)
+            return _post(client, body, path, headers)
 
         with tape.as_role(role):
             response = await retry.send(ep, attempt, timeout_s, client.endpoint)
@@ -243,16 +244,17 @@ def _was_refused(exc: BaseException) -> bool:
     return False
 
 
-async def _post(client: Any, body: dict[str, Any] | bytes, path: str) -> bytes:
+async def _post(client: Any, body: dict[str, Any] | bytes, path: str, headers: dict[str, str]) -> bytes:
     from openai._httpx2 import http_response_types
 
     cast_to = http_response_types()[0]
+    options: Any = {"headers": headers} if headers else {}
     try:
         content = body if isinstance(body, bytes) else orjson.dumps(body)
     except TypeError:  # a value orjson refuses (a tool schema from user code): the SDK's encoder tries
-        response = await client.post(path, body=body, cast_to=cast_to)
+        response = await client.post(path, body=body, cast_to=cast_to, options=options)
     else:
-        response = await client.post(path, content=content, cast_to=cast_to)
+        response = await client.post(path, content=content, cast_to=cast_to, options=options)
     return response.content
 
 

@@ -44,6 +44,11 @@ class Case(TypedDict, total=False):
     injection: dict[str, Any]
     requires: list[str]
     expected_output: Any
+    tools: list[str]  # the suite tools this case offers (run/offer.py)
+    tools_added: dict[str, list[str]]  # "<turn>" -> tools offered from that user turn on
+    expected_observations: str  # "replay": each turn's gold observations must be among the run's
+    gold_reply: str | list[str]  # the gold agent's reply (one per turn in a list)
+    max_tool_errors: int  # the run ends (stop_reason max_tool_errors) when its tool errors reach this
     _safety: dict[str, Any]  # what scoring needs of the suite (score/safety.py, SAFETY_KEY), set by load_suite
 
 
@@ -81,6 +86,7 @@ class Step(TypedDict, total=False):
     t_start_s: float | None
     executed: bool  # False: the model issued the call but it never reached the sandbox
     call_id: str  # the model's id of the call, while a run is played (removed when its steps are paired)
+    not_yet_offered: bool  # present (true) for a call of a tool the case adds at a later user turn
 
 
 class Check(TypedDict):

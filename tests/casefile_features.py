@@ -23,6 +23,8 @@ def agent(task):
             task.call_tool(name, **args)
         except ToolError:
             pass
+    if task.metadata.get("show_tools"):
+        return ",".join(s["function"]["name"] for s in task.tool_schemas)
     replies = task.metadata.get("replies") or []
     return replies[turn] if turn < len(replies) else "done"
 '''

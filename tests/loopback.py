@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import threading
-import time
 import traceback
 from http import HTTPStatus
 from collections.abc import Callable, Sequence
@@ -32,7 +31,7 @@ from typing import Any
 
 import orjson
 
-from tests.loopback_wire import chat_events, response_body, response_events
+from tests.loopback_wire import chat_events, completion_body, error_body, response_body, response_events
 
 __all__ = [
     "LoopbackServer",
@@ -47,10 +46,6 @@ __all__ = [
     "tool_then_text",
 ]
 
-_ERROR_TYPES = {
-    400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
-    429: "rate_limit_exceeded", 500: "server_error", 503: "server_error",
-}
 # The SDK honours retry-after-ms before retry-after, and ignores a delay of 0 (it falls back to its
 # own 0.5 s backoff), so a small positive value keeps retried tests and benchmarks quick.
 FAST_RETRY = {"retry-after-ms": "5"}
@@ -116,7 +111,7 @@ def raw(body: bytes | dict | list, code: int = 200) -> Reply:
 def status(code: int, body: Any = None, headers: dict[str, str] | None = None) -> Reply:
     """A bare HTTP status; the body defaults to an OpenAI-style error object."""
     if body is None:
-        body = _error_body(code, f"loopback scripted status {code}")
+        body = error_body(code, f"loopback scripted status {code}")
     return Reply(status=code, body=body, headers=dict(headers or {}))
 
 
@@ -153,11 +148,6 @@ def _coerce(reply: ReplyLike) -> Reply:
     if isinstance(reply, (list, tuple)):
         return tool_calls(reply)
     raise TypeError(f"loopback: a script produced {type(reply).__name__}, not a Reply")
-
-
-def _error_body(code: int, message: str) -> dict:
-    kind = _ERROR_TYPES.get(code, "server_error" if code >= 500 else "invalid_request_error")
-    return {"error": {"message": message, "type": kind, "param": None, "code": kind}}
 
 
 class LoopbackServer:
@@ -291,7 +281,7 @@ class LoopbackServer:
                         key, value = line.split(":", 1)
                         headers[key.strip().lower()] = value.strip()
                 if "chunked" in headers.get("transfer-encoding", ""):
-                    await self._send(writer, 411, _error_body(411, "loopback needs Content-Length"), {})
+                    await self._send(writer, 411, error_body(411, "loopback needs Content-Length"), {})
                     return
                 raw = await reader.readexactly(int(headers.get("content-length") or 0))
                 code, body, extra = await self._answer(method, path, headers, raw)
@@ -323,7 +313,7 @@ class LoopbackServer:
         responses = path.endswith("/responses")
         if method != "POST" or not (path.endswith("/chat/completions") or responses):
             message = f"loopback serves POST /v1/chat/completions and /v1/responses, not {method} {path}"
-            return 404, _error_body(404, message), {}
+            return 404, error_body(404, message), {}
         try:
             request = orjson.loads(raw)
         except orjson.JSONDecodeError:
@@ -341,10 +331,10 @@ class LoopbackServer:
         if self.latency_s > 0:
             await asyncio.sleep(self.latency_s)
         if "_raw" in request:
-            return 400, _error_body(400, "request body is not JSON"), {}
+            return 400, error_body(400, "request body is not JSON"), {}
         for every, code in self.fail_every.items():
             if number % every == 0:
-                return code, _error_body(code, f"loopback fail_every {every}"), dict(self.fail_headers)
+                return code, error_body(code, f"loopback fail_every {every}"), dict(self.fail_headers)
         reply = self._next_reply(request)
         while reply.delay_s > 0 or reply.hang:
             if reply.hang:
@@ -379,19 +369,10 @@ class LoopbackServer:
             with self._lock:
                 self._errors.append(message)
             # x-should-retry stops the SDK from retrying a broken script eight times.
-            return Reply(status=500, body=_error_body(500, f"loopback: {message}"),
+            return Reply(status=500, body=error_body(500, f"loopback: {message}"),
                          headers={"x-should-retry": "false"})
 
     def _completion(self, request: dict, reply: Reply) -> dict:
-        prompt, completion = reply.usage
-        return {
-            "id": f"chatcmpl-loopback-{next(self._ids)}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": request.get("model") or "loopback",
-            "choices": [{"index": 0, "message": reply.message, "finish_reason": reply.finish_reason,
-                         "logprobs": None}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                      "total_tokens": prompt + completion},
-            **reply.extra,
-        }
+        assert reply.message is not None
+        return completion_body(request, reply.message, reply.finish_reason, reply.usage, next(self._ids),
+                               **reply.extra)

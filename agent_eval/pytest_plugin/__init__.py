@@ -1,12 +1,12 @@
 """The pytest plugin (entry point `pytest11: agent_eval`): cases as pytest items, and inline cases in tests.
 
 Inert until asked: with no `--agent-eval CASEFILE` and no `agent_eval_cases` in the ini file it adds its
-options and its two fixtures, and imports nothing of agent-eval's until a test uses `agent_eval`.
+options and its three fixtures, and imports nothing of agent-eval's until a test uses `agent_eval`.
 Everything that plays, scores or writes a report is imported when it is first needed.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -88,3 +88,18 @@ def agent_eval(request: pytest.FixtureRequest, agent_eval_suite: Path | str | No
     from agent_eval.pytest_plugin.inline import inline_runner
 
     return inline_runner(request, agent_eval_suite)
+
+
+@pytest.fixture
+def agent_eval_scripted_model() -> Iterator[Callable[..., str]]:
+    """`base_url = agent_eval_scripted_model(script)`: serve a script (a file, or its list of entries) as a
+    loopback OpenAI-compatible model for this test; its base URL. Every server started is stopped after it."""
+    from contextlib import ExitStack
+
+    from agent_eval.scripted.server import scripted_model
+
+    with ExitStack() as started:
+        def start(script: str | Path | Sequence[Any], port: int = 0) -> str:
+            return started.enter_context(scripted_model(script, port))
+
+        yield start

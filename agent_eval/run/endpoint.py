@@ -18,7 +18,7 @@ from urllib.parse import unquote
 import orjson
 
 from agent_eval.llm import _shorten, _was_refused, close_when_the_loop_ends, redact_url, shared_client
-from agent_eval.provider import endpoints, retry, tape
+from agent_eval.provider import endpoints, keying, retry, tape
 from agent_eval.provider.bounded import BodyTooLarge
 from agent_eval.flags import MAX_MESSAGE_BYTES
 from agent_eval.provider.waits import recording
@@ -76,6 +76,7 @@ class RunLink:
     pending: dict[asyncio.Task[Any], dict[str, Any]] = field(default_factory=dict)  # requests in flight, their entries
     closed: bool = False
     tape: tape.RunTape | None = None  # the run's cassette under --record / --replay
+    keys: keying.RunKeys | None = None  # the run's case and trial, for a loopback model's X-Agent-Eval-* headers
 
     def close(self) -> None:
         """The run has ended: its path answers 401 from now on, a request still in flight (a child left
@@ -161,7 +162,8 @@ class Endpoint:
              llm_calls: list[dict[str, Any]], t0: Any) -> RunLink:
         token = "ae-" + secrets.token_urlsafe(18)
         root = f"http://127.0.0.1:{self.port}/r/{token}"
-        link = RunLink(token, root + "/v1", model, base_url, api_key, llm_calls, t0, tape=tape.current())
+        link = RunLink(token, root + "/v1", model, base_url, api_key, llm_calls, t0, tape=tape.current(),
+                       keys=keying.current())
         self.links[token] = link
         link.leave = lambda: self.links.pop(token, None)
         return link
@@ -215,10 +217,11 @@ class Endpoint:
             link.pending[task] = entry
         try:
             client = await shared_client(link.real_base_url, link.real_api_key)
+            keyed = keying.headers_for(link.real_base_url, "agent", link.keys, link.turn)  # X-Agent-Eval-*
 
             def attempt() -> Any:
                 count[0] += 1
-                return self._send(client, request, path, raw, stream)
+                return self._send(client, request, path, raw, stream, keyed)
 
             # agent-eval's own retry loop, the endpoint's window and token bucket, as for the built-in
             # agent; waiting for the limit is the run's (trace.rate_limit_wait_s), not the agent's.
@@ -252,13 +255,13 @@ class Endpoint:
             if task is not None:
                 link.pending.pop(task, None)
 
-    async def _send(self, client: Any, request: Any, path: str, raw: bytes, stream: bool) -> Any:
+    async def _send(self, client: Any, request: Any, path: str, raw: bytes, stream: bool, keyed: Any) -> Any:
         from openai._models import FinalRequestOptions
         from openai._httpx2 import http_response_types
 
         if self._stream_cls is None:
             self._stream_cls = _raw_stream_class()
-        headers = {"Content-Type": request.headers.get("Content-Type", "application/json")}
+        headers = {"Content-Type": request.headers.get("Content-Type", "application/json"), **keyed}
         options = FinalRequestOptions.construct(method=request.method.lower(), url=path, headers=headers,
                                                 params=dict(request.query), content=raw or None)
         answer = await client.request(http_response_types()[0], options, stream=stream, stream_cls=self._stream_cls)

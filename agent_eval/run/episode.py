@@ -9,13 +9,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
-from agent_eval.provider import tape
+from agent_eval.provider import keying, tape
 from agent_eval.provider.waits import Waits, recording
 from agent_eval.redaction import redact_secrets, redact_trace_errors
 from agent_eval.records import Case, Step, StopReason, Trace
 from agent_eval.run.agents import Agent, AgentStop, InfrastructureError, Reply, RunContext
 from agent_eval.suite.jsonsafe import dumps_safe, to_json_safe
 from agent_eval.suite.cases import user_messages
+from agent_eval.run.offer import offer_of
 from agent_eval.run.scenario import max_turns
 from agent_eval.run.sandbox import Sandbox, ServerFault
 from agent_eval.run.world import EnvTemplate
@@ -134,6 +135,9 @@ async def _play(case: Case, trial: int, agent: Agent, tools: ToolSet, template: 
     user = simulator or ScriptedUser(case)
     limit = max_turns(case) if simulator is not None else None
     sandbox = Sandbox(tools, env, case.get("faults"), None, case.get("injection"), remote)
+    offer = offer_of(case, tools)
+    if offer is not None:
+        sandbox.allowed = offer.allowed
     ctx = RunContext(case=case, trial=trial, sandbox=sandbox, tool_schemas=tools.schemas,
                      system_prompt=system_prompt)
     waits = Waits()  # time waiting for the provider's limit: not the agent's (trace.rate_limit_wait_s)
@@ -151,6 +155,7 @@ async def _play(case: Case, trial: int, agent: Agent, tools: ToolSet, template: 
     recorded = recording(waits)
     recorded.__enter__()
     try:
+        keying.at_turn(0)  # a loopback model's X-Agent-Eval-Turn: the user message being written or answered
         while (text := await user.next_message(case, trial, ctx.messages)) is not None:
             if len(sent) == limit:
                 stop_reason = "max_turns"
@@ -162,6 +167,9 @@ async def _play(case: Case, trial: int, agent: Agent, tools: ToolSet, template: 
                 started_at_unix_ns = time.time_ns()
             sent.append(text)
             ctx.messages.append({"role": "user", "content": text})
+            if offer is not None:  # the schemas of this turn: the case's tools and those added so far
+                sandbox.offered = offer.offered_at(len(sent) - 1)
+                ctx.tool_schemas = offer.schemas_at(tools, len(sent) - 1)
             prepare = getattr(agent, "prepare", None)
             if prepare is not None:  # the recording endpoint's path for agents that use it
                 await prepare(ctx)
@@ -175,6 +183,7 @@ async def _play(case: Case, trial: int, agent: Agent, tools: ToolSet, template: 
             replies.append(reply)
             turn_steps.append(len(sandbox.steps))
             ctx.messages.append({"role": "assistant", "content": reply.answer})
+            keying.at_turn(len(sent))
     except AgentStop as stop:
         stop_reason, agent_error, agent_tb = stop.stop_reason, ctx.fatal or str(stop), stop.traceback
     except TimeoutError:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agent_eval.records import Case, RunRecord
-from agent_eval.provider import endpoints
+from agent_eval.provider import endpoints, keying
 from agent_eval.provider.tape import Tape, using
 from agent_eval.run.agents.base import BUILT_IN
 from agent_eval.run.config import RunConfig
@@ -149,7 +149,7 @@ class Player:
             self._prestart_next(self.servers)
         assert slot.template is not None, "play() runs a prepared slot"
         run_tape = self.tape.open_run(slot.case["id"], trial) if self.tape is not None else None
-        with using(run_tape):
+        with using(run_tape), keying.for_run(slot.case["id"], trial):
             played = await play_run(slot.case, trial, self.agent, self.suite.tools, slot.template,
                                     self.system_prompt, self.cfg.timeout, simulator, self.servers, blob)
             if played.trace_json is not None:  # encoded once: the journal splices it in as it is

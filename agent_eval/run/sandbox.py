@@ -43,6 +43,9 @@ class Sandbox:
         except RuntimeError:
             self.loop = None
         self._lock = threading.Lock()  # a step is recorded only while the run is open
+        # A case's `tools`/`tools_added` (run/offer.py): the names it may call, and those offered so far.
+        self.allowed: frozenset[str] | None = None
+        self.offered: frozenset[str] | None = None
         self._fail_left: dict[str, int] = {}
         self._fault_error: dict[str, str] = {}
         self._delay_s: dict[str, float] = {}
@@ -119,7 +122,7 @@ class Sandbox:
         fault, an argument check that raised) means the tool is not called."""
         if isinstance(args, str):
             return "malformed JSON", f"JSONDecodeError: the arguments are not valid JSON: {args[:200]!r}"
-        if not self.tools.has(name):
+        if not self.tools.has(name) or (self.allowed is not None and name not in self.allowed):
             return "unknown tool", f"UnknownTool: no tool named {name!r}"
         try:
             invalid = self.tools.validate(name, args)
@@ -127,6 +130,8 @@ class Sandbox:
             message = f"the argument check of tool {name!r} raised {describe(exc)}"[:2000]
             self.infra = self.infra or message
             return None, message
+        if self.offered is not None and name not in self.offered:
+            invalid = invalid or "not yet offered"  # it runs, and counts as an invalid call
         if self._fail_left.get(name):
             self._fail_left[name] -= 1
             return invalid, self._fault_error[name]
@@ -201,6 +206,8 @@ class Sandbox:
             "error_traceback": error_tb, "invalid_args": invalid, "latency_s": end - start,
             "t_start_s": start - self.t0, "executed": True,
         }
+        if self.offered is not None and name not in self.offered and self.allowed is not None and name in self.allowed:
+            step["not_yet_offered"] = True  # a tool of a later turn's `tools_added`
         if call_id is not None:
             step["call_id"] = call_id  # read and removed when the run's steps are paired (run/pairing.py)
         self.steps.append(step)

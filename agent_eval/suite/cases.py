@@ -13,6 +13,7 @@ from pydantic import (BaseModel, ConfigDict, Field, JsonValue, StrictFloat, Stri
 from agent_eval.records import CASE_FILE_SHAPE, Case, split_case_file
 from agent_eval.errors import CaseFileError, Problem
 from agent_eval.flags import MAX_COUNT, without_plugin_keys
+from agent_eval.suite.validation_turns import TURN_FIELDS
 from agent_eval.suite.fields import (args_depth_problems, depth_problems, extra_case_fields, id_problem,
                                      known_fields, unknown_key_message)
 
@@ -31,6 +32,7 @@ class _Strict(BaseModel):
 class ExpectedCall(_Strict):
     name: str
     args: dict[str, Any] | None = None
+    turn: StrictInt | None = None  # the 0-based user message whose answer makes this call
 
 
 class Fault(_Strict):
@@ -101,7 +103,7 @@ class CaseModel(BaseModel):
 
 
 # The case fields read by other parts than the check families (simulated users, the judge, injections).
-OTHER_CASE_FIELDS = ("scenario", "user_description", "expected_outcome", "max_turns", "injection")
+OTHER_CASE_FIELDS = ("scenario", "user_description", "expected_outcome", "max_turns", "injection", *TURN_FIELDS)
 
 
 def case_fields() -> tuple[str, ...]:
@@ -328,7 +330,7 @@ def load_case(suite: Suite, raw: Any, index: int, col: Collector,
         col.add(case_id, field_name, message)
     if too_deep:
         return None  # nothing more can be said safely about a case that no run could hold
-    if isinstance(case.get("expected_env"), str) and case["expected_env"] != "replay":
+    if isinstance(case.get("expected_env"), str) and case["expected_env"] not in ("replay", "replay_per_turn"):
         case["expected_env"] = _load_json_ref(case["expected_env"], suite.base_dir, col, case_id, "expected_env")
     if isinstance(one_check := case.get("expected_env_check"), dict):  # one check given as an object
         case["expected_env_check"] = [cast(dict[str, Any], one_check)]

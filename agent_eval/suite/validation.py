@@ -12,6 +12,7 @@ from agent_eval.score.checks import CHECK_FAMILIES
 from agent_eval.suite.fields import args_key_problems, expect_problems, unknown_key_message
 from agent_eval.suite.validation_safety import validate_case_safety
 from agent_eval.suite.validation_scenario import validate_scenario_fields
+from agent_eval.suite.validation_turns import validate_turn_fields
 from agent_eval.suite.validation_vacuous import vacuous_checks
 
 if TYPE_CHECKING:
@@ -49,14 +50,17 @@ def validate_case(case: Case, suite: Suite) -> list[tuple[str, str]]:
             if message:
                 add(f"expected_tools[{i}].args.{key}", message)
         problems.extend(args_key_problems(i, call, tools))
-    if case.get("expected_env") == "replay":
+    problems.extend(validate_turn_fields(case, tools))
+    if case.get("expected_env") == "replay_per_turn":
+        pass  # validate_turn_fields checks it
+    elif case.get("expected_env") == "replay":
         if case.get("expected_tools") is None:
             add("expected_env", "\"replay\" runs expected_tools; add expected_tools")
         for i, call in enumerate(case.get("expected_tools") or []):
             if not is_literal(call.get("args") or {}):
                 add(f"expected_tools[{i}].args", "expected_env \"replay\" needs literal args (no $ matchers)")
     elif "expected_env" in case and case["expected_env"] is not None and not isinstance(case["expected_env"], dict):
-        add("expected_env", "must be an object, the path of a JSON file, or \"replay\"")
+        add("expected_env", "must be an object, the path of a JSON file, \"replay\" or \"replay_per_turn\"")
     for i, item in enumerate(case.get("expected_env_check") or []):
         problems.extend(_validate_env_item(item, i))
     problems.extend(validate_expect(case.get("expect") or {}))

@@ -29,7 +29,10 @@ class Task:
         # Each run gets its own copies: nothing one run does to them is seen by another.
         own = ctx.state.get(_OWN_COPIES)
         if own is None:
-            own = ctx.state[_OWN_COPIES] = (_copy(ctx.case.get("metadata") or {}), _copy(ctx.tool_schemas))
+            own = ctx.state[_OWN_COPIES] = (_copy(ctx.case.get("metadata") or {}), _copy(ctx.tool_schemas),
+                                            ctx.tool_schemas)
+        elif own[2] is not ctx.tool_schemas:  # a turn that adds tools (`tools_added`) shows new schemas
+            own = ctx.state[_OWN_COPIES] = (own[0], _copy(ctx.tool_schemas), ctx.tool_schemas)
         self.metadata: dict[str, Any] = own[0]
         system = [{"role": "system", "content": ctx.system_prompt}] if ctx.system_prompt else []
         self.messages: list[dict[str, Any]] = system + [dict(m) for m in ctx.messages]
