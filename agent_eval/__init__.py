@@ -2,8 +2,9 @@
 
 The public API: `tool` (declare a tool), `ToolError` (what `task.call_tool` raises), `Task` (what a
 Python agent receives), `Reply` (what it may return), `Scorer` and `scorer` (custom scorers), and
-`run_suite` (`agent-eval run` as a function that returns the report), and `scripted_model` (a loopback
-model answering from a script file, for tests).
+`run_suite` (`agent-eval run` as a function that returns the report), `scripted_model` (a loopback
+model answering from a script file, for tests), and `AgentEvalError`, the root of every error run_suite
+raises (`CaseFileError`, `ConfigError`, ...).
 
 Each name is imported when first used, so importing the package (as pytest does with its plugin) costs
 next to nothing.
@@ -15,17 +16,19 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from agent_eval.commands.library import run_suite
-    from agent_eval.errors import ToolError
+    from agent_eval.errors import AgentEvalError, CaseFileError, ConfigError, ToolError
     from agent_eval.run.agents.base import Reply
     from agent_eval.run.agents.python import Task
     from agent_eval.score.custom import Scorer, scorer
     from agent_eval.scripted.server import scripted_model
     from agent_eval.suite.tools import tool
 
-__all__ = ["Reply", "Scorer", "Task", "ToolError", "run_suite", "scorer", "scripted_model", "tool"]
+__all__ = ["AgentEvalError", "CaseFileError", "ConfigError", "Reply", "Scorer", "Task", "ToolError", "run_suite",
+           "scorer", "scripted_model", "tool"]
 __version__ = "0.1.0"
 
-_HOMES = {"ToolError": "agent_eval.errors", "Reply": "agent_eval.run.agents.base",
+_HOMES = {**dict.fromkeys(("AgentEvalError", "CaseFileError", "ConfigError", "ToolError"), "agent_eval.errors"),
+          "Reply": "agent_eval.run.agents.base",
           "Task": "agent_eval.run.agents.python", "Scorer": "agent_eval.score.custom",
           "scorer": "agent_eval.score.custom", "tool": "agent_eval.suite.tools",
           "run_suite": "agent_eval.commands.library", "scripted_model": "agent_eval.scripted.server"}

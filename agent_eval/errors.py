@@ -1,4 +1,5 @@
-"""The user-mistake errors (each becomes one short message on stderr and exit 2), and every exit code."""
+"""The errors a library caller can see, all under AgentEvalError (a user mistake is one short message on
+stderr and exit 2), and every exit code."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -17,6 +18,10 @@ EXIT_MEANINGS = {
     EXIT_TERMINATED: ("INTERRUPTED", "stopped by SIGTERM; resume with --resume"),
 }
 """What the verdict line says for each exit code of `run`, `score` and `rescore`: (word, meaning)."""
+
+
+class AgentEvalError(Exception):
+    """The root of every error agent-eval raises to its caller: `except AgentEvalError` catches them all."""
 
 
 @dataclass
@@ -38,7 +43,7 @@ class Problem:
 
 
 @dataclass
-class CaseFileError(Exception):
+class CaseFileError(AgentEvalError):
     """A case file (or a file it names) is invalid; `problems` lists every problem found."""
 
     problems: list[Problem] = field(default_factory=list)
@@ -47,15 +52,15 @@ class CaseFileError(Exception):
         return "\n".join(str(p) for p in self.problems)
 
 
-class ConfigError(Exception):
+class ConfigError(AgentEvalError):
     """A setting is missing or wrong (no model, no key, bad flag, unimportable agent)."""
 
 
-class ToolError(Exception):
+class ToolError(AgentEvalError):
     """Raised by `task.call_tool` when the tool call ended in an error."""
 
 
-class InfrastructureError(Exception):
+class InfrastructureError(AgentEvalError):
     """A run could not be played through no fault of the agent's: its status becomes `error`."""
 
 

@@ -137,6 +137,7 @@ class DrippingCollector:
         self.sock.listen(16)
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1/traces"
         self.closed = threading.Event()
+        self.accepted = threading.Event()  # a POST came
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -145,6 +146,7 @@ class DrippingCollector:
                 conn, _ = self.sock.accept()
             except OSError:
                 return
+            self.accepted.set()
             threading.Thread(target=self._drip, args=(conn,), daemon=True).start()
 
     def _drip(self, conn) -> None:

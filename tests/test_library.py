@@ -138,17 +138,28 @@ register_output(Output("Boom", lambda cfg, report_path: report_path.with_suffix(
 '''
 
 
-def test_run_suite_raises_when_a_plugin_s_output_raised_as_run_exits_2(tmp_path: Path) -> None:
+def test_run_suite_returns_the_report_with_a_warning_when_a_plugin_s_output_raised(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     from tests.builders import clean_env
     from tests.cli import _State
 
     (tmp_path / "boom.py").write_text(BOOM)
     cases = write_suite(tmp_path, [CASES[0]], {"agent": "agent.py:agent"}, {"agent.py": AGENT})  # "knows" passes
-    with (_State(tmp_path, clean_env(AGENT_EVAL_PLUGINS=str(tmp_path / "boom.py")), None),
-          pytest.raises(ConfigError) as refused):
-        agent_eval.run_suite(cases, output_dir=tmp_path / "r")
-    # It returned the report with exit_code 0, where `run` exits 2; the report is written, as the message says.
-    assert str(refused.value).startswith("the output 'Boom' of the plugin ")
-    assert "raised RuntimeError: no room" in str(refused.value)
-    assert str(refused.value).endswith("; the JSON report and the other outputs are written, exit 2.")
-    assert len(list((tmp_path / "r").glob("*.json"))) == 1
+    with _State(tmp_path, clean_env(AGENT_EVAL_PLUGINS=str(tmp_path / "boom.py")), None):
+        report = agent_eval.run_suite(cases, output_dir=tmp_path / "r")
+    # It raised ConfigError while the report on disk said exit_code 0: an output never changes the verdict.
+    assert report["exit_code"] == 0
+    (line,) = [r.getMessage() for r in caplog.records if "Boom" in r.getMessage()]
+    assert line.startswith("warning: the output 'Boom' of the plugin ") and "raised RuntimeError: no room" in line
+    (path,) = (tmp_path / "r").glob("*.json")
+    assert orjson.loads(path.read_bytes())["exit_code"] == 0
+
+
+def test_every_error_run_suite_raises_is_an_agent_eval_error(tmp_path: Path) -> None:
+    assert issubclass(agent_eval.CaseFileError, agent_eval.AgentEvalError)
+    assert issubclass(agent_eval.ConfigError, agent_eval.AgentEvalError)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("cases: [{id: a}]\n")
+    for call in (lambda: agent_eval.run_suite(bad), lambda: agent_eval.run_suite(suite(tmp_path), repeats=2)):
+        with pytest.raises(agent_eval.AgentEvalError):
+            call()

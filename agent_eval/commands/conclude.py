@@ -19,7 +19,7 @@ from rich.console import Console
 from agent_eval.flags import DEFAULTS
 from agent_eval.records import CaseEntry, Report
 from agent_eval.report.otlp_post import RunSender
-from agent_eval.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_PASSED
+from agent_eval.errors import EXIT_ERROR, EXIT_INTERRUPTED
 from agent_eval.report.model import build_report, exit_code
 from agent_eval.run.config import RunConfig
 from agent_eval.suite.cases import Suite
@@ -99,7 +99,8 @@ def finish(results: Results, suite: Suite, cfg: RunConfig, agent_name: str, run_
 
 def finish_report(results: Results, suite: Suite, cfg: RunConfig, agent_name: str, run_id: str, created_at: str,
                   interrupted: bool, console: Console | None, err: Console, stop_code: int = EXIT_INTERRUPTED,
-                  sender: RunSender | None = None) -> tuple[int, Report | None]:
+                  sender: RunSender | None = None,
+                  settle: Callable[[int], int] = lambda code: code) -> tuple[int, Report | None]:
     """`finish`, returning the report too (None when the journal failed); with no `console` nothing is
     printed but the warnings, which go to `err`."""
     from agent_eval.bench import bench_settings
@@ -160,7 +161,7 @@ def finish_report(results: Results, suite: Suite, cfg: RunConfig, agent_name: st
                         baseline=baseline,
                         gates=cfg.gate, verbose=cfg.verbose, quiet=cfg.quiet,
                         abandoned=bool(pool is not None and pool.abandoned), journal=results.journal.path,
-                        sender=sender)
+                        sender=sender, settle=settle)
         changed = results.journal.changed()  # the report came from the runs held, whatever happened to it
         if changed:
             say(err, changed)
@@ -204,11 +205,14 @@ def conclude(report: Report, run_bytes: RunBytes, outputs: Any, console: Console
              gates: Sequence[str] = (),
              verbose: bool = False, quiet: bool = False, abandoned: bool = False,
              label: str = "JSON report", notes: Sequence[str] = (), journal: Path | None = None,
-             sender: RunSender | None = None) -> int:
-    """Gate, decide the exit code, write the JSON report and every extra output, print; the exit code.
+             sender: RunSender | None = None, settle: Callable[[int], int] = lambda code: code) -> int:
+    """Gate, decide the exit code once, write the JSON report and every extra output, print; the exit code.
 
     `outputs` is a RunConfig or an `Outputs`; `notes` are printed after the report, before the files.
-    With no `console` (the library's `run_suite`) nothing is printed but the warnings, which go to `err`."""
+    An output that fails is a warning, never another exit code. `settle(code)` is the final code once the
+    outputs that wait on another host are sent (a signal that came meanwhile); the JSON report and the
+    history row carry it. With no `console` (the library's `run_suite`) nothing is printed but the warnings,
+    which go to `err`."""
     from agent_eval.report.baseline import gate_against
     from agent_eval.report.files import report_path_of, write_json_report
     from agent_eval.report.outputs import write_extras
@@ -227,8 +231,10 @@ def conclude(report: Report, run_bytes: RunBytes, outputs: Any, console: Console
         say(err, f"error: --baseline {baseline}: nothing to gate: {empty}. No verdict is possible.")
         if code == 0:
             code = EXIT_ERROR  # a gate that compares nothing is never "no regression"
-    report["exit_code"] = code
     path = report_path_of(outputs.output_dir, report["run_id"])
+    warn = lambda line: say(err, line)
+    _, failed = write_extras(report, path, run_bytes, outputs, warn, sender, waits=True)
+    report["exit_code"] = code = settle(code)
     try:
         write_json_report(path, report, run_bytes())
     except OSError as exc:
@@ -237,7 +243,7 @@ def conclude(report: Report, run_bytes: RunBytes, outputs: Any, console: Console
             f"{problem} Every finished run is in the journal {journal}; once the disk is writable, "
             f"`{resume_hint(report['run_id'], outputs.output_dir)}` writes the report.")
         return EXIT_ERROR
-    written, failed = write_extras(report, path, run_bytes, outputs, lambda line: say(err, line), sender)
+    written, failed_after = write_extras(report, path, run_bytes, outputs, warn, sender)
     if console is not None:
         if not quiet or interrupted:
             render_report(report, console, verbose=verbose)
@@ -250,11 +256,8 @@ def conclude(report: Report, run_bytes: RunBytes, outputs: Any, console: Console
     warning = usage_warning(report)
     if warning:
         say(err, warning)
-    if failed and code == EXIT_PASSED:
-        code = EXIT_ERROR  # a plugin's output raised: the command did not write all it was asked to
-    for line in failed:
-        say(err, f"error: {line}; the JSON report and the other outputs are written"
-                 f"{', exit 2' if code == EXIT_ERROR else ''}.")
+    for line in [*failed, *failed_after]:  # a plugin's output raised: its bug, never the run's verdict
+        say(err, f"warning: {line}; the JSON report and the other outputs are written, the verdict is unchanged.")
     return code
 
 

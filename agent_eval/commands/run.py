@@ -203,12 +203,11 @@ def _play_suite(flags: Flags, console: Console | None, err: Console) -> Played:
                 say(err, f"warning: --max-cost stopped taking runs because {runner.budget.unpriced}, so the spend "
                          "can no longer be bounded; add the model to the suite block's pricing (the report's "
                          "header names it).")
+            # A Ctrl-C or SIGTERM that comes while the collector is waited for still ends the command as one
+            # (130 or 143), and the report says so.
             code, report = finish_report(runner, suite, cfg, agent.name, run_id, created_at, interrupted, console,
-                                         err, stop_code=interrupts.exit_code, sender=sender)
-            if interrupts.count and not interrupted:
-                # A Ctrl-C or SIGTERM that came while the report was written (the sender stopped waiting
-                # for the collector) still ends the command as one: 130 or 143.
-                code = interrupts.exit_code
+                                         err, stop_code=interrupts.exit_code, sender=sender,
+                                         settle=lambda code: interrupts.exit_code if interrupts.count else code)
             return Played(code, report, report_path_of(cfg.output_dir, run_id))
     finally:
         if pool is not None:

@@ -66,6 +66,7 @@ class Output:
     target: Callable[[OutputSettings, Path], Any]  # (settings, the report's path) -> where, or None: not asked for
     write: Callable[[OutputJob], None]
     listed: bool = True  # named in the closing lines of the terminal output
+    waits: bool = False  # may wait on another host: sent before the JSON report, while a signal still counts
 
 
 @dataclass(frozen=True)
@@ -125,15 +126,16 @@ OUTPUTS: list[Output] = [
     Output("JUnit", flag("junit"), _write_junit),
     Output("Markdown", flag("markdown"), _write_markdown),
     Output("OTel", flag("otel"), _write_otel),
-    Output("OTLP", flag("otlp_endpoint"), _send_otlp, listed=False),
+    Output("OTLP", flag("otlp_endpoint"), _send_otlp, listed=False, waits=True),
 ]
 """Every output, in the order they are written; a new one is a writer and one row."""
 
 
 def write_extras(report: Report, report_path: Path, run_bytes: Callable[[], Any], cfg: OutputSettings,
-                 warn: Callable[[str], None], sender: RunSender | None = None) -> tuple[list[str], list[str]]:
-    """Every row of OUTPUTS whose target is set: the HTML page (unless --no-html), the history row, and the
-    optional JUnit, Markdown, OTel and OTLP outputs.
+                 warn: Callable[[str], None], sender: RunSender | None = None,
+                 waits: bool = False) -> tuple[list[str], list[str]]:
+    """Every row of OUTPUTS whose target is set and whose `waits` is `waits`: the HTML page (unless --no-html),
+    the history row, and the optional JUnit, Markdown and OTel outputs; with `waits`, the OTLP sending.
 
     `run_bytes()` yields, per case entry, its runs as JSON bytes (each output that reads them calls it).
     `sender` is the --otlp-endpoint sender the runs were offered to as they finished, if any.
@@ -146,7 +148,7 @@ def write_extras(report: Report, report_path: Path, run_bytes: Callable[[], Any]
     written = []
     failed = []
     targets = []
-    for output in OUTPUTS:
+    for output in [output for output in OUTPUTS if output.waits == waits]:
         target = _call(output, output.target, cfg, report_path)
         if isinstance(target, Raised):  # a plugin's `target` raised: that output is not written
             failed.append(target.message)

@@ -330,10 +330,8 @@ def test_the_first_sigterm_ends_a_command_held_by_a_dripping_collector_within_5_
         process = subprocess.Popen([CLI, "run", "--cases", str(cases), "--output-dir", str(out), "--no-html",
                                     "--otlp-endpoint", url], cwd=tmp_path, env=clean_env(),
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        while not list(out.glob("*.json")) and time.monotonic() < deadline:  # the report is written ...
-            time.sleep(0.1)
-        time.sleep(0.5)  # ... and the command waits for the collector
+        assert collector.accepted.wait(60)  # the run is over ...
+        time.sleep(0.5)  # ... and the command waits for the collector, before it writes the report
         assert process.poll() is None
         process.send_signal(signal.SIGTERM)
         sent_at = time.monotonic()
@@ -341,7 +339,8 @@ def test_the_first_sigterm_ends_a_command_held_by_a_dripping_collector_within_5_
         assert time.monotonic() - sent_at < 5.0
         assert process.returncode == 143, stdout + stderr
         report = only_report(out)
-        assert [c["status"] for c in report["cases"]] == ["passed"]  # the report was whole before
+        assert [c["status"] for c in report["cases"]] == ["passed"]  # the report is whole ...
+        assert report["exit_code"] == 143  # ... and says how the command ended (it said 0)
         warnings = [line for line in stderr.splitlines() if "--otlp-endpoint" in line]
         assert len(warnings) == 1 and "1 of 1 run trace(s) were not sent" in warnings[0]
         assert "hunter2" not in stdout + stderr and "***@127.0.0.1" in warnings[0]
