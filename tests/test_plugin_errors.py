@@ -392,3 +392,49 @@ def test_the_run_keys_a_plugin_may_not_take_cover_every_built_in_run_metric() ->
 
     assert set(RUN_METRICS) <= built_in_run_keys()
 
+
+RESPONDS = '''
+import asyncio
+
+from agent_eval.run.agents import AgentKind, Reply, register_agent_kind
+
+
+class Echo:
+    name = "echo"
+
+    async def respond(self, ctx):
+        if ctx.case["id"] == "short":
+            {raise_}
+        return Reply("hello there my friend")
+
+
+register_agent_kind(AgentKind("echo", lambda spec: spec.startswith("echo:"), lambda spec, base_dir, settings: Echo()))
+'''
+RESPONSE_RAISES = {**RAISES, "TimeoutError": 'raise TimeoutError("my own deadline")'}
+RESPONSE_SHOWN = {**SHOWN, "TimeoutError": "TimeoutError: my own deadline"}
+
+
+@pytest.mark.parametrize("extra", [(), ("--timeout", "30"), ("--workers", "2"), ("--workers", "2", "--timeout", "30")],
+                         ids=["plain", "timeout", "workers", "workers-timeout"])
+@pytest.mark.parametrize("kind", RESPONSE_RAISES)
+def test_an_agent_kind_whose_agent_raises_fails_that_run_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              kind: str, extra: tuple[str, ...]) -> None:
+    site = installed(tmp_path / "site", "raisekind", RESPONDS.format(raise_=RESPONSE_RAISES[kind]))
+    monkeypatch.syspath_prepend(str(site))
+    cases = write_suite(tmp_path / "suite", [{"id": "short", "query": "hi", "expect": {"contains": "hello"}},
+                                             {"id": "long", "query": "hi", "expect": {"contains": "friend"}}], {})
+    out = tmp_path / "reports"
+    result = run_cli("run", "--cases", cases, "--agent", "echo:x", "--output-dir", out, *extra,
+                     env=clean_env(PYTHONPATH=f"{site}:{clean_env().get('PYTHONPATH', '')}"))
+    # It crashed the command with a traceback and no report (under --workers: 'a bug in agent-eval'); its own
+    # TimeoutError was a TypeError formatting None, or with --timeout 'outran the timeout'.
+    assert result.exit_code == 1, result.stderr
+    assert "Traceback" not in result.stderr + result.stdout and "bug in agent-eval" not in result.stderr
+    report = _report(out)
+    assert report["exit_code"] == 1
+    short, long = report["cases"]
+    assert (short["status"], long["status"]) == ("failed", "passed")
+    (run,) = short["runs"]
+    assert run["trace"]["stop_reason"] == "agent_error"
+    assert run["trace"]["agent_error"] == RESPONSE_SHOWN[kind]
+    assert 'raisekind.py", line' in run["trace"]["agent_error_traceback"]

@@ -14,6 +14,7 @@ from agent_eval.provider.waits import Waits, recording
 from agent_eval.redaction import redact_secrets, redact_trace_errors
 from agent_eval.records import Case, Step, StopReason, Trace
 from agent_eval.run.agents import Agent, AgentStop, InfrastructureError, Reply, RunContext
+from agent_eval.run.agents.base import call_agent
 from agent_eval.suite.jsonsafe import dumps_safe, to_json_safe
 from agent_eval.suite.cases import user_messages
 from agent_eval.run.offer import offer_of
@@ -172,8 +173,8 @@ async def _play(case: Case, trial: int, agent: Agent, tools: ToolSet, template: 
                 ctx.tool_schemas = offer.schemas_at(tools, len(sent) - 1)
             prepare = getattr(agent, "prepare", None)
             if prepare is not None:  # the recording endpoint's path for agents that use it
-                await prepare(ctx)
-            reply = await clock.run(agent.respond(ctx))
+                await call_agent(prepare, ctx)
+            reply = await clock.run(call_agent(agent.respond, ctx))
             if sandbox.infra:
                 raise InfrastructureError(sandbox.infra)
             if ctx.fatal:

@@ -1,21 +1,26 @@
 """What every agent kind shares: the reply, the run context, the agent protocol and the stop errors."""
 from __future__ import annotations
 
+import sys
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from agent_eval.errors import InfrastructureError, ProviderError
 from agent_eval.records import Case, StopReason
-from agent_eval.run.sandbox import Sandbox
+from agent_eval.run.sandbox import Sandbox, ServerFault
+from agent_eval.run.threads import UserBaseException
+from agent_eval.tracebacks import await_user, describe, user_traceback
 
 if TYPE_CHECKING:
     from agent_eval.run.endpoint import RunLink
 
 __all__ = ["BUILT_IN", "COMMAND_PREFIX", "Agent", "AgentStop", "InfrastructureError", "ProviderError", "Reply",
-           "RunContext"]
+           "RunContext", "call_agent"]
 
 BUILT_IN = "openai"  # the SPEC of the built-in agent (and of the built-in user simulator)
 COMMAND_PREFIX = "cmd:"  # what starts the SPEC of a program as the agent
+T = TypeVar("T")
 
 
 @dataclass
@@ -59,3 +64,24 @@ class Agent(Protocol):
         """Answer the newest user message in ctx.messages, calling tools through ctx.sandbox.
 
         An agent kind may also define `async prepare(ctx)`, awaited before each turn outside --timeout."""
+
+
+async def call_agent(respond: Callable[[RunContext], Awaitable[T]], ctx: RunContext) -> T:
+    """The one call site of every agent kind's `respond` (and `prepare`): whatever it raises ends the run as
+    the agent's failure with its traceback (its own TimeoutError included), never the command; agent-eval's
+    own stops and infrastructure errors go through as they are, and a provider's error is a ProviderError."""
+    called = await await_user(respond, ctx)
+    if called.error is None:
+        return called.value  # type: ignore[return-value]
+    exc = called.error
+    if isinstance(exc, (AgentStop, InfrastructureError, ServerFault)):
+        raise exc
+    if isinstance(exc, UserBaseException):  # a sync agent's SystemExit... handed over from its thread
+        raise AgentStop("agent_error", str(exc), user_traceback(exc.original)) from None
+    openai = sys.modules.get("openai")
+    if openai is not None and isinstance(exc, openai.APIError):
+        from agent_eval.redaction import redact_url
+
+        url = getattr(getattr(exc, "request", None), "url", None)
+        raise ProviderError(describe(exc) + (f" ({redact_url(str(url))})" if url is not None else "")) from None
+    raise AgentStop("agent_error", describe(exc), user_traceback(exc)) from None

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from agent_eval.run.agents.base import AgentStop, ProviderError, Reply, RunContext
+from agent_eval.run.agents.base import AgentStop, Reply, RunContext
 from agent_eval.errors import ToolError
-from agent_eval.run.threads import UserBaseException, run_in_thread
-from agent_eval.tracebacks import await_user, call_user_or, describe, user_traceback
+from agent_eval.run.threads import run_in_thread
+from agent_eval.tracebacks import call_user_or
 
 if TYPE_CHECKING:
     from agent_eval.run.endpoint import RunLink
@@ -132,20 +132,6 @@ def to_reply(value: Any) -> Reply:
                                    "{\"answer\": str, \"cards\": [...], \"final_agent\": str}")
 
 
-def _is_provider_error(exc: BaseException) -> bool:
-    openai = __import__("sys").modules.get("openai")
-    return openai is not None and isinstance(exc, openai.APIError)
-
-
-def _endpoint_of(exc: BaseException) -> str:
-    """ " (URL)" of the request an SDK error came from, secrets removed; "" when it has none."""
-    from agent_eval.llm import redact_url
-
-    request = getattr(exc, "request", None)
-    url = getattr(request, "url", None)
-    return f" ({redact_url(str(url))})" if url is not None else ""
-
-
 class PythonAgent:
     """Calls the user's function; a sync one runs in a daemon thread that is never joined."""
 
@@ -165,23 +151,7 @@ class PythonAgent:
 
     async def respond(self, ctx: RunContext) -> Reply:
         task = Task(ctx)
-        called = await (await_user(self.fn, task) if self.is_async else await_user(in_daemon_thread, self.fn, task))
-        if called.error is not None:
-            raise _turn_failure(called.error) from None
-        return to_reply(called.value)
-
-
-def _turn_failure(exc: BaseException) -> BaseException:
-    """What the agent's exception ends its turn with: agent-eval's own stop as it is, a provider's error as
-    a ProviderError (the run is `error`), anything else (SystemExit, KeyboardInterrupt, a CancelledError
-    nobody asked for) as the agent's error with its traceback."""
-    if isinstance(exc, AgentStop):
-        return exc
-    if isinstance(exc, UserBaseException):  # a sync agent's SystemExit... handed over from its thread
-        return AgentStop("agent_error", str(exc), user_traceback(exc.original))
-    if isinstance(exc, Exception) and _is_provider_error(exc):
-        return ProviderError(f"{describe(exc)}{_endpoint_of(exc)}")
-    return AgentStop("agent_error", describe(exc), user_traceback(exc))
+        return to_reply(await (self.fn(task) if self.is_async else in_daemon_thread(self.fn, task)))
 
 
 async def open_link(ctx: RunContext, settings: dict[str, Any]) -> RunLink:
