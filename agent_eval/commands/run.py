@@ -25,6 +25,7 @@ from agent_eval.run.config import RunConfig, require_llm
 from agent_eval.run.interrupt import Interrupts
 from agent_eval.run.journal import Journal
 from agent_eval.run.runner import Runner
+from agent_eval.run.agents.gold import require_gold
 from agent_eval.run.scenario import require_user
 from agent_eval.run.worker import WorkerInit, build_parts, tape_of
 from agent_eval.suite.cases import Suite, skip_reason
@@ -46,6 +47,7 @@ def prepare_run(flags: Flags, adjust: Callable[[RunConfig], None] | None = None,
         require_llm(cfg, kind.name)
     check_judge(cfg, runnable, suite)
     require_user(cfg.user_sim, runnable, suite.path)
+    require_gold(cfg.agent, runnable, suite.path)
     check_baseline(cfg)
     if cfg.max_cost is not None and runnable:
         _require_prices(cfg, runnable, suite)

@@ -40,7 +40,7 @@ def load_suite_code(suite: Suite) -> None:
     for what, ref in named:
         if what == "agent" and isinstance(ref, str) and ref:
             check_agent(ref, suite.base_dir, suite)
-        elif isinstance(ref, str) and ref and ref != BUILT_IN and not callable(
+        elif isinstance(ref, str) and ref and ref not in (BUILT_IN, "gold") and not callable(
                 load_callable(ref, suite.base_dir, what)):
             raise ConfigError(f"{what} {ref!r} in {suite.path} is not callable; point the SPEC at a function")
 

@@ -31,6 +31,7 @@ from agent_eval.run.config import RunConfig, require_llm, resolve
 from agent_eval.run.interrupt import Interrupts
 from agent_eval.run.journal import Journal
 from agent_eval.run.runner import Runner
+from agent_eval.run.agents.gold import require_gold
 from agent_eval.run.scenario import require_user
 from agent_eval.run.worker import build_parts
 from agent_eval.score.metrics import case_entry, skipped_entry
@@ -132,6 +133,7 @@ class Book:
             require_llm(self.cfg, kind.name)
         check_judge(self.cfg, runnable, self.suite)
         require_user(self.cfg.user_sim, runnable, self.suite.path)
+        require_gold(self.cfg.agent, runnable, self.suite.path)
         return build_parts(self.suite, cases, self.cfg, self.agent_dir)
 
     def _journal(self) -> Journal:

@@ -198,7 +198,20 @@ class LLMSimulator:
         return answer.content or ""
 
 
-Simulator = PythonSimulator | LLMSimulator
+class GoldUser:
+    """`--user gold`: says the scenario once and stops after the agent's first reply (an oracle run)."""
+
+    def __init__(self) -> None:
+        self.label = "gold"
+        self.model: str | None = None
+        self.usage = SimUsage()
+
+    async def next_message(self, case: Case, trial: int, messages: list[dict[str, str]]) -> str | None:
+        self.usage.calls += 1
+        return None if messages else case["scenario"]
+
+
+Simulator = PythonSimulator | LLMSimulator | GoldUser
 
 
 def user_sim_summary(simulator: Simulator | None, pricing: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -208,8 +221,10 @@ def user_sim_summary(simulator: Simulator | None, pricing: Mapping[str, Any] | N
     return simulator.usage.as_summary(simulator.model, pricing)
 
 
-def build_simulator(user: UserSettings) -> PythonSimulator | LLMSimulator | None:
+def build_simulator(user: UserSettings) -> Simulator | None:
     """The simulator of these settings, or None; ConfigError when it cannot load."""
+    if user.spec == "gold":
+        return GoldUser()
     if user.spec:
         from agent_eval.suite.imports import load_callable
 

@@ -79,8 +79,15 @@ def _absolute_python(spec: str, base_dir: Path) -> str:
     return spec
 
 
+def _load_gold(spec: str, base_dir: Path, settings: dict[str, Any]) -> Agent:
+    from agent_eval.run.agents.gold import GoldAgent
+
+    return GoldAgent()
+
+
 AGENT_KINDS: list[AgentKind] = [
     AgentKind(BUILT_IN, lambda spec: spec == BUILT_IN, _load_openai, uses_llm=True),
+    AgentKind("gold", lambda spec: spec == "gold", _load_gold),  # plays each case's expected_tools
     AgentKind("cmd", lambda spec: spec.startswith(COMMAND_PREFIX), _load_command, _check_command),
     # Last: every other SPEC is `file.py:function` or `module:function`.
     AgentKind("python", lambda spec: True, _load_python, _check_python, absolute=_absolute_python),
