@@ -37,7 +37,9 @@ def plan_command(report_path: Path, console: Console, detect: float = DEFAULT_DE
     if rates.size < MIN_CASES:
         raise ConfigError(f"{report_path} has {rates.size} case(s) with a pass rate; plan needs at least {MIN_CASES} "
                           "to draw new cases like them. Run a larger suite first.")
-    result = plan(rates, detect, power, cost_per_run(report))
+    from agent_eval.score.metric_registry import default_gates
+
+    result = plan(rates, detect, power, cost_per_run(report), m=len(default_gates(report.get("summary") or {})))
     render_plan(result, console, str(report_path))
     return EXIT_PASSED
 

@@ -31,7 +31,7 @@ from agent_eval.report.gate_stats import (  # noqa: F401  (RESAMPLES, SEED and S
     fisher_fell_p,
     resample_weights,
 )
-from agent_eval.score.metric_registry import DEFAULT_GATES, SUITE_METRIC_BY_NAME
+from agent_eval.score.metric_registry import SUITE_METRIC_BY_NAME, default_gates
 from agent_eval.report.model import ReportError, load_report  # noqa: F401  (load_report: the gate's API)
 
 ALPHA = 0.05
@@ -166,7 +166,7 @@ def holm_decide(tests: list[tuple[dict[str, Any], np.ndarray]], m: int) -> None:
 def paired_gate(base: Report, new: Report, gates: list[tuple[str, float]] | None = None,
                 ) -> tuple[dict[str, Any], list[tuple[dict[str, Any], np.ndarray]]]:
     """The gate object before its verdicts, and (row, bootstrap deltas) of each metric not null in either."""
-    gates = gates or [(name, 0.0) for name in DEFAULT_GATES]
+    gates = gates or [(name, 0.0) for name in default_gates(base.get("summary") or {}, new.get("summary") or {})]
     b_cases, n_cases = _cases_by_id(base, "base"), _cases_by_id(new, "new")
     both = [i for i in b_cases if i in n_cases]
     is_counted = lambda c: c.get("status") not in UNCOMPARED

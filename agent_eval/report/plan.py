@@ -5,10 +5,10 @@ simulated: 1,000 pairs of runs (seeded), a base and a new one, where each case's
 pass rate in the base and with that rate minus the drop (not below 0) in the new one. The added cases
 of a scaled design are drawn, for each simulated pair, from the report's pass rates. Each pair is decided
 as the gate decides pass_at_1 (docs/ci.md): the paired case bootstrap of the new-minus-base delta, its
-one-sided p-value, held to ALPHA / m with m the default gated metrics (the first step of Holm's
-procedure when pass_at_1 is the metric that moved). The same random draws serve every drop, so the
-detection rate grows with the drop and the smallest drop detected with probability P is found by
-bisection.
+one-sided p-value, held to ALPHA / m with m the default gated metrics, the report's safety rates
+included (the first step of Holm's procedure when pass_at_1 is the metric that moved). The same random
+draws serve every drop, so the detection rate grows with the drop and the smallest drop detected with
+probability P is found by bisection.
 """
 from __future__ import annotations
 
@@ -125,7 +125,7 @@ def _is_amount(value: Any) -> bool:
 
 
 def plan(rates: np.ndarray, detect: float, power: float, per_run: float | None,
-         pairs: int = PAIRS) -> dict[str, Any]:
+         pairs: int = PAIRS, m: int = len(DEFAULT_GATES)) -> dict[str, Any]:
     """Every design's false-alarm rate, detection rate at `detect`, minimum drop detected with probability
     `power` (searched up to `largest_drop`: LARGEST_DROP, or the highest pass rate when it is lower), runs
     and expected cost; and the cheapest design that detects `detect`."""
@@ -134,7 +134,7 @@ def plan(rates: np.ndarray, detect: float, power: float, per_run: float | None,
     for scale in SCALES:
         for k in REPEATS:
             design = Design(k, scale, len(rates) * scale)
-            sim = DesignSimulation(rates, design, pairs)
+            sim = DesignSimulation(rates, design, pairs, m=m)
             designs.append({"repeat": k, "scale": scale, "cases": design.cases, "runs": design.runs,
                             "cost_usd": None if per_run is None or not math.isfinite(per_run * design.runs)
                             else per_run * design.runs,
@@ -143,6 +143,6 @@ def plan(rates: np.ndarray, detect: float, power: float, per_run: float | None,
     able = [d for d in designs if d["power_at_detect"] >= power]
     cheapest = min(able, key=lambda d: (d["runs"], d["repeat"])) if able else None
     return {"cases": int(rates.size), "mean_pass_rate": float(rates.mean()) if rates.size else None,
-            "detect": detect, "power": power, "pairs": pairs, "m": len(DEFAULT_GATES), "alpha": ALPHA,
+            "detect": detect, "power": power, "pairs": pairs, "m": m, "alpha": ALPHA,
             "largest_drop": most,
             "cost_per_run_usd": per_run, "designs": designs, "cheapest": cheapest}

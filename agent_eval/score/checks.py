@@ -172,6 +172,11 @@ def _has_policy(case: Case, block: Mapping[str, Any] | None) -> bool:
 
 
 CHECK_FAMILIES: list[CheckFamily] = [
+    # The safety families come first: a run that broke one gives that check as its reason before any
+    # trajectory or state check (report/reasons.py reads the checks in this order).
+    CheckFamily("authorized", ("authorized",), authorization_checks,
+                lambda case, suite: case.get("authorized") is False),
+    CheckFamily("policy", ("policy",), policy_checks, _has_policy),
     CheckFamily("trajectory", ("trajectory", "expected_tools"), _trajectory_checks,
                 lambda case, suite: bool(case.get("trajectory"))),
     CheckFamily("expected_env_check", ("expected_env_check",), env_checks,
@@ -179,9 +184,6 @@ CHECK_FAMILIES: list[CheckFamily] = [
     CheckFamily("expected_env", ("expected_env",), expected_env_checks,
                 lambda case, suite: bool(case.get("expected_env")) or case.get("expected_env") == {}),
     CheckFamily("expect", ("expect",), expect_checks, lambda case, suite: bool(case.get("expect"))),
-    CheckFamily("authorized", ("authorized",), authorization_checks,
-                lambda case, suite: case.get("authorized") is False),
-    CheckFamily("policy", ("policy",), policy_checks, _has_policy),
 ]
 """The families of the check list, in its order. A new family is one function and one row here; its
 fields become case fields, and its `given` makes a case holding them a case with a check."""

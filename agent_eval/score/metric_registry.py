@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import numbers
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
@@ -117,6 +117,7 @@ class SuiteMetric:
     on_page: bool = True  # the page's cards list it
     in_markdown: bool = False  # a headline figure of the Markdown summary (safety and `more` rows always are)
     history_column: bool = False  # a default column of `agent-eval history`
+    gated_when_measured: bool = False  # joins the default gate when either report has a value (the safety rates)
 
     @property
     def gated_by_default(self) -> bool:
@@ -177,11 +178,11 @@ SUITE_METRIC_TABLE: list[SuiteMetric] = [
                 statistic=ratio("invalid_calls", "tool_calls"), interval=True, section=_TRAJ,
                 page_label="invalid call rate"),
     SuiteMetric("unauthorized_block_rate", "unauthorized blocked", statistic=share("blocked_correctly"),
-                interval=True, section=_SAFE),
+                interval=True, section=_SAFE, gated_when_measured=True),
     SuiteMetric("policy_compliance", "policy compliance", statistic=share("policy_compliant"), interval=True,
-                section=_SAFE),
+                section=_SAFE, gated_when_measured=True),
     SuiteMetric("injection_resistance", "injection resistance", statistic=share("injection_resisted"),
-                interval=True, section=_SAFE),
+                interval=True, section=_SAFE, gated_when_measured=True),
     SuiteMetric("groundedness", "groundedness", statistic=mean("groundedness"), interval=True, section=_SAFE),
     SuiteMetric("latency_mean_s", "mean latency", lower_is_better=True, fmt="seconds", statistic=mean("latency_s"),
                 section=_LAT, in_terminal=False, on_page=False),
@@ -210,7 +211,16 @@ SUITE_METRIC_BY_NAME = {m.name: m for m in SUITE_METRIC_TABLE}
 BUILT_IN_METRICS = frozenset(SUITE_METRIC_BY_NAME)
 DEFAULT_GATES = [m.name for m in sorted((m for m in SUITE_METRIC_TABLE if m.gated_by_default),
                                         key=lambda m: m.gate_rank or 0)]
-"""The metrics the gate checks when no `--gate` is given, in the gate table's order."""
+"""The metrics the gate always checks when no `--gate` is given, in the gate table's order (default_gates
+adds the safety rates a suite measures)."""
+
+
+def default_gates(*summaries: Mapping[str, Any]) -> list[str]:
+    """The metrics gated when no `--gate` is given: DEFAULT_GATES, then each rate gated when measured (the
+    safety rates of `authorized: false`, `policy` and `injection` cases) that any of `summaries` holds."""
+    measured = [m.name for m in SUITE_METRIC_TABLE
+                if m.gated_when_measured and any(s.get(m.name) is not None for s in summaries)]
+    return [*DEFAULT_GATES, *measured]
 
 
 def label_of(name: str) -> str:
@@ -270,6 +280,9 @@ def metric_problem(metric: SuiteMetric) -> str | None:
                                 ("fmt", metric.fmt, Format)):
         if value is not None and value not in get_args(kinds):
             return f"{field} must be one of {', '.join(map(repr, get_args(kinds)))}, not {value!r}."
+    if metric.gated_when_measured:
+        return ("gated_when_measured is for agent-eval's own safety rates; a plugin's metric is gated with "
+                f"--gate {metric.name}: leave gated_when_measured out.")
     if metric.gate_rank is not None:  # DEFAULT_GATES, and plan's count of gated metrics, are agent-eval's rows
         return ("gate_rank is for agent-eval's own rows (the metrics gated when no --gate is given); a plugin's "
                 f"metric is gated with --gate {metric.name}: leave gate_rank out.")
