@@ -213,7 +213,7 @@ def paired_gate(base: Report, new: Report, gates: list[tuple[str, float]] | None
             regressed_cases.append({"id": i, "base_successes": successes(bs), "base_runs": len(bs),
                                     "new_successes": successes(ns), "new_runs": len(ns),
                                     "p_value": float(p)})
-    note = None
+    note, counted = None, set(common)
     if common and not can_qualify:
         note = (f"with k={k} no case can reach p<=0.05 (one-sided Fisher exact test); "
                 "use --repeat 3 or more to list regressed cases")
@@ -224,7 +224,7 @@ def paired_gate(base: Report, new: Report, gates: list[tuple[str, float]] | None
         "cases_common": len(common),
         "only_in_base": [i for i in b_cases if i not in n_cases],
         "only_in_new": [i for i in n_cases if i not in b_cases],
-        "excluded_cases": [i for i in both if i not in set(common)],
+        "excluded_cases": [i for i in both if i not in counted],
         "regressed_cases": regressed_cases, "note": note, "regression": False,
     }, bootstrapped
 
