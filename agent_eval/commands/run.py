@@ -202,9 +202,10 @@ def _play_suite(flags: Flags, console: Console | None, err: Console) -> Played:
 
                     sender.finish_s = INTERRUPTED_FINISH_S
             if runner.stopped_at_budget and runner.budget is not None and runner.budget.unpriced:
-                say(err, f"warning: --max-cost stopped taking runs because {runner.budget.unpriced}, so the spend "
-                         "can no longer be bounded; add the model to the suite block's pricing (the report's "
-                         "header names it).")
+                from agent_eval.run.budget import budget_warning
+
+                say(err, budget_warning(runner.budget.unpriced, runner.models_used, suite.settings.get("pricing"),
+                                        suite.path))
             # A Ctrl-C or SIGTERM that comes while the collector is waited for still ends the command as one
             # (130 or 143), and the report says so.
             code, report = finish_report(runner, suite, cfg, agent.name, run_id, created_at, interrupted, console,

@@ -35,6 +35,33 @@ def require_prices(models: Iterable[tuple[str, str | None]], pricing: Mapping[st
                               f"block of {cases_file}.")
 
 
+NO_PRICE = "a run's cost is unknown: a model it called has no price"
+
+
+def unknown_cost_cause(metrics: Mapping[str, Any]) -> str:
+    """Why a run's cost is unknown: the provider's invalid token counts (metrics.usage_invalid), a recorded
+    cost that is impossible (a hostile journal), or a model with no price."""
+    invalid = metrics.get("usage_invalid")
+    if isinstance(invalid, int) and not isinstance(invalid, bool) and invalid > 0:
+        return (f"a run's cost is unknown: the provider reported {invalid} token count(s) that are not whole "
+                "numbers from 0 to 2**53 - 1 (the run's metrics.usage_invalid), so its tokens cannot be priced")
+    cost = metrics.get("cost_usd")
+    if cost is not None:
+        return f"a run's recorded cost is impossible ({str(cost)[:40]}, not a finite amount of at least 0)"
+    return NO_PRICE
+
+
+def budget_warning(cause: str, models_used: Iterable[str], pricing: Mapping[str, Any] | None,
+                   cases_file: object) -> str:
+    """Why --max-cost stopped taking runs, and the fix: the models with no price, named, when that is why."""
+    fix = ""
+    if cause == NO_PRICE:
+        missing = sorted(m for m in models_used if price_source(m, pricing) is None)
+        fix = (f" ({', '.join(map(repr, missing))}); add it to the suite block's pricing in {cases_file}" if missing
+               else "; add it to the suite block's pricing (the report's header names it)")
+    return f"warning: --max-cost stopped taking runs because {cause}{fix}, so the spend can no longer be bounded."
+
+
 class Budget:
     """The budget of one command: what was spent, what finished, and how many more runs may start."""
 
@@ -47,21 +74,24 @@ class Budget:
         self.helper_usd = 0.0
         self.unpriced: str | None = None  # why the spend is no longer known, if it is not
 
-    def add_run(self, cost_usd: Any) -> None:
-        """A run finished (or was restored by --resume): its agent cost, and the helpers' spend now."""
+    def add_run(self, metrics: Mapping[str, Any]) -> None:
+        """A run finished (or was restored by --resume): its agent cost (from its metrics), and the helpers'
+        spend now. A run whose cost is unknown records why in `unpriced`."""
         self.finished += 1
+        cost_usd = metrics.get("cost_usd")
         if (isinstance(cost_usd, (int, float)) and not isinstance(cost_usd, bool) and math.isfinite(cost_usd)
                 and cost_usd >= 0):
             self.runs_usd += float(cost_usd)
-        elif self.unpriced is None:  # no price, or a journal's impossible (negative) cost: never more room
-            self.unpriced = "a run's cost is unknown (a model it called has no price)"
+        elif self.unpriced is None:  # never more room once the spend is unknown
+            self.unpriced = unknown_cost_cause(metrics)
         self.refresh()
 
     def refresh(self) -> None:
         helper = self._helper_cost()
         if helper is None:
             if self.unpriced is None:
-                self.unpriced = "the judge's or the simulator's cost is unknown"
+                self.unpriced = ("the judge's or the simulator's cost is unknown (a model with no price, or "
+                                 "invalid token counts: the report's summary.judge and summary.user_sim say which)")
         else:
             self.helper_usd = helper
 

@@ -96,7 +96,7 @@ class Runner:
         if trial in slot.trials:
             slot.trials.remove(trial)
         if self.budget is not None and trial not in slot.runs:
-            self.budget.add_run((run.get("metrics") or {}).get("cost_usd"))
+            self.budget.add_run(run.get("metrics") or {})
         self.models_used.update(run_models(run["trace"], self.cfg.model))
         slot.runs[trial] = lite_run(run, slot.case)
         slot.offsets[trial] = position
@@ -245,7 +245,7 @@ class Runner:
         slot.runs[trial] = lite
         self._finished_here += 1
         if self.budget is not None:
-            self.budget.add_run((lite.get("metrics") or {}).get("cost_usd"))
+            self.budget.add_run(lite.get("metrics") or {})
             if self._run_ended is not None:
                 self._run_ended.set()
         if lite["status"] == "failed" and self.cfg.exitfirst and not self._stopping:

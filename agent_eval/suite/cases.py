@@ -50,6 +50,16 @@ class Defaults(_Strict):
     threshold: Annotated[StrictFloat | StrictInt, Field(gt=0, le=1, allow_inf_nan=False)] | None = None
 
 
+Price = Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)]  # an int is a float here; true is not
+
+
+class ModelPrice(_Strict):
+    """One model's price in the suite block's `pricing`: USD per million tokens, both required."""
+
+    input_per_mtok: Price
+    output_per_mtok: Price
+
+
 class SuiteBlock(_Strict):
     """Every key of the suite block; any other key is an error (a typo must not switch a rule off)."""
 
@@ -61,7 +71,7 @@ class SuiteBlock(_Strict):
     max_steps: Count | None = None
     initial_env: dict[str, Any] | str | None = None
     judge: dict[str, Any] | None = None
-    pricing: dict[str, dict[str, float]] | None = None
+    pricing: dict[str, ModelPrice] | None = None
     defaults: Defaults | None = None
     # Any JSON here: their own validators check them and name the field (suite/validation_safety.py...)
     sensitive_tools: JsonValue = None

@@ -247,3 +247,23 @@ def test_a_journal_that_fails_under_the_probe_run_ends_the_run(env, tmp_path, mo
     code = run_command(flags_of(cases=cases, output_dir=tmp_path / "reports", no_html=True, concurrency=4,
                                 max_cost=1.0), console, console)
     assert code == 2 and "cannot write the journal" in out.getvalue()
+
+
+def test_a_provider_with_invalid_token_counts_is_named_as_the_cause(env, tmp_path, loopback):
+    # Every model is priced: the cost is unknown only because the provider's counts are not token counts.
+    for bad in (-5, 1.5, 2**60):
+        srv = loopback([text("ok", prompt_tokens=bad, completion_tokens=5)] * 5)
+        code, report, shown = run(tmp_path, cases=suite(tmp_path, cases=3), model="priced-m", base_url=srv.base_url,
+                                  concurrency=1, max_cost=1.0)
+        assert code == 2 and report["stopped_at_budget"] is True, shown
+        assert "the provider reported 1 token count(s) that are not whole numbers" in shown, shown
+        assert "usage_invalid" in shown and "pricing" not in shown.split("--max-cost stopped")[1].split("\n")[0]
+
+
+def test_a_model_with_no_price_is_named_as_the_cause(env, tmp_path):
+    rows = [{"id": f"c{n}", "query": "go", "expect": {"contains": "ok"}} for n in range(3)]
+    cases = write_suite(tmp_path / "suite", rows, {"name": "unpriced", "agent": "agent.py:agent", "pricing": PRICING},
+                        {"agent.py": UNPRICED_AGENT})
+    code, _, shown = run(tmp_path, cases=cases, concurrency=1, max_cost=1.0)
+    assert code == 2
+    assert "a model it called has no price ('mystery-model'); add it to the suite block's pricing in" in shown

@@ -10,7 +10,7 @@ from agent_eval.run.budget import Budget
 @pytest.mark.parametrize("cost", [-1e9, -0.01, float("nan"), float("inf"), "1.0", True])
 def test_an_impossible_run_cost_stops_taking_runs(cost: object) -> None:
     budget = Budget(5.0, lambda: 0.0)
-    budget.add_run(1.0)
+    budget.add_run({"cost_usd": 1.0})
     assert budget.room(0) == 4  # $1 a run, $4 left
-    budget.add_run(cost)
-    assert budget.room(0) == 0 and budget.unpriced is not None
+    budget.add_run({"cost_usd": cost})
+    assert budget.room(0) == 0 and budget.unpriced is not None and "impossible" in budget.unpriced
