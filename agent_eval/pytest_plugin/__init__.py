@@ -28,6 +28,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         if kind is bool:
             group.addoption(f"--agent-eval-{name}", action="store_true", default=None, dest=dest, help=help_text)
             parser.addini(dest, help_text, type="bool", default=None)
+        elif kind is list:
+            group.addoption(f"--agent-eval-{name}", action="append", default=[], dest=dest, help=help_text)
+            parser.addini(dest, help_text, type="args", default=[])
         else:
             group.addoption(f"--agent-eval-{name}", type=kind, default=None, dest=dest, help=help_text)
             parser.addini(dest, help_text, type="string", default=None)

@@ -24,6 +24,7 @@ from agent_eval.commands.prepare import check_judge, make_output_dir
 from agent_eval.errors import CaseFileError, ConfigError, Problem
 from agent_eval.flags import Flags
 from agent_eval.provider.endpoints import merge_summaries
+from agent_eval.pytest_plugin.items import as_options
 from agent_eval.records import Case, CaseEntry, Report, RunRecord
 from agent_eval.report.files import journal_path_of, report_path_of
 from agent_eval.run.agents import kind_of
@@ -39,6 +40,7 @@ from agent_eval.score.usage import add_summaries
 from agent_eval.suite.cases import Collector, Suite, case_fields, load_case, load_suite, skip_reason
 
 if TYPE_CHECKING:
+    from agent_eval.provider.tape import Tape
     from agent_eval.run.agents import Agent
     from agent_eval.run.pool import WorkerPool
     from agent_eval.run.simulator import Simulator
@@ -73,6 +75,8 @@ class Book:
     interrupted: bool = False
     problems: dict[str, str] = field(default_factory=dict)  # case id -> why it could not be played (an error)
     journal: Journal | None = None
+    tape: Tape | None = None  # --agent-eval-record / --agent-eval-replay
+    gate_failed: bool = False  # the gate could not be applied (no earlier run qualifies as the baseline)
     agent_dir: Path = Path()  # where a relative agent SPEC starts: the case file's folder, or pytest's for an option's
     inline: dict[str, dict[str, Any]] = field(default_factory=dict)  # inline cases by id, as the test gave them
 
@@ -105,12 +109,13 @@ class Book:
         cfg = self.cfg if repeat is None else dataclasses.replace(self.cfg, repeat=repeat)
         try:
             agent, simulator, scoring = self._parts(cases)
+            run_tape = self._tape(cases, cfg)
             journal = self._journal()
         except ConfigError as exc:
             self.problems.update((case["id"], str(exc)) for case in cases)
             return
         self.agent_name = self.agent_name or agent.name
-        runner = Runner(self.suite, cases, cfg, agent, scoring, journal, simulator=simulator)
+        runner = Runner(self.suite, cases, cfg, agent, scoring, journal, simulator=simulator, tape=run_tape)
         with Interrupts() as interrupts:
             interrupted = interrupts.run(runner.run())
         self.spends.append(runner.spent(self.suite.settings.get("pricing")))
@@ -135,6 +140,15 @@ class Book:
         require_user(self.cfg.user_sim, runnable, self.suite.path)
         require_gold(self.cfg.agent, runnable, self.suite.path)
         return build_parts(self.suite, cases, self.cfg, self.agent_dir)
+
+    def _tape(self, cases: list[Case], cfg: RunConfig) -> Tape | None:
+        """--agent-eval-record: one tape for the session (its header written once); --agent-eval-replay: one
+        per batch, whose runs' cassettes are checked as `run` checks them (its counts are the batch's)."""
+        if self.tape is None or cfg.replay is not None:
+            from agent_eval.commands.run import open_tape
+
+            self.tape = open_tape(cfg, self.suite, cases)
+        return self.tape
 
     def _journal(self) -> Journal:
         if self.journal is None:
@@ -178,12 +192,33 @@ class Book:
             return None, []
         self.journal.close()
         said = io.StringIO()
+        lines = list(self.suite.warnings)
+        if self.cfg.baseline == "last":
+            lines += self._pick_baseline()
         _, report = finish_report(_Results(self), self.suite, self.cfg, self.agent_name or self.cfg.agent,
                                   self.run_id, self.created_at, self.interrupted, None,
                                   Console(file=said, width=10_000, color_system=None))
-        lines = [*self.suite.warnings, *(line for line in said.getvalue().splitlines() if line.strip())]
+        lines += [line for line in said.getvalue().splitlines() if line.strip()]
         written = report is not None and report_path_of(self.cfg.output_dir, self.run_id).is_file()
         return (report if written else None), lines
+
+    def _pick_baseline(self) -> list[str]:
+        """--agent-eval-baseline last: the newest earlier run that can be gated against, as `run` picks it (a
+        warning when there is none; a ConfigError when none of the earlier ones qualifies)."""
+        from agent_eval.report.baseline import NoEarlierRun, pick_last
+
+        try:
+            self.cfg.baseline = str(pick_last(self.cfg.output_dir, self.cfg.cases_file,
+                                              self.agent_name or self.cfg.agent, list(self.played), self.created_at,
+                                              self.run_id))
+        except NoEarlierRun as exc:
+            self.cfg.baseline = None
+            return [f"warning: {exc}"]
+        except ConfigError as exc:  # `run` would stop before running: here the session fails, its report ungated
+            self.cfg.baseline = None
+            self.gate_failed = True
+            return [f"error: {as_options(str(exc))}"]
+        return []
 
     # ------------------------------------------------------------ xdist
 
@@ -263,8 +298,12 @@ class _Results:
         # One process's batches ran one after the other; xdist's workers ran at once.
         provider = merge_summaries([merge_summaries([s.get("provider") for s in batches], concurrent=False)
                                     for batches in processes if batches], concurrent=True)
-        return {"judge": add_summaries([s["judge"] for s in spends]),
-                "user_sim": add_summaries([s["user_sim"] for s in spends]), "provider": provider}
+        spent = {"judge": add_summaries([s["judge"] for s in spends]),
+                 "user_sim": add_summaries([s["user_sim"] for s in spends]), "provider": provider}
+        replays = [s["replay"] for s in spends if "replay" in s]
+        if replays:
+            spent["replay"] = add_summaries(replays)
+        return spent
 
     def run_bytes(self) -> Iterator[list[bytes]]:
         for case_id in self.order:
@@ -274,10 +313,13 @@ class _Results:
 def open_book(path: Path, flags: Flags, run_id: str, created_at: str, part: str | None = None,
               cwd: Path | None = None) -> Book:
     """Load and check the case file, and resolve its settings; a CaseFileError or ConfigError as `run` has.
-    A relative `--agent-eval-agent` SPEC starts from `cwd`, as `run --agent`'s does."""
+    A relative `--agent-eval-agent` SPEC, and a relative output folder, start from `cwd` (where pytest started)."""
     suite = load_suite(path)
     cfg = resolve(flags, suite)
-    agent_dir = suite.base_dir if flags.text("agent") is None else (cwd or Path.cwd())
+    start = cwd or Path.cwd()
+    if not cfg.output_dir.is_absolute():  # resolved once: a conftest's chdir later moves none of the files
+        cfg.output_dir = start / cfg.output_dir
+    agent_dir = suite.base_dir if flags.text("agent") is None else start
     return Book(suite, cfg, run_id, created_at, part, agent_dir=agent_dir)
 
 

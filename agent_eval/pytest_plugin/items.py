@@ -24,7 +24,13 @@ SETTINGS: list[tuple[str, str, type]] = [
     ("concurrency", "Runs at once (default 8).", int),
     ("no-judge", "Never call the judge; skip rubric-only cases.", bool),
     ("output-dir", "Where the report, journal, page and history go (default reports).", str),
+    ("record", "Record each run's model exchanges in DIR (as run --record).", str),
+    ("replay", "Answer model requests from DIR's recording (as run --replay).", str),
+    ("replay-miss", "A request with no recorded answer: error (default) or live (ask the provider).", str),
+    ("baseline", "Gate the session's report against this report, or last (as run --baseline).", str),
+    ("gate", "METRIC[=MAX_DROP] to gate on (repeatable; needs --agent-eval-baseline).", list),
 ]
+PATHS = ("output-dir", "record", "replay", "baseline")  # relative to where pytest started, or to the ini file
 PAYLOAD = "agent_eval"  # the key of an xdist worker's books in its workeroutput
 STATE: pytest.StashKey[SessionState] = pytest.StashKey()  # the session's state, once the plugin is asked
 
@@ -36,21 +42,28 @@ def case_files(config: pytest.Config) -> list[Path]:
 
 
 def settings_of(config: pytest.Config) -> dict[str, Any]:
-    """The settings given as `--agent-eval-*` options or ini keys (the option wins), as `run`'s flags."""
+    """The settings given as `--agent-eval-*` options or ini keys (the option wins), as `run`'s flags. A
+    relative path is taken from where pytest started (an option) or from the ini file's folder (an ini key),
+    once: a conftest that changes the working directory later moves none of them."""
     found: dict[str, Any] = {}
     for name, _, kind in SETTINGS:
         dest = "agent_eval_" + name.replace("-", "_")
         value = config.getoption(dest)
-        if value is None:
+        base = config.invocation_params.dir
+        if value is None or value == []:
             value = config.getini(dest)
-            if value is not None and kind is not bool:
+            base = config.inipath.parent if config.inipath is not None else config.rootpath
+            if value is not None and kind is not bool and kind is not list:
                 try:
                     value = kind(value)
                 except ValueError:
                     raise pytest.UsageError(f"{dest} = {value!r} in the ini file: not a valid {kind.__name__}") \
                         from None
-        if value is not None and value is not False:
-            found[name.replace("-", "_")] = value
+        if value is None or value is False or value == []:
+            continue
+        if name in PATHS and not (name == "baseline" and value == "last"):
+            value = str(base / value)
+        found[name.replace("-", "_")] = tuple(value) if kind is list else value
     return found
 
 

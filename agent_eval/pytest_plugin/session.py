@@ -100,8 +100,9 @@ class SessionState:
         key = path.resolve()
         if key not in self.books:
             run_id, created_at = self.runs.get(str(key)) or [new_run_id(), now_iso()]
-            here = Path.cwd()
-            given = key.relative_to(here) if key.is_relative_to(here) else key  # as `run --cases` records it
+            here = self.config.invocation_params.dir
+            # as `run --cases` records it; whole when a conftest moved the working directory away
+            given = key.relative_to(here) if key.is_relative_to(here) and Path.cwd() == here else key
             self.books[key] = open_book(given, self.flags(given), run_id, created_at, self.worker,
                                         self.config.invocation_params.dir)
         return self.books[key]
@@ -158,10 +159,17 @@ class SessionState:
             self._merge_parts()
         from agent_eval.report.files import report_path_of
 
+        from agent_eval.errors import ConfigError
+
         for book in self.books.values():
-            report, lines = book.write_report()
+            try:
+                report, lines = book.write_report()
+            except ConfigError as exc:  # the baseline report cannot be read: `run` says so and exits 2
+                report, lines, book.gate_failed = None, [f"error: {as_options(str(exc))}"], True
             if report is not None or lines:
                 self.reports.append((report, lines, report_path_of(book.cfg.output_dir, book.run_id)))
+            if (book.gate_failed or gate_failed(report)) and session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the gate fails the session, as it fails `run`
 
     def _merge_parts(self) -> None:
         import orjson
@@ -188,6 +196,12 @@ class SessionState:
                 terminalreporter.write_line(escape_control(line))
             if report is not None and path is not None:
                 terminalreporter.write(headline(report, path, self.config.get_terminal_writer().fullwidth))
+
+
+def gate_failed(report: Report | None) -> bool:
+    """True when the report's gate found a regression, or had nothing to compare."""
+    gate = (report or {}).get("gate") or {}
+    return bool(gate.get("regression") or gate.get("nothing_to_gate"))
 
 
 def headline(report: Report, path: Path, width: int) -> str:
