@@ -12,8 +12,9 @@ environment by the parity set and the oracle).
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -113,7 +114,8 @@ class Domain:
     folder: Path
     db_class: Any
     tools_class: Any
-    cache: dict[tuple[str, int, int], Pristine]
+    cache: dict[tuple[str, int, int], Pristine] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def pristine(self, name: str) -> Pristine:
         """The database file `name` (relative to the suite folder), validated once per content."""
@@ -124,11 +126,14 @@ class Domain:
             raise ConfigError(f"{path}: the tau2 database cannot be read ({exc.strerror}). Fix the case's "
                               f"initial_env \"db\", or import the suite again.") from None
         key = (str(path), stat.st_size, stat.st_mtime_ns)
-        if key not in self.cache:
-            db = self.db_class.model_validate(orjson.loads(path.read_bytes()))
-            self.cache.clear()
-            self.cache[key] = Pristine(db, db.model_dump(mode="json"))
-        return self.cache[key]
+        with self.lock:  # runs start in several threads at once; one of them validates the file
+            found = self.cache.get(key)
+            if found is None:
+                db = self.db_class.model_validate(orjson.loads(path.read_bytes()))
+                found = Pristine(db, db.model_dump(mode="json"))
+                self.cache.clear()
+                self.cache[key] = found
+        return found
 
     def backend(self, env: dict[str, Any]) -> World:
         """A run's own database (looked-up entries copied) and tau2's tool kit over it."""
@@ -143,20 +148,20 @@ class Domain:
         """The run's database as JSON, equal to tau2's `model_dump` of it (untouched entries shared)."""
         dump = world.pristine.dump
         out: dict[str, Any] = {}
-        for field, table in world.db.__dict__.items():
+        for name, table in world.db.__dict__.items():
             if isinstance(table, CopyOnLookup):
-                base, own = dump[field], table.own
-                out[field] = {key: (value.model_dump(mode="json") if key in own else base[key])
-                              for key, value in dict.items(table)}
+                base, own = dump[name], table.own
+                out[name] = {key: (value.model_dump(mode="json") if key in own else base[key])
+                             for key, value in dict.items(table)}
             else:
-                out[field] = _dumped(table)
+                out[name] = _dumped(table)
         return out
 
 
 def run_copy(db: Any) -> Any:
     """A database for one run over the pristine `db`: its tables copy an entry when a tool looks it up."""
-    tables = {field: CopyOnLookup(value) if isinstance(value, dict) else _deep(value)
-              for field, value in db.__dict__.items()}
+    tables = {name: CopyOnLookup(value) if isinstance(value, dict) else _deep(value)
+              for name, value in db.__dict__.items()}
     return type(db).model_construct(**tables)
 
 
@@ -195,7 +200,7 @@ def suite_tools(tools_file: str) -> tuple[dict[str, Callable[..., str]], list[di
     to_text = up.module("environment.environment").Environment.to_json_str
     schemas = orjson.loads((folder / SCHEMAS_FILE).read_bytes())
     registry = {schema["function"]["name"]: make_tool(schema["function"]["name"], to_text) for schema in schemas}
-    domain = Domain(folder, db_class, tools_class, {})
+    domain = Domain(folder, db_class, tools_class)
     return registry, schemas, domain.backend, domain.snapshot
 
 
