@@ -153,16 +153,6 @@ class Suite:
         return self.path.parent
 
 
-def deep_merge(base: Any, over: Any) -> Any:
-    """Objects merge by key; any other value replaces."""
-    if isinstance(base, dict) and isinstance(over, dict):
-        merged = dict(base)
-        for key, value in over.items():
-            merged[key] = deep_merge(base[key], value) if key in base else value
-        return merged
-    return over
-
-
 def read_json(path: Path) -> Any:
     """Parse a JSON file with orjson; OSError and JSONDecodeError propagate."""
     return orjson.loads(path.read_bytes())
@@ -340,6 +330,10 @@ def load_case(suite: Suite, raw: Any, index: int, col: Collector,
         col.add(case_id, field_name, message)
     if too_deep:
         return None  # nothing more can be said safely about a case that no run could hold
+    from agent_eval.suite.env_patch import patch_problems
+
+    for field_name, message in patch_problems(own_env):
+        col.add(case_id, field_name, message)
     if isinstance(case.get("expected_env"), str) and case["expected_env"] not in ("replay", "replay_per_turn"):
         case["expected_env"] = _load_json_ref(case["expected_env"], suite.base_dir, col, case_id, "expected_env")
     if isinstance(one_check := case.get("expected_env_check"), dict):  # one check given as an object
@@ -375,9 +369,12 @@ def _check_inputs(case: Mapping[str, Any], case_id: str, col: Collector) -> None
 
 
 def case_env(suite: Suite, case: Case) -> dict[str, Any]:
-    """The case's initial environment: its own `initial_env` deep-merged over the suite's."""
+    """The case's initial environment: its own `initial_env` applied to the suite's as a JSON Merge Patch
+    (suite/env_patch.py: null removes a key, {"$replace": V} sets one as it is)."""
+    from agent_eval.suite.env_patch import merge_patch
+
     own = case.get("initial_env")
-    return suite.initial_env if own is None else deep_merge(suite.initial_env, own)
+    return suite.initial_env if own is None else merge_patch(suite.initial_env, own)
 
 
 def user_messages(case: Case) -> list[str]:

@@ -136,15 +136,16 @@ def test_a_missing_relative_file_is_reported_with_its_field(tmp_path):
     assert (None, "suite.initial_env") in found
 
 
-def test_deep_merge_objects_by_key_other_values_replace(tmp_path):
+def test_initial_env_is_a_merge_patch_objects_merge_by_key_other_values_replace(tmp_path):
     base = {"a": {"x": 1, "y": {"deep": 1, "keep": 2}}, "list": [1, 2, 3], "s": "suite", "n": {"k": 1}}
     own = {"a": {"y": {"deep": 9}, "z": 4}, "list": [9], "n": 5, "new": {"v": None}}
     path = suite_file(tmp_path, [{"id": "a", "query": "q", "initial_env": own, **CHECK},
                                  {"id": "b", "query": "q", **CHECK}], {"initial_env": base})
     suite = load_suite(path)
     merged = case_env(suite, suite.cases[0])
+    # RFC 7386: a null in the patch is never written, also inside a new object.
     assert merged == {"a": {"x": 1, "y": {"deep": 9, "keep": 2}, "z": 4}, "list": [9], "s": "suite", "n": 5,
-                      "new": {"v": None}}
+                      "new": {}}
     assert suite.initial_env == base  # merging never writes into the suite's env
     assert case_env(suite, suite.cases[1]) == base
 
@@ -288,3 +289,29 @@ def test_a_rubric_case_under_a_suite_policy_still_runs_without_the_judge(tmp_pat
                       {"tools": "tools.py", "policy": [{"forbid_tool": "refund"}]})
     (case,) = load_suite(path).cases
     assert skip_reason(case, {}, judge_on=False) is None
+
+
+def test_initial_env_null_removes_a_key_and_replace_sets_one_as_it_is(tmp_path):
+    base = {"users": {"u1": "Ann", "u2": "Bob"}, "flags": {"beta": True, "x": None}, "plan": "pro",
+            "$replace": "a suite data key"}
+    own = {"users": {"u2": None}, "plan": None, "flags": {"$replace": {"only": None}},
+           "$$replace": "a case data key", "kept": {"$$replace": 1}}
+    path = suite_file(tmp_path, [{"id": "a", "query": "q", "initial_env": own, **CHECK}], {"initial_env": base})
+    suite = load_suite(path)
+    assert suite.initial_env["flags"] == {"beta": True, "x": None}  # the suite's own null is a value
+    assert case_env(suite, suite.cases[0]) == {
+        "users": {"u1": "Ann"},  # null removed u2
+        "flags": {"only": None},  # replaced as it is, its null kept
+        "$replace": "a case data key",  # `$$replace` is the data key `$replace`
+        "kept": {"$replace": 1},
+    }
+    assert suite.initial_env == base
+
+
+def test_a_replace_object_with_other_keys_is_a_problem_naming_the_fix(tmp_path):
+    cases = [{"id": "a", "query": "q", "initial_env": {"users": {"$replace": {}, "u1": "Ann"}}, **CHECK},
+             {"id": "b", "query": "q", "initial_env": {"$replace": [1]}, **CHECK}]
+    problems = problems_of(suite_file(tmp_path, cases, {"initial_env": {"users": {}}}))
+    found = {(p.case_id, p.field): p.message for p in problems}
+    assert "write it \"$$replace\"" in found[("a", "initial_env.users")]
+    assert "must be an object" in found[("b", "initial_env")]
