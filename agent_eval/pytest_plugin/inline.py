@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from agent_eval.errors import CaseFileError, Problem
+from agent_eval.errors import CaseFileError, ConfigError, Problem
 from agent_eval.pytest_plugin.book import Book, load_inline_case
 from agent_eval.pytest_plugin.items import as_options
 from agent_eval.pytest_plugin.session import SessionState, outcome_message
@@ -54,6 +54,9 @@ def inline_runner(request: pytest.FixtureRequest, suite_file: Path | str | None)
                                          "no suite to run the inline case against: pass --agent-eval CASEFILE, "
                                          "set agent_eval_cases in the ini file, or override the agent_eval_suite "
                                          "fixture to return a case file")])
+        if repeat is not None and (type(repeat) is not int or repeat < 1):  # True is an int; 2.5 and "3" are not
+            raise ConfigError(f"{request.node.nodeid}: agent_eval(case, repeat={repeat!r}): repeat is the number of "
+                              "runs of the case, a positive whole number (such as repeat=3).")
         book = state_of(request.config).open(Path(suite_file))
         loaded = load_inline_case(book.suite, case, f"{request.node.nodeid} (inline case)")
         case_id = book.add_inline(loaded, dict(case))

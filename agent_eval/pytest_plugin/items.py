@@ -41,7 +41,7 @@ def case_files(config: pytest.Config) -> list[Path]:
     return [p.resolve() for p in (given or config.getini("agent_eval_cases") or ())]
 
 
-def settings_of(config: pytest.Config) -> dict[str, Any]:
+def settings_of(config: pytest.Config, start: Path | None = None) -> dict[str, Any]:
     """The settings given as `--agent-eval-*` options or ini keys (the option wins), as `run`'s flags. A
     relative path is taken from where pytest started (an option) or from the ini file's folder (an ini key),
     once: a conftest that changes the working directory later moves none of them."""
@@ -49,7 +49,7 @@ def settings_of(config: pytest.Config) -> dict[str, Any]:
     for name, _, kind in SETTINGS:
         dest = "agent_eval_" + name.replace("-", "_")
         value = config.getoption(dest)
-        base = config.invocation_params.dir
+        base = start or config.invocation_params.dir
         if value is None or value == []:
             value = config.getini(dest)
             base = config.inipath.parent if config.inipath is not None else config.rootpath

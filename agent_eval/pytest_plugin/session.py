@@ -23,6 +23,7 @@ from agent_eval.report.model import new_run_id, now_iso
 from agent_eval.report.reasons import case_reason, failure_lines
 
 RUNS_KEY = "agent_eval_runs"  # the key of the controller's run ids in each worker's workerinput
+START_KEY = "agent_eval_start"  # the controller's starting folder, in each worker's workerinput
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,8 @@ class SessionState:
         self.worker: str | None = workerinput["workerid"] if workerinput else None
         given = (workerinput or {}).get(RUNS_KEY) or {}
         self.runs: dict[str, list[str]] = dict(given) or {str(p): [new_run_id(), now_iso()] for p in files}
+        # Where relative paths start, taken once (a worker takes the controller's): a conftest's chdir moves nothing.
+        self.start = Path((workerinput or {}).get(START_KEY) or config.invocation_params.dir)
 
     # ------------------------------------------------------------ collection
 
@@ -93,18 +96,17 @@ class SessionState:
         return flags_for(path, settings, "pytest --agent-eval")
 
     def _settings(self) -> dict[str, Any]:
-        return settings_of(self.config)
+        return settings_of(self.config, self.start)
 
     def open(self, path: Path) -> Book:
         """The book of a case file, loaded once (a CaseFileError or ConfigError is a collection error)."""
         key = path.resolve()
         if key not in self.books:
             run_id, created_at = self.runs.get(str(key)) or [new_run_id(), now_iso()]
-            here = self.config.invocation_params.dir
+            here = self.start
             # as `run --cases` records it; whole when a conftest moved the working directory away
             given = key.relative_to(here) if key.is_relative_to(here) and Path.cwd() == here else key
-            self.books[key] = open_book(given, self.flags(given), run_id, created_at, self.worker,
-                                        self.config.invocation_params.dir)
+            self.books[key] = open_book(given, self.flags(given), run_id, created_at, self.worker, self.start)
         return self.books[key]
 
     def register_marker(self, tag: str) -> None:
@@ -149,6 +151,7 @@ class SessionState:
     def pytest_configure_node(self, node: Any) -> None:
         """xdist: every worker writes its runs under the controller's run ids."""
         node.workerinput[RUNS_KEY] = self.runs
+        node.workerinput[START_KEY] = str(self.start)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:

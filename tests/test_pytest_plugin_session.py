@@ -1,0 +1,75 @@
+"""The pytest plugin's session as a careless user drives it: a conftest that changes the working directory,
+an inline case with a nonsense `repeat`, `-x` and Ctrl-C under xdist."""
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from tests.builders import write_suite
+
+AGENT = 'def agent(task):\n    return "the answer is 42" if "answer" in task.input else "no idea"\n'
+SMALL = [{"id": "knows", "query": "the answer?", "expect": {"contains": "42"}},
+         {"id": "guesses", "query": "a riddle", "expect": {"contains": "42"}}]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _imported(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Import what a run imports before any in-process pytest run (pytester drops the modules an inner
+    session imported, and numpy cannot be imported twice in one process)."""
+    import agent_eval
+    import agent_eval.pytest_plugin.inline
+
+    folder = tmp_path_factory.mktemp("warm")
+    agent_eval.run_suite(write_suite(folder, SMALL[:1], {"agent": "agent.py:agent"}, {"agent.py": AGENT}),
+                         output_dir=folder / "o")
+
+
+def test_every_file_of_the_session_goes_under_one_folder_whatever_a_conftest_does_to_the_cwd(
+        pytester: pytest.Pytester) -> None:
+    write_suite(pytester.path / "suite", SMALL, {"agent": "agent.py:agent"}, {"agent.py": AGENT})
+    (pytester.path / "elsewhere").mkdir()
+    (pytester.path / "further").mkdir()
+    pytester.makeconftest('''
+import os
+import pytest
+
+os.chdir("elsewhere")  # at import, before the plugin is configured
+
+
+@pytest.fixture(autouse=True)
+def wander():
+    os.chdir(os.path.join(os.path.dirname(__file__), "further"))  # before each test, the cases' included
+    yield
+''')
+    pytester.makepyfile(test_inline='''
+def test_inline(agent_eval):
+    agent_eval({"id": "inline", "query": "the answer?", "expect": {"contains": "42"}}).assert_passed()
+''')
+    pytester.makeini("[pytest]\nagent_eval_cases = suite/cases.json\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--rootdir", str(pytester.path))
+    result.assert_outcomes(passed=2, failed=1)
+    reports = pytester.path / "reports"  # the default folder, from where pytest started
+    report = orjson.loads(next(reports.glob("*.json")).read_bytes())
+    run_id = report["run_id"]
+    assert {p.name for p in reports.iterdir()} >= {f"{run_id}.json", f"{run_id}.jsonl", f"{run_id}.html",
+                                                   "history.sqlite"}
+    assert [c["id"] for c in report["cases"]] == ["knows", "guesses", "inline"]
+    assert not list((pytester.path / "elsewhere").iterdir()) and not list((pytester.path / "further").iterdir())
+
+
+@pytest.mark.parametrize("repeat", [0, -1, 2.5, "3", True])
+def test_an_inline_repeat_that_is_not_a_positive_integer_is_a_usage_message(pytester: pytest.Pytester,
+                                                                             repeat: Any) -> None:
+    write_suite(pytester.path / "suite", SMALL, {"agent": "agent.py:agent"}, {"agent.py": AGENT})
+    pytester.makeini("[pytest]\nagent_eval_cases = suite/cases.json\n")
+    pytester.makepyfile(test_inline=f'''
+def test_inline(agent_eval):
+    agent_eval({{"id": "inline", "query": "the answer?", "expect": {{"contains": "42"}}}}, repeat={repeat!r})
+''')
+    result = pytester.runpytest("-p", "no:cacheprovider", "test_inline.py", "--agent-eval-output-dir", "out")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert f"repeat={repeat!r}): repeat is the number of runs of the case, a positive whole number" in out
+    assert not (pytester.path / "out").exists()  # nothing was played
