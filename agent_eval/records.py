@@ -115,6 +115,8 @@ class Trace(TypedDict, total=False):
     rate_limit_wait_s: float  # time spent waiting for the provider's rate limit (not the agent's)
     final_env_diff: list[dict[str, Any]]
     turn_steps: list[int]
+    turn_env_diffs: list[list[dict[str, Any]]]  # per answered user turn, the state's diff (replay_per_turn cases)
+    assistant_texts: list[str]  # every assistant text, text sent beside tool calls included (when there was such)
     framework_calls: list[dict[str, Any]]  # calls of a framework's own tools (agents on the endpoint)
     started_at_unix_ns: int | None  # the wall clock when the run started (the spans of --otel)
     trace_id: str | None  # an imported run: the recording's trace id

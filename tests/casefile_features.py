@@ -17,6 +17,8 @@ from agent_eval import ToolError
 
 def agent(task):
     turn = sum(1 for m in task.messages if m["role"] == "user") - 1
+    if turn == task.metadata.get("raise_at"):
+        raise RuntimeError("the agent broke")
     turns = task.metadata.get("turns") or []
     for name, args in (turns[turn] if turn < len(turns) else []):
         try:

@@ -19,6 +19,7 @@ from agent_eval.suite.jsonsafe import dumps_safe, to_json_safe
 from agent_eval.suite.cases import user_messages
 from agent_eval.run.offer import offer_of
 from agent_eval.run.scenario import max_turns
+from agent_eval.run.turns import TurnWatch
 from agent_eval.run.sandbox import Sandbox, ServerFault
 from agent_eval.run.world import EnvTemplate
 from agent_eval.suite.backend import BackendError
@@ -141,6 +142,7 @@ async def _play(case: Case, trial: int, agent: Agent, tools: ToolSet, template: 
         sandbox.allowed = offer.allowed
     ctx = RunContext(case=case, trial=trial, sandbox=sandbox, tool_schemas=tools.schemas,
                      system_prompt=system_prompt)
+    watch = TurnWatch(case, template, sandbox)
     waits = Waits()  # time waiting for the provider's limit: not the agent's (trace.rate_limit_wait_s)
     clock = Clock(timeout, waits)
     sent: list[str] = []
@@ -184,12 +186,13 @@ async def _play(case: Case, trial: int, agent: Agent, tools: ToolSet, template: 
             replies.append(reply)
             turn_steps.append(len(sandbox.steps))
             ctx.messages.append({"role": "assistant", "content": reply.answer})
+            watch.turn_done()
             keying.at_turn(len(sent))
     except AgentStop as stop:
         stop_reason, agent_error, agent_tb = stop.stop_reason, ctx.fatal or str(stop), stop.traceback
     except TimeoutError:
         stop_reason, agent_error = "timeout", f"the agent outran --timeout {timeout:g}s"
-    except (InfrastructureError, ServerFault) as exc:
+    except (InfrastructureError, ServerFault, BackendError) as exc:
         error = str(exc)
     finally:
         recorded.__exit__(None, None, None)
@@ -236,6 +239,8 @@ async def _play(case: Case, trial: int, agent: Agent, tools: ToolSet, template: 
         first_step = at - waits.within(t0, t0 + at) + run_tape.credit_at(t0 + at)
         trace["ttfa_s"] = first_step if first_reply_at is None else min(first_step, first_reply_at)
     trace["turn_steps"] = turn_steps
+    if watch.diffs is not None:
+        trace["turn_env_diffs"] = watch.diffs
     if framework_calls is not None:
         trace["framework_calls"] = framework_calls
     trace["started_at_unix_ns"] = started_at_unix_ns

@@ -9,13 +9,13 @@ from __future__ import annotations
 import copy
 import inspect
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from agent_eval.redaction import redact_secrets
 from agent_eval.score.envdiff import diff_env, diff_env_fast
+from agent_eval.score.gold import Gold, gold_turn
 from agent_eval.suite.backend import Backend, BackendError
 from agent_eval.run.threads import run_apart
 from agent_eval.suite.jsonsafe import to_json_safe
@@ -92,24 +92,6 @@ def frozen(value: Any) -> Any:
         return copy.deepcopy(value)
     except Exception:  # noqa: BLE001 - an object that refuses to be copied is stored as text
         return to_json_safe(value)
-
-
-@dataclass
-class Gold:
-    """What the gold calls (`expected_tools`) produce when replayed in order on a fresh world: the state
-    after every call, after each user turn, and each turn's observations. `baseline` is the initial state."""
-
-    final: dict[str, Any]
-    baseline: dict[str, Any]
-    turns: list[dict[str, Any]] = field(default_factory=list)
-    observations: list[list[str]] = field(default_factory=list)
-    error: str | None = None  # the backend broke during the replay: every check of it fails with this
-
-
-def gold_turn(call: dict[str, Any]) -> int:
-    """The user turn of a gold call (turn 0 when the calls carry none)."""
-    turn = call.get("turn")
-    return turn if isinstance(turn, int) else 0
 
 
 def replay_gold(tools: ToolSet, template: EnvTemplate, calls: Sequence[dict[str, Any]], n_turns: int = 1,

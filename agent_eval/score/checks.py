@@ -13,10 +13,11 @@ from typing import Any
 from agent_eval.records import Case, Check, Step, Trace
 from agent_eval.plugins import caller, claim
 from agent_eval.plugins.calls import once, optional, per_run
-from agent_eval.score.env_checks import env_checks, expected_env_checks
+from agent_eval.score.env_checks import env_checks
 from agent_eval.score.envdiff import show_json as _show
 from agent_eval.score.matchers import RegexTimeout, match_call
 from agent_eval.score.expect import expect_checks
+from agent_eval.score.gold import observation_checks, state_checks
 from agent_eval.score.safety import authorization_checks, policy_checks, safety_of
 
 Verdict = tuple[bool, str]
@@ -181,8 +182,10 @@ CHECK_FAMILIES: list[CheckFamily] = [
                 lambda case, suite: bool(case.get("trajectory"))),
     CheckFamily("expected_env_check", ("expected_env_check",), env_checks,
                 lambda case, suite: bool(case.get("expected_env_check"))),
-    CheckFamily("expected_env", ("expected_env",), expected_env_checks,
+    CheckFamily("expected_env", ("expected_env",), state_checks,
                 lambda case, suite: bool(case.get("expected_env")) or case.get("expected_env") == {}),
+    CheckFamily("expected_observations", ("expected_observations",), observation_checks,
+                lambda case, suite: case.get("expected_observations") is not None),
     CheckFamily("expect", ("expect",), expect_checks, lambda case, suite: bool(case.get("expect"))),
 ]
 """The families of the check list, in its order. A new family is one function and one row here; its

@@ -159,14 +159,14 @@ def env_checks(case: Case, trace: Trace, final_env: Any, expected_env: Any) -> l
 
 
 def expected_env_checks(case: Case, trace: Trace, final_env: Any, expected_env: Any) -> list[Check]:
-    """The `expected_env` entry, when the case has an expected env."""
+    """The `expected_env` entry, when the case has an expected env (score/gold.py checks a replay's)."""
     return [] if expected_env is None else [check_expected_env(expected_env, final_env)]
 
 
 def is_env_check(check: Check) -> bool:
-    """True for the entries the two functions above make (`env:<path>:<op>` and `expected_env`)."""
+    """True for the entries the two functions above make (`env:<path>:<op>`, `expected_env`, `expected_env[turn t]`)."""
     name = check.get("name") or ""
-    return name == "expected_env" or name.startswith("env:")
+    return name == "expected_env" or name.startswith(("env:", "expected_env[turn "))
 
 
 def with_env_checks(checks: list[Check], kept: list[Check]) -> list[Check]:

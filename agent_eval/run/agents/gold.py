@@ -10,7 +10,8 @@ from typing import Any
 from agent_eval.errors import ConfigError, ToolError
 from agent_eval.records import Case
 from agent_eval.run.agents.base import Reply, RunContext
-from agent_eval.run.world import frozen, gold_turn
+from agent_eval.run.world import frozen
+from agent_eval.score.gold import gold_turn
 from agent_eval.score.matchers import is_literal
 
 GOLD = "gold"  # the SPEC of the gold agent, and of the gold user
