@@ -108,6 +108,7 @@ def _http_client(base_url: str | None) -> Any:
     from openai._constants import DEFAULT_CONNECTION_LIMITS
 
     from agent_eval.provider.bounded import CappedTransport
+    from agent_eval.provider.tape_transport import TapeTransport
 
     make: Callable[..., Any] = httpx2.AsyncHTTPTransport
     if not (base_url and "@" in urlsplit(base_url).netloc):
@@ -118,7 +119,7 @@ def _http_client(base_url: str | None) -> Any:
     base_path = urlsplit(base_url or "https://api.openai.com/v1").path
 
     def stack(**proxy: Any) -> Any:
-        return tape.TapeTransport(CappedTransport(make(limits=DEFAULT_CONNECTION_LIMITS, **proxy)), base_path)
+        return TapeTransport(CappedTransport(make(limits=DEFAULT_CONNECTION_LIMITS, **proxy)), base_path)
 
     mounts = {pattern: None if url is None else stack(proxy=httpx2.Proxy(url=url))
               for pattern, url in get_environment_proxies().items()}

@@ -150,12 +150,14 @@ def _play_suite(flags: Flags, console: Console | None, err: Console) -> Played:
             say(err, f"warning: {exc}")
             cfg.baseline = None
     run_tape = open_tape(cfg, suite, cases)
-    make_output_dir(cfg)
     pool = None
-    if cfg.workers != 1 or cfg.ray:  # started here, so that a cluster that cannot be joined is exit 2
-        pool = open_pool(cfg, WorkerInit(cfg.cases_file, digest, [c["id"] for c in cases], cfg,
-                                         agent_dir.resolve()))
-    try:  # whatever ends the run from here on, the pool's on_close runs: a local Ray instance never outlives it
+    # Whatever ends the run from here on, the pool's on_close runs (a local Ray instance never outlives
+    # it) and the recording's folder is let go.
+    try:
+        make_output_dir(cfg)
+        if cfg.workers != 1 or cfg.ray:  # started here, so that a cluster that cannot be joined is exit 2
+            pool = open_pool(cfg, WorkerInit(cfg.cases_file, digest, [c["id"] for c in cases], cfg,
+                                             agent_dir.resolve(), run_tape is not None and run_tape.extends))
         note = _idle_workers_note(cfg, len(pool.hosts)) if pool is not None else None
         if note:
             say(err, note)
@@ -215,6 +217,8 @@ def _play_suite(flags: Flags, console: Console | None, err: Console) -> Played:
     finally:
         if pool is not None:
             pool.on_close()
+        if run_tape is not None:
+            run_tape.close()
 
 
 def _budget(cfg: RunConfig, runner: Runner, suite: Any, resumed_journal: Path | None) -> Any:
@@ -246,17 +250,18 @@ def _budget(cfg: RunConfig, runner: Runner, suite: Any, resumed_journal: Path | 
 
 
 def open_tape(cfg: RunConfig, suite: Suite, cases: list[Case]) -> tape.Tape | None:
-    """This command's tape (docs/ci-without-a-key.md), or None: --replay: every run to play has a good
-    cassette of this suite (else exit 2), read now; --record: the recording's cassette.json is written."""
-    mode = tape_of(cfg)
-    if mode is None:
+    """This command's tape (docs/ci-without-a-key.md), or None: --replay: every run to play has a cassette
+    of this suite (else exit 2), each read when its run starts; --record: the folder locked, and refused
+    when it holds another recording (unless --replay-miss live extends it), its cassette.json written."""
+    if cfg.replay is None and cfg.record is None:
         return None
     label = cassette.suite_label(suite.name, cfg.cases_file)
+    runs = [(c["id"], trial) for c in cases if skip_reason(c, os.environ, cfg.judge) is None
+            for trial in range(cfg.repeat)]
     if cfg.replay is not None:
-        runs = [(c["id"], trial) for c in cases if skip_reason(c, os.environ, cfg.judge) is None
-                for trial in range(cfg.repeat)]
-        mode.loaded = cassette.check_recorded(cfg.replay, cfg.recorded or {}, label, runs)
-        return mode
+        cassette.check_recorded(cfg.replay, cfg.recorded or {}, label, runs)
+        return tape_of(cfg)
+    from agent_eval.provider.recording import open_recording
     from importlib.metadata import PackageNotFoundError, version
 
     from agent_eval.redaction import redact_secrets, redact_urls
@@ -266,16 +271,15 @@ def open_tape(cfg: RunConfig, suite: Suite, cases: list[Case]) -> tape.Tape | No
     except PackageNotFoundError:  # a source tree that was never installed
         ours = "unknown"
 
-    try:
-        cassette.write_header(mode.folder, {
-            "suite": label, "cases_file": str(cfg.cases_file), "agent": redact_secrets(redact_urls(cfg.agent) or ""),
-            "model": cfg.model, "judge_model": cfg.judge_model if cfg.judge else None,
-            "user_model": cfg.user_sim.model if cfg.user_sim else None, "repeat": cfg.repeat,
-            "agent_eval_version": ours, "created_at": now_iso()})
-    except OSError as exc:
-        raise ConfigError(f"--record {mode.folder}: cannot write there ({exc.strerror or exc}); pass a "
-                          "writable folder.") from None
-    return mode
+    assert cfg.record is not None
+    header = {"suite": label, "cases_file": os.path.relpath(cfg.cases_file.resolve(), cfg.record.resolve()),
+              "agent": redact_secrets(redact_urls(cfg.agent) or ""), "model": cfg.model,
+              "judge_model": cfg.judge_model if cfg.judge else None,
+              "user_model": cfg.user_sim.model if cfg.user_sim else None, "repeat": cfg.repeat,
+              "agent_eval_version": ours, "created_at": now_iso()}
+    recording = open_recording(cfg.record, header, runs, extend=cfg.replay_miss == "live")
+    recording.timeout = cfg.timeout
+    return recording
 
 
 def _idle_workers_note(cfg: RunConfig, started: int) -> str | None:

@@ -182,16 +182,15 @@ class Target:
         return cases
 
     def write(self, new: list[Case]) -> Path:
-        """Rewrite the file with `new` appended (atomically), the original kept as CASEFILE.bak; the backup's path."""
-        import shutil
+        """Rewrite the file with `new` appended (atomically), the file as it was kept in a new backup
+        (CASEFILE.bak, else .bak.1, .bak.2, ...: an earlier backup is never overwritten); the backup's path."""
         import tempfile
 
         doc = {**self.doc, "cases": [*self.cases, *new]} if isinstance(self.doc, dict) else [*self.cases, *new]
         real = self.path.resolve()  # a symlinked case file is updated where it lives, the link kept
-        backup = real.with_name(real.name + ".bak")
         tmp: Path | None = None
         try:
-            shutil.copy2(real, backup)
+            backup = _back_up(real, self.path)
             fd, name = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=real.parent)  # never a link
             tmp = Path(name)
             with os.fdopen(fd, "wb") as out:
@@ -204,6 +203,31 @@ class Target:
             raise ConfigError(f"--into {self.path}: cannot rewrite it ({exc.strerror or exc}); the file is "
                               "unchanged.") from None
         return backup
+
+
+MAX_BACKUPS = 10_000
+
+
+def _back_up(real: Path, given: Path) -> Path:
+    """A copy of `real` in the first free name of CASEFILE.bak, .bak.1, .bak.2, ... (created, never opened
+    through a link or over an existing file); ConfigError when one of them is a symbolic link."""
+    import shutil
+
+    for n in range(MAX_BACKUPS):
+        backup = real.with_name(real.name + ".bak" + (f".{n}" if n else ""))
+        if backup.is_symlink():
+            raise ConfigError(f"--into {given}: the backup {backup} is a symbolic link, which import never "
+                              "writes through; remove it and import again. The file is unchanged.")
+        try:
+            fd = os.open(backup, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except FileExistsError:
+            continue
+        with os.fdopen(fd, "wb") as out, real.open("rb") as original:
+            shutil.copyfileobj(original, out)
+        shutil.copystat(real, backup)
+        return backup
+    raise ConfigError(f"--into {given}: {MAX_BACKUPS} backups of it exist already ({real.name}.bak ...); "
+                      "remove the old ones and import again. The file is unchanged.")
 
 
 def empty_env_warning(suite: Suite, where: str) -> str | None:

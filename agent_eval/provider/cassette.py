@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from agent_eval.errors import ConfigError
+from agent_eval.flags import MAX_MESSAGE_BYTES
 from agent_eval.redaction import MASK, redact_secrets
 
 HEADER = "cassette.json"
@@ -28,11 +29,15 @@ FORMAT = 1
 UNMATCHED = frozenset({"stream", "stream_options", "user", "metadata", "store"})
 _KEY_LIKE = re.compile(r"^(api[_-]?key|apikey|key|token|access[_-]?token|auth|authorization|secret|"
                        r"client[_-]?secret|password|bearer|x-api-key)$", re.IGNORECASE)
+_HOLDS_CREDENTIALS = re.compile(r"(^|_)(headers|query|params)$", re.IGNORECASE)
 _SAFE = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_-.")
 _MAX_NAME = 200  # bytes of a folder name, under every file system's 255
 LINE_KEYS = ("seq", "role", "path", "request", "response", "status", "latency_s", "usage")
 ROLES = frozenset({"agent", "judge", "user"})
 MAX_LATENCY_S = 86_400  # a recorded latency is credited to the run: never negative, never past a day
+CLIENT_CLOSED = "client_closed"  # the status of a request abandoned at --timeout while recording
+MAX_LINE = 2 * MAX_MESSAGE_BYTES + 2**20  # an answer at its cap, a request at its cap, and the line's own keys
+MAX_DEPTH = 254  # the deepest nesting orjson writes back (a cassette is rewritten when a replay goes live)
 
 
 def case_folder(case_id: str) -> str:
@@ -55,17 +60,34 @@ def cassette_path(folder: Path, case_id: str, trial: int) -> Path:
 
 # --- secrets and the canonical request ---------------------------------------------------------------
 def scrub(value: Any) -> Any:
-    """value with every configured key, bearer token and sk- key in its strings replaced by ***, and the
-    value of every key-like field (api_key, token, authorization, ...) by *** (docs/reference.md, "No secret
-    is written")."""
+    """value with every configured key, bearer token and sk- key in its strings replaced by *** (docs/reference.md,
+    "No secret is written"). A field's name alone never hides its value: a tool schema's `key` parameter and
+    a logprob's `token` are data."""
     if isinstance(value, str):
         return redact_secrets(value)
     if isinstance(value, dict):
-        return {k: (MASK if isinstance(k, str) and _KEY_LIKE.match(k) and v is not None else scrub(v))
-                for k, v in value.items()}
+        return {k: scrub(v) for k, v in value.items()}
     if isinstance(value, list):
         return [scrub(v) for v in value]
     return value
+
+
+def scrub_request(body: Any) -> Any:
+    """A request body as recorded: `scrub`, and the value of each credential field replaced by ***: a
+    key-like field (`api_key`, `token`, `authorization`, ...) at the top of the body or in one of its
+    header or query objects (`extra_headers`, `query`, ...), where a client puts credentials."""
+    if not isinstance(body, dict):
+        return scrub(body)
+    out: dict[Any, Any] = {}
+    for k, v in body.items():
+        if isinstance(k, str) and _KEY_LIKE.match(k) and v is not None:
+            out[k] = MASK
+        elif isinstance(k, str) and _HOLDS_CREDENTIALS.search(k) and isinstance(v, dict):
+            out[k] = {name: MASK if isinstance(name, str) and _KEY_LIKE.match(name) and value is not None
+                      else scrub(value) for name, value in v.items()}
+        else:
+            out[k] = scrub(v)
+    return out
 
 
 def canonical(body: Any) -> Any:
@@ -122,7 +144,7 @@ class Exchange:
     path: str
     request: Any
     response: Any
-    status: int
+    status: int | str  # an HTTP status, or CLIENT_CLOSED
     latency_s: float | None
     usage: Any
     stream: bool
@@ -133,35 +155,61 @@ def bad(path: Path, line: int | None, problem: str) -> ConfigError:
     return ConfigError(f"--replay: the cassette {where} {problem}; record it again with --record DIR.")
 
 
-def read_cassette(path: Path) -> list[Exchange]:
-    """The exchanges of one cassette; ConfigError (exit 2) naming the file and line of a bad one."""
+def read_cassette(path: Path, max_line: int = MAX_LINE) -> list[Exchange]:
+    """The exchanges of one cassette, read a line at a time (no line past `max_line` bytes is read whole);
+    ConfigError (exit 2) naming the file and line of a bad one."""
+    out: list[Exchange] = []
     try:
-        data = path.read_bytes()
+        with path.open("rb") as stream:
+            number = 0
+            while line := stream.readline(max_line + 1):
+                number += 1
+                if len(line) > max_line and not line.endswith(b"\n"):
+                    raise bad(path, number, f"is longer than {max_line // 2**20} MiB (an answer and a request "
+                                            "at their 64 MiB caps)")
+                if line.strip():
+                    out.append(_exchange(path, number, line, len(out) + 1))
     except OSError as exc:
         raise bad(path, None, f"cannot be read ({exc.strerror or exc})") from None
-    out: list[Exchange] = []
-    lines = data.split(b"\n")
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            item = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            truncated = number == len(lines) and not data.endswith(b"\n")
-            raise bad(path, number, "is truncated" if truncated else "is not JSON") from None
-        if not isinstance(item, dict) or any(k not in item for k in LINE_KEYS):
-            missing = [k for k in LINE_KEYS if not isinstance(item, dict) or k not in item]
-            raise bad(path, number, f"is not an exchange (no {', '.join(missing)})")
-        if item["role"] not in ROLES or not isinstance(item["path"], str) or not isinstance(item["status"], int):
-            raise bad(path, number, "has a role, path or status of the wrong kind")
-        latency = item["latency_s"]
-        if latency is not None and not (isinstance(latency, int | float) and not isinstance(latency, bool)
-                                        and 0 <= latency <= MAX_LATENCY_S):
-            raise bad(path, number, f"has a latency_s that is not a number of seconds from 0 to {MAX_LATENCY_S}")
-        out.append(Exchange(len(out) + 1, item["role"], item["path"], item["request"], item["response"],
-                            item["status"], float(latency) if isinstance(latency, int | float) else None,
-                            item["usage"], bool(item.get("stream"))))
     return out
+
+
+def _exchange(path: Path, number: int, line: bytes, seq: int) -> Exchange:
+    try:
+        item = orjson.loads(line)
+    except MemoryError:
+        raise ConfigError(f"--replay: the cassette {path}, line {number} ({len(line) // 2**20} MiB) does not fit "
+                          "in memory; replay on a machine with more memory, or with fewer runs at once "
+                          "(--concurrency).") from None
+    except orjson.JSONDecodeError as exc:
+        if "depth limit" in str(exc):  # orjson reads up to 1024 levels
+            raise bad(path, number, f"is nested deeper than {MAX_DEPTH} levels") from None
+        raise bad(path, number, "is not JSON" if line.endswith(b"\n") else "is truncated") from None
+    if line.count(b"[") + line.count(b"{") > MAX_DEPTH and not _writable(item):  # fewer brackets: not as deep
+        raise bad(path, number, f"is nested deeper than {MAX_DEPTH} levels")
+    if not isinstance(item, dict) or any(k not in item for k in LINE_KEYS):
+        missing = [k for k in LINE_KEYS if not isinstance(item, dict) or k not in item]
+        raise bad(path, number, f"is not an exchange (no {', '.join(missing)})")
+    status = item["status"]
+    if (item["role"] not in ROLES or not isinstance(item["path"], str)
+            or not (status == CLIENT_CLOSED or isinstance(status, int) and not isinstance(status, bool))):
+        raise bad(path, number, "has a role, path or status of the wrong kind")
+    latency = item["latency_s"]
+    if latency is not None and not (isinstance(latency, int | float) and not isinstance(latency, bool)
+                                    and 0 <= latency <= MAX_LATENCY_S):
+        raise bad(path, number, f"has a latency_s that is not a number of seconds from 0 to {MAX_LATENCY_S}")
+    return Exchange(seq, item["role"], item["path"], item["request"], item["response"], status,
+                    float(latency) if isinstance(latency, int | float) else None, item["usage"],
+                    bool(item.get("stream")))
+
+
+def _writable(item: Any) -> bool:
+    """True when orjson can write `item` back (its nesting within MAX_DEPTH)."""
+    try:
+        orjson.dumps(item, option=orjson.OPT_NON_STR_KEYS)
+    except TypeError:  # orjson's "Recursion limit reached"
+        return False
+    return True
 
 
 def read_header(folder: Path) -> dict[str, Any]:
@@ -184,19 +232,14 @@ def suite_label(name: str | None, cases_file: Path) -> str:
     return name or cases_file.name
 
 
-def check_recorded(folder: Path, header: dict[str, Any], label: str,
-                   runs: list[tuple[str, int]]) -> dict[tuple[str, int], list[Exchange]]:
-    """Every (case id, trial) to replay has a good cassette of this suite: its exchanges, by run."""
+def check_recorded(folder: Path, header: dict[str, Any], label: str, runs: list[tuple[str, int]]) -> None:
+    """Every (case id, trial) to replay has a cassette of this suite (each is read when its run starts)."""
     if header["suite"] != label:
         raise bad(folder / HEADER, 1, f"records the suite {header['suite']!r}, not {label!r} (another suite)")
     missing: dict[str, list[int]] = {}
-    found: dict[tuple[str, int], list[Exchange]] = {}
     for case_id, trial in runs:
-        path = cassette_path(folder, case_id, trial)
-        if not path.is_file():
+        if not cassette_path(folder, case_id, trial).is_file():
             missing.setdefault(case_id, []).append(trial)
-            continue
-        found[(case_id, trial)] = read_cassette(path)
     if missing:
         shown = "; ".join(f"case {cid!r} trial{'s' if len(t) > 1 else ''} {', '.join(map(str, t))}"
                           for cid, t in list(missing.items())[:5])
@@ -205,22 +248,27 @@ def check_recorded(folder: Path, header: dict[str, Any], label: str,
         raise ConfigError(f"--replay {folder} has no recording of {shown}{more}"
                           + (f" (it recorded -k {recorded})" if recorded else "")
                           + "; replay with a -k and cases that were recorded, or record again with --record.")
-    return found
 
 
 # --- writing ------------------------------------------------------------------------------------------
 def write_lines(path: Path, lines: list[dict[str, Any]]) -> None:
-    """The cassette's lines, written whole (a temporary file renamed over it). A case folder that is a
-    symbolic link (planted in a recording folder checked out from elsewhere) is refused, never followed."""
-    if path.parent.is_symlink():
-        raise OSError(errno.ELOOP, f"{path.parent} is a symbolic link, which a recording never follows")
+    """The cassette's lines, written whole (a temporary file renamed over it). A case folder or a cassette
+    that is a symbolic link (planted in a recording folder checked out from elsewhere) is refused."""
+    for link in (path.parent, path):
+        if link.is_symlink():
+            raise OSError(errno.ELOOP, f"{link} is a symbolic link, which a recording never follows")
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".jsonl")
+    _write_whole(path, (orjson.dumps(line, option=orjson.OPT_NON_STR_KEYS) + b"\n" for line in lines))
+
+
+def _write_whole(path: Path, parts: Any) -> None:
+    """`parts` (bytes) written to a temporary file beside `path`, then renamed over it (never through a link)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
     written = False
     try:
         with os.fdopen(fd, "wb") as out:
-            for line in lines:
-                out.write(orjson.dumps(line, option=orjson.OPT_NON_STR_KEYS) + b"\n")
+            for part in parts:
+                out.write(part)
         os.replace(tmp, path)
         written = True
     finally:
@@ -230,6 +278,7 @@ def write_lines(path: Path, lines: list[dict[str, Any]]) -> None:
 
 
 def write_header(folder: Path, header: dict[str, Any]) -> None:
+    """DIR/cassette.json (the caller has refused a link there)."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / HEADER).write_bytes(orjson.dumps(scrub({"format": FORMAT, **header}), option=orjson.OPT_INDENT_2))
+    _write_whole(folder / HEADER, [orjson.dumps(scrub({"format": FORMAT, **header}), option=orjson.OPT_INDENT_2)])
 

@@ -251,8 +251,8 @@ def resolve_tape(cfg: RunConfig, flags: Flags) -> None:
     miss = cfg.replay_miss
     if miss not in ("error", "live"):
         raise ConfigError(f"--replay-miss must be error or live (got {miss!r}).")
-    if flags.text("replay_miss") and not flags.path("replay"):
-        raise ConfigError("--replay-miss needs --replay DIR.")
+    if flags.text("replay_miss") and not flags.path("replay") and not flags.path("record"):
+        raise ConfigError("--replay-miss needs --replay DIR (or --record DIR, to extend its recording).")
     if cfg.replay is None:
         return
     from agent_eval.provider.cassette import read_header

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from agent_eval.run.mcp_sessions import RunServers, ServerPool
     from agent_eval.suite.tools import ToolSet
 
+REPLAY_POLL_S = 0.05
 
 @dataclass
 class Played:
@@ -47,18 +48,21 @@ def _replayed_s() -> float:
 
 class Clock:
     """Counts the agent's time only, against an optional --timeout budget; time the agent spends waiting
-    for the provider's rate limit (`waits`) is not its time."""
+    for the provider's rate limit (`waits`) is not its time, and the recorded latency of its replayed
+    answers (--replay) is."""
 
     def __init__(self, timeout: float | None, waits: Waits | None = None) -> None:
         self.timeout = timeout
         self.used = 0.0
         self.waits = waits or Waits()
 
-    def _own(self, started: float) -> float:
-        return time.perf_counter() - started - self.waits.within(started)
+    def _own(self, started: float, credited: float) -> float:
+        return time.perf_counter() - started - self.waits.within(started) + _replayed_s() - credited
 
     async def run(self, coro: Any) -> Any:
-        started = time.perf_counter()
+        started, credited = time.perf_counter(), _replayed_s()
+        # A replayed answer's latency is credited at once: the deadline is looked at again this often.
+        poll = REPLAY_POLL_S if tape.current() is not None else math.inf
         try:
             if self.timeout is None:
                 return await coro
@@ -67,14 +71,14 @@ class Clock:
                 coro.close()
                 raise TimeoutError
             task = asyncio.ensure_future(coro)
-            while (left := remaining - self._own(started)) > 0:  # waiting moves the deadline on
+            while (left := remaining - self._own(started, credited)) > 0:  # waiting moves the deadline on
                 try:
-                    done, _ = await asyncio.wait({task}, timeout=left)
+                    done, _ = await asyncio.wait({task}, timeout=min(left, poll))
                 except asyncio.CancelledError:
                     task.cancel()
                     raise
                 if task in done:
-                    if self._own(started) > remaining:
+                    if self._own(started, credited) > remaining:
                         # An async agent that blocked the event loop returned past the deadline: it cannot
                         # be cut, but it cannot pass either.
                         raise TimeoutError
@@ -83,9 +87,12 @@ class Clock:
             # would hold the run past --timeout. The task is told to stop and left behind, like a
             # stuck sync agent's thread; its later tool calls raise ToolError (the sandbox is closed).
             task.cancel()
+            run_tape = tape.current()
+            if run_tape is not None:  # --record: what the agent was waiting for is recorded as abandoned now
+                run_tape.abandon()
             raise TimeoutError
         finally:
-            self.used += self._own(started)
+            self.used += self._own(started, credited)
 
 
 class User(Protocol):
@@ -202,7 +209,7 @@ async def _play(case: Case, trial: int, agent: Agent, tools: ToolSet, template: 
     if sandbox.infra and error is None:  # agent-eval's argument check broke: never the agent's failure
         error, agent_error, agent_tb = sandbox.infra, None, None
     wall = time.perf_counter() - t0 - waits.within(t0) if t0 is not None else 0.0
-    elapsed = (clock.used if simulator is not None else wall) + _replayed_s()
+    elapsed = clock.used if simulator is not None else wall + _replayed_s()  # clock.used holds the credit
     steps = sandbox.steps
     try:
         env = template.state(sandbox.env)  # the world's state: the env itself, or the backend's snapshot

@@ -73,6 +73,7 @@ class WorkerInit:
     case_ids: list[str]
     cfg: RunConfig  # holds API keys: it travels over a pipe or Ray's object store, never to disk
     agent_dir: Path
+    extends: bool = False  # --record DIR --replay-miss live on a recording: replay it, record what it lacks
 
 
 def build_parts(suite: Suite, cases: list[Case], cfg: RunConfig, agent_dir: Path,
@@ -91,12 +92,13 @@ def build_parts(suite: Suite, cases: list[Case], cfg: RunConfig, agent_dir: Path
     return agent, simulator, scoring
 
 
-def tape_of(cfg: RunConfig) -> tape.Tape | None:
-    """A fresh tape for a command with these settings (--record / --replay), or None."""
+def tape_of(cfg: RunConfig, extends: bool = False) -> tape.Tape | None:
+    """A fresh tape for these settings (--record / --replay), or None; `extends`: the driver found a
+    recording to extend (--record DIR --replay-miss live)."""
     if cfg.replay is not None:
-        return tape.Tape(cfg.replay, True, cfg.replay_miss == "live")
+        return tape.Tape(cfg.replay, True, cfg.replay_miss == "live", timeout=cfg.timeout)
     if cfg.record is not None:
-        return tape.Tape(cfg.record, False)
+        return tape.Tape(cfg.record, extends, extends, extends=extends, timeout=cfg.timeout)
     return None
 
 
@@ -115,7 +117,7 @@ class WorkerCore:
         cases = [by_id[case_id] for case_id in init.case_ids]
         agent, simulator, scoring = build_parts(suite, cases, init.cfg, init.agent_dir)
         # --record / --replay: this worker's own tape, each run's cassette read here
-        self.player = Player(suite, init.cfg, agent, scoring, simulator, tape_of(init.cfg))
+        self.player = Player(suite, init.cfg, agent, scoring, simulator, tape_of(init.cfg, init.extends))
         # The driver hands out the trials; none is this worker's to take.
         self.slots = [CaseSlot(case, []) for case in cases]
         self._newest = -1  # runs come in case order: a case before this one will not come again

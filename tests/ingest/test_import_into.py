@@ -74,7 +74,8 @@ def test_into_appends_renames_taken_ids_keeps_the_suite_and_a_backup(tmp_path):
     again = run_cli("import", "otel", source, "--into", target, cwd=tmp_path)
     assert again.exit_code == 0, again.stderr
     assert [c["id"] for c in imported_cases(target)] == [a, f"{a}-2", b, f"{a}-3", f"{b}-2"]
-    assert len(imported_cases(target.with_name("cases.json.bak"))) == 3  # the file as it was before this import
+    assert len(imported_cases(target.with_name("cases.json.bak"))) == 1  # the first original, kept
+    assert len(imported_cases(target.with_name("cases.json.bak.1"))) == 3  # the file as it was before this import
 
 
 def test_into_a_bare_list_stays_a_bare_list(tmp_path):

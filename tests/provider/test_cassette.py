@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent_eval.provider.cassette import canonical, case_folder, cassette_path, first_difference, match_key, scrub
+from agent_eval.provider.cassette import (canonical, case_folder, cassette_path, first_difference, match_key,
+                                          scrub_request)
 from agent_eval.redaction import remember_secret
 
 
@@ -26,7 +27,7 @@ def test_secrets_and_key_like_fields_are_removed() -> None:
     remember_secret("configured-key-123")
     body = {"messages": [{"role": "user", "content": "my key is configured-key-123 and sk-abcdefghijklmnopqrstu"}],
             "api_key": "anything", "extra_headers": {"Authorization": "Bearer tok-123"}, "max_tokens": 5}
-    assert scrub(body) == {"messages": [{"role": "user", "content": "my key is *** and ***"}], "api_key": "***",
+    assert scrub_request(body) == {"messages": [{"role": "user", "content": "my key is *** and ***"}], "api_key": "***",
                            "extra_headers": {"Authorization": "***"}, "max_tokens": 5}
 
 

@@ -172,7 +172,7 @@ def test_record_then_replay_with_the_provider_stopped(keyed_env: None, tmp_path:
         live_requests = srv.count
     assert recorded["settings"]["record"] == str(tape)
     # A cassette per (case, trial), the hostile id as one safe folder; every exchange in order.
-    assert sorted(p.name for p in tape.iterdir()) == sorted(["cassette.json", "reset", "chat",
+    assert sorted(p.name for p in tape.iterdir()) == sorted([".lock", "cassette.json", "reset", "chat",
                                                              "judged%20..%2F%20id"])
     assert case_folder("judged ../ id") == "judged%20..%2F%20id"
     lines = [orjson.loads(x) for x in (tape / "chat" / "0.jsonl").read_text().splitlines()]
