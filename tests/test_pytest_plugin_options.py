@@ -55,7 +55,8 @@ def test_a_run_recording_replays_under_pytest_and_a_pytest_recording_under_run(p
                            ).assert_outcomes(passed=2)
         asked = len(model.asked)
     assert asked == 4  # two cases, once by run and once by pytest: nothing was asked after this
-    assert sorted(p.name for p in (pytester.path / "by-pytest").iterdir()) == ["bye", "cassette.json", "hello"]
+    recorded_files = sorted(p.name for p in (pytester.path / "by-pytest").iterdir())
+    assert recorded_files == [".lock", "bye", "cassette.json", "hello"]
 
     pytester.runpytest(*plugin("--agent-eval", cases, "--agent-eval-base-url", DEAD, "--agent-eval-replay", "by-run",
                                "--agent-eval-output-dir", "r2")).assert_outcomes(passed=2)

@@ -188,6 +188,8 @@ class Book:
     def write_report(self) -> tuple[Report | None, list[str]]:
         """Write the JSON report, its page and its history row for every case played; the report (None
         when nothing was played or it could not be written) and the warnings `run` would print."""
+        if self.tape is not None:
+            self.tape.close()  # --agent-eval-record: the session lets go of the recording's folder
         if not self.played or self.journal is None:
             return None, []
         self.journal.close()
