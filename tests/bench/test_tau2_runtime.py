@@ -45,3 +45,16 @@ def test_observations_and_database_equal_tau2s_own_environment(tau2_suites: dict
         assert any(text.startswith("Error: ") for text in seen)
         assert backend.state(world) == upstream_db, case["id"]
         assert backend.state(backend.build({"db": "db.json"})) == pristine  # the next run starts clean
+
+
+def test_calculate_refuses_a_power_too_large_to_compute_with_upstreams_own_error(tau2_suites: dict[str, Path]) -> None:
+    tools = load_tools("tools.py", tau2_suites["airline"].parent)
+    assert tools.backend is not None
+    world = tools.backend.build({"db": "db.json"})
+    assert tools.invoke("calculate", {"expression": "2 ** 10 + (3 - 1) / 4"}, world) == "1024.5"
+    upstream_seen, _ = _play_upstream("airline", [{"name": "calculate", "args": {"expression": "10 ** 400"}}])
+    assert upstream_seen == ["Error: int too large to convert to float"]  # what tau2 gives a result this large
+    for hostile in ("9**9**9**9", "(99999**99999)**99999", "10 ** 400"):
+        with pytest.raises(Exception) as refused:
+            tools.invoke("calculate", {"expression": hostile}, world)
+        assert f"{type(refused.value).__name__}: {refused.value}" == "Error: int too large to convert to float"

@@ -173,12 +173,46 @@ def _dumped(value: Any) -> Any:
     return value.model_dump(mode="json") if hasattr(value, "model_dump") else value
 
 
+MAX_DIGITS = 1_000_000  # of a power `calculate` is let compute (upstream computes any, holding the GIL)
+
+
+def refuse_huge_power(expression: Any) -> None:
+    """Raise what tau2's `calculate` ends with for a power too large to compute in reasonable time (`float()`
+    of an integer over 309 digits: OverflowError), before computing it: `9**9**9**9` would hold the
+    interpreter for hours (upstream's `eval` computes it), a hostile input that must not stop a run."""
+    import ast
+    import math
+
+    def digits(node: ast.AST) -> float:  # an upper bound of log10(|value| + 1)
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            return math.log10(abs(node.value) + 1)
+        if isinstance(node, ast.UnaryOp):
+            return digits(node.operand)
+        if isinstance(node, ast.BinOp):
+            left, right = digits(node.left), digits(node.right)
+            if isinstance(node.op, ast.Pow):
+                return math.inf if right > 300 else left * 10 ** right
+            return left + right + 1
+        return 0.0
+
+    if not isinstance(expression, str) or "**" not in expression:
+        return
+    try:
+        tree = ast.parse(expression, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return  # tau2's own eval gives the error
+    if digits(tree.body) > MAX_DIGITS:
+        raise OverflowError("int too large to convert to float")
+
+
 def make_tool(name: str, to_text: Callable[[Any], str]) -> Callable[..., str]:
     """The tool `name`: tau2's tool-kit method on the run's database; its result as tau2's environment turns
     it into text, an exception as `Error: <message>` (an agent-eval tool error, counted by max_tool_errors)."""
 
     def call(context: World, **kwargs: Any) -> str:
         try:
+            if name == "calculate":
+                refuse_huge_power(kwargs.get("expression"))
             result = context.tools.use_tool(tool_name=name, **kwargs)
         except Exception as exc:  # noqa: BLE001 - tau2 shows any exception of a tool to the model as text
             raise Error(str(exc)) from None
