@@ -12,7 +12,8 @@ from agent_eval.errors import ConfigError
 
 def list_command(cases: Path, filters: Sequence[str], console: Console) -> int:
     """Print id, input kind and tags of each selected case; no case selected is exit 2."""
-    from agent_eval.suite.cases import load_suite, select_cases
+    from agent_eval.suite.cases import load_suite
+    from agent_eval.suite.selection import select_cases
 
     suite = load_suite(cases)
     selected = select_cases(suite.cases, list(filters))

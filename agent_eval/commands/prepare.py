@@ -13,7 +13,8 @@ from agent_eval.records import Case
 from agent_eval.errors import ConfigError
 from agent_eval.flags import DEFAULTS, Flags
 from agent_eval.run.config import RunConfig, resolve
-from agent_eval.suite.cases import Suite, load_suite, select_cases
+from agent_eval.suite.cases import Suite, load_suite
+from agent_eval.suite.selection import select_cases
 
 
 @dataclass

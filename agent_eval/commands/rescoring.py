@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from agent_eval.records import Case, CaseEntry, Report, RunRecord
 from agent_eval.score import stats
-from agent_eval.suite.cases import Suite, has_only_judged_checks
+from agent_eval.suite.cases import Suite
+from agent_eval.suite.selection import has_only_judged_checks
 from agent_eval.score.env_checks import is_env_check
 from agent_eval.score.envdiff import apply_diff, get_path, show_json
 from agent_eval.errors import ConfigError

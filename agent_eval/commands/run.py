@@ -28,7 +28,8 @@ from agent_eval.run.runner import Runner
 from agent_eval.run.agents.gold import require_gold
 from agent_eval.run.scenario import require_user
 from agent_eval.run.worker import WorkerInit, build_parts, tape_of
-from agent_eval.suite.cases import Suite, skip_reason
+from agent_eval.suite.cases import Suite
+from agent_eval.suite.selection import skip_reason
 
 RUNNING = "running"
 SHOW_RETRY_FROM = 3  # without a progress display, an endpoint's retries are printed from this attempt on

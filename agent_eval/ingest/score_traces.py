@@ -22,7 +22,8 @@ from agent_eval.records import Case, CaseEntry, RunRecord
 from agent_eval.score.metrics import case_entry, skipped_entry
 from agent_eval.score.pipeline import ScoringContext, score_run
 from agent_eval.errors import ConfigError
-from agent_eval.suite.cases import Suite, skip_reason
+from agent_eval.suite.cases import Suite
+from agent_eval.suite.selection import skip_reason
 
 if TYPE_CHECKING:
     from agent_eval.run.pool import WorkerPool

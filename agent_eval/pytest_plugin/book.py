@@ -37,7 +37,8 @@ from agent_eval.run.scenario import require_user
 from agent_eval.run.worker import build_parts
 from agent_eval.score.metrics import case_entry, skipped_entry
 from agent_eval.score.usage import add_summaries
-from agent_eval.suite.cases import Collector, Suite, case_fields, load_case, load_suite, skip_reason
+from agent_eval.suite.cases import Collector, Suite, case_fields, load_case, load_suite
+from agent_eval.suite.selection import skip_reason
 
 if TYPE_CHECKING:
     from agent_eval.provider.tape import Tape

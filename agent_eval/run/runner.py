@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 import agent_eval.llm as llm
 from agent_eval.provider import endpoints, events
-from agent_eval.suite.cases import Suite, skip_reason
+from agent_eval.suite.cases import Suite
+from agent_eval.suite.selection import skip_reason
 from agent_eval.run.budget import UNLIMITED, Budget
 from agent_eval.run.config import RunConfig
 from agent_eval.report.dialogue import compact_dialogue

@@ -380,28 +380,3 @@ def case_env(suite: Suite, case: Case) -> dict[str, Any]:
 def user_messages(case: Case) -> list[str]:
     """The scripted user messages of a case, in order."""
     return [case["query"]] if case.get("query") is not None else list(case.get("messages") or [])
-
-
-def select_cases(cases: list[Case], filters: list[str]) -> list[Case]:
-    """Keep a case when its id or one of its tags contains one of the filter texts."""
-    if not filters:
-        return list(cases)
-    return [c for c in cases if any(f in c["id"] or any(f in t for t in c.get("tags", ())) for f in filters)]
-
-
-def skip_reason(case: Case, environ: Mapping[str, str], judge_on: bool) -> str | None:
-    """Why a case is skipped, or None when it runs."""
-    missing = [name for name in case.get("requires", ()) if not environ.get(name)]
-    if missing:
-        return f"requires {', '.join(missing)} (unset)"
-    if not judge_on and has_only_judged_checks(case):
-        return "judge disabled"
-    return None
-
-
-def has_only_judged_checks(case: Case) -> bool:
-    """True when the case's only checks are judged ones (rubric, expected_outcome)."""
-    from agent_eval.score.judge import judged_fields
-    from agent_eval.suite.validation import deterministic_checks
-
-    return bool(judged_fields(case)) and not deterministic_checks(case)
