@@ -191,6 +191,7 @@ async def _play(case: Case, trial: int, agent: Agent, tools: ToolSet, template: 
             if first_reply_at is None:
                 first_reply_at = time.perf_counter() - t0 - waits.within(t0) + _replayed_s()
             replies.append(reply)
+            ctx.assistant_texts.append(reply.answer)
             turn_steps.append(len(sandbox.steps))
             ctx.messages.append({"role": "assistant", "content": reply.answer})
             watch.turn_done()
@@ -248,6 +249,8 @@ async def _play(case: Case, trial: int, agent: Agent, tools: ToolSet, template: 
     trace["turn_steps"] = turn_steps
     if watch.diffs is not None:
         trace["turn_env_diffs"] = watch.diffs
+    if len(ctx.assistant_texts) > len(replies):  # the agent also spoke beside its tool calls
+        trace["assistant_texts"] = [text for text in ctx.assistant_texts if text]
     if framework_calls is not None:
         trace["framework_calls"] = framework_calls
     trace["started_at_unix_ns"] = started_at_unix_ns

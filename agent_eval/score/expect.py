@@ -48,6 +48,28 @@ def _answer(trace: Trace) -> str:
     return trace.get("final_answer") or ""
 
 
+def _texts(trace: Trace, case: Case) -> list[str]:
+    """What the text checks read: the last reply, or with `replies: "any"` every assistant text of the run
+    (text sent beside tool calls included); `strip`'s characters removed from each."""
+    expect = case.get("expect") or {}
+    if expect.get("replies") == "any":
+        kept = trace.get("assistant_texts")
+        texts = list(kept) if kept is not None else [r for r in trace.get("replies") or () if r]
+    else:
+        texts = [_answer(trace)]
+    strip = expect.get("strip")
+    if strip:
+        table = str.maketrans("", "", "".join(strip))
+        texts = [text.translate(table) for text in texts]
+    return texts
+
+
+def _shown(texts: list[str]) -> str:
+    if len(texts) == 1:
+        return f"reply: {_quote(texts[0])}"
+    return f"{len(texts)} replies: {_show(texts, 240)}"
+
+
 def _quote(answer: str) -> str:
     return _show(answer, 160)
 
@@ -57,28 +79,29 @@ def _text_check(fold: bool, forbid: bool) -> ExpectCheck:
     how = " (ignoring case)" if fold else ""
 
     def check(value: Any, trace: Trace, case: Case) -> Verdict:
-        answer = _answer(trace)
-        haystack = answer.casefold() if fold else answer
-        found = [s for s in _items(value) if (str(s).casefold() if fold else str(s)) in haystack]
+        texts = _texts(trace, case)
+        haystacks = [text.casefold() for text in texts] if fold else texts
+        found = [s for s in _items(value)
+                 if any((str(s).casefold() if fold else str(s)) in haystack for haystack in haystacks)]
         if forbid and found:
-            return False, f"reply contains forbidden{how} {_show(found)}; reply: {_quote(answer)}"
+            return False, f"reply contains forbidden{how} {_show(found)}; {_shown(texts)}"
         missing = [s for s in _items(value) if s not in found]
         if not forbid and missing:
-            return False, f"reply lacks{how} {_show(missing)}; reply: {_quote(answer)}"
+            return False, f"reply lacks{how} {_show(missing)}; {_shown(texts)}"
         return True, f"reply contains{how} {'none of ' if forbid else ''}{_show(value)}"
 
     return check
 
 
 def _expect_regex(value: Any, trace: Trace, case: Case) -> Verdict:
-    answer = _answer(trace)
+    texts = _texts(trace, case)
     for pattern in _items(value):
         compiled = compile_regex(pattern) if isinstance(pattern, str) else None
         if compiled is None:
             return False, f"{_show(pattern)} is not a valid regular expression"
         try:
-            if not regex_matches(pattern, answer):
-                return False, f"no match for regex {_show(pattern)} in reply: {_quote(answer)}"
+            if not any(regex_matches(pattern, text) for text in texts):
+                return False, f"no match for regex {_show(pattern)} in {_shown(texts)}"
         except RegexTimeout as exc:
             return False, str(exc)
     return True, f"reply matches {_show(value)}"
@@ -169,6 +192,20 @@ def _regexes(value: Any) -> list[str]:
     return out
 
 
+def _replies(value: Any) -> list[str]:
+    if value not in ("last", "any"):
+        return ["must be \"last\" (the reply to the last user message, the default) or \"any\" (every "
+                "assistant text of the run)"]
+    return []
+
+
+def _strip(value: Any) -> list[str]:
+    if not isinstance(value, list) or not value or not all(isinstance(c, str) and len(c) == 1 for c in value):
+        return ["must be a non-empty list of single characters, removed from the reply before matching "
+                "(e.g. [\",\"])"]
+    return []
+
+
 EXPECT_CHECKS: dict[str, ExpectKey] = {
     "contains": ExpectKey(_text_check(fold=False, forbid=False)),
     "not_contains": ExpectKey(_text_check(fold=False, forbid=True)),
@@ -183,11 +220,13 @@ EXPECT_CHECKS: dict[str, ExpectKey] = {
     "max_tool_calls": ExpectKey(_expect_max_tool_calls, _whole_number),
     "grounded": ExpectKey(_expect_grounded, _only_true),
 }
+MODIFIERS: dict[str, Callable[[Any], list[str]]] = {"replies": _replies, "strip": _strip}
+"""Keys that change how the text checks read the replies, and are no check of their own."""
 EXPECT_KEYS = EXPECT_CHECKS.keys()
 """The `expect` keys this version checks: a live view, so a row added to EXPECT_CHECKS shows here."""
 
 
-_BUILT_IN_KEYS = frozenset(EXPECT_CHECKS)
+_BUILT_IN_KEYS = frozenset(EXPECT_CHECKS) | MODIFIERS.keys()
 
 
 def register_expect_key(name: str, key: ExpectKey) -> None:
@@ -207,11 +246,18 @@ def register_expect_key(name: str, key: ExpectKey) -> None:
 def validate_expect(expect: dict[str, Any]) -> list[tuple[str, str]]:
     """Every problem of a case's `expect` block, as (field, message with the fix)."""
     problems = []
+    if expect and all(key in MODIFIERS for key in expect):
+        problems.append(("expect", f"{' and '.join(expect)} only say how the text checks read the replies; add "
+                                   "a check (contains, icontains, regex, ...) or remove the expect block"))
     for key, value in expect.items():
+        if key in MODIFIERS:
+            problems.extend((f"expect.{key}", message) for message in MODIFIERS[key](value))
+            continue
         row = EXPECT_CHECKS.get(key)
         if row is None:
-            close = difflib.get_close_matches(key, sorted(EXPECT_KEYS), n=1, cutoff=0.75)
-            hint = f"did you mean `{close[0]}`?" if close else f"use one of {', '.join(sorted(EXPECT_KEYS))}"
+            known = sorted({*EXPECT_KEYS, *MODIFIERS})
+            close = difflib.get_close_matches(key, known, n=1, cutoff=0.75)
+            hint = f"did you mean `{close[0]}`?" if close else f"use one of {', '.join(known)}"
             problems.append((f"expect.{key}", f"unknown expect key; {hint}"))
             continue
         problems.extend((f"expect.{key}", message) for message in row.validate(value))

@@ -7,11 +7,10 @@ import orjson
 import pytest
 
 from agent_eval.run.agents import load_agent
+from agent_eval.suite.selection import select_cases, skip_reason
 from agent_eval.suite.cases import (
     case_env,
     load_suite,
-    select_cases,
-    skip_reason,
 )
 from agent_eval.errors import CaseFileError
 

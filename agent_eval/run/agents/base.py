@@ -55,6 +55,7 @@ class RunContext:
     state: dict[str, Any] = field(default_factory=dict)  # an agent's private per-run memory
     fatal: str | None = None  # set when the agent broke the contract (bad record_usage): the run fails
     link: RunLink | None = None  # the run's path on the recording endpoint, once opened
+    assistant_texts: list[str] = field(default_factory=list)  # text sent beside tool calls, then each reply
 
 
 class Agent(Protocol):

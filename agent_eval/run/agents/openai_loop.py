@@ -51,6 +51,8 @@ class OpenAIAgent:
             history.append(turn)
             if not calls:
                 return Reply(answer.content or "")
+            if answer.content:  # text sent beside tool calls (`expect.replies: "any"` reads it)
+                ctx.assistant_texts.append(answer.content)
             for call in calls:
                 function = call["function"]
                 history.append({"role": "tool", "tool_call_id": call["id"],
