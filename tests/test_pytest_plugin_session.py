@@ -73,3 +73,25 @@ def test_inline(agent_eval):
     out = result.stdout.str()
     assert f"repeat={repeat!r}): repeat is the number of runs of the case, a positive whole number" in out
     assert not (pytester.path / "out").exists()  # nothing was played
+
+
+@pytest.mark.slow  # two worker processes
+def test_exitfirst_under_xdist_leaves_the_unplayed_cases_not_run(pytester: pytest.Pytester,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    agent = ('import time\n\ndef agent(task):\n    if task.case_id != "fails":\n        time.sleep(0.5)\n'
+             '    return "no" if task.case_id == "fails" else "42"\n')
+    rows = [{"id": "fails", "query": "q", "expect": {"contains": "42"}},
+            *({"id": f"c{n:02d}", "query": "q", "expect": {"contains": "42"}} for n in range(19))]
+    cases = write_suite(pytester.path / "suite", rows, {"agent": "agent.py:agent"}, {"agent.py": agent})
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "xdist.plugin", "-p",
+                                           "agent_eval.pytest_plugin", "-n", "2", "-x", "--agent-eval", str(cases),
+                                           "--agent-eval-output-dir", "out")
+    assert result.ret != pytest.ExitCode.OK  # xdist ends -x as interrupted (2), as it does without agent-eval
+    reports = list((pytester.path / "out").glob("*.json"))
+    report = orjson.loads(reports[0].read_bytes())
+    statuses = {c["id"]: c["status"] for c in report["cases"]}
+    assert sorted(statuses) == sorted(r["id"] for r in rows)  # every selected case, as without xdist
+    assert statuses["fails"] == "failed" and report["stopped_early"] is True and report["interrupted"] is False
+    assert set(statuses.values()) <= {"passed", "failed", "not_run"} and "not_run" in statuses.values()
+    assert report["summary"]["cases_not_run"] == sum(s == "not_run" for s in statuses.values())

@@ -205,6 +205,35 @@ class Book:
         written = report is not None and report_path_of(self.cfg.output_dir, self.run_id).is_file()
         return (report if written else None), lines
 
+    def merge_journals(self) -> None:
+        """xdist after a Ctrl-C: the journals of workers whose book never reached the controller (it stopped
+        listening first), read as `--resume` reads a journal; their case-file runs join this book's journal
+        (an inline case's run again with the test). The runs that ended in error are played again."""
+        from agent_eval.run.journal import scan_runs
+        from agent_eval.run.runner import lite_run
+
+        by_id = self.by_id
+        for path in sorted(self.cfg.output_dir.glob(f"{self.run_id}.gw*.jsonl")):
+            journal, data = self._journal(), path.read_bytes()
+            for case_id, trial, run, (start, length) in scan_runs(path):
+                case = by_id.get(case_id)
+                if case is None or case_id in self.inline or run["status"] == "error":
+                    continue
+                played = self.played.setdefault(case_id, Played(case, None))
+                position = journal.append_json(case_id, trial, data[start:start + length])
+                if position is not None and trial not in played.runs:
+                    played.offsets[trial], played.runs[trial] = position, lite_run(run, case)
+            path.unlink(missing_ok=True)
+
+    def add_unplayed(self, ids: set[str]) -> None:
+        """xdist, after -x or Ctrl-C: the selected cases no worker played are `not_run` (skipped ones skipped),
+        as the run scheduler leaves them without xdist; `--resume` plays them."""
+        unplayed = [c for c in self.suite.cases if c["id"] in ids and c["id"] not in self.played
+                    and c["id"] not in self.problems]
+        if unplayed:
+            self._journal()
+            self.played.update((c["id"], Played(c, self.skip_of(c))) for c in unplayed)
+
     def _pick_baseline(self) -> list[str]:
         """--agent-eval-baseline last: the newest earlier run that can be gated against, as `run` picks it (a
         warning when there is none; a ConfigError when none of the earlier ones qualifies)."""

@@ -77,6 +77,7 @@ class SessionState:
         self.parts: list[bytes] = []
         self.reports: list[tuple[Report | None, list[str], Path | None]] = []
         self.markers: set[str] = set()
+        self.collected: set[str] = set()  # xdist's controller: the node ids the workers collected (selected)
         workerinput = getattr(config, "workerinput", None)
         self.worker: str | None = workerinput["workerid"] if workerinput else None
         given = (workerinput or {}).get(RUNS_KEY) or {}
@@ -153,13 +154,23 @@ class SessionState:
         node.workerinput[RUNS_KEY] = self.runs
         node.workerinput[START_KEY] = str(self.start)
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        self.collected.update(ids)
+
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.worker is not None:
             self.config.workeroutput[PAYLOAD] = [b.part_payload() for b in self.books.values()]  # type: ignore[attr-defined]
             return
+        stopped = bool(session.shouldfail or session.shouldstop)  # -x (xdist ends that as interrupted too)
+        interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED and not stopped
+        if self.collected:  # xdist: what the workers sent while the controller stopped (Ctrl-C, -x)
+            self.parts.extend(late_payloads(self.config))
         if self.parts:
             self._merge_parts()
+        if self.collected and (interrupted or stopped):
+            self._mark_unplayed(interrupted)
         from agent_eval.report.files import report_path_of
 
         from agent_eval.errors import ConfigError
@@ -189,6 +200,27 @@ class SessionState:
                 self.reports.append((None, [f"agent-eval: no report for {cases_file}: {exc}"], None))
                 continue
             book.merge_parts(payloads)
+
+    def _mark_unplayed(self, interrupted: bool) -> None:
+        """xdist: the selected cases of each case file that no worker played are `not_run`."""
+        from agent_eval.errors import CaseFileError, ConfigError
+
+        by_file: dict[Path, set[str]] = {}
+        for nodeid in self.collected:
+            path, _, case_id = nodeid.partition("::")
+            key = (self.config.rootpath / path).resolve()
+            if case_id and key in self.files:
+                by_file.setdefault(key, set()).add(case_id)
+        for key, ids in by_file.items():
+            try:
+                book = self.open(key)
+            except (CaseFileError, ConfigError):  # the workers reported it as each item's error
+                continue
+            book.interrupted |= interrupted
+            book.stopped_early |= not interrupted
+            if interrupted:
+                book.merge_journals()
+            book.add_unplayed(ids)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if not self.reports:
@@ -220,6 +252,24 @@ def headline(report: Report, path: Path, width: int) -> str:
     console.print(verdict_text(report))
     console.print(f"JSON report: {path}", markup=False)
     return out.getvalue()
+
+
+def late_payloads(config: pytest.Config) -> list[bytes]:
+    """xdist's controller: the books of workers whose end came after the controller stopped listening (a
+    Ctrl-C, -x): their `workerfinished` events wait in the controller's queue, unread."""
+    from queue import Empty
+
+    dsession = config.pluginmanager.get_plugin("dsession")
+    queue = getattr(dsession, "queue", None)
+    found: list[bytes] = []
+    while queue is not None:
+        try:
+            name, kwargs = queue.get_nowait()
+        except Empty:
+            break
+        if name == "workerfinished":
+            found.extend((kwargs.get("workeroutput") or {}).get(PAYLOAD) or ())
+    return found
 
 
 def _held_items(config: pytest.Config, session: pytest.Session) -> list[pytest.Item]:
