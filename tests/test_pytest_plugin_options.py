@@ -120,3 +120,20 @@ def test_the_gate_against_a_baseline_fails_the_session(pytester: pytest.Pytester
     # pass_at_1 fell from 1.0 (2 of 2 runs) to 0.5 (1 of 2)
     assert gated["summary"]["pass_at_1"] == 0.5
     assert "FAIL (exit 1)" in second.stdout.str()
+
+
+@pytest.mark.slow  # two worker processes
+def test_under_xdist_the_workers_record_into_one_folder(pytester: pytest.Pytester,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = [{"id": f"hello{n}", "query": "say hello", "expect": {"contains": "hello"}} for n in range(6)]
+    cases = write_suite(pytester.path / "suite", rows, {"name": "greet"})
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    with serving([{"match": {"role": "agent"}, "reply": "hello there"}]) as model:
+        result = pytester.runpytest_subprocess(*plugin(
+            "-p", "xdist.plugin", "-p", "agent_eval.pytest_plugin", "-n", "2", "--agent-eval", cases,
+            "--agent-eval-base-url", model.base_url, "--agent-eval-record", "rec", "--agent-eval-output-dir", "r1"))
+        result.assert_outcomes(passed=6)  # the second worker was not refused the folder the first one holds
+    replayed = run_cli("run", "--cases", cases, "--agent", "openai", "--model", "m", "--base-url", DEAD, "--replay",
+                       pytester.path / "rec", "--output-dir", pytester.path / "r2", "--no-html", cwd=pytester.path)
+    assert replayed.exit_code == 0, replayed.stdout + replayed.stderr
+    assert only_report(pytester.path / "r2")["summary"]["replay"]["hits"] == 6

@@ -77,6 +77,7 @@ class Book:
     problems: dict[str, str] = field(default_factory=dict)  # case id -> why it could not be played (an error)
     journal: Journal | None = None
     tape: Tape | None = None  # --agent-eval-record / --agent-eval-replay
+    extends: bool = False  # an xdist worker's: the controller's recording extends one (--replay-miss live)
     gate_failed: bool = False  # the gate could not be applied (no earlier run qualifies as the baseline)
     agent_dir: Path = Path()  # where a relative agent SPEC starts: the case file's folder, or pytest's for an option's
     inline: dict[str, dict[str, Any]] = field(default_factory=dict)  # inline cases by id, as the test gave them
@@ -145,11 +146,20 @@ class Book:
     def _tape(self, cases: list[Case], cfg: RunConfig) -> Tape | None:
         """--agent-eval-record: one tape for the session (its header written once); --agent-eval-replay: one
         per batch, whose runs' cassettes are checked as `run` checks them (its counts are the batch's)."""
-        if self.tape is None or cfg.replay is not None:
+        if self.part is not None and cfg.record is not None and cfg.replay is None:
+            if self.tape is None:  # an xdist worker: the controller holds the folder and wrote its header
+                from agent_eval.run.worker import tape_of
+
+                self.tape = tape_of(cfg, self.extends)
+        elif self.tape is None or cfg.replay is not None:
             from agent_eval.commands.run import open_tape
 
             self.tape = open_tape(cfg, self.suite, cases)
         return self.tape
+
+    def open_tape(self) -> Tape | None:
+        """The session's recording opened for every case of the file (the xdist controller's)."""
+        return self._tape(self.suite.cases, self.cfg)
 
     def _journal(self) -> Journal:
         if self.journal is None:

@@ -23,6 +23,7 @@ from agent_eval.report.model import new_run_id, now_iso
 from agent_eval.report.reasons import case_reason, failure_lines
 
 RUNS_KEY = "agent_eval_runs"  # the key of the controller's run ids in each worker's workerinput
+EXTENDS_KEY = "agent_eval_extends"  # which case files' recordings the controller extends, for the workers
 START_KEY = "agent_eval_start"  # the controller's starting folder, in each worker's workerinput
 
 
@@ -108,6 +109,8 @@ class SessionState:
             # as `run --cases` records it; whole when a conftest moved the working directory away
             given = key.relative_to(here) if key.is_relative_to(here) and Path.cwd() == here else key
             self.books[key] = open_book(given, self.flags(given), run_id, created_at, self.worker, self.start)
+            extends = (getattr(self.config, "workerinput", None) or {}).get(EXTENDS_KEY) or {}
+            self.books[key].extends = bool(extends.get(str(key)))
         return self.books[key]
 
     def register_marker(self, tag: str) -> None:
@@ -153,6 +156,27 @@ class SessionState:
         """xdist: every worker writes its runs under the controller's run ids."""
         node.workerinput[RUNS_KEY] = self.runs
         node.workerinput[START_KEY] = str(self.start)
+        node.workerinput[EXTENDS_KEY] = self._record_for_workers()
+
+    def _record_for_workers(self) -> dict[str, bool]:
+        """xdist with --agent-eval-record: the controller locks each recording folder and writes its header
+        once, for the session (workers recording at once would refuse each other); whether each extends one."""
+        from agent_eval.errors import CaseFileError, ConfigError
+
+        extends: dict[str, bool] = {}
+        for path in self.files:
+            try:
+                book = self.open(path)
+            except (CaseFileError, ConfigError):  # the workers report it as each item's error
+                continue
+            if book.cfg.record is None or book.cfg.replay is not None:
+                continue
+            try:
+                tape = book.tape or book.open_tape()
+            except ConfigError as exc:
+                raise pytest.UsageError(as_options(str(exc))) from None
+            extends[str(path)] = bool(tape is not None and tape.extends)
+        return extends
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
