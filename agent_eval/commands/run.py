@@ -186,6 +186,14 @@ def _play_suite(flags: Flags, console: Console | None, err: Console) -> Played:
             runner.budget = _budget(cfg, runner, suite, journal.path if resumed else None)
         if resumed:
             resumed.restore(runner.restore)
+        if progress is None and console is not None and not cfg.quiet:  # a log: a line every minute
+            from agent_eval.commands import heartbeat as beats
+
+            done = sum(len(slot.runs) for slot in runner.slots)
+            heartbeat = beats.Heartbeat(lambda line: say(err, line), total=done + runner.pending, done=done,
+                                        every_s=beats.EVERY_S)
+            listeners.add(heartbeat)
+            heartbeat.start()
         with Interrupts() as interrupts:
             try:
                 if progress:

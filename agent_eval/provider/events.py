@@ -20,6 +20,14 @@ class RunListener(Protocol):
         """A run was journaled (wherever it was played)."""
         return None
 
+    def run_started(self, case_id: str, trial: int) -> None:
+        """A run was taken: it starts here, or is handed to a worker."""
+        return None
+
+    def run_ended(self, case_id: str, trial: int, status: str) -> None:
+        """A run was journaled with this status (`passed`, `failed`, `error`), just before `run_finished`."""
+        return None
+
     def retrying(self, endpoint: str, attempt: int, most: int) -> None:
         """A request to `endpoint` is about to be retried (here or in a worker); a 429 may pass `most`."""
         return None
@@ -53,6 +61,14 @@ class Listeners(RunListener):
     def run_finished(self) -> None:
         for listener in self._listeners:
             listener.run_finished()
+
+    def run_started(self, case_id: str, trial: int) -> None:
+        for listener in self._listeners:
+            listener.run_started(case_id, trial)
+
+    def run_ended(self, case_id: str, trial: int, status: str) -> None:
+        for listener in self._listeners:
+            listener.run_ended(case_id, trial, status)
 
     def retrying(self, endpoint: str, attempt: int, most: int) -> None:
         for listener in self._listeners:

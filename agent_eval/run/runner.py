@@ -142,7 +142,7 @@ class Runner:
         n = min(n, room)
         pairs = []
         for pair in self._indexed:
-            self._started += 1
+            self._start(*pair)
             pairs.append(pair)
             if len(pairs) == n:
                 break
@@ -214,8 +214,8 @@ class Runner:
             pair = next(work, None)
             if pair is None:
                 return
-            self._started += 1
             index, trial = pair
+            self._start(index, trial)
             slot = self.slots[index]
             # As stored: a value JSON cannot hold is converted, in the kept row too (as a worker sends it).
             run, run_json = await self.player.play_encoded(slot, trial)
@@ -241,6 +241,11 @@ class Runner:
         self.models_used.update(models)
         self._finished_run(slot, trial, lite)
 
+    def _start(self, index: int, trial: int) -> None:
+        """Every run taken passes here, played here or handed to a worker."""
+        self._started += 1
+        self.listeners.run_started(str(self.slots[index].case["id"]), trial)
+
     def _finished_run(self, slot: CaseSlot, trial: int, lite: RunRecord) -> None:
         """Every journaled run passes here, wherever it was played."""
         slot.runs[trial] = lite
@@ -252,6 +257,7 @@ class Runner:
         if lite["status"] == "failed" and self.cfg.exitfirst and not self._stopping:
             self._stopping = self.stopped_early = True  # -x: runs in flight finish, no new one starts
         self.player.gc.run_finished()
+        self.listeners.run_ended(str(slot.case["id"]), trial, str(lite["status"]))
         self.listeners.run_finished()
 
     def spent(self, pricing: dict[str, Any] | None) -> dict[str, Any]:
