@@ -57,14 +57,24 @@ def user_traceback(exc: BaseException) -> str | None:
         return None
 
 
+_INSTALLED = ("site-packages", "dist-packages")  # the folders installed packages live in: not "your code"
+
+
+def _is_installed(filename: str) -> bool:
+    return any(part in _INSTALLED for part in Path(filename).parts)
+
+
 def innermost_frame(text: str | None) -> str | None:
-    """`demo_agent.py:57 in agent`: the last frame of a user traceback's text; None without one."""
+    """`demo_agent.py:57 in agent`: the innermost frame of a user traceback's text that is outside
+    site-packages (your code, not the framework or SDK it called into; the innermost frame of all when
+    every frame is installed code); None without a frame."""
     if not text or not isinstance(text, str):
         return None
     frames = _FRAME_LINE.findall(text)
     if not frames:
         return None
-    filename, line, name = frames[-1]
+    own = [frame for frame in frames if not _is_installed(frame[0])]
+    filename, line, name = (own or frames)[-1]
     return f"{Path(filename).name}:{line} in {name}"
 
 

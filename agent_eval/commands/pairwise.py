@@ -72,4 +72,5 @@ def run_pairwise(base: Mapping[str, Any], new: Mapping[str, Any], new_path: Path
     figures = summarize_pairs(verdicts, level)
     figures["judge_model"] = model
     figures["judge"] = judge.usage.as_summary(model, suite.settings.get("pricing"))
+    figures["judge"]["deduplicated"] = judge.usage.deduplicated  # the same prompt asked twice: one answer
     return figures

@@ -95,13 +95,15 @@ def headline(p: dict[str, Any]) -> list[str]:
     interval = f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""
     judge = p.get("judge") or {}
     cost = judge.get("cost_usd")
+    dedup = judge.get("deduplicated") or 0  # prompts asked twice in this comparison; the rest came from the cache
     lines = [f"{p['n']} pairs over {p['cases']} cases: {p['wins']} wins, {p['losses']} losses, {p['ties']} ties, "
              f"{p['inconsistent']} inconsistent (the two orders disagreed)",
              f"win rate of NEW: {_rate(p['win_rate'])}{interval} (95% case-clustered bootstrap; wins + ties/2 + "
              "inconsistent/2, over n)",
              f"sign test (wins vs losses, two-sided, exact): p = {p['sign_test_p']:.3g}",
-             f"judge {p.get('judge_model') or 'n/a'}: {judge.get('calls', 0)} calls, {judge.get('cache_hits', 0)} "
-             f"cached, {judge.get('prompt_tokens') or 0:,} + {judge.get('completion_tokens') or 0:,} tokens, "
+             f"judge {p.get('judge_model') or 'n/a'}: {judge.get('calls', 0)} calls, {dedup} de-duplicated, "
+             f"{(judge.get('cache_hits') or 0) - dedup} cached, {judge.get('prompt_tokens') or 0:,} + "
+             f"{judge.get('completion_tokens') or 0:,} tokens, "
              + (format_cost(cost) if isinstance(cost, (int, float)) else "cost n/a (the judge's model has no price)")]
     gate = p.get("gate")
     if gate:

@@ -102,6 +102,7 @@ class JudgeUsage(LLMUsage):
     """The judge's own spend (summary.judge): the LLMUsage fields plus answers served from the cache."""
 
     cache_hits: int = 0
+    deduplicated: int = 0  # of cache_hits, the prompts asked before in this process (not from the disk cache)
 
     def as_summary(self, model: str | None, pricing: Mapping[str, Any] | None) -> dict[str, Any]:
         """summary.judge: calls (API calls), cache_hits, tokens, cost_usd, errors."""
@@ -146,6 +147,7 @@ class JudgeClient:
         task = self._asked.get(key)
         if task is not None:
             self.usage.cache_hits += 1
+            self.usage.deduplicated += 1
             return await asyncio.shield(task)
         cached = self.cache.get(key) if self.cache is not None else None
         if cached is not None:

@@ -91,7 +91,7 @@ def test_a_position_biased_judge_gives_15_wins_and_5_inconsistent_pairs(reports,
         assert re.search(rf"c{n} +0 +prefers BASE: response A is better +prefers NEW: response A is better", out)
     # The judge's spend: 35 calls of 1,000 + 20 tokens at $1 and $5 per million:
     # 35 * (1000 * 1 + 20 * 5) / 1e6 = 35 * 0.0011 = $0.0385
-    assert "judge judge-m: 35 calls, 5 cached, 35,000 + 700 tokens, $0.0385" in out
+    assert "judge judge-m: 35 calls, 5 de-duplicated, 0 cached, 35,000 + 700 tokens, $0.0385" in out
     assert "15 wins, 0 losses, 0 ties, 5 inconsistent" in md.read_text()
     assert 'id="inconsistent"' in page.read_text() and "c19" in page.read_text()
     # c00 has a rubric: the judge is asked about it instead of the default criterion.
@@ -102,7 +102,7 @@ def test_a_position_biased_judge_gives_15_wins_and_5_inconsistent_pairs(reports,
     # Asked again, every answer comes from the cache: no call.
     again = run_cli("compare", base, new, "--pairwise", env=judge_env(srv, tmp_path))
     assert again.exit_code == 0 and srv.count == 35
-    assert "judge judge-m: 0 calls, 40 cached, 0 + 0 tokens, $0.0000" in again.stdout
+    assert "judge judge-m: 0 calls, 5 de-duplicated, 35 cached, 0 + 0 tokens, $0.0000" in again.stdout
 
 
 def test_gate_pairwise_regresses_when_new_loses(reports, tmp_path, loopback):
@@ -172,7 +172,7 @@ def test_judge_repeat_asks_each_order_n_uncached_times(reports, tmp_path, loopba
     # 20 pairs x 2 orders x 3 answers, none from the cache or the memo: 120 calls; the same verdicts.
     assert srv.count == 120
     assert "15 wins, 0 losses, 0 ties, 5 inconsistent" in result.stdout
-    assert "judge judge-m: 120 calls, 0 cached" in result.stdout
+    assert "judge judge-m: 120 calls, 0 de-duplicated, 0 cached" in result.stdout
 
 
 def test_run_baseline_gate_pairwise_points_to_compare(tmp_path):
