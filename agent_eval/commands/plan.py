@@ -37,6 +37,11 @@ def plan_command(report_path: Path, console: Console, detect: float = DEFAULT_DE
     if rates.size < MIN_CASES:
         raise ConfigError(f"{report_path} has {rates.size} case(s) with a pass rate; plan needs at least {MIN_CASES} "
                           "to draw new cases like them. Run a larger suite first.")
+    if not ((rates > 0) & (rates < 1)).any():  # every case passed all or none of its runs
+        console.print(f"warning: no case of {report_path} passed some of its runs and failed others: the report "
+                      "shows no run-to-run variation (or has one run per case), and plan draws new runs as "
+                      "repeatable as that, so its answer is optimistic. Plan from a report run with -k 3 or more "
+                      "on a model that varies.", highlight=False, markup=False, soft_wrap=True)
     from agent_eval.score.metric_registry import default_gates
 
     result = plan(rates, detect, power, cost_per_run(report), m=len(default_gates(report.get("summary") or {})))

@@ -117,3 +117,13 @@ def test_a_drop_past_the_search_end_is_shown_as_past_that_end():
     out = io.StringIO()
     render_plan(result, Console(file=out, width=200), "r.json")
     assert "> 0.2" in out.getvalue() and "> 0.5" not in out.getvalue()
+
+
+def test_plan_warns_that_a_report_without_run_to_run_variation_gives_an_optimistic_answer(tmp_path):
+    steady = tmp_path / "steady.json"
+    steady.write_bytes(orjson.dumps(make_report({f"c{i}": [i % 2 == 0] * 3 for i in range(8)})))
+    result = run_cli("plan", str(steady), "--detect", "0.3")
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert "no run-to-run variation" in " ".join(result.stdout.split()) and "optimistic" in result.stdout
+    varied = run_cli("plan", _report_file(tmp_path, 8), "--detect", "0.3")
+    assert "optimistic" not in varied.stdout
