@@ -35,7 +35,8 @@ def parity_cases(entries: list[dict[str, Any]], cases_file: Path, out: Path) -> 
         case["metadata"]["replay"] = entry["turns"]
         cases.append(case)
     document["suite"]["agent"] = f"{HERE / 'tau2_replay.py'}:agent"
-    document["suite"]["user"]["agent"] = f"{HERE / 'tau2_replay.py'}:user"
+    # the scripted user replaces the LLM simulator, whose prompt and stop tokens it has no use for
+    document["suite"]["user"] = {"agent": f"{HERE / 'tau2_replay.py'}:user"}
     document["cases"] = cases
     out.write_bytes(orjson.dumps(document))
     return out
