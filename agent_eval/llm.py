@@ -205,8 +205,11 @@ async def send_raw(base_url: str | None, api_key: str | None, body: dict[str, An
                 attempts[0] += 1
             return _post(client, body, path, headers)
 
-        with tape.as_role(role):
-            response = await retry.send(ep, attempt, timeout_s, client.endpoint)
+        with tape.as_role(role), tape.counting_unsent() as unsent:
+            try:
+                response = await retry.send(ep, attempt, timeout_s, client.endpoint)
+            finally:  # summary.provider counts what reached the provider: not what a recording answered
+                ep.requests -= unsent[0]
     except retry.RequestTimedOut as exc:
         raise ProviderError(f"no answer within {timeout_flag} {timeout_s:g}s"
                             f"{_where(client, shown, exc.retries)}") from None

@@ -192,7 +192,12 @@ def replay_notes(counts: Any, cfg: RunConfig) -> list[str]:
     if silent:
         lines.append(f"warning: {silent} run{'s' if silent != 1 else ''} made no model request through agent-eval; "
                      "--replay cannot cover direct calls")
-    missed = (counts.get("misses") or 0) - (counts.get("live") or 0)
+    live, filled = counts.get("live") or 0, counts.get("live_cassettes")
+    if live and isinstance(filled, list):
+        named = ", ".join(map(str, filled[:10])) + (f" and {len(filled) - 10} more" if len(filled) > 10 else "")
+        lines.append(f"note: {live} request{'s' if live != 1 else ''} the recording lacked went live (--replay-miss "
+                     f"live) and {'were' if live != 1 else 'was'} appended to {cfg.replay or cfg.record}: {named}")
+    missed = (counts.get("misses") or 0) - live
     if missed:
         lines.append(f"error: {missed} request{'s' if missed != 1 else ''} had no recorded answer in {cfg.replay} "
                      "(replay miss: the agent now asks what the recording does not hold); record again with "

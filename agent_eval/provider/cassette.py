@@ -16,7 +16,7 @@ import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -102,17 +102,30 @@ def match_key(role: str, path: str, body: Any) -> bytes:
     return orjson.dumps([role, path, canonical(body)], option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
 
 
-def first_difference(live: Any, recorded: Any, at: str = "") -> tuple[int, str] | None:
-    """(fields equal before it, its path such as `messages[3].content`) of the first field where two
-    canonical requests differ, walking keys in sorted order; None when they are equal."""
+ABSENT = object()  # a field one of two requests does not have
+SHOWN_CHARS = 200  # of each value a replay miss shows
+
+
+class Difference(NamedTuple):
+    """Where two canonical requests first differ: the fields equal before it, its path, both values."""
+
+    equal: int
+    path: str
+    live: Any
+    recorded: Any
+
+
+def first_difference(live: Any, recorded: Any, at: str = "") -> Difference | None:
+    """The first field (a path such as `messages[3].content`) where two canonical requests differ, walking
+    keys in sorted order, with both values (ABSENT where one has none); None when they are equal."""
     equal = [0]
 
-    def walk(a: Any, b: Any, where: str) -> str | None:
+    def walk(a: Any, b: Any, where: str) -> tuple[str, Any, Any] | None:
         if isinstance(a, dict) and isinstance(b, dict):
             for key in sorted(set(a) | set(b), key=str):
                 inner = f"{where}.{key}" if where else str(key)
                 if key not in a or key not in b:
-                    return inner
+                    return inner, a.get(key, ABSENT), b.get(key, ABSENT)
                 found = walk(a[key], b[key], inner)
                 if found is not None:
                     return found
@@ -120,7 +133,7 @@ def first_difference(live: Any, recorded: Any, at: str = "") -> tuple[int, str] 
         if isinstance(a, list) and isinstance(b, list):
             for i in range(max(len(a), len(b))):
                 if i >= len(a) or i >= len(b):
-                    return f"{where}[{i}]"
+                    return f"{where}[{i}]", a[i] if i < len(a) else ABSENT, b[i] if i < len(b) else ABSENT
                 found = walk(a[i], b[i], f"{where}[{i}]")
                 if found is not None:
                     return found
@@ -128,10 +141,18 @@ def first_difference(live: Any, recorded: Any, at: str = "") -> tuple[int, str] 
         if a == b and type(a) is type(b):
             equal[0] += 1
             return None
-        return where or "(the whole body)"
+        return where or "(the whole body)", a, b
 
     found = walk(canonical(live), canonical(recorded), at)
-    return None if found is None else (equal[0], found)
+    return None if found is None else Difference(equal[0], *found)
+
+
+def shown_value(value: Any) -> str:
+    """A differing value as a replay miss shows it: JSON, cut to SHOWN_CHARS characters."""
+    if value is ABSENT:
+        return "(absent)"
+    text = orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "…"
 
 
 # --- reading ------------------------------------------------------------------------------------------

@@ -34,9 +34,14 @@ class Counts:
     misses: int = 0
     live: int = 0
     no_request_runs: int = 0  # replayed runs that made no agent request through agent-eval
+    live_cassettes: list[str] = field(default_factory=list)  # "case/trial.jsonl (n requests)" that went live
 
-    def summary(self) -> dict[str, int]:
-        return asdict(self)
+    def summary(self) -> dict[str, Any]:
+        """summary.replay; `live_cassettes` only when a request went live."""
+        out = asdict(self)
+        if not self.live_cassettes:
+            del out["live_cassettes"]
+        return out
 
 
 @dataclass
@@ -76,6 +81,9 @@ class Tape:
         when it cannot be, else None."""
         if run.unreadable is not None:
             return None  # the cassette is left as it is
+        if run.live:
+            shown = run.path.relative_to(self.folder).as_posix()
+            self.counts.live_cassettes.append(f"{shown} ({run.live} request{'s' if run.live != 1 else ''})")
         if self.replay and run.agent_requests == 0:
             self.counts.no_request_runs += 1
         if not self.replay or run.changed:
@@ -108,6 +116,7 @@ class RunTape:
     miss: str | None = None
     changed: bool = False
     unreadable: str | None = None  # why its cassette could not be read (the run's error)
+    live: int = 0  # requests the recording lacked, asked live and appended (--replay-miss live)
     in_flight: dict[object, Callable[[], None]] = field(default_factory=dict)  # recording: how to abandon each
     _index: dict[bytes, deque[Exchange]] = field(default_factory=dict)
 
@@ -143,7 +152,7 @@ class RunTape:
         """`replay miss: ...` naming the role, the request's number and the nearest recorded one's first
         differing field."""
         head = f"{REPLAY_MISS}: {role} request {seq} ({path}) of case {self.case_id!r} trial {self.trial}"
-        best: tuple[int, str, Exchange] | None = None
+        best: tuple[cassette.Difference, Exchange] | None = None
         for exchange in self.recorded:
             if exchange.role != role or exchange.path != path:
                 continue
@@ -151,12 +160,14 @@ class RunTape:
             if found is None:  # the same request, its recorded answers all taken
                 return (f"{head} repeats the recorded one ({self.path} line {exchange.seq}) more often than the "
                         "recording did")
-            if best is None or found[0] > best[0]:
-                best = (found[0], found[1], exchange)
+            if best is None or found.equal > best[0].equal:
+                best = (found, exchange)
         if best is None:
             return f"{head} has no recorded {role} request to compare with in {self.path}"
-        return (f"{head} differs from the nearest recorded one ({self.path} line {best[2].seq}) at "
-                f"{best[1]}")
+        difference, nearest = best
+        return (f"{head} differs from the nearest recorded one ({self.path} line {nearest.seq}) at "
+                f"{difference.path}: now {cassette.shown_value(difference.live)}, recorded "
+                f"{cassette.shown_value(difference.recorded)}")
 
     def add(self, role: str, path: str, body: Any, status: int | str, answer: Any, stream: bool,
             latency_s: float, usage: Any, live: bool) -> None:
@@ -210,6 +221,27 @@ def using(tape: RunTape | None, role: str | None = None) -> Iterator[None]:
         _replayed_here.reset(held_token)
         if role_token is not None:
             _role.reset(role_token)
+
+
+_unsent: ContextVar[list[int] | None] = ContextVar("agent_eval_tape_unsent", default=None)
+
+
+@contextmanager
+def counting_unsent() -> Iterator[list[int]]:
+    """Inside the block, `held[0]` counts the requests answered without the network (replayed or missed)."""
+    held = [0]
+    token = _unsent.set(held)
+    try:
+        yield held
+    finally:
+        _unsent.reset(token)
+
+
+def note_unsent() -> None:
+    """The transport answered a request itself (from the cassette, or as a miss): no provider saw it."""
+    held = _unsent.get()
+    if held is not None:
+        held[0] += 1
 
 
 @contextmanager

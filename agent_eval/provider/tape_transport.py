@@ -26,7 +26,7 @@ import orjson
 from agent_eval.provider import cassette
 from agent_eval.provider.bounded import MAX_BODY, BodyTooLarge
 from agent_eval.provider.cassette import CLIENT_CLOSED, Exchange
-from agent_eval.provider.tape import ReplayMiss, RunTape, current, current_role
+from agent_eval.provider.tape import ReplayMiss, RunTape, current, current_role, note_unsent
 
 RETRIED = frozenset({408, 409, 429})
 HOLD_GRACE_S = 1.0  # a request the recording abandoned is held this long past --timeout at most
@@ -58,11 +58,13 @@ class TapeTransport(httpx2.AsyncBaseTransport):
         if role == "agent":
             tape.agent_requests += 1
         if tape.unreadable is not None:
+            note_unsent()
             return _failing(tape.unreadable, request)
         mode, counts = tape.tape, tape.tape.counts
         if mode.replay:
             hit = tape.take(role, path, body)
             if hit is not None:
+                note_unsent()
                 counts.hits += 1
                 if role == "agent":
                     tape.credit(hit.latency_s or 0.0)
@@ -70,6 +72,7 @@ class TapeTransport(httpx2.AsyncBaseTransport):
                     return await _held(tape, hit, request)
                 return _replayed(hit, request)
             if not mode.live_on_miss:
+                note_unsent()
                 counts.misses += 1
                 message = tape.describe_miss(role, path, body, tape.requests)
                 tape.miss = tape.miss or message
@@ -106,6 +109,7 @@ class TapeTransport(httpx2.AsyncBaseTransport):
             if live:
                 counts.misses += 1
                 counts.live += 1
+                tape.live += 1
 
         return httpx2.Response(response.status_code, headers=response.headers.raw, request=request,
                                stream=_Tee(response.stream, done, closed), extensions=response.extensions)

@@ -73,6 +73,9 @@ def render_dialogue(report: Report, console: Console) -> None:
         head = Text(f"{case.get('id')}", style="bold")
         head.append(f" · trial {run.get('trial')} · {run.get('status')}", style="red")
         reason = run_failure_reason(run)
+        status_word = f"{run.get('status')}: "
+        if reason and reason.startswith(status_word):  # "error · error: ..." says it twice
+            reason = reason[len(status_word):]
         if reason:
             head.append(f": {trim(reason)}")
         console.print(head)

@@ -66,6 +66,7 @@ def page(report_head: Mapping[str, Any], data_json: str) -> str:
     from agent_eval.report.metrics_section import page_rows
     from agent_eval.report.price_source import pricing_line
     from agent_eval.report.reasons import case_reason, judge_off_note
+    from agent_eval.report.terminal import tape_line
     from agent_eval.report.verdict import verdict_parts
 
     title = f"agent-eval · {report_head.get('suite') or 'suite'} · {report_head.get('run_id') or ''}"
@@ -75,7 +76,10 @@ def page(report_head: Mapping[str, Any], data_json: str) -> str:
     reasons = [case_reason(c) if c is not None else "" for c in cases]
     notes = [judge_off_note(c) if c is not None else "" for c in cases]
     priced = pricing_line(cast(Report, report_head))  # the terminal header's line: where the prices came from
-    data_json = (data_json[:-1] + ',"pricing":' + embed_json(priced) + ',"status_notes":' + embed_json(notes)
+    settings = report_head.get("settings")
+    tape = tape_line(settings) if isinstance(settings, dict) else None  # "replaying DIR (recorded ...)"
+    data_json = (data_json[:-1] + ',"pricing":' + embed_json(priced) + ',"tape":' + embed_json(tape)
+                 + ',"status_notes":' + embed_json(notes)
                  + ',"reasons":' + embed_json(reasons) + "}")
     # The terminal's verdict line (report/verdict.py), as [word, exit code, its causes].
     data_json = data_json[:-1] + ',"verdict":' + embed_json(verdict_parts(cast(Report, report_head))) + "}"

@@ -10,7 +10,7 @@ dialogue) is one function and one entry in that list.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rich.console import Console
@@ -119,11 +119,9 @@ def render_header(report: Report, console: Console) -> None:
         f"repeat {settings.get('repeat', _repeat(report))}",
         f"threshold {settings.get('threshold', NA)}",
     ]), style="dim"))
-    if settings.get("replay"):
-        console.print(Text(f"replaying {settings['replay']} (recorded {settings.get('replay_recorded_at') or NA}, "
-                           f"model {settings.get('replay_model') or NA})", style="dim"))
-    elif settings.get("record"):
-        console.print(Text(f"recording to {settings['record']}", style="dim"))
+    tape = tape_line(settings)
+    if tape:
+        console.print(Text(tape, style="dim"))
     for line in (judge_line(report), pricing_line(report), spend_line(report)):
         if line:
             console.print(Text(line, style="dim"))
@@ -370,3 +368,13 @@ def render_report(report: Report, console: Console, verbose: bool = False) -> No
             section(report, console, verbose=verbose)
         else:
             section(report, console)
+
+
+def tape_line(settings: Mapping[str, Any]) -> str | None:
+    """The header's line of a replayed or recorded run (the terminal's and the page's), else None."""
+    if settings.get("replay"):
+        return (f"replaying {settings['replay']} (recorded {settings.get('replay_recorded_at') or NA}, "
+                f"model {settings.get('replay_model') or NA})")
+    if settings.get("record"):
+        return f"recording to {settings['record']}"
+    return None

@@ -138,7 +138,7 @@ def resolve(flags: Flags, suite: Suite, environ: Mapping[str, str] | None = None
         raise ConfigError("--gate needs --baseline REPORT (or --baseline last): a gate compares this run "
                           "with a baseline run.")
     check_max_cost(cfg.max_cost)
-    resolve_tape(cfg, flags)
+    resolve_tape(cfg, flags, given.env)
     _check_ranges(cfg)
     return cfg
 
@@ -242,9 +242,14 @@ _RESOLVERS: dict[str, Callable[[RunConfig, Setting, Given], None]] = {
 }
 
 
-def resolve_tape(cfg: RunConfig, flags: Flags) -> None:
+RECORDING = "recording"  # settings.sources of a value the replayed recording's cassette.json gave
+
+
+def resolve_tape(cfg: RunConfig, flags: Flags, env: Mapping[str, str]) -> None:
     """--record / --replay DIR and --replay-miss. A replay needs no key (the provider is not asked unless
-    --replay-miss live) and takes the recording's models where none is set."""
+    --replay-miss live) and follows the recording: the models its cassette.json names (the agent's, the
+    judge's, the simulated user's) beat the environment's and the suite's; a flag still beats them
+    (`settings.sources` says `recording`)."""
     if flags.path("record") and flags.path("replay"):
         raise ConfigError("--record and --replay both given: record a suite with --record DIR, replay it with "
                           "--replay DIR (--replay-miss live adds what the recording lacks).")
@@ -259,12 +264,16 @@ def resolve_tape(cfg: RunConfig, flags: Flags) -> None:
 
     cfg.recorded = read_header(cfg.replay)
     for name in ("model", "judge_model"):
-        if getattr(cfg, name) is None and isinstance(cfg.recorded.get(name), str):
+        if cfg.sources.get(name) != "flag" and isinstance(cfg.recorded.get(name), str):
             setattr(cfg, name, cfg.recorded[name])
-            cfg.sources[name] = "replay"
-    if cfg.user_sim.model is None and cfg.user_sim.spec is None and isinstance(cfg.recorded.get("user_model"), str):
-        cfg.user_sim.model, cfg.user_sim.source = cfg.recorded["user_model"], "replay"
-        cfg.user = cfg.user_sim.label
+            cfg.sources[name] = RECORDING
+    recorded_user = cfg.recorded.get("user_model")
+    if cfg.user_sim.source != "flag" and isinstance(recorded_user, str):  # the recording's LLM user, not the suite's
+        user = cfg.user_sim
+        user.spec, user.spec_base, user.model, user.source = None, None, recorded_user, RECORDING
+        user.base_url = env.get("AGENT_EVAL_USER_BASE_URL") or cfg.base_url
+        user.api_key = env.get("AGENT_EVAL_USER_API_KEY") or cfg.api_key
+        cfg.user, cfg.sources["user"] = user.label, RECORDING
     if miss == "error":  # nothing is sent: a placeholder key lets a keyless CI job replay
         cfg.api_key = cfg.api_key or PLACEHOLDER_KEY
         cfg.judge_api_key = cfg.judge_api_key or PLACEHOLDER_KEY

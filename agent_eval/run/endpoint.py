@@ -226,11 +226,13 @@ class Endpoint:
             # agent-eval's own retry loop, the endpoint's window and token bucket, as for the built-in
             # agent; waiting for the limit is the run's (trace.rate_limit_wait_s), not the agent's.
             ep = endpoints.endpoint("agent", client.endpoint, model or link.model)
-            with recording(link.waits):
+            with recording(link.waits), tape.counting_unsent() as unsent:
                 try:
                     response = await retry.send(ep, attempt, None, client.endpoint)
                 except retry.RequestFailed as failed:
                     raise _Failed(failed.error, failed.retries, failed.note) from None
+                finally:  # summary.provider counts what reached the provider: not what a recording answered
+                    ep.requests -= unsent[0]
             entry["retries"] = max(0, count[0] - 1)
             if stream:
                 return await self._pass_stream(web, link, request, entry, response, path, wants_usage, body, started)

@@ -246,6 +246,8 @@ async def _play(case: Case, trial: int, agent: Agent, tools: ToolSet, template: 
         at = min(s["t_start_s"] or 0.0 for s in steps)  # a played step is always timed
         first_step = at - waits.within(t0, t0 + at) + run_tape.credit_at(t0 + at)
         trace["ttfa_s"] = first_step if first_reply_at is None else min(first_step, first_reply_at)
+    if run_tape is not None and run_tape.credits and t0 is not None:
+        _advance_by_credits(run_tape, t0, [*trace["steps"], *trace["llm_calls"]])
     trace["turn_steps"] = turn_steps
     if watch.diffs is not None:
         trace["turn_env_diffs"] = watch.diffs
@@ -278,6 +280,15 @@ def _snapshot(env: dict[str, Any]) -> dict[str, Any]:
         return orjson.loads(orjson.dumps(env))
     except TypeError:  # a tool stored a value JSON cannot hold: keep the live env
         return env
+
+
+def _advance_by_credits(run_tape: tape.RunTape, t0: float, timed: list[Any]) -> None:
+    """--replay: each step's and model call's start moves on by the recorded latency credited before it, as
+    if the model's answers had taken their time (so that --otel spans follow one another, never overlap)."""
+    for item in timed:
+        at = item.get("t_start_s")
+        if isinstance(at, int | float) and not isinstance(at, bool):
+            item["t_start_s"] = at + run_tape.credit_at(t0 + at)
 
 
 def build_trace(user_msgs: list[str], replies: list[Reply], steps: list[Step], llm_calls: list[dict[str, Any]],

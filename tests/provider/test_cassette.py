@@ -44,7 +44,7 @@ def test_the_first_difference_is_named_by_its_path() -> None:
     recorded = {"model": "m", "messages": [{"role": "user", "content": "hi"}, {"role": "tool", "content": "old"}]}
     live = {"model": "m", "messages": [{"role": "user", "content": "hi"}, {"role": "tool", "content": "new"}]}
     # Equal before it, in sorted-key order: messages[0].content, messages[0].role = 2 fields.
-    assert first_difference(live, recorded) == (2, "messages[1].content")
+    assert first_difference(live, recorded) == (2, "messages[1].content", "new", "old")
     assert first_difference(live, live) is None
     longer = {**live, "messages": [*live["messages"], {"role": "user", "content": "more"}]}
     assert first_difference(longer, live)[1] == "messages[2]"  # one more message

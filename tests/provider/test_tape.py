@@ -34,8 +34,18 @@ def test_a_changed_request_names_the_nearest_recorded_one_and_the_field() -> Non
     tape = _tape(ASK)
     message = tape.describe_miss("agent", "/chat/completions", OTHER, 1)
     assert message.endswith("differs from the nearest recorded one (tapes/refund/0.jsonl line 1) at "
-                            "messages[0].content")
+                            'messages[0].content: now "bye", recorded "hi"')
     assert "no recorded" in _tape().describe_miss("agent", "/chat/completions", ASK, 1)
+
+
+def test_a_miss_shows_both_values_cut_to_200_characters() -> None:
+    long_now = {"model": "m", "messages": [{"role": "user", "content": "a" * 500}]}
+    message = _tape(ASK).describe_miss("agent", "/chat/completions", long_now, 1)
+    assert message.endswith(f'at messages[0].content: now "{"a" * 199}…, recorded "hi"')  # 200 of '"aaa...'
+    more = {**ASK, "tools": [{"type": "function", "function": {"name": "t", "parameters": {"b": 1}}}]}
+    message = _tape(ASK).describe_miss("agent", "/chat/completions", more, 1)
+    assert message.endswith('at tools: now [{"type":"function","function":{"name":"t","parameters":{"b":1}}}], '
+                            "recorded (absent)")  # a field only one request has
 
 
 def test_two_tapes_in_one_process_overlap_without_seeing_each_other(tmp_path: Path) -> None:

@@ -103,7 +103,10 @@ def test_record_with_replay_miss_live_extends_a_recording(tmp_path: Path) -> Non
                                   replay_miss="live")
         assert code == 0, out
         assert srv.count - asked == 3 * 2  # (reset trial 1, who trials 0 and 1) x 2 requests each
-    assert extended["summary"]["replay"] == {"hits": 2, "misses": 6, "live": 6, "no_request_runs": 0}
+    replay = extended["summary"]["replay"]
+    assert sorted(replay.pop("live_cassettes")) == ["reset/1.jsonl (2 requests)", "who/0.jsonl (2 requests)",
+                                                    "who/1.jsonl (2 requests)"]
+    assert replay == {"hits": 2, "misses": 6, "live": 6, "no_request_runs": 0}
     assert sorted(p.name for p in (tape / "who").iterdir()) == ["0.jsonl", "1.jsonl"]
     assert orjson.loads((tape / "cassette.json").read_bytes())["repeat"] == 1  # the recording's header kept
     code, replayed, out = run(tmp_path, cases, record=None, replay=tape, repeat=2)

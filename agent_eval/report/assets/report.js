@@ -53,6 +53,7 @@
       meta.appendChild(el("span", null, [p[0] + " ", el("b", {text: p[1] == null ? "n/a" : String(p[1])})]));
     });
     if (page.pricing) meta.appendChild(el("span", {cls: "pricing", text: String(page.pricing)}));  /* price_source.py */
+    if (page.tape) meta.appendChild(el("span", {cls: "tape", text: String(page.tape)}));  /* terminal.py tape_line */
     h.appendChild(meta);
     /* The terminal's verdict line (report/verdict.py): [word, exit code, what caused it]. */
     var v = page.verdict || ["EXIT", R.exit_code, "unexpected exit code"];
