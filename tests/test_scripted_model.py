@@ -220,3 +220,17 @@ def test_model(agent_eval_scripted_model):
         sdk.chat.completions.create(model="m", messages=[{"role": "user", "content": "bye"}])
 ''')
     pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_a_request_no_entry_matches_ends_the_run_in_error_naming_it_at_once(tmp_path: Path) -> None:
+    cases = write_suite(tmp_path, [{"id": "lost", "query": "what now?", "expect": {"contains": "x"}}],
+                        {"name": "scripted"})
+    with serving([{"match": {"case": "other"}, "reply": "x"}]) as model:
+        result = run_cli("run", "--cases", cases, "--agent", "openai", "--model", "m", "--base-url", model.base_url,
+                         "--no-judge", "--output-dir", tmp_path / "reports", "--no-html", cwd=tmp_path)
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert [status for _, status in model.asked] == [400]  # agent-eval did not retry it
+    report = json.loads(next((tmp_path / "reports").glob("*.json")).read_text())
+    run = report["cases"][0]["runs"][0]
+    assert run["status"] == "error" and "no entry of the script matches" in run["error"]
+    assert "case 'lost'" in run["error"] and "last message 'what now?'" in run["error"]
