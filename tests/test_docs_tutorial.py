@@ -1,14 +1,16 @@
-"""docs/tutorial.md works as written: its files, saved where it says, validate, pass against a model, and
-the change it describes fails the run with the reason it quotes."""
+"""docs/tutorial.md works as written: its files, saved where it says, validate, pass against the scripted
+model it starts (no key, no server of one's own), and the change it describes fails the run with the reason
+it quotes."""
 from __future__ import annotations
 
 import json
 import re
+import shlex
 from pathlib import Path
 
 from tests.builders import ROOT, clean_env
 from tests.cli import run_cli
-from tests.loopback import router, text, tool_calls
+from agent_eval import scripted_model
 
 TUTORIAL = ROOT / "docs" / "tutorial.md"
 _SAVED = re.compile(r"Save this as\s+`([^`]+)`[^\n]*:\n\n```[a-z]*\n(.*?)\n```", re.S)
@@ -23,48 +25,45 @@ def _save_files(folder: Path) -> dict[str, str]:
     return files
 
 
-def _model(messages: list[dict]) -> object:
-    """A stand-in for a capable model: looks the order up, refunds only a delivered one, answers."""
-    user = [m for m in messages if m["role"] == "user"][-1]["content"]
-    seen = [m["content"] for m in messages if m["role"] == "tool"]
-    order = re.findall(r"ORD_\d+", user)[0]
-    if not seen:
-        return tool_calls([("get_order", {"order_id": order})])
-    if "refund" in user.lower() and '"delivered"' in seen[-1]:
-        return tool_calls([("refund_order", {"order_id": order, "reason": "broken on arrival"})])
-    if "refunded" in seen[-1]:
-        return text(f"Done: {seen[-1]}.")
-    status = json.loads(seen[-1])["status"]
-    return text(f"Sorry, {order} cannot be refunded: it is {status}." if "refund" in user.lower()
-                else f"Your order {order} is {status}.")
+def _commands(text: str, start: str) -> list[list[str]]:
+    """Every command of the tutorial's code blocks that starts with `start`, split as a shell would."""
+    blocks = re.findall(r"```[a-z]*\n(.*?)\n```", text, re.S)
+    return [shlex.split(line) for block in blocks for line in block.splitlines() if line.startswith(start)]
 
 
-def test_the_tutorial_suite_validates_passes_and_gates_the_change_it_describes(tmp_path, loopback):
+def test_the_tutorial_suite_validates_passes_and_gates_the_change_it_describes(tmp_path):
+    """Word for word, with the scripted model it says to start: no key and no server of one's own."""
+    text_ = TUTORIAL.read_text(encoding="utf-8")
     files = _save_files(tmp_path)
-    assert set(files) == {"evals/tools.py", "evals/cases.json", "agent.py"}
+    assert set(files) == {"evals/tools.py", "evals/cases.json", "agent.py", "evals/script.json"}
     assert run_cli("validate", "--cases", "evals/cases.json", cwd=tmp_path).exit_code == 0
 
-    srv = loopback(router(_model))
-    env = clean_env(OPENAI_BASE_URL=srv.base_url)
-    args = ("run", "--cases", "evals/cases.json", "--model", "gpt-4o-mini", "-k", "3",
-            "--output-dir", "evals/reports")
-    good = run_cli(*args, cwd=tmp_path, env=env)
-    assert good.exit_code == 0, good.stdout + good.stderr
-    reports = sorted((tmp_path / "evals" / "reports").glob("*.json"))
-    assert len(reports) == 1
-    assert json.loads(reports[0].read_bytes())["summary"]["cases_passed"] == 3
-    # Every file the run wrote is named where the tutorial says what lands in evals/reports/.
-    said = re.search(r"These files land in `evals/reports/`:(.*?)\n\n", TUTORIAL.read_text(), re.S)
-    assert said is not None
-    run_id = reports[0].stem
-    written = {p.name.replace(run_id, "<run_id>") for p in (tmp_path / "evals" / "reports").iterdir()}
-    assert written and all(f"`{name}`" in said.group(1) for name in written), written
+    (serve,) = _commands(text_, "agent-eval scripted-model ")
+    script, said_url = serve[2], f"http://127.0.0.1:{serve[serve.index('--port') + 1]}/v1"
+    good_run, gated_run = (cmd[1:] for cmd in _commands(text_, "agent-eval run ") if "--base-url" in cmd)
+    with scripted_model(tmp_path / script) as base_url:  # any free port: the tutorial's may be taken here
+        def run(args: list[str]):
+            return run_cli(*[base_url if a == said_url else a for a in args], cwd=tmp_path, env=clean_env())
 
-    agent = tmp_path / "agent.py"
-    agent.write_text(agent.read_text().replace("range(8)", "range(2)"))
-    worse = run_cli(*args, "--baseline", str(reports[0]), cwd=tmp_path, env=env)
-    assert worse.exit_code == 1
-    quoted = re.search(r"reason `(expect:icontains: .*?)`", TUTORIAL.read_text(), re.S)
+        good = run(good_run)
+        assert good.exit_code == 0, good.stdout + good.stderr
+        reports = sorted((tmp_path / "evals" / "reports").glob("*.json"))
+        assert len(reports) == 1
+        assert json.loads(reports[0].read_bytes())["summary"]["cases_passed"] == 3
+        # Every file the run wrote is named where the tutorial says what lands in evals/reports/.
+        said = re.search(r"These files land in `evals/reports/`:(.*?)\n\n", text_, re.S)
+        assert said is not None
+        run_id = reports[0].stem
+        written = {p.name.replace(run_id, "<run_id>") for p in (tmp_path / "evals" / "reports").iterdir()}
+        assert written and all(f"`{name}`" in said.group(1) for name in written), written
+
+        (copy,) = _commands(text_, "cp evals/reports/")
+        (tmp_path / copy[2]).write_bytes(reports[0].read_bytes())
+        agent = tmp_path / "agent.py"
+        agent.write_text(agent.read_text().replace("range(8)", "range(2)"))
+        worse = run(gated_run)
+    assert worse.exit_code == 1, worse.stdout + worse.stderr
+    quoted = re.search(r"reason `(expect:icontains: .*?)`", text_, re.S)
     assert quoted is not None
     assert " ".join(quoted.group(1).split()) in " ".join(worse.stdout.split())
 
