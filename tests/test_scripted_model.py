@@ -234,3 +234,13 @@ def test_a_request_no_entry_matches_ends_the_run_in_error_naming_it_at_once(tmp_
     run = report["cases"][0]["runs"][0]
     assert run["status"] == "error" and "no entry of the script matches" in run["error"]
     assert "case 'lost'" in run["error"] and "last message 'what now?'" in run["error"]
+
+
+def test_a_port_out_of_range_or_a_script_that_is_not_a_file_is_exit_2(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text('[{"reply": "hi"}]')
+    for port in ("70000", "-1"):
+        result = run_cli("scripted-model", script, "--port", port)
+        assert result.exit_code == 2 and "from 0 to 65535" in result.stderr and "Traceback" not in result.stderr
+    result = run_cli("scripted-model", tmp_path)
+    assert result.exit_code == 2 and "not a regular file" in result.stderr

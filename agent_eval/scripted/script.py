@@ -70,6 +70,8 @@ def load_script(source: str | Path | Sequence[Any]) -> list[Entry]:
     """A script file (or the list itself) checked; a ConfigError naming the file, the entry and the field."""
     if isinstance(source, (str, Path)):
         path = Path(source)
+        if path.exists() and not path.is_file():  # a folder, a FIFO or a device: never read
+            raise ConfigError(f"{path}: not a regular file; the script is a JSON file.")
         try:
             with path.open("rb") as handle:
                 data = handle.read(MAX_SCRIPT_BYTES + 1)

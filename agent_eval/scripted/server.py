@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 import threading
+from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,7 @@ from agent_eval.scripted.wire import chat_events, completion_body, error_body, r
 HOST = "127.0.0.1"
 MAX_REQUEST = 64 << 20
 NO_RETRY = {"x-should-retry": "false"}
+MAX_ASKED = 10_000  # what a long-lived server keeps of the requests it was asked (tests read it)
 
 
 class ScriptedModel:
@@ -33,7 +36,7 @@ class ScriptedModel:
     def __init__(self, entries: list[Entry], where: str = "the script") -> None:
         self.entries = entries
         self.where = where
-        self.asked: list[tuple[Asked, int]] = []
+        self.asked: deque[tuple[Asked, int]] = deque(maxlen=MAX_ASKED)
         self.port = 0
         self._numbers = itertools.count(1)
         self._runner: Any = None
@@ -44,6 +47,10 @@ class ScriptedModel:
 
     async def start(self, port: int = 0) -> None:
         from aiohttp import web
+
+        if type(port) is not int or not 0 <= port <= 65535:
+            raise ConfigError(f"the scripted model's port is a whole number from 0 to 65535 (0: any free one), "
+                              f"not {port!r}.")
 
         def request(message: Any, payload: Any, protocol: Any, writer: Any, task: Any) -> Any:
             return web.BaseRequest(message, payload, protocol, writer, task, asyncio.get_running_loop(),
@@ -85,7 +92,7 @@ class ScriptedModel:
         role, case, trial, turn = read_headers(request.headers)
         asked = Asked(role, case, trial, turn, last_text(body, responses))
         entry = pick(self.entries, asked)
-        self.asked.append((asked, 400 if entry is None else 200))
+        self.asked.append((replace(asked, last=asked.last[:200]), 400 if entry is None else 200))
         if entry is None:
             message = f"scripted model: no entry of {self.where} matches this request ({asked.describe()})"
             return _json(web, 400, error_body(400, message), NO_RETRY)
