@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal, TypedDict
 
-StopReason = Literal["completed", "max_steps", "max_turns", "timeout", "agent_error"]
+StopReason = Literal["completed", "max_steps", "max_turns", "timeout", "agent_error", "max_tool_errors"]
 """Why a run ended; every reason but `completed` fails the run (the agent's fault)."""
 RunStatus = Literal["passed", "failed", "error"]
 """A run's status: `error` is an infrastructure failure, not the agent's."""

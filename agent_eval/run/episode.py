@@ -115,7 +115,8 @@ class ScriptedUser:
 
 async def play_run(case: Case, trial: int, agent: Agent, tools: ToolSet, template: EnvTemplate,
                    system_prompt: str | None, timeout: float | None, simulator: User | None = None,
-                   servers: ServerPool | None = None, env_blob: bytes | None = None) -> Played:
+                   servers: ServerPool | None = None, env_blob: bytes | None = None,
+                   stop_tools: frozenset[str] = frozenset()) -> Played:
     """Play one run: the user (scripted, or `simulator` for a scenario case) and the agent take turns.
 
     Never raises for the agent's faults. With a simulator, after the agent has answered
@@ -130,17 +131,18 @@ async def play_run(case: Case, trial: int, agent: Agent, tools: ToolSet, templat
         from agent_eval.run.mcp_sessions import play_with_servers
 
         return await play_with_servers(servers, env_blob, template, lambda env, base, remote: _play(
-            case, trial, agent, tools, base, env, system_prompt, timeout, simulator, remote), errored_run)
+            case, trial, agent, tools, base, env, system_prompt, timeout, simulator, remote, stop_tools), errored_run)
     try:
         world = template.fresh()
     except BackendError as exc:
         return errored_run(str(exc))
-    return await _play(case, trial, agent, tools, template, world, system_prompt, timeout, simulator)
+    return await _play(case, trial, agent, tools, template, world, system_prompt, timeout, simulator, None,
+                       stop_tools)
 
 
 async def _play(case: Case, trial: int, agent: Agent, tools: ToolSet, template: EnvTemplate, env: dict[str, Any],
                 system_prompt: str | None, timeout: float | None, simulator: User | None,
-                remote: RunServers | None = None) -> Played:
+                remote: RunServers | None = None, stop_tools: frozenset[str] = frozenset()) -> Played:
     user = simulator or ScriptedUser(case)
     limit = max_turns(case) if simulator is not None else None
     sandbox = Sandbox(tools, env, case.get("faults"), None, case.get("injection"), remote)
@@ -149,7 +151,8 @@ async def _play(case: Case, trial: int, agent: Agent, tools: ToolSet, template: 
         sandbox.allowed = offer.allowed
     ctx = RunContext(case=case, trial=trial, sandbox=sandbox, tool_schemas=tools.schemas,
                      system_prompt=system_prompt)
-    watch = TurnWatch(case, template, sandbox)
+    watch = TurnWatch(case, template, sandbox, stop_tools)
+    sandbox.max_errors = case.get("max_tool_errors")
     waits = Waits()  # time waiting for the provider's limit: not the agent's (trace.rate_limit_wait_s)
     clock = Clock(timeout, waits)
     sent: list[str] = []
@@ -184,6 +187,8 @@ async def _play(case: Case, trial: int, agent: Agent, tools: ToolSet, template: 
             if prepare is not None:  # the recording endpoint's path for agents that use it
                 await call_agent(prepare, ctx)
             reply = await clock.run(call_agent(agent.respond, ctx))
+            if sandbox.stop is not None:  # the case's max_tool_errors was reached in this turn
+                raise AgentStop("max_tool_errors", sandbox.stop)
             if sandbox.infra:
                 raise InfrastructureError(sandbox.infra)
             if ctx.fatal:
@@ -194,10 +199,13 @@ async def _play(case: Case, trial: int, agent: Agent, tools: ToolSet, template: 
             ctx.assistant_texts.append(reply.answer)
             turn_steps.append(len(sandbox.steps))
             ctx.messages.append({"role": "assistant", "content": reply.answer})
-            watch.turn_done()
+            if watch.turn_done(turn_steps[-2] if len(turn_steps) > 1 else 0):
+                break  # a stop tool was called in this turn: the episode ends, completed
             keying.at_turn(len(sent))
     except AgentStop as stop:
         stop_reason, agent_error, agent_tb = stop.stop_reason, ctx.fatal or str(stop), stop.traceback
+        if sandbox.stop is not None:  # the agent was cut at its last allowed tool error, whatever it made of it
+            stop_reason, agent_error, agent_tb = "max_tool_errors", sandbox.stop, None
     except TimeoutError:
         stop_reason, agent_error = "timeout", f"the agent outran --timeout {timeout:g}s"
     except (InfrastructureError, ServerFault, BackendError) as exc:

@@ -101,6 +101,7 @@ class Player:
         self.tape = tape  # --record / --replay: the command's tape, each run's cassette opened from it
         self.simulator = simulator  # plays the user of scenario cases
         self.system_prompt = suite.settings.get("system_prompt")
+        self.stop_tools = frozenset(suite.settings.get("stop_tools") or ())  # validated: tool names
         self.servers: ServerPool | None = None  # when the suite has MCP servers
         if suite.servers:
             from agent_eval.run.mcp_sessions import ServerPool
@@ -151,7 +152,8 @@ class Player:
         run_tape = self.tape.open_run(slot.case["id"], trial) if self.tape is not None else None
         with using(run_tape), keying.for_run(slot.case["id"], trial):
             played = await play_run(slot.case, trial, self.agent, self.suite.tools, slot.template,
-                                    self.system_prompt, self.cfg.timeout, simulator, self.servers, blob)
+                                    self.system_prompt, self.cfg.timeout, simulator, self.servers, blob,
+                                    self.stop_tools)
             if played.trace_json is not None:  # encoded once: the journal splices it in as it is
                 self._trace_json[(id(slot), trial)] = played.trace_json
             # A replay miss is the run's error (the agent asked what the recording does not hold),

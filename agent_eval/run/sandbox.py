@@ -46,6 +46,9 @@ class Sandbox:
         # A case's `tools`/`tools_added` (run/offer.py): the names it may call, and those offered so far.
         self.allowed: frozenset[str] | None = None
         self.offered: frozenset[str] | None = None
+        self.max_errors: int | None = None  # the case's max_tool_errors
+        self.errors = 0
+        self.stop: str | None = None  # why the run ends now (max_tool_errors): later calls raise ToolError
         self._fail_left: dict[str, int] = {}
         self._fault_error: dict[str, str] = {}
         self._delay_s: dict[str, float] = {}
@@ -115,6 +118,8 @@ class Sandbox:
         self._record(name, recorded, output, error, invalid, start, end, None, call_id)
         if fault is not None:
             raise ServerFault(fault)
+        if self.stop is not None:
+            raise ToolError(f"the run has ended ({self.stop})")
         return output, error
 
     def _check(self, name: str, args: Any) -> tuple[str | None, str | None]:
@@ -174,8 +179,8 @@ class Sandbox:
 
         The recorded args are a copy taken before the call: a tool that keeps the list it was given, and
         later changes it, must not rewrite what the step says the agent sent."""
-        if self.closed:
-            raise ToolError("the run has ended (timeout); this call was not recorded")
+        if self.closed or self.stop is not None:
+            raise ToolError(f"the run has ended ({self.stop or 'timeout'}); this call was not recorded")
         invalid, error = self._check(name, args)
         return invalid, error, args if isinstance(args, str) else frozen(args)
 
@@ -190,6 +195,8 @@ class Sandbox:
             if self.closed:  # the run timed out while this tool was running
                 raise ToolError("the run has ended (timeout); this call was not recorded")
             self._record(name, args, output, error, invalid, start, end, error_tb, call_id)
+        if self.stop is not None:  # this call's error was the last one the case allows
+            raise ToolError(f"the run has ended ({self.stop})")
         return output, error
 
     def _await(self, awaitable: Any) -> Any:
@@ -208,6 +215,10 @@ class Sandbox:
         }
         if self.offered is not None and name not in self.offered and self.allowed is not None and name in self.allowed:
             step["not_yet_offered"] = True  # a tool of a later turn's `tools_added`
+        if error is not None and self.max_errors is not None:
+            self.errors += 1
+            if self.errors >= self.max_errors:
+                self.stop = f"max_tool_errors: {self.errors} tool errors, the case's limit"
         if call_id is not None:
             step["call_id"] = call_id  # read and removed when the run's steps are paired (run/pairing.py)
         self.steps.append(step)

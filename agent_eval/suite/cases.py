@@ -76,6 +76,7 @@ class SuiteBlock(_Strict):
     # Any JSON here: their own validators check them and name the field (suite/validation_safety.py...)
     sensitive_tools: JsonValue = None
     escalation_tools: JsonValue = None
+    stop_tools: JsonValue = None  # calling one ends the episode after that agent turn
     policy: JsonValue = None
     user: JsonValue = None
     scorers: JsonValue = None

@@ -20,7 +20,8 @@ def _tool_problem(tools: ToolSet, name: Any, where: str) -> Problems:
         return [(where, "must be a tool name (a string)")]
     if tools is not None and not tools.has(name):
         known = ", ".join(sorted(tools.names)) or "none"
-        return [(where, f"no tool named {name!r} in the suite's tools; known tools: {known}")]
+        return [(where, f"no tool named {name!r} in the suite's tools{did_you_mean(name, tools.names)}; known "
+                        f"tools: {known}")]
     return []
 
 
@@ -85,9 +86,9 @@ def validate_rules(rules: Any, tools: ToolSet, where: str) -> Problems:
 
 
 def validate_suite_safety(block: dict[str, Any], tools: ToolSet) -> Problems:
-    """Problems of the suite's sensitive_tools, escalation_tools and policy."""
+    """Problems of the suite's sensitive_tools, escalation_tools, stop_tools and policy."""
     out: Problems = []
-    for key in ("sensitive_tools", "escalation_tools"):
+    for key in ("sensitive_tools", "escalation_tools", "stop_tools"):
         if block.get(key) is not None:
             out += _tool_list_problems(tools, block[key], f"suite.{key}")
     return out + validate_rules(block.get("policy"), tools, "suite.policy")
