@@ -272,9 +272,13 @@ def render_history(rows: list[dict[str, Any]], metrics: Sequence[str], console: 
     if rows:
         table.add_section()
         blank = [""] * len(columns)
-        # A partial run (a strict subset of the case file: --filter, --lf) is not on the trend line.
+        # A partial run (a strict subset of the case file: --filter, --lf) is not on the trend line, and each
+        # agent and model has a line of its own (a cheaper model's runs are not a drop of the other's).
         whole = [r for r in rows if not r.get("partial")]
-        table.add_row("trend", *blank, *[sparkline([r.get(m) for r in whole]) for m in metrics])
+        for pair in agents:
+            own = [r for r in whole if _who(r) == pair]
+            label = [*blank[:1], pair, *blank[2:]] if len(agents) > 1 else blank
+            table.add_row("trend", *label, *[sparkline([r.get(m) for r in own]) for m in metrics])
         table.add_row("latest", *blank, *[format_value(m, rows[-1].get(m)) for m in metrics])
     console.print(table)
     if hidden:

@@ -254,3 +254,17 @@ def test_why_not_baseline_names_the_first_reason() -> None:
     assert why_not_baseline({**row, "stopped_early": 1}, {"a"}) == "-x stopped it early"
     assert why_not_baseline({**row, "statuses": {}}, set()) == "it selected no case"
     assert why_not_baseline(row, {"a"}) is None
+
+
+def test_history_keeps_one_trend_line_per_agent_and_model(db: Path) -> None:
+    # gpt-4o scores 0.8 then 0.9; a cheap model, run in between, 0.1 then 0.2: mixed on one line they zigzag.
+    for day, (model, score) in enumerate([("gpt-4o", 0.8), ("mini", 0.1), ("gpt-4o", 0.9), ("mini", 0.2)]):
+        report = make_report(f"2025010{day + 1}-000000-aaaaaa", f"2025-01-0{day + 1}T00:00:00", score)
+        report["model"] = model
+        record_run(db, report, None)
+    console = Console(record=True, width=200)
+    render_history(recent_runs(db, "cases/test_cases.json"), ["pass_at_1"], console)
+    lines = [line for line in console.export_text().splitlines() if line.strip().startswith("trend")]
+    assert len(lines) == 2
+    assert "openai / gpt-4o" in lines[0] and lines[0].split()[-1] == "▁▇"
+    assert "openai / mini" in lines[1] and lines[1].split()[-1] == "▁▇"
