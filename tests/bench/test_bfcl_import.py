@@ -114,3 +114,14 @@ def test_a_suite_whose_lock_no_longer_matches_the_installed_package_is_refused(b
     with pytest.raises(ConfigError) as changed:
         load_tools("tools.py", tmp_path)
     assert "BFCL_v4_multi_turn_base.json changed since the import" in str(changed.value)
+
+
+def test_the_gold_agent_passes_every_case_of_the_fresh_base_import(base: Path, tmp_path: Path) -> None:
+    from tests.bench.test_bfcl_oracle import gold_run
+
+    report = gold_run(base / "cases.json", tmp_path / "reports")
+    assert len(report["cases"]) == 200
+    assert {entry["status"] for entry in report["cases"]} == {"passed"}
+    assert report["settings"]["bench"] == {"benchmark": "bfcl", "parts": ["multi_turn_base"], "package": "bfcl-eval",
+                                           "version": "2026.3.23",
+                                           "counts": {"cases": 200, "turns": 734, "gold_calls": 1142}}
