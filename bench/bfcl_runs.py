@@ -20,6 +20,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import orjson
+
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -50,9 +52,12 @@ def oracle() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for category in CATEGORIES:
             cases = _import(category, Path(tmp) / category)
-            done = timed(_gold_command(cases, Path(tmp) / f"{category}-reports"), child_env(), 1200)
-            print(f"{category}: exit {done['code']} in {done['wall_s']:.1f} s wall, {done['cpu_s']:.1f} s CPU",
-                  flush=True)
+            reports = Path(tmp) / f"{category}-reports"
+            done = timed(_gold_command(cases, reports), child_env(), 1200)
+            report = orjson.loads(next(reports.glob("*.json")).read_bytes()) if done["code"] in (0, 1) else {}
+            passed = sum(1 for case in report.get("cases", []) if case["status"] == "passed")
+            print(f"{category}: {passed}/{len(report.get('cases', []))} passed, exit {done['code']}, "
+                  f"{done['wall_s']:.1f} s wall, {done['cpu_s']:.1f} s CPU", flush=True)
             if done["code"] != 0:
                 print(done["tail"])
 
