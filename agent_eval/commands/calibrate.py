@@ -22,15 +22,11 @@ from agent_eval.flags import DEFAULTS
 from agent_eval.report.calibration_table import render_calibration
 from agent_eval.report.files import calibration_path_of, page_path_of, write_atomic
 from agent_eval.report.model import load_report
+from agent_eval.report.shapes import JUDGED_SHAPE, RESCORE_SHAPE
 from agent_eval.score.calibration import Verdict, calibrate, exit_code, report_verdicts, usable_verdict
 from agent_eval.score.labels import Label, read_labels
 
 DEFAULT_MIN_KAPPA = 0.6
-_RUN = {"trial!": int, "error": str, "judge": dict, "judge_expected_outcome": dict}
-CALIBRATE_SHAPE: dict[str, Any] = {"run_id!": str, "cases_file": str, "settings": {"judge_base_url": str},
-                                   "cases!": [{"id!": (str, int), "runs": [_RUN]}]}
-"""What `calibrate` reads: the run id and each run's verdicts (and traces, with --judge-repeat)."""
-
 
 def calibrate_command(report: Path, labels: Path, console: Console, *, cases: Path | None = None,
                       judge_model: str | None = None, judge_timeout: float | None = None,
@@ -41,12 +37,7 @@ def calibrate_command(report: Path, labels: Path, console: Console, *, cases: Pa
         raise ConfigError(f"--min-kappa must be a number from -1 to 1 (got {min_kappa}).")
     if judge_repeat is not None and not 1 <= judge_repeat <= 2**31 - 1:
         raise ConfigError(f"--judge-repeat must be at least 1 and at most {2**31 - 1} (got {judge_repeat}).")
-    shape = CALIBRATE_SHAPE
-    if judge_repeat:
-        from agent_eval.report.model import RESCORE_SHAPE
-
-        shape = {**RESCORE_SHAPE, **CALIBRATE_SHAPE, "cases!": RESCORE_SHAPE["cases!"]}
-    data = load_report(report, shape)
+    data = load_report(report, JUDGED_SHAPE, *((RESCORE_SHAPE,) if judge_repeat else ()))  # traces judged again
     label_list = read_labels(labels)
     order, verdicts = report_verdicts(data)
     if judge_repeat:

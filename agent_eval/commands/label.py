@@ -18,13 +18,9 @@ from agent_eval.errors import ConfigError
 from agent_eval.report.console import escape_control
 from agent_eval.report.files import labels_path_of
 from agent_eval.report.model import load_report
+from agent_eval.report.shapes import JUDGED_SHAPE
 from agent_eval.score.calibration import usable_verdict
 from agent_eval.score.labels import Label, append_label
-
-_RUN = {"trial!": int, "judge": dict, "judge_expected_outcome": dict,
-        "trace": {"user_messages": [str], "final_answer": str}}
-LABEL_SHAPE: dict[str, Any] = {"run_id!": str, "cases_file": str, "cases!": [{"id!": (str, int), "runs": [_RUN]}]}
-"""What `label` reads: the run id, each run's verdicts, user messages and final answer."""
 
 PROMPT = "label: p(ass) / f(ail) [note], s(kip), q(uit) > "
 
@@ -98,7 +94,7 @@ def label_command(report: Path, console: Console, stdin: TextIO, *, cases: Path 
     """Label the report's judged runs from stdin, appending to `out`; exit 0."""
     from agent_eval.commands.judging import load_cases
 
-    data = load_report(report, LABEL_SHAPE)
+    data = load_report(report, JUDGED_SHAPE)
     suite = load_cases(data, report, cases, console)
     by_id = {str(c["id"]): c for c in suite.cases}
     target = out or labels_path_of(report)

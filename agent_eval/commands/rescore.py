@@ -17,7 +17,8 @@ from agent_eval.commands.conclude import Outputs, conclude, say
 from agent_eval.errors import ConfigError
 from agent_eval.flags import DEFAULTS, Flags
 from agent_eval.llm import redact_url
-from agent_eval.report.model import RESCORE_SHAPE, load_report
+from agent_eval.report.model import load_report
+from agent_eval.report.shapes import RESCORE_SHAPE
 from agent_eval.flags import MAX_COUNT
 from agent_eval.run.config import check_judge_timeout, first
 from agent_eval.score.judge import build_judge, needs_judge, require_judge

@@ -14,7 +14,8 @@ def view_command(report: Path, out: Path | None, console: Console) -> int:
     from agent_eval.report.calibration_table import read_calibration
     from agent_eval.report.files import page_path_of
     from agent_eval.report.html import write_html
-    from agent_eval.report.model import VIEW_SHAPE, load_report
+    from agent_eval.report.model import load_report
+    from agent_eval.report.shapes import VIEW_SHAPE
 
     data = load_report(report, VIEW_SHAPE)
     path = write_html(data, out or page_path_of(report), calibration=read_calibration(report))

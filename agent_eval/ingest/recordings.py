@@ -61,7 +61,7 @@ def otel_recordings(path: Path, tools: ToolSet | None, logs: Path | None = None,
 
 def _journal_runs(path: Path, bad: list[Unmappable]) -> list[tuple[str | int, int, RunRecord]]:
     """A journal's runs (a trial's latest line wins); a run of the wrong shape is reported and left out."""
-    from agent_eval.report.model import SCORE_RUN_SHAPE, shape_problem
+    from agent_eval.report.shapes import SCORE_RUN_SHAPE, shape_problem
     from agent_eval.run.journal import scan_runs
 
     latest: dict[tuple[str | int, int], RunRecord] = {}
@@ -76,7 +76,8 @@ def _journal_runs(path: Path, bad: list[Unmappable]) -> list[tuple[str | int, in
 
 def agent_eval_recordings(path: Path) -> tuple[list[Recording], list[Unmappable], dict[str, Any]]:
     """The runs of one of our JSON reports or journals, the runs left out, and the run's agent and model."""
-    from agent_eval.report.model import SCORE_SHAPE, load_report
+    from agent_eval.report.model import load_report
+    from agent_eval.report.shapes import SCORE_SHAPE
 
     data = read_bytes(path)
     bad: list[Unmappable] = []

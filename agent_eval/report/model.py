@@ -1,9 +1,5 @@
-"""The JSON report's one model: its schema version and keys, building it, reading it back with shape
-checks, and its exit code (docs/reference.md, "The JSON report").
-
-A reader checks only the keys its command uses (a *shape*). A missing key or null reads as null, so
-reports written before a key was added still load; unknown keys are ignored; a key present with the
-wrong type is a ReportError (exit 2) naming the file and the key's path, such as `cases[2].runs[0].trace`.
+"""The JSON report's one model: its schema version and keys, building it, reading it back with the
+shape checks of report/shapes.py, and its exit code (docs/reference.md, "The JSON report").
 """
 from __future__ import annotations
 
@@ -19,6 +15,8 @@ from agent_eval.errors import EXIT_ERROR, EXIT_FAILED, EXIT_PASSED, ConfigError
 from agent_eval.redaction import redact_urls
 
 if TYPE_CHECKING:
+    from pydantic import TypeAdapter
+
     from agent_eval.records import CaseEntry, Report
 
 SCHEMA_VERSION = 1
@@ -87,88 +85,11 @@ def build_report(*, run_id: str, created_at: str, suite: str | None, agent: str 
 
 # ---------------------------------------------------------------- reading
 
-# A shape is a type (or a tuple of types), a dict {key: shape} for an object, or a one-item list [shape]
-# for a list of such items. A key ending in "!" must be present and not null.
-NUMBER = (int, float)
-_CHECK = {"name": str, "passed": bool, "detail": str}
-_RUN_SCORES = {"trial": int, "status": str, "success": (bool, int), "metrics": dict, "scorers": dict}
-_CASE_GATE = {"id!": (str, int), "status": str, "pass_rate": NUMBER, "runs": [_RUN_SCORES]}
+def load_report(path: str | Path, *shapes: TypeAdapter[Any]) -> Report:
+    """Read the JSON report at `path` and check the keys of each shape (report/shapes.py; by default what
+    `compare` reads); ReportError (exit 2) naming the key path when it does not fit."""
+    from agent_eval.report.shapes import COMPARE_SHAPE, shape_problem
 
-COMPARE_SHAPE: dict[str, Any] = {"run_id": str, "suite": str, "agent": str, "model": str,
-                                 "settings": {"repeat": int}, "summary": dict, "cases!": [_CASE_GATE]}
-"""What `compare` and `--baseline` read."""
-
-_DIFF_ENTRY = {"path!": list}
-_TRACE = {"stop_reason!": str, "agent_error": str, "steps": [{"name!": str}], "llm_calls!": [dict], "replies": [str],
-          "user_messages": [str], "final_env_diff": [_DIFF_ENTRY]}
-RESCORE_SHAPE: dict[str, Any] = {
-    "run_id": str, "suite": str, "agent": str, "model": str, "cases_file": str, "interrupted": bool,
-    "settings": {"repeat": int, "threshold": NUMBER, "concurrency": int}, "summary": {"user_sim": dict},
-    "cases!": [{"id!": (str, int), "status": str, "skip_reason": str,
-                "runs": [{"trial!": int, "error": str, "checks": [_CHECK], "trace!": _TRACE}]}],
-}
-"""What `rescore` reads: the runs' traces, which it scores again."""
-
-SCORE_RUN_SHAPE: dict[str, Any] = {"trial": int, "error": str, "trace!": _TRACE}
-SCORE_SHAPE: dict[str, Any] = {"agent": str, "model": str, "settings": {"agent": str, "model": str},
-                               "cases!": [{"id!": (str, int), "runs": [SCORE_RUN_SHAPE]}]}
-"""What `score --format agent-eval` reads: the runs' traces, scored against a case file (a journal's runs
-are checked against SCORE_RUN_SHAPE)."""
-
-VIEW_SHAPE: dict[str, Any] = {"suite": str, "run_id": str, "settings": dict, "summary": dict,
-                              "cases!": [{"status": str, "pass_rate": NUMBER, "runs": [
-                                  {"status": str, "metrics": dict, "trace": {"steps": [dict]}}]}]}
-"""What `view` reads before it embeds the report in the page."""
-
-
-def _kind(value: Any) -> str:
-    names = {dict: "an object", list: "a list", str: "a string", bool: "true/false", int: "a number",
-             float: "a number"}
-    return names.get(type(value), type(value).__name__)
-
-
-def _type_names(types: Any) -> str:
-    shown = {dict: "an object", list: "a list", str: "a string", bool: "true or false", int: "a whole number",
-             float: "a number"}
-    names = [shown.get(t, t.__name__) for t in (types if isinstance(types, tuple) else (types,))]
-    return " or ".join(dict.fromkeys(names))
-
-
-def shape_problem(value: Any, shape: Any, path: str) -> str | None:
-    """The first place where `value` does not fit `shape`, as "PATH must be ..., found ..."; None when it fits."""
-    if value is None:
-        return None
-    if isinstance(shape, dict):
-        if not isinstance(value, dict):
-            return f"{path or 'the top level'} must be an object, found {_kind(value)}"
-        for key, sub in shape.items():
-            name = key.rstrip("!")
-            where = f"{path}.{name}" if path else name
-            if value.get(name) is None:
-                if key.endswith("!"):
-                    return f"{where} is missing"
-                continue
-            problem = shape_problem(value[name], sub, where)
-            if problem:
-                return problem
-        return None
-    if isinstance(shape, list):
-        if not isinstance(value, list):
-            return f"{path} must be a list, found {_kind(value)}"
-        for index, item in enumerate(value):
-            problem = shape_problem(item, shape[0], f"{path}[{index}]")
-            if problem:
-                return problem
-        return None
-    wanted = shape if isinstance(shape, tuple) else (shape,)
-    is_bool_for_number = isinstance(value, bool) and bool not in wanted and dict not in wanted
-    if not isinstance(value, wanted) or is_bool_for_number:
-        return f"{path} must be {_type_names(shape)}, found {_kind(value)}"
-    return None
-
-
-def load_report(path: str | Path, shape: dict[str, Any] = COMPARE_SHAPE) -> Report:
-    """Read the JSON report at `path` and check the keys of `shape`; ReportError (exit 2) when it does not fit."""
     try:
         report = orjson.loads(Path(path).read_bytes())
     except OSError as exc:
@@ -185,7 +106,7 @@ def load_report(path: str | Path, shape: dict[str, Any] = COMPARE_SHAPE) -> Repo
     if not isinstance(report.get("cases"), list):
         raise ReportError(f"{path}: the report has no \"cases\" list (no `cases` key with the runs); it is "
                           "incomplete or not an agent-eval report.")
-    problem = shape_problem(report, shape, "")
+    problem = next(filter(None, (shape_problem(report, shape) for shape in shapes or (COMPARE_SHAPE,))), None)
     if problem:
         raise ReportError(f"{path}: {problem}; the report is damaged or was not written by agent-eval "
                           "(re-run the suite, or fix that key).")

@@ -7,16 +7,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from agent_eval.report.model import (
-    COMPARE_SHAPE,
-    RESCORE_SHAPE,
-    VIEW_SHAPE,
-    ReportError,
-    build_report,
-    exit_code,
-    load_report,
-    shape_problem,
-)
+from agent_eval.report.model import ReportError, build_report, exit_code, load_report
+from agent_eval.report.shapes import COMPARE_SHAPE, RESCORE_SHAPE, VIEW_SHAPE, shape_problem
 from tests.builders import make_report
 
 
