@@ -14,6 +14,7 @@ from agent_eval.records import CASE_FILE_SHAPE, Case, split_case_file
 from agent_eval.errors import CaseFileError, Problem
 from agent_eval.flags import MAX_COUNT, without_plugin_keys
 from agent_eval.suite.validation_turns import TURN_FIELDS
+from agent_eval.suite.pricing import ModelPrice
 from agent_eval.suite.fields import (args_depth_problems, depth_problems, extra_case_fields, id_problem,
                                      known_fields, unknown_key_message)
 
@@ -48,16 +49,6 @@ Count = Annotated[StrictInt, Field(ge=1, le=MAX_COUNT)]
 class Defaults(_Strict):
     repeat: Count | None = None
     threshold: Annotated[StrictFloat | StrictInt, Field(gt=0, le=1, allow_inf_nan=False)] | None = None
-
-
-Price = Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)]  # an int is a float here; true is not
-
-
-class ModelPrice(_Strict):
-    """One model's price in the suite block's `pricing`: USD per million tokens, both required."""
-
-    input_per_mtok: Price
-    output_per_mtok: Price
 
 
 class SuiteBlock(_Strict):
