@@ -79,7 +79,27 @@ def test_a_400_is_not_retried_and_says_no_retries(loopback) -> None:
 
 def test_a_dead_endpoint_is_a_connection_error_naming_it(fast_backoff) -> None:
     error = failure(None, base_url="http://127.0.0.1:9/v1")
-    assert str(error) == "APIConnectionError: Connection error (http://127.0.0.1:9/v1, model m-test) after 8 retries"
+    # Nothing listens on a loopback port: a local server that is not running is not retried for 87 s.
+    assert str(error) == "APIConnectionError: Connection error (http://127.0.0.1:9/v1, model m-test) after 2 retries"
+
+
+def test_only_a_refused_connection_to_a_loopback_address_gets_fewer_retries() -> None:
+    from types import SimpleNamespace
+
+    import httpx
+    import openai
+
+    from agent_eval.provider.hints import MAX_RETRIES
+    from agent_eval.provider.retry import LOOPBACK_REFUSED_RETRIES, _most_retries
+
+    request = httpx.Request("POST", "http://x/v1/chat/completions")
+    refused = openai.APIConnectionError(request=request)
+    refused.__cause__ = httpx.ConnectError("[Errno 111] Connection refused")
+    reset = openai.APIConnectionError(request=request)
+    reset.__cause__ = httpx.ReadError("Connection reset by peer")
+    assert _most_retries(SimpleNamespace(base_url="http://localhost:8000/v1"), refused) == LOOPBACK_REFUSED_RETRIES
+    assert _most_retries(SimpleNamespace(base_url="http://localhost:8000/v1"), reset) == MAX_RETRIES
+    assert _most_retries(SimpleNamespace(base_url="https://api.openai.com/v1"), refused) == MAX_RETRIES
 
 
 def test_secrets_in_the_endpoint_never_reach_the_message(loopback) -> None:

@@ -104,7 +104,7 @@ async def send(ep: Endpoint, attempt: Callable[[], Awaitable[T]], timeout_s: flo
                 counted += time.perf_counter() - sent_at
             if kind == "final":
                 raise RequestFailed(failed, retries, _not_retried(status, headers, code))
-            if kind == "retry" and retries >= hints.MAX_RETRIES:
+            if kind == "retry" and retries >= _most_retries(ep, failed):
                 raise RequestFailed(failed, retries)
             # A retried attempt, of any kind, is waiting: from its start to the start of the next one.
             waits.begin(sent_at)
@@ -118,7 +118,7 @@ async def send(ep: Endpoint, attempt: Callable[[], Awaitable[T]], timeout_s: flo
                 raise RequestTimedOut(retries)
             retries += 1
             ep.retries += 1
-            events.active().retrying(shown or ep.base_url, retries, hints.MAX_RETRIES)
+            events.active().retrying(shown or ep.base_url, retries, _most_retries(ep, failed))
             await asyncio.sleep(wait)
             ep.retry_wait_s += wait
             if kind == "retry":
@@ -126,6 +126,33 @@ async def send(ep: Endpoint, attempt: Callable[[], Awaitable[T]], timeout_s: flo
             mark = time.perf_counter()
     finally:
         waits.end()
+
+
+LOOPBACK_REFUSED_RETRIES = 2
+"""A refused connection to a loopback base URL (a local server that is not running) is retried this often:
+it will not start by itself within the backoff of eight retries (87 s of waiting, then the same error)."""
+
+
+def _is_refused(exc: BaseException) -> bool:
+    """True when the attempt's connection was refused (nothing listens on the port)."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, ConnectionRefusedError) or "connection refused" in str(cause).lower():
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
+def _most_retries(ep: Endpoint, failed: BaseException) -> int:
+    """How many retries a failed request gets: MAX_RETRIES, or LOOPBACK_REFUSED_RETRIES for a refused
+    connection to a loopback address."""
+    from agent_eval.provider.keying import is_loopback
+
+    if is_loopback(ep.base_url) and _is_refused(failed):
+        return LOOPBACK_REFUSED_RETRIES
+    return hints.MAX_RETRIES
 
 
 async def _bounded(awaitable: Awaitable[T], left: float | None) -> T:
