@@ -36,6 +36,8 @@ class UserSettings:
     api_key: str | None = None
     source: str = "default"  # where the simulator came from: "flag", "env" or "suite"
     timeout_s: float | None = None  # --judge-timeout bounds each simulator request too
+    prompt: str | None = None  # the suite's user.prompt (its text), replacing the LLM simulator's built-in one
+    stop_tokens: tuple[str, ...] = ()  # the suite's user.stop_tokens; empty: ###STOP###
 
     @property
     def label(self) -> str | None:
@@ -66,6 +68,11 @@ def resolve_user(flags: Flags, suite_block: Mapping[str, Any], suite_dir: Path,
         user.spec, user.spec_base, user.source = block["agent"], suite_dir, "suite"
     elif _set(block.get("model")):
         user.model, user.source = block["model"], "suite"
+    if isinstance(block.get("prompt"), str):  # validated: the text, or a file that can be read
+        from agent_eval.suite.validation_scenario import prompt_text
+
+        user.prompt = prompt_text(block["prompt"], suite_dir)
+    user.stop_tokens = tuple(block.get("stop_tokens") or ())
     if user.model:
         from agent_eval.llm import PLACEHOLDER_KEY
 

@@ -123,9 +123,12 @@ class PythonSimulator:
         return value
 
 
-def system_prompt(case: Case) -> str:
-    """The LLM simulator's system prompt: the scenario, the persona, and the rules of the role."""
+def system_prompt(case: Case, template: str | None = None) -> str:
+    """The LLM simulator's system prompt: the scenario, the persona, and the rules of the role; or the suite's
+    own `template`, its `{scenario}` and `{user_description}` filled in (nothing else in it is a placeholder)."""
     persona = case.get("user_description")
+    if template is not None:
+        return template.replace("{scenario}", case["scenario"]).replace("{user_description}", persona or "")
     return SYSTEM_PROMPT.format(scenario=case["scenario"].strip(), stop=STOP,
                                 persona=f"\n## Who you are\n{persona.strip()}\n" if persona else "")
 
@@ -150,7 +153,9 @@ class LLMSimulator:
     """An LLM playing the user: temperature 0, never cached, roles swapped, `###STOP###` to stop."""
 
     def __init__(self, model: str, base_url: str | None, api_key: str | None,
-                 timeout_s: float | None = None) -> None:
+                 timeout_s: float | None = None, prompt: str | None = None, stop_tokens: tuple[str, ...] = ()) -> None:
+        self.prompt = prompt
+        self.stop_tokens = stop_tokens or (STOP,)
         self.label = model
         self.timeout_s = timeout_s
         self.model: str | None = model
@@ -160,27 +165,33 @@ class LLMSimulator:
 
     async def next_message(self, case: Case, trial: int, messages: list[dict[str, str]]) -> str | None:
         """The model's next user message; None on `###STOP###`. One corrective retry, then an error."""
-        prompt = [{"role": "system", "content": system_prompt(case)}]
+        prompt = [{"role": "system", "content": system_prompt(case, self.prompt)}]
         prompt += swap_roles(messages) if messages else [{"role": "user", "content": OPENING}]
         answer = await self._complete(prompt)
-        if not messages and STOP in answer:
+        stop = self._stop_in(answer)
+        if not messages and stop:
             self.usage.errors += 1
-            raise ended_before_speaking(self.label, f"answered {STOP}")
-        problem = problem_of(answer) if STOP not in answer else None
+            raise ended_before_speaking(self.label, f"answered {stop}")
+        problem = problem_of(answer) if not stop else None
         if problem is not None:
-            retry = prompt + [{"role": "assistant", "content": answer},
-                              {"role": "user", "content": CORRECTION.format(problem=problem)}]
+            correction = CORRECTION.format(problem=problem).replace(STOP, self.stop_tokens[0])
+            retry = prompt + [{"role": "assistant", "content": answer}, {"role": "user", "content": correction}]
             answer = await self._complete(retry)
-            second = problem_of(answer) if STOP not in answer else None
-            if not messages and second is None and STOP in answer:
+            stop = self._stop_in(answer)
+            second = problem_of(answer) if not stop else None
+            if not messages and second is None and stop:
                 self.usage.errors += 1
-                raise ended_before_speaking(self.label, f"answered nothing, then {STOP}")
+                raise ended_before_speaking(self.label, f"answered nothing, then {stop}")
             if second is not None:
                 self.usage.errors += 1
                 ended = f"{ENDED_FIRST}: " if not messages else ""
                 raise SimulatorError(f"{SIM_ERROR}: {ended}{self.label} gave no usable user message twice "
                                      f"(first {problem}; then {second})")
-        return None if STOP in answer else answer.strip()
+        return None if stop else answer.strip()
+
+    def _stop_in(self, answer: str) -> str | None:
+        """The stop token the answer holds (it ends the dialogue), or None."""
+        return next((token for token in self.stop_tokens if token in answer), None)
 
     async def _complete(self, prompt: list[dict[str, str]]) -> str:
         from agent_eval.errors import ProviderError
@@ -231,5 +242,5 @@ def build_simulator(user: UserSettings) -> Simulator | None:
         return PythonSimulator(user.spec, load_callable(user.spec, user.spec_base or Path.cwd(),
                                                         what="user simulator"))
     if user.model:
-        return LLMSimulator(user.model, user.base_url, user.api_key, user.timeout_s)
+        return LLMSimulator(user.model, user.base_url, user.api_key, user.timeout_s, user.prompt, user.stop_tokens)
     return None

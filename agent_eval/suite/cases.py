@@ -280,7 +280,7 @@ def _load_suite_block(path: Path, block: Any, col: Collector) -> Suite:
         col.add(None, field_name, message)
     from agent_eval.suite.validation_scenario import validate_user_block
 
-    for field_name, message in validate_user_block(block):
+    for field_name, message in validate_user_block(block, base_dir):
         col.add(None, field_name, message)
     from agent_eval.suite.scorers import load_scorers
 
