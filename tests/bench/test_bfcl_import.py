@@ -108,6 +108,10 @@ def test_a_suite_whose_lock_no_longer_matches_the_installed_package_is_refused(b
     with pytest.raises(ConfigError) as older:
         load_tools("tools.py", tmp_path)
     assert "imported from bfcl-eval 2025.1.1, but 2026.3.23 is installed" in str(older.value)
+    refused = run_cli("run", "--cases", tmp_path / "cases.json", "--agent", "gold", "--user", "gold", "--no-judge",
+                      "--output-dir", tmp_path / "reports")
+    assert refused.exit_code == 2 and "Traceback" not in refused.stderr
+    assert "no longer matches what is installed" in refused.stderr and "2025.1.1" in refused.stderr
     lock["source"]["version"] = "2026.3.23"
     lock["files"]["data/BFCL_v4_multi_turn_base.json"] = "0" * 64
     (tmp_path / "bench.lock.json").write_bytes(orjson.dumps(lock))
