@@ -4,7 +4,8 @@ Usage: .venv/bin/python bench/compare_scale.py [--cases 20000] [--repeat 1] [--k
 
 Writes one suite of CASES cases and runs it twice with `agent-eval run` (two deterministic Python agents,
 the second failing a few more cases), then times `agent-eval compare BASE NEW` as a child process and
-reads its peak RSS from os.wait4. With --keep DIR the suite and both reports stay in DIR and are reused
+reads its CPU time and peak RSS from os.wait4 (on a shared machine the CPU time is the steadier
+figure). With --keep DIR the suite and both reports stay in DIR and are reused
 on the next call (the runs take longer than the compare). With --profile, the compare also runs under
 cProfile in this process and the 25 most expensive functions are printed.
 """
@@ -70,8 +71,8 @@ def reports(folder: Path, cases: int, repeat: int) -> tuple[Path, Path]:
     return reports(folder, cases, repeat)
 
 
-def measure(base: Path, new: Path) -> tuple[float, float, int]:
-    """(peak RSS in MiB, wall seconds, exit code) of one `agent-eval compare` child."""
+def measure(base: Path, new: Path) -> tuple[float, float, float, int]:
+    """(peak RSS in MiB, wall seconds, CPU seconds, exit code) of one `agent-eval compare` child."""
     started = time.perf_counter()
     proc = subprocess.Popen([CLI, "compare", str(base), str(new)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
@@ -80,7 +81,7 @@ def measure(base: Path, new: Path) -> tuple[float, float, int]:
     code = os.waitstatus_to_exitcode(status)
     if code not in (0, 1):
         sys.exit(f"agent-eval compare exited {code}: {proc.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
-    return usage.ru_maxrss / 1024, wall, code
+    return usage.ru_maxrss / 1024, wall, usage.ru_utime + usage.ru_stime, code
 
 
 def profile(base: Path, new: Path) -> None:
@@ -109,8 +110,9 @@ def main() -> None:
         folder = args.keep or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
         base, new = reports(folder, args.cases, args.repeat)
-        rss, wall, code = measure(base, new)
-        print(f"{args.cases} cases x {args.repeat}: compare took {wall:.1f} s, peak RSS {rss:.0f} MiB, exit {code} "
+        rss, wall, cpu, code = measure(base, new)
+        print(f"{args.cases} cases x {args.repeat}: compare took {wall:.1f} s ({cpu:.1f} s of CPU), peak RSS "
+              f"{rss:.0f} MiB, exit {code} (load average {os.getloadavg()[0]:.0f}) "
               f"(reports {base.stat().st_size / 1e6:.1f} MB each)")
         if args.profile:
             profile(base, new)

@@ -438,3 +438,24 @@ def test_an_agent_kind_whose_agent_raises_fails_that_run_only(tmp_path: Path, mo
     assert run["trace"]["stop_reason"] == "agent_error"
     assert run["trace"]["agent_error"] == RESPONSE_SHOWN[kind]
     assert 'raisekind.py", line' in run["trace"]["agent_error_traceback"]
+
+
+@pytest.mark.parametrize("name", ["order", "select", "group", "Where", "TABLE", "Pass_At_1", "TOOL_RECALL", "Words"])
+def test_a_metric_name_that_cannot_be_a_history_column_is_exit_2_naming_it(tmp_path: Path, name: str) -> None:
+    # A keyword broke the history's CREATE/ALTER TABLE; a name equal to another but for case is the same column.
+    (tmp_path / "names.py").write_text(
+        "from agent_eval.score.metric_registry import SuiteMetric, mean, register_metric\n"
+        "register_metric(SuiteMetric('words', 'words', statistic=mean('words'), run_value=lambda *a: 1))\n"
+        f"register_metric(SuiteMetric({name!r}, 'x', statistic=mean('x_value'), run_value=lambda *a: 1))\n")
+    result = run_cli("list", env=clean_env(AGENT_EVAL_PLUGINS=str(tmp_path / "names.py")))
+    assert result.exit_code == 2 and "Traceback" not in result.stderr, result.stdout + result.stderr
+    assert f"the metric {name!r}" in result.stderr and "run history" in result.stderr
+
+
+def test_a_metric_name_sqlite_reads_as_a_column_is_registered(tmp_path: Path) -> None:
+    (tmp_path / "names.py").write_text(
+        "from agent_eval.score.metric_registry import SuiteMetric, mean, register_metric\n"
+        "register_metric(SuiteMetric('key', 'key', statistic=mean('key_value'), run_value=lambda *a: 1))\n"
+        "register_metric(SuiteMetric('order_total', 'o', statistic=mean('o_value'), run_value=lambda *a: 1))\n")
+    result = run_cli("list", env=clean_env(AGENT_EVAL_PLUGINS=str(tmp_path / "names.py")))
+    assert result.exit_code == 0, result.stdout + result.stderr

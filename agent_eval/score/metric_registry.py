@@ -276,6 +276,8 @@ def metric_problem(metric: SuiteMetric) -> str | None:
     if not isinstance(metric.name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", metric.name):
         return ("its name must be letters, digits and _ (it is a key of the summary, a column of the history "
                 "and the NAME of --gate NAME): rename it.")
+    if metric.in_history and (problem := column_problem(metric.name)):
+        return problem
     for field, value, kinds in (("section", metric.section, Section), ("page_section", metric.page_section, Section),
                                 ("fmt", metric.fmt, Format)):
         if value is not None and value not in get_args(kinds):
@@ -289,6 +291,27 @@ def metric_problem(metric: SuiteMetric) -> str | None:
     if metric.run_value is not None and not callable(metric.run_value):
         return f"run_value must be a function (case, trace, checks, success, cost_usd), not {metric.run_value!r}."
     return statistic_problem(metric.statistic, metric.interval)
+
+
+def column_problem(name: str) -> str | None:
+    """Why `name` (letters, digits and _) cannot be a column of the run history in SQLite: a keyword SQLite
+    cannot read as a column (`order`, `select`, `group`), or another metric's name in another case (SQLite's
+    names ignore case); None when it can."""
+    import sqlite3
+    from contextlib import closing
+
+    try:  # SQLite itself decides: its keywords that a column name may not be are its own list
+        with closing(sqlite3.connect(":memory:")) as conn:
+            conn.execute(f"CREATE TABLE runs ({name} REAL)")
+            conn.execute(f"SELECT {name} FROM runs WHERE {name} IS NOT NULL ORDER BY {name}")
+    except sqlite3.Error:
+        return (f"its name is an SQL keyword, so it cannot be a column of the run history (history.sqlite): "
+                f"rename it, such as {name.lower()}_score.")
+    clash = next((m.name for m in SUITE_METRIC_TABLE if m.name != name and m.name.lower() == name.lower()), None)
+    if clash is not None:
+        return (f"its name differs from the metric {clash!r} only in case, and the run history's columns ignore "
+                "case: rename it.")
+    return None
 
 
 def _numbers_only(name: str, owner: str, value_of: RunValue) -> RunValue:
