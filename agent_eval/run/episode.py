@@ -62,7 +62,8 @@ class Clock:
     async def run(self, coro: Any) -> Any:
         started, credited = time.perf_counter(), _replayed_s()
         # A replayed answer's latency is credited at once: the deadline is looked at again this often.
-        poll = REPLAY_POLL_S if tape.current() is not None else math.inf
+        run_tape = tape.current()
+        poll = REPLAY_POLL_S if run_tape is not None and run_tape.tape.replay else math.inf
         try:
             if self.timeout is None:
                 return await coro
@@ -87,7 +88,6 @@ class Clock:
             # would hold the run past --timeout. The task is told to stop and left behind, like a
             # stuck sync agent's thread; its later tool calls raise ToolError (the sandbox is closed).
             task.cancel()
-            run_tape = tape.current()
             if run_tape is not None:  # --record: what the agent was waiting for is recorded as abandoned now
                 run_tape.abandon()
             raise TimeoutError
