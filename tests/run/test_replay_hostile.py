@@ -210,13 +210,13 @@ def test_a_request_abandoned_at_timeout_replays_as_a_timeout(tmp_path: Path) -> 
         return stall(30) if "u3" in request["messages"][-1]["content"] else answer(request, index)
 
     with LoopbackServer(slow_who) as srv:
-        code, recorded, out = run(tmp_path, cases, base_url=srv.base_url, record=tape, timeout=1.5)
+        code, recorded, out = run(tmp_path, cases, base_url=srv.base_url, record=tape, timeout=3)
     assert code == 1, out
     assert recorded["cases"][1]["runs"][0]["trace"]["stop_reason"] == "timeout"
     line = orjson.loads((tape / "who" / "0.jsonl").read_bytes().splitlines()[0])
-    assert line["status"] == "client_closed" and 0.5 <= line["latency_s"] <= 1.6 and line["response"] is None
+    assert line["status"] == "client_closed" and 0 < line["latency_s"] <= 3.1 and line["response"] is None
     os.environ.pop("OPENAI_API_KEY")
-    code, replayed, out = run(tmp_path, cases, replay=tape, timeout=1.5)
+    code, replayed, out = run(tmp_path, cases, replay=tape, timeout=3)
     assert code == 1, out
     reset, who = (case["runs"][0] for case in replayed["cases"])
     assert reset["status"] == "passed"
