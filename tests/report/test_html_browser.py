@@ -166,7 +166,7 @@ def test_the_judge_scorer_and_simulator_summaries(browser: object, report: dict,
     page.goto(write_html(report, tmp_path / "helpers.html").as_uri())
     judge = page.inner_text("#judge-summary")
     assert "gpt-4o" in judge and "API calls\n3" in judge and "2,460" not in judge and "2460" in judge
-    assert "agreement after rescore (4 runs)\n75.0%" in judge
+    assert "agreement after rescore (4 runs)\n0.750" in judge
     assert "gpt-4o-mini" in page.inner_text("#user-sim-summary") and "120" in page.inner_text("#user-sim-summary")
     scorers = page.inner_text("#scorer-summary")
     assert "words.words\nmean 12.600 · p50 13 · p95 14" in scorers and "budget errors\n1" in scorers
@@ -301,9 +301,9 @@ def test_a_plugin_number_row_shows_its_interval_in_its_card(browser: object, rep
     page.goto(path.as_uri())
     page.wait_for_selector("#headline .card")
     cards = page.inner_text("#headline")
-    # As the terminal and Markdown show it (the page showed the value alone); a rate keeps its percent form.
+    # As the terminal and Markdown show it (the page showed the value alone).
     assert "answer words\n16.400 [13.350, 19.700]" in cards
-    assert "pass@1\n" in cards and "%" in cards.split("pass@1\n")[1].split("\n")[0]
+    assert "pass@1\n" in cards and "%" not in cards.split("pass@1\n")[1].split("\n")[0]
     page.close()
 
 
@@ -319,4 +319,24 @@ def test_the_page_says_the_terminals_verdict(browser: object, report: dict, tmp_
     page.goto(path.as_uri())
     page.wait_for_selector("#verdict")
     assert page.inner_text("#verdict") == verdict_line(report) == "FAIL (exit 1): the baseline gate found a regression"
+    page.close()
+
+
+def test_the_page_formats_numbers_as_the_terminal_does(browser: object, report: dict, tmp_path: Path) -> None:
+    from agent_eval.report.cases_section import format_pass_rate
+    from agent_eval.report.fmt import format_interval, format_metric
+
+    s = report["summary"]
+    s.update(latency_p95_s=12.345, tokens_total=24601, ci={**(s.get("ci") or {}), "pass_at_1": [0.3335, 1.0]})
+    page = browser.new_page()
+    page.goto(write_html(report, tmp_path / "numbers.html").as_uri())
+    page.wait_for_selector("#headline .card")
+    cards = page.inner_text("#headline")
+    pass_at_1 = f"{format_metric('pass_at_1', s['pass_at_1'])} {format_interval('pass_at_1', s['ci']['pass_at_1'])}"
+    assert f"pass@1\n{pass_at_1}" in cards  # 0.667 [0.333, 1.000], not 66.7% [33.3, 100.0]
+    assert f"\n{format_metric('latency_p95_s', 12.345)}" in cards and "12.3s" in cards  # not 12.35 s
+    assert "24,601" in cards
+    table = page.inner_text("#case-table")
+    shown = [format_pass_rate(c) for c in report["cases"] if format_pass_rate(c) != "n/a"]
+    assert shown and all(text in table for text in shown)  # 2/3 (67%), as the terminal's case table
     page.close()

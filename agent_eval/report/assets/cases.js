@@ -24,7 +24,7 @@
       el("td", null, [el("span", {cls: "status " + c.status, text: c.status}),
         NOTES[index] ? el("span", {cls: "muted judge-off", text: String(NOTES[index])}) : null,
         c.flaky === true ? el("span", {cls: "tag flaky", title: "both passing and failing runs", text: "flaky"}) : null]),
-      el("td", {text: c.pass_rate == null ? "n/a" : A.rate(c.pass_rate) + " (" + ok + "/" + counted + ")"}),
+      el("td", {text: c.pass_rate == null || !counted ? "n/a" : A.passRate(ok, counted)}),
       el("td", {text: String(runs.length)}), el("td", {text: A.secs(key.latency)}), tags,
       el("td", {cls: "reason", text: key.reason, title: key.reason})]);  /* whole, as in every output */
     rows.push({c: c, tr: tr, key: key});

@@ -16,14 +16,24 @@
     return n;
   }
   function isNum(v) { return typeof v === "number" && isFinite(v); }
-  function rate(v) { return isNum(v) ? (v * 100).toFixed(1) + "%" : "n/a"; }
-  // A suite rate with its 95% interval from summary.ci: "70.0% [55.0, 85.0]".
+  // Numbers as the terminal shows them (agent_eval/report/fmt.py is the twin of each).
+  function rate(v) { return isNum(v) ? v.toFixed(3) : "n/a"; }  // format_rate: 0.875
+  // A suite rate with its 95% interval from summary.ci: "0.700 [0.550, 0.850]" (format_interval).
   function rci(key) {
     var ci = (S.ci || {})[key], text = rate(S[key]);
     if (text === "n/a" || !Array.isArray(ci) || ci.length !== 2 || !isNum(ci[0]) || !isNum(ci[1])) return text;
-    return text + " [" + (ci[0] * 100).toFixed(1) + ", " + (ci[1] * 100).toFixed(1) + "]";
+    return text + " [" + rate(ci[0]) + ", " + rate(ci[1]) + "]";
   }
-  function secs(v) { return isNum(v) ? v.toFixed(2) + " s" : "n/a"; }
+  function secs(v) {  // format_seconds: 0.123s, 1.23s, 12.3s, 123s
+    if (!isNum(v)) return "n/a";
+    return v.toFixed(v >= 100 ? 0 : v >= 10 ? 1 : v >= 1 ? 2 : 3) + "s";
+  }
+  function thousands(text) { return text.replace(/\B(?=(\d{3})+(?!\d))/g, ","); }
+  function count(v) { return isNum(v) ? thousands(Math.round(v).toFixed(0)) : "n/a"; }  // format_count: 2,460
+  function passRate(c, n) {  // format_pass_rate: 2/3 (67%), the percent rounded half to even as Python does
+    var v = 100 * c / n, f = Math.floor(v), d = v - f;
+    return c + "/" + n + " (" + (d > 0.5 || (d === 0.5 && f % 2 === 1) ? f + 1 : f) + "%)";
+  }
   // Money, as the terminal, Markdown and JUnit show it (agent_eval/report/fmt.py format_cost is the twin):
   // "$" and 4 decimals below $10, 2 decimals with thousands separators from $10, "<$0.0001" below that.
   function usd(v) {
@@ -89,8 +99,13 @@
     if (text === "n/a" || !Array.isArray(ci) || ci.length !== 2 || !isNum(ci[0]) || !isNum(ci[1])) return text;
     return text + " [" + ci[0].toFixed(3) + ", " + ci[1].toFixed(3) + "]";
   }
+  function cci(key) {  // a count with its interval: "2,460 [2,100, 2,900]"
+    var ci = (S.ci || {})[key], text = count(S[key]);
+    if (text === "n/a" || !Array.isArray(ci) || ci.length !== 2 || !isNum(ci[0]) || !isNum(ci[1])) return text;
+    return text + " [" + count(ci[0]) + ", " + count(ci[1]) + "]";
+  }
   var SHOWN = {rate: rci, seconds: function (k) { return secs(S[k]); }, usd: function (k) { return usd(S[k]); },
-               count: nci, number: nci};
+               count: cci, number: nci};
   function renderHeadline() {
     var box = el("div", {cls: "cards"}), titles = [], cards = {};
     ROWS.forEach(function (m) {
@@ -297,7 +312,7 @@
   }
 
   window.AE = {page: page, R: R, S: S, CASES: CASES, BY_ID: BY_ID, el: el, json: json, num: num, secs: secs,
-    usd: usd, rate: rate, caseLink: caseLink};
+    usd: usd, rate: rate, passRate: passRate, caseLink: caseLink};
   renderHeader();
   renderHeadline();
   renderHelpers();
