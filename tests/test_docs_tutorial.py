@@ -67,6 +67,31 @@ def test_the_tutorial_suite_validates_passes_and_gates_the_change_it_describes(t
     assert quoted is not None
     assert " ".join(quoted.group(1).split()) in " ".join(worse.stdout.split())
 
+    # Then the first CI job of docs/ci-without-a-key.md, in the same folder, word for word: no key, a gate.
+    agent.write_text(agent.read_text().replace("range(2)", "range(8)"))
+    _follow_the_scripted_ci_job(tmp_path)
+
+
+def _follow_the_scripted_ci_job(folder):
+    page = (ROOT / "docs" / "ci-without-a-key.md").read_text(encoding="utf-8")
+    job = re.search(r"```yaml\n# \.github/workflows/agent-eval-scripted\.yml\n(.*?)\n```", page, re.S)
+    assert job is not None
+    lines = [line.strip() for line in job.group(1).splitlines()]
+    (serve,) = [shlex.split(line.rstrip("&")) for line in lines if line.startswith("agent-eval scripted-model ")]
+    (gate,) = [shlex.split(line) for line in lines if line.startswith("agent-eval run ")]
+    said_url = f"http://127.0.0.1:{serve[serve.index('--port') + 1]}/v1"
+    summary = folder / "step-summary.md"
+    with scripted_model(folder / serve[2]) as base_url:
+        args = [base_url if a == said_url else str(summary) if a == "$GITHUB_STEP_SUMMARY" else a
+                for a in gate[1:]]
+        gated = run_cli(*args, cwd=folder, env=clean_env())  # clean_env: no OPENAI_* key of any kind
+    assert gated.exit_code == 0, gated.stdout + gated.stderr
+    newest = max((folder / "evals" / "reports").glob("2*.json"), key=lambda p: p.stat().st_mtime)
+    report = json.loads(newest.read_bytes())
+    assert report["gate"] is not None and report["gate"]["regression"] is False
+    assert summary.read_text().splitlines()[2] == "**PASS (exit 0): every selected case passed**"
+    assert (folder / "evals" / "results.xml").is_file()
+
 
 def test_the_ci_job_installs_the_wheel_the_tutorial_says_to_keep():
     text = TUTORIAL.read_text(encoding="utf-8")
