@@ -84,3 +84,26 @@ def test_turn_fields_are_validated(tmp_path: Path) -> None:
     assert "must be between 0 and 1" in err
     assert "needs literal args" in err
     assert "a list (one reply per user turn) needs \"messages\"" in err
+
+
+def test_rescore_checks_each_turn_again_from_the_trace(tmp_path: Path) -> None:
+    import io
+
+    import orjson
+    from rich.console import Console
+
+    from agent_eval.commands.rescore import rescore_command
+    from tests.builders import flags_of
+
+    result, report = run_suite_cli(tmp_path, [case("split", [bump(2)], [], [bump(1)])], BLOCK)
+    assert checks_of(runs_by_case(report)["split"][0])["expected_env[turn 2]"][0] is False  # 3, not 5
+    # The gold of turn 2 is corrected to what the agent did: rescoring replays it and reads turn_env_diffs.
+    path = tmp_path / "cases.json"
+    doc = orjson.loads(path.read_bytes())
+    doc["cases"][0]["expected_tools"][1]["args"] = {"by": 1}
+    path.write_bytes(orjson.dumps(doc))
+    console = Console(file=io.StringIO(), width=200)
+    assert rescore_command(flags_of(report=tmp_path / "reports" / f"{report['run_id']}.json"), console, console) == 0
+    new = max((tmp_path / "reports").glob("*.json"), key=lambda p: p.stat().st_mtime)
+    rescored = orjson.loads(new.read_bytes())["cases"][0]["runs"][0]
+    assert all(passed for passed, _ in checks_of(rescored).values()) and len(rescored["checks"]) == 4
