@@ -67,9 +67,27 @@ def test_the_tutorial_suite_validates_passes_and_gates_the_change_it_describes(t
     assert quoted is not None
     assert " ".join(quoted.group(1).split()) in " ".join(worse.stdout.split())
 
-    # Then the first CI job of docs/ci-without-a-key.md, in the same folder, word for word: no key, a gate.
+    # Then the first CI job of docs/ci-without-a-key.md, in the same folder, word for word: no key, a gate;
+    # and the first test of docs/pytest.md, run by pytest in that folder.
     agent.write_text(agent.read_text().replace("range(2)", "range(8)"))
     _follow_the_scripted_ci_job(tmp_path)
+    _run_the_first_pytest_test(tmp_path)
+
+
+def _run_the_first_pytest_test(folder):
+    import subprocess
+    import sys
+
+    page = (ROOT / "docs" / "pytest.md").read_text(encoding="utf-8")
+    test = re.search(r"```python\n# (tests/test_shop_suite\.py)\n(.*?)\n```", page, re.S)
+    assert test is not None
+    path = folder / test.group(1)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(test.group(2) + "\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+                           str(path)], cwd=folder, env=clean_env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed" in done.stdout
 
 
 def _follow_the_scripted_ci_job(folder):
