@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import AllowInfNan, ConfigDict, Strict, StrictBool, StrictInt, StrictStr, TypeAdapter, ValidationError
+from pydantic import (AllowInfNan, ConfigDict, Field, Strict, StrictBool, StrictInt, StrictStr, TypeAdapter,
+                      ValidationError)
 from typing_extensions import Required, TypedDict
 
 _CONFIG = ConfigDict(extra="allow", strict=True)
@@ -19,7 +20,8 @@ Number = Annotated[float, Strict(), AllowInfNan(False)]  # an int is a number to
 Count = StrictInt
 Text = StrictStr
 Id = StrictStr | StrictInt
-Value = StrictBool | Number | None  # a run's metric: a number, a flag or null
+_BOUND = 2**53  # a run's metric past it (1e308) overflowed the gate's sums; no real metric comes near
+Value = StrictBool | Annotated[Number, Field(ge=-_BOUND, le=_BOUND)] | None  # a run's metric: a number, a flag or null
 Object = dict[str, Any]
 
 
@@ -255,7 +257,8 @@ JUDGED_SHAPE: TypeAdapter[Any] = TypeAdapter(_JudgedReport)
 
 _EXPECTED = {"int_type": "a whole number", "int_from_float": "a whole number", "float_type": "a number",
              "finite_number": "a finite number", "string_type": "a string", "bool_type": "true or false",
-             "dict_type": "an object", "typed_dict_type": "an object", "list_type": "a list"}
+             "dict_type": "an object", "typed_dict_type": "an object", "list_type": "a list",
+             "greater_than_equal": "a number from -2**53 to 2**53", "less_than_equal": "a number from -2**53 to 2**53"}
 
 
 def _kind(value: Any) -> str:

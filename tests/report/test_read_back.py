@@ -38,6 +38,8 @@ DAMAGE = [
     (("cases", 0, "runs", 2, "metrics", "tool_recall"), [1.0], "cases[0].runs[2].metrics.tool_recall must be"),
     (("cases", 0, "runs", 1, "metrics", "cost_usd"), {"usd": 1}, "cases[0].runs[1].metrics.cost_usd must be"),
     (("cases", 2, "runs", 0, "metrics"), [], "cases[2].runs[0].metrics must be an object, found a list"),
+    (("cases", 0, "runs", 0, "metrics", "tool_recall"), -1e308,  # its sums overflowed (OverflowError in fsum)
+     "cases[0].runs[0].metrics.tool_recall must be true or false or a number from -2**53 to 2**53"),
     (("cases", 0, "runs", 0, "trial"), "0", "cases[0].runs[0].trial must be a whole number, found a string"),
     (("cases", 0, "runs", 0, "trial"), True, "cases[0].runs[0].trial must be a whole number, found true/false"),
     (("cases", 0, "runs"), {"0": {}}, "cases[0].runs must be a list, found an object"),
