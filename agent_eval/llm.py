@@ -19,7 +19,7 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 import orjson
 
 from agent_eval.errors import ProviderError
-from agent_eval.provider import endpoints, events, keying, retry, tape
+from agent_eval.provider import events, keying, retry, state, tape
 from agent_eval.redaction import PLACEHOLDER_KEY as PLACEHOLDER_KEY  # re-exported: the key of keyless endpoints
 from agent_eval.redaction import is_redacted as is_redacted  # re-exported: URLs are redacted there
 from agent_eval.redaction import redact_url as redact_url
@@ -52,18 +52,14 @@ class Completion:
 
 
 # --- retries: the loop is agent_eval.provider.retry's; a command's listeners hear of them (provider.events) ---
-_retry_callback: list[events.RetryCallback] = []  # set_retry_listener's, told while no command is listening
-
-
 def set_retry_listener(listener: Callable[[str, int, int], None] | None) -> None:
     """Outside a command (a library caller of `complete`): call `listener(endpoint, attempt, most)` each time a
     request is about to be retried; None stops it. A command's run tells its own `events.Listeners` instead."""
-    for old in _retry_callback:
-        events.OUTSIDE.remove(old)
-    _retry_callback.clear()
+    listeners = state.OUTSIDE.listeners
+    for old in [one for one in listeners if isinstance(one, events.RetryCallback)]:
+        listeners.remove(old)
     if listener is not None:
-        _retry_callback.append(events.RetryCallback(listener))
-        events.OUTSIDE.add(_retry_callback[0])
+        listeners.add(events.RetryCallback(listener))
 
 
 def _client_class() -> type:
@@ -78,10 +74,6 @@ def _client_class() -> type:
 
 
 _CLIENT_CLASS: type | None = None
-_CLIENTS: dict[tuple[str | None, str | None], tuple[Any, Any, Any]] = {}  # (url, key) -> (loop, client, closer)
-# A client replaced because its event loop ended is kept, not dropped: collecting one that was never
-# closed would schedule its close on the new loop, where the old loop's sockets cannot be closed.
-_RETIRED: list[Any] = []
 CLOSE_GRACE_S = 2.0
 
 
@@ -127,15 +119,16 @@ def _http_client(base_url: str | None) -> Any:
 
 
 async def shared_client(base_url: str | None, api_key: str | None) -> Any:
-    """One SDK client per endpoint and event loop for the whole process (its pool is the loop's)."""
+    """One SDK client per endpoint and event loop for the current command (its pool is the loop's)."""
     global _CLIENT_CLASS
     loop = asyncio.get_running_loop()
     key = (base_url, api_key)
     remember_secret(api_key)  # so that an error echoing it is redacted (redaction.py)
-    entry = _CLIENTS.get(key)
+    clients = state.current().clients
+    entry = clients.get(key)
     if entry is None or entry[0] is not loop:
         if entry is not None:
-            _RETIRED.append(entry[1:])
+            state.current().retired.append(entry[1:])
         if _CLIENT_CLASS is None:
             _CLIENT_CLASS = _client_class()
         # A query in the base URL (Azure's ?api-version=...) goes with every request, after its path.
@@ -147,7 +140,7 @@ async def shared_client(base_url: str | None, api_key: str | None) -> Any:
         client.endpoint = redact_url((base_url or str(client.base_url)).rstrip("/")) or ""
         closer = close_when_the_loop_ends(client.close)
         await closer.__anext__()
-        entry = _CLIENTS[key] = (loop, client, closer)
+        entry = clients[key] = (loop, client, closer)
     return entry[1]
 
 
@@ -196,7 +189,7 @@ async def send_raw(base_url: str | None, api_key: str | None, body: dict[str, An
     client = await shared_client(base_url, api_key)
     if model is None and isinstance(body, dict):
         model = body.get("model")
-    ep = endpoints.endpoint(role, client.endpoint, model)
+    ep = state.current().endpoints.endpoint(role, client.endpoint, model)
     shown = {"model": model}
     headers = keying.headers_for(base_url, role, keying.current())  # a loopback model's X-Agent-Eval-*
     try:

@@ -201,8 +201,7 @@ def _play_suite(flags: Flags, console: Console | None, err: Console) -> Played:
                     progress.start()
                 if pool is not None:
                     pool.listeners = listeners
-                with events.listening(listeners):
-                    interrupted = interrupts.run(runner.run())
+                interrupted = interrupts.run(runner.run())
             finally:
                 listeners.command_finished()
                 journal.close()

@@ -15,6 +15,7 @@ from rich.console import Console
 
 from agent_eval.ingest.formats import detect_format, format_row, score_formats
 from agent_eval.ingest.recordings import Recording
+from agent_eval.provider import state
 from agent_eval.run.journal import Journal
 from agent_eval.run.player import helper_spend
 from agent_eval.run.runner import lite_run
@@ -42,6 +43,7 @@ class ScoredRuns:
         self.stopped_early = False  # every recorded run is scored
         self.models_used: set[str] = set()  # every model whose tokens a recorded run holds (settings.prices)
         self.skipped_names: dict[str, int] = {}  # a skipped check's name -> the runs it was skipped in
+        self.command = state.new_state()  # the judge's endpoints and clients
         self._entries: list[CaseEntry] = []
         self._offsets: list[list[tuple[int, int]]] = []
 
@@ -61,7 +63,7 @@ class ScoredRuns:
         return self._entries
 
     def spent(self, pricing: dict[str, Any] | None) -> dict[str, Any]:
-        return helper_spend(self.scoring, self.simulator, pricing)
+        return helper_spend(self.scoring, self.simulator, pricing, self.command)
 
     def run_bytes(self) -> Iterator[list[bytes]]:
         for offsets in self._offsets:
@@ -165,8 +167,9 @@ def print_left_out(path: Path, bad: list[Any], unmatched: list[Recording], suite
 async def score_all(suite: Suite, plans: list[Plan], ctx: ScoringContext,
                      concurrency: int, out: ScoredRuns) -> None:
     limit = asyncio.Semaphore(max(1, concurrency))
-    results = await asyncio.gather(*(_score_case(suite, case, recs, ctx, limit) for case, recs, skip in plans
-                                     if skip is None))
+    with state.using(out.command):
+        results = await asyncio.gather(*(_score_case(suite, case, recs, ctx, limit) for case, recs, skip in plans
+                                         if skip is None))
     scored = iter(results)
     for case, _, skip in plans:
         out.add(case, [] if skip is not None else next(scored), skip)

@@ -1,13 +1,12 @@
-"""Each endpoint's state in this process: its window, its share of a token bucket, and what it met
+"""Each endpoint's state in a command: its window, its share of a token bucket, and what it met
 (`summary.provider`). An endpoint is a role (agent, judge, user), a base URL and a model.
 
-The settings (`configure`) come from the command: the ceiling is --concurrency (a worker's slots under
---workers), the limits --rate-limit and --judge-rate-limit, the budget --retry-budget.
+A command's `EndpointTable` (in its provider.state) has its settings: the ceiling is --concurrency (a
+worker's slots under --workers), the limits --rate-limit and --judge-rate-limit, the budget --retry-budget.
 """
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -78,85 +77,57 @@ def settings_of(cfg: Limits, ceiling: int | None = None) -> Settings:
                     retry_budget_s=cfg.retry_budget)
 
 
-_settings = Settings()
-_endpoints: dict[tuple[str, str, str | None], Endpoint] = {}
-_buckets: dict[tuple[str, str | None], TokenBucket] = {}
-_loop: asyncio.AbstractEventLoop | None = None
+class EndpointTable:
+    """A command's endpoints in this process, made on first use with its settings, and their buckets: an
+    agent and a judge on the same URL and model share one. Window changes go to `listeners`."""
 
+    def __init__(self, settings: Settings | None = None, listeners: events.Listeners | None = None) -> None:
+        self.settings = settings or Settings()
+        self.listeners = listeners if listeners is not None else events.Listeners()
+        self._endpoints: dict[tuple[str, str, str | None], Endpoint] = {}
+        self._buckets: dict[tuple[str, str | None], TokenBucket] = {}
 
-def configure(settings: Settings) -> None:
-    """Start afresh with these settings: every endpoint is new (one command, one set of figures)."""
-    global _settings
-    _settings = settings
-    _endpoints.clear()
-    _buckets.clear()
+    def set_share(self, share: float) -> None:
+        """This process's new part of every rate limit (the driver re-splits when a worker is done)."""
+        self.settings.share = share
+        for bucket in self._buckets.values():
+            bucket.set_share(share)
 
+    def set_limits(self, ceiling: int, share: float) -> None:
+        """A worker's slots (its windows' ceiling) and its part of every rate limit, as the driver says."""
+        self.settings.ceiling = max(1, ceiling)
+        self.set_share(share)
+        for found in self._endpoints.values():
+            found.window.set_ceiling(self.settings.ceiling)
 
-def settings() -> Settings:
-    return _settings
+    def endpoint(self, role: str, base_url: str, model: str | None) -> Endpoint:
+        """The endpoint's state, made on first use."""
+        key = (role, base_url, model)
+        found = self._endpoints.get(key)
+        if found is None:
+            shown = f"{base_url}" if role == "agent" else f"{base_url} ({role})"
+            window = Window(self.settings.ceiling, on_change=lambda window: self.listeners.window_changed(
+                None, shown, window.size, window.ceiling))
+            found = self._endpoints[key] = Endpoint(role, base_url, model, window, self._bucket(role, base_url, model))
+        return found
 
+    def _bucket(self, role: str, base_url: str, model: str | None) -> TokenBucket | None:
+        """Made with the smaller of the limits that apply to the roles that use it (the agent's, the judge's)."""
+        key = (base_url, model)
+        bucket = self._buckets.get(key)
+        limit = self.settings.limit_for(role)
+        if bucket is None:
+            if limit is None:
+                return None
+            bucket = self._buckets[key] = TokenBucket(limit, self.settings.share)
+        elif limit is not None and limit.rpm < bucket.limit.rpm:
+            bucket.limit = limit
+            bucket.set_share(self.settings.share)
+        return bucket
 
-def set_share(share: float) -> None:
-    """This process's new part of every rate limit (the driver re-splits when a worker is done)."""
-    _settings.share = share
-    for bucket in _buckets.values():
-        bucket.set_share(share)
-
-
-def set_limits(ceiling: int, share: float) -> None:
-    """A worker's slots (its windows' ceiling) and its part of every rate limit, as the driver says."""
-    _settings.ceiling = max(1, ceiling)
-    set_share(share)
-    for found in _endpoints.values():
-        found.window.set_ceiling(_settings.ceiling)
-
-
-def _window_changed(endpoint: str) -> Callable[[Window], None]:
-    def tell(window: Window) -> None:
-        events.active().window_changed(None, endpoint, window.size, window.ceiling)
-    return tell
-
-
-def endpoint(role: str, base_url: str, model: str | None) -> Endpoint:
-    """The endpoint's state, made on first use (again when the event loop changed: a new command)."""
-    global _loop
-    loop = asyncio.get_running_loop()
-    if loop is not _loop:
-        _loop = loop
-        _endpoints.clear()  # windows and buckets hold futures of the old loop
-        _buckets.clear()
-    key = (role, base_url, model)
-    found = _endpoints.get(key)
-    if found is None:
-        found = _endpoints[key] = Endpoint(role, base_url, model, _new_window(role, base_url, model),
-                                           _bucket(role, base_url, model))
-    return found
-
-
-def _new_window(role: str, base_url: str, model: str | None) -> Window:
-    shown = f"{base_url}" if role == "agent" else f"{base_url} ({role})"
-    return Window(_settings.ceiling, on_change=_window_changed(shown))
-
-
-def _bucket(role: str, base_url: str, model: str | None) -> TokenBucket | None:
-    """The bucket of this URL and model: an agent and a judge on the same model share one. Made with the
-    smaller of the limits that apply to the roles that use it (the agent's, the judge's)."""
-    key = (base_url, model)
-    bucket = _buckets.get(key)
-    limit = _settings.limit_for(role)
-    if bucket is None:
-        if limit is None:
-            return None
-        bucket = _buckets[key] = TokenBucket(limit, _settings.share)
-    elif limit is not None and limit.rpm < bucket.limit.rpm:
-        bucket.limit = limit
-        bucket.set_share(_settings.share)
-    return bucket
-
-
-def provider_summary() -> list[dict[str, Any]]:
-    """`summary.provider` of this process: one entry per endpoint that was asked anything."""
-    return [e.summary() for e in _endpoints.values() if e.requests]
+    def summary(self) -> list[dict[str, Any]]:
+        """`summary.provider` of this process: one entry per endpoint that was asked anything."""
+        return [e.summary() for e in self._endpoints.values() if e.requests]
 
 
 def merge_summaries(parts: Iterable[list[dict[str, Any]] | None], concurrent: bool = True) -> list[dict[str, Any]]:

@@ -2,13 +2,12 @@
 
 A listener subclasses `RunListener` and overrides only the events it needs (the others do nothing).
 A command builds one `Listeners`, passes it to the objects that raise events (the Runner, the journal, the
-worker pool) and opens `listening(listeners)` around the run, so that the provider's retry loop and windows,
-which no caller hands anything to, reach the same listeners; outside it they reach only `OUTSIDE`.
+worker pool) and puts it in its provider.state, so that the provider's retry loop and windows, which no
+caller hands anything to, reach the same listeners.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Any, Protocol
 
 
@@ -54,6 +53,9 @@ class Listeners(RunListener):
     def add(self, listener: RunListener) -> None:
         self._listeners.append(listener)
 
+    def __iter__(self) -> Iterator[RunListener]:
+        return iter(list(self._listeners))
+
     def remove(self, listener: RunListener) -> None:
         if listener in self._listeners:
             self._listeners.remove(listener)
@@ -95,22 +97,3 @@ class RetryCallback(RunListener):
 
     def retrying(self, endpoint: str, attempt: int, most: int) -> None:
         self.callback(endpoint, attempt, most)
-
-
-OUTSIDE = Listeners()  # told of the provider's events while no command is listening (a library caller)
-_active: list[Listeners] = []  # the commands listening now, innermost last
-
-
-@contextmanager
-def listening(listeners: Listeners) -> Iterator[Listeners]:
-    """The provider's events (retries, windows) go to `listeners` until the block ends."""
-    _active.append(listeners)
-    try:
-        yield listeners
-    finally:
-        _active.remove(listeners)
-
-
-def active() -> Listeners:
-    """The listeners the provider tells: the innermost command's, else OUTSIDE."""
-    return _active[-1] if _active else OUTSIDE

@@ -16,8 +16,8 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TypeVar
 
-from agent_eval.provider import events, hints
-from agent_eval.provider.endpoints import Endpoint, settings
+from agent_eval.provider import hints, state
+from agent_eval.provider.endpoints import Endpoint
 from agent_eval.provider.waits import RequestWaits
 
 T = TypeVar("T")
@@ -61,7 +61,8 @@ async def send(ep: Endpoint, attempt: Callable[[], Awaitable[T]], timeout_s: flo
                shown: str = "") -> T:
     """Send one request through the window, the bucket and the retry loop; the answer of the attempt that
     succeeded, or RequestFailed / RequestTimedOut. `shown` is the endpoint as the progress line names it."""
-    cfg = settings()
+    command = state.current()
+    cfg = command.endpoints.settings
     waits = RequestWaits()
     retries, counted = 0, 0.0  # counted: towards `timeout_s` (--judge-timeout): retried attempts but not a 429's
     first_at: float | None = None
@@ -118,7 +119,7 @@ async def send(ep: Endpoint, attempt: Callable[[], Awaitable[T]], timeout_s: flo
                 raise RequestTimedOut(retries)
             retries += 1
             ep.retries += 1
-            events.active().retrying(shown or ep.base_url, retries, _most_retries(ep, failed))
+            command.listeners.retrying(shown or ep.base_url, retries, _most_retries(ep, failed))
             await asyncio.sleep(wait)
             ep.retry_wait_s += wait
             if kind == "retry":

@@ -18,7 +18,7 @@ from urllib.parse import unquote
 import orjson
 
 from agent_eval.llm import _shorten, _was_refused, close_when_the_loop_ends, redact_url, shared_client
-from agent_eval.provider import endpoints, keying, retry, tape
+from agent_eval.provider import keying, retry, state, tape
 from agent_eval.provider.bounded import BodyTooLarge
 from agent_eval.flags import MAX_MESSAGE_BYTES
 from agent_eval.provider.waits import recording
@@ -225,7 +225,7 @@ class Endpoint:
 
             # agent-eval's own retry loop, the endpoint's window and token bucket, as for the built-in
             # agent; waiting for the limit is the run's (trace.rate_limit_wait_s), not the agent's.
-            ep = endpoints.endpoint("agent", client.endpoint, model or link.model)
+            ep = state.current().endpoints.endpoint("agent", client.endpoint, model or link.model)
             with recording(link.waits), tape.counting_unsent() as unsent:
                 try:
                     response = await retry.send(ep, attempt, None, client.endpoint)

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agent_eval.records import Case, RunRecord
-from agent_eval.provider import endpoints, keying
+from agent_eval.provider import keying, state
+from agent_eval.provider.endpoints import merge_summaries, settings_of
 from agent_eval.provider.tape import Tape, using
 from agent_eval.run.agents.base import BUILT_IN
 from agent_eval.run.config import RunConfig
@@ -96,8 +97,11 @@ class Player:
     """Plays and scores one run of a case slot; holds what every run shares (agent, tools, MCP servers)."""
 
     def __init__(self, suite: Suite, cfg: RunConfig, agent: Agent, scoring: ScoringContext,
-                 simulator: Simulator | None = None, tape: Tape | None = None) -> None:
+                 simulator: Simulator | None = None, tape: Tape | None = None,
+                 command: state.CommandState | None = None) -> None:
         self.suite, self.cfg, self.agent, self.scoring = suite, cfg, agent, scoring
+        # The command's endpoints, listeners and clients: current in each run it plays.
+        self.command = command or state.new_state(settings_of(cfg))
         self.tape = tape  # --record / --replay: the command's tape, each run's cassette opened from it
         self.simulator = simulator  # plays the user of scenario cases
         self.system_prompt = suite.settings.get("system_prompt")
@@ -150,7 +154,7 @@ class Player:
             self._prestart_next(self.servers)
         assert slot.template is not None, "play() runs a prepared slot"
         run_tape = self.tape.open_run(slot.case["id"], trial) if self.tape is not None else None
-        with using(run_tape), keying.for_run(slot.case["id"], trial):
+        with using(run_tape), keying.for_run(slot.case["id"], trial), state.using(self.command):
             played = await play_run(slot.case, trial, self.agent, self.suite.tools, slot.template,
                                     self.system_prompt, self.cfg.timeout, simulator, self.servers, blob,
                                     self.stop_tools)
@@ -189,11 +193,12 @@ class Player:
     def spent(self, pricing: dict[str, Any] | None, workers: list[dict[str, Any]] | tuple[Any, ...] = (),
               ) -> dict[str, Any]:
         """summary.judge and summary.user_sim of this player, plus what workers reported."""
-        return helper_spend(self.scoring, self.simulator, pricing, workers, self.tape)
+        return helper_spend(self.scoring, self.simulator, pricing, self.command, workers, self.tape)
 
 
 def helper_spend(scoring: ScoringContext, simulator: Simulator | None, pricing: dict[str, Any] | None,
-                 workers: list[dict[str, Any]] | tuple[Any, ...] = (), tape: Tape | None = None) -> dict[str, Any]:
+                 command: state.CommandState, workers: list[dict[str, Any]] | tuple[Any, ...] = (),
+                 tape: Tape | None = None) -> dict[str, Any]:
     """summary.judge, summary.user_sim and summary.provider (and summary.replay when `tape` replays): this
     process's, plus what workers reported."""
     mine = {"judge": judge_summary(scoring.judge, pricing), "user_sim": user_sim_summary(simulator, pricing)}
@@ -201,6 +206,5 @@ def helper_spend(scoring: ScoringContext, simulator: Simulator | None, pricing: 
         mine["replay"] = tape.counts.summary()
     parts = [mine, *workers]
     spent: dict[str, Any] = {key: add_summaries([p[key] for p in parts if key in p]) for key in mine}
-    spent["provider"] = endpoints.merge_summaries([endpoints.provider_summary(),
-                                                   *(p.get("provider") for p in workers)])
+    spent["provider"] = merge_summaries([command.endpoints.summary(), *(p.get("provider") for p in workers)])
     return spent

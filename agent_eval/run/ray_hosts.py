@@ -139,10 +139,8 @@ class RayWorker:
 
     async def limits(self, payload: bytes) -> None:
         """The driver's LIMITS: this actor's window ceiling and its part of each --rate-limit."""
-        from agent_eval.provider import endpoints
-
         limits = orjson.loads(payload)
-        endpoints.set_limits(limits["ceiling"], limits["share"])
+        self._loaded().player.command.endpoints.set_limits(limits["ceiling"], limits["share"])
 
     async def close(self) -> None:
         await self._loaded().close()

@@ -11,7 +11,8 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 import agent_eval.llm as llm
-from agent_eval.provider import endpoints, events
+from agent_eval.provider import events, state
+from agent_eval.provider.endpoints import settings_of
 from agent_eval.suite.cases import Suite
 from agent_eval.suite.selection import skip_reason
 from agent_eval.run.budget import UNLIMITED, Budget
@@ -65,7 +66,8 @@ class Runner:
         env: Mapping[str, str] = os.environ if environ is None else environ
         self.slots = [CaseSlot(c, list(range(cfg.repeat)), skip_reason(c, env, cfg.judge)) for c in cases]
         self.listeners = listeners or events.Listeners()  # the command's: told as each run finishes
-        self.player = Player(suite, cfg, agent, scoring, simulator, tape)  # tape: --record / --replay
+        self.player = Player(suite, cfg, agent, scoring, simulator, tape,  # tape: --record / --replay
+                             state.new_state(settings_of(cfg), self.listeners))
         self.player.upcoming = lambda: None if self._stopping else self._next_slot()
         self._by_id: dict[str, CaseSlot] | None = None
         self._cursor = 0
@@ -163,7 +165,6 @@ class Runner:
         Here, or on the worker processes or Ray actors of `self.pool` (--workers N, --ray): either way
         this process alone journals, so the rest of the run does not know where the runs were played.
         """
-        endpoints.configure(endpoints.settings_of(self.cfg))  # windows at --concurrency, the limits
         if self.pool is None and self.player.uses_llm():
             llm.preload()  # not inside the first run's time
         self.player.gc.pause()

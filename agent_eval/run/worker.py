@@ -20,7 +20,7 @@ import orjson
 
 import agent_eval.llm as llm
 from agent_eval.records import Case
-from agent_eval.provider import endpoints, events, tape
+from agent_eval.provider import events, tape
 from agent_eval.errors import CaseFileError, ConfigError
 from agent_eval.redaction import remember_secret
 from agent_eval.suite.jsonsafe import dumps_safe
@@ -121,7 +121,6 @@ class WorkerCore:
         # The driver hands out the trials; none is this worker's to take.
         self.slots = [CaseSlot(case, []) for case in cases]
         self._newest = -1  # runs come in case order: a case before this one will not come again
-        endpoints.configure(endpoints.settings_of(init.cfg))  # until the driver sends this worker's LIMITS
         if self.player.uses_llm():
             llm.preload()  # not inside the first run's time
         self.player.gc.pause()  # the same collection regime as a run played in one process
@@ -148,7 +147,7 @@ class WorkerCore:
     def spent(self) -> dict[str, Any]:
         """summary.judge, summary.user_sim and summary.provider of this worker alone."""
         return {**self.player.spent(self.player.suite.settings.get("pricing")),
-                "provider": endpoints.provider_summary()}
+                "provider": self.player.command.endpoints.summary()}
 
 
 def load_core(init: WorkerInit) -> tuple[WorkerCore | None, str | None]:
@@ -242,25 +241,26 @@ async def _serve(conn: Connection, init: WorkerInit) -> None:
             _send(conn, CRASHED + "".join(traceback.format_exception(exc)).encode())
             os._exit(1)
 
-    with events.listening(events.Listeners(DriverRelay(conn))):  # until the driver says FINISH or STOP
-        while True:
-            message = await inbox.get()
-            kind, payload = message[:1], message[1:]
-            if kind == BATCH:
-                for index, trial in orjson.loads(payload):
-                    task = asyncio.create_task(play(index, trial))
-                    tasks.add(task)
-                    task.add_done_callback(done)
-            elif kind == LIMITS:
-                limits = orjson.loads(payload)
-                endpoints.set_limits(limits["ceiling"], limits["share"])
-            elif kind in (FINISH, STOP):
-                if kind == STOP:
-                    for task in tasks:
-                        task.cancel()
-                if tasks:
-                    await asyncio.wait(tasks, timeout=None if kind == FINISH else 1.0)
-                await asyncio.sleep(0)  # the last runs' send_finished
-                await core.close()
-                _send(conn, USAGE + orjson.dumps(core.spent()))
-                return
+    core.player.command.listeners.add(DriverRelay(conn))
+    while True:  # until the driver says FINISH or STOP
+        message = await inbox.get()
+        kind, payload = message[:1], message[1:]
+        if kind == BATCH:
+            for index, trial in orjson.loads(payload):
+                task = asyncio.create_task(play(index, trial))
+                tasks.add(task)
+                task.add_done_callback(done)
+        elif kind == LIMITS:
+            limits = orjson.loads(payload)
+            core.player.command.endpoints.set_limits(limits["ceiling"], limits["share"])
+        elif kind in (FINISH, STOP):
+            if kind == STOP:
+                for task in tasks:
+                    task.cancel()
+            if tasks:
+                await asyncio.wait(tasks, timeout=None if kind == FINISH else 1.0)
+            await asyncio.sleep(0)  # the last runs' send_finished
+            await core.close()
+            _send(conn, USAGE + orjson.dumps(core.spent()))
+            return
+

@@ -7,8 +7,8 @@ import pytest
 
 from agent_eval import llm
 from agent_eval.errors import ProviderError
-from agent_eval.provider import endpoints
-from agent_eval.provider.endpoints import Settings
+from agent_eval.provider import state
+from agent_eval.provider.endpoints import EndpointTable, Settings
 from agent_eval.provider.waits import Waits, recording
 from tests.loopback import status, text
 
@@ -16,10 +16,16 @@ BODY = {"model": "m-test", "messages": [{"role": "user", "content": "hi"}], "tem
 
 
 @pytest.fixture(autouse=True)
-def fresh_endpoints():
-    endpoints.configure(Settings())
-    yield
-    endpoints.configure(Settings())
+def command():
+    """A command's own state, current for the test (its endpoints, listeners and clients)."""
+    with state.using(state.new_state()) as current:
+        yield current
+
+
+def configure(settings: Settings) -> None:
+    """The current command's endpoints start afresh with these settings."""
+    current = state.current()
+    current.endpoints = EndpointTable(settings, current.listeners)
 
 
 def ask(srv, waits: Waits | None = None) -> tuple[llm.Completion | ProviderError, list[dict]]:
@@ -29,7 +35,7 @@ def ask(srv, waits: Waits | None = None) -> tuple[llm.Completion | ProviderError
                 answer = await llm.complete(srv.base_url, "test-key", BODY)
             except ProviderError as exc:
                 answer = exc
-        return answer, endpoints.provider_summary()
+        return answer, state.current().endpoints.summary()
 
     return asyncio.run(go())
 
@@ -47,7 +53,7 @@ def test_rate_limit_answers_are_retried_past_eight_attempts(loopback) -> None:
 
 
 def test_a_wait_longer_than_the_budget_left_ends_the_request_at_once(loopback) -> None:
-    endpoints.configure(Settings(retry_budget_s=1.0))
+    configure(Settings(retry_budget_s=1.0))
     srv = loopback(lambda request, index: status(429, headers={"retry-after": "2"}))
     error, summary = ask(srv)
     assert isinstance(error, ProviderError) and srv.count == 1
@@ -74,7 +80,7 @@ def test_the_waiting_is_recorded_on_the_run(loopback) -> None:
 
 
 def test_a_window_of_one_serves_requests_one_at_a_time(loopback) -> None:
-    endpoints.configure(Settings(ceiling=1))
+    configure(Settings(ceiling=1))
     srv = loopback(lambda request, index: text(f"answer {index}"), latency_s=0.05)
 
     async def go() -> list[str]:
@@ -82,4 +88,4 @@ def test_a_window_of_one_serves_requests_one_at_a_time(loopback) -> None:
         return [a.content for a in answers]
 
     assert sorted(asyncio.run(go())) == [f"answer {n}" for n in range(4)]
-    assert endpoints.provider_summary()[0]["requests"] == 4
+    assert state.current().endpoints.summary()[0]["requests"] == 4

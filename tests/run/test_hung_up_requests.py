@@ -8,8 +8,8 @@ import asyncio
 import openai
 import pytest
 
-from agent_eval.provider import endpoints
-from agent_eval.provider.endpoints import Settings
+from agent_eval.provider import state
+from agent_eval.provider.endpoints import EndpointTable, Settings
 from agent_eval.provider.throttle import RateLimit
 from agent_eval.provider.tokens import invalid_counts
 from agent_eval.run.agents.python import PythonAgent
@@ -28,10 +28,16 @@ TOOLS = ToolSet.from_functions([noop])
 
 
 @pytest.fixture(autouse=True)
-def fresh_endpoints():
-    endpoints.configure(Settings())
-    yield
-    endpoints.configure(Settings())
+def command():
+    """A command's own state, current for the test (its endpoints, listeners and clients)."""
+    with state.using(state.new_state()) as current:
+        yield current
+
+
+def configure(settings: Settings) -> None:
+    """The current command's endpoints start afresh with these settings."""
+    current = state.current()
+    current.endpoints = EndpointTable(settings, current.listeners)
 
 
 def play(fn, base_url, timeout=None):
@@ -65,7 +71,7 @@ async def hang_up_on_the_waiting(task, settle: float = 0.3) -> str:
 
 @pytest.mark.parametrize("limit", ["window", "bucket"])
 def test_requests_abandoned_while_they_wait_for_the_limit_are_client_closed_only(loopback, limit) -> None:
-    endpoints.configure(Settings(ceiling=1) if limit == "window" else Settings(rate_limit=RateLimit(6.0)))
+    configure(Settings(ceiling=1) if limit == "window" else Settings(rate_limit=RateLimit(6.0)))
     srv = loopback([stall(0.5, text("done")), text("late"), text("late")])
     played = play(hang_up_on_the_waiting, srv.base_url)
     assert played.error is None and played.trace["stop_reason"] == "completed"
@@ -80,12 +86,12 @@ def test_the_built_in_path_cancelled_while_it_waits_for_a_place_sees_only_its_ca
     # The window's wake-up drops a cancelled waiter: the cancelled request must not then fail to remove it.
     import agent_eval.llm as llm
 
-    endpoints.configure(Settings(ceiling=1))
+    configure(Settings(ceiling=1))
     srv = loopback([text("a")])
 
     async def scenario() -> BaseException | None:
         client = await llm.shared_client(srv.base_url, "k")
-        window = endpoints.endpoint("agent", client.endpoint, "m1").window
+        window = state.current().endpoints.endpoint("agent", client.endpoint, "m1").window
         await window.acquire()  # another run's request holds the only place
         waiting = asyncio.ensure_future(llm.complete(srv.base_url, "k", {"model": "m1", "messages": []}))
         await asyncio.sleep(0.05)
