@@ -15,7 +15,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agent_eval.commands.library import run_suite
+    from agent_eval.commands.library import run_suite, run_suite_async
     from agent_eval.errors import AgentEvalError, CaseFileError, ConfigError, ToolError
     from agent_eval.run.agents.base import Reply
     from agent_eval.run.agents.python import Task
@@ -24,14 +24,15 @@ if TYPE_CHECKING:
     from agent_eval.suite.tools import tool
 
 __all__ = ["AgentEvalError", "CaseFileError", "ConfigError", "Reply", "Scorer", "Task", "ToolError", "run_suite",
-           "scorer", "scripted_model", "tool"]
+           "run_suite_async", "scorer", "scripted_model", "tool"]
 __version__ = "0.1.0"
 
 _HOMES = {**dict.fromkeys(("AgentEvalError", "CaseFileError", "ConfigError", "ToolError"), "agent_eval.errors"),
           "Reply": "agent_eval.run.agents.base",
           "Task": "agent_eval.run.agents.python", "Scorer": "agent_eval.score.custom",
           "scorer": "agent_eval.score.custom", "tool": "agent_eval.suite.tools",
-          "run_suite": "agent_eval.commands.library", "scripted_model": "agent_eval.scripted.server"}
+          "run_suite": "agent_eval.commands.library", "run_suite_async": "agent_eval.commands.library",
+          "scripted_model": "agent_eval.scripted.server"}
 
 
 def __getattr__(name: str) -> Any:

@@ -102,20 +102,19 @@ def run_command(flags: Flags, console: Console, err: Console) -> int:
 
 
 class Played(NamedTuple):
-    """What `play_suite` did: the exit code, the report (None when the journal failed) and its file."""
+    """What `play_suite` did: the exit code, the report (None when the journal failed; its runs without their
+    traces) and its file, and per case entry its runs as JSON bytes (`run_bytes()`, callable again)."""
 
     code: int
     report: Report | None
     path: Path
+    run_bytes: Callable[[], Any]
 
 
-def play_suite(flags: Flags, console: Console | None, err: Console) -> Played:
+def play_suite(flags: Flags, console: Console | None, err: Console, interrupts: Interrupts | None = None) -> Played:
     """Run a suite and write its report. With no `console` (the library's `run_suite`) there is no
-    progress display and no report on the terminal."""
-    return _play_suite(flags, console, err)
-
-
-def _play_suite(flags: Flags, console: Console | None, err: Console) -> Played:
+    progress display and no report on the terminal; `interrupts` stops it as a Ctrl-C does (the library's
+    own, from another thread)."""
     resumed = None
     if flags.text("resume"):
         from agent_eval.run.resume import open_resume
@@ -194,7 +193,7 @@ def _play_suite(flags: Flags, console: Console | None, err: Console) -> Played:
                                         every_s=beats.EVERY_S)
             listeners.add(heartbeat)
             heartbeat.start()
-        with Interrupts() as interrupts:
+        with interrupts or Interrupts() as interrupts:
             try:
                 if progress:
                     progress.add_task(RUNNING, total=runner.pending)
@@ -221,7 +220,7 @@ def _play_suite(flags: Flags, console: Console | None, err: Console) -> Played:
             code, report = finish_report(runner, suite, cfg, agent.name, run_id, created_at, interrupted, console,
                                          err, stop_code=interrupts.exit_code, sender=sender,
                                          settle=lambda code: interrupts.exit_code if interrupts.count else code)
-            return Played(code, report, report_path_of(cfg.output_dir, run_id))
+            return Played(code, report, report_path_of(cfg.output_dir, run_id), runner.run_bytes)
     finally:
         if pool is not None:
             pool.on_close()

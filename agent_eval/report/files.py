@@ -57,16 +57,21 @@ def write_json_report(path: Path, report: Report, run_bytes: Iterable[list[bytes
     The file is written beside its target and renamed, so a reader never sees half a report.
     """
     with atomic_file(path) as f:
-        f.write(b"{")
-        f.writelines(orjson.dumps(key) + b":" + orjson.dumps(report.get(key)) + b"," for key in HEAD_KEYS)
-        f.write(b'"cases":[')
-        for i, (case, runs) in enumerate(zip(report["cases"], run_bytes, strict=True)):
-            entry = {k: v for k, v in case.items() if k != "runs"}
-            head = orjson.dumps(entry)[:-1]
-            f.write((b"," if i else b"") + head + b',"runs":[' + b",".join(runs) + b"]}")
-        f.write(b"]")
-        f.writelines(b"," + orjson.dumps(key) + b":" + orjson.dumps(report.get(key)) for key in TAIL_KEYS)
-        f.write(b"}")
+        f.writelines(report_bytes(report, run_bytes))
+
+
+def report_bytes(report: Report, run_bytes: Iterable[list[bytes]]) -> Iterator[bytes]:
+    """The JSON report's bytes, piece by piece: `report` with each case's runs spliced in from raw JSON."""
+    yield b"{"
+    yield from (orjson.dumps(key) + b":" + orjson.dumps(report.get(key)) + b"," for key in HEAD_KEYS)
+    yield b'"cases":['
+    for i, (case, runs) in enumerate(zip(report["cases"], run_bytes, strict=True)):
+        entry = {k: v for k, v in case.items() if k != "runs"}
+        head = orjson.dumps(entry)[:-1]
+        yield (b"," if i else b"") + head + b',"runs":[' + b",".join(runs) + b"]}"
+    yield b"]"
+    yield from (b"," + orjson.dumps(key) + b":" + orjson.dumps(report.get(key)) for key in TAIL_KEYS)
+    yield b"}"
 
 
 def make_parent(path: Path) -> Path:

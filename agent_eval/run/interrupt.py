@@ -83,6 +83,12 @@ class Interrupts:
             for stop in self.after_run:
                 stop()
 
+    def stop(self) -> None:
+        """Stop the run as a first Ctrl-C does, from any thread (the library's caller was interrupted);
+        a second stop does nothing."""
+        if not self.count:
+            self._on_sigint(signal.SIGINT, None)
+
     def run(self, coro: Coroutine[Any, Any, None]) -> bool:
         """Run `coro` on a fresh event loop; True when a Ctrl-C cut it short."""
         if self.count:
