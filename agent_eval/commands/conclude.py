@@ -1,6 +1,6 @@
 """The conclusion every command that scores cases shares: the report, its files, the terminal, the exit code.
 
-`finish` builds the report of played (`run`) or recorded (`score`) runs; `conclude` takes any report
+`finish_report` builds the report of played (`run`) or recorded (`score`) runs; `conclude` takes any report
 (`rescore` builds its own) and does the rest the same way for all three: the gate against a baseline,
 the exit code, the JSON report, every extra output (HTML, history, JUnit, Markdown), the terminal.
 """
@@ -45,7 +45,7 @@ class Journal(Protocol):
 
 
 class Results(Protocol):
-    """What `finish` reads of the runs a command played or scored (the run scheduler, `score`'s runs)."""
+    """What `finish_report` reads of the runs a command played or scored (the run scheduler, `score`'s runs)."""
 
     pool: WorkerPool | None  # under --workers or --ray
     stopped_early: bool
@@ -88,21 +88,13 @@ def say(console: Console, line: str) -> None:
     console.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
-def finish(results: Results, suite: Suite, cfg: RunConfig, agent_name: str, run_id: str, created_at: str,
-           interrupted: bool, console: Console, err: Console, stop_code: int = EXIT_INTERRUPTED,
-           sender: RunSender | None = None) -> int:
-    """Build the report of `results`, write it with every extra output, print it; a second Ctrl-C here
-    exits at once. `sender` is the --otlp-endpoint sender the runs were offered to as they finished."""
-    return finish_report(results, suite, cfg, agent_name, run_id, created_at, interrupted, console, err,
-                         stop_code, sender)[0]
-
-
 def finish_report(results: Results, suite: Suite, cfg: RunConfig, agent_name: str, run_id: str, created_at: str,
                   interrupted: bool, console: Console | None, err: Console, stop_code: int = EXIT_INTERRUPTED,
                   sender: RunSender | None = None,
                   settle: Callable[[int], int] = lambda code: code) -> tuple[int, Report | None]:
-    """`finish`, returning the report too (None when the journal failed); with no `console` nothing is
-    printed but the warnings, which go to `err`."""
+    """Build the report of `results`, write it with every extra output, print it; (the exit code, the report:
+    None when the journal failed). With no `console` nothing is printed but the warnings, which go to `err`;
+    a second Ctrl-C here exits at once. `sender` is the --otlp-endpoint sender the runs were offered to."""
     from agent_eval.bench import bench_settings
     from agent_eval.run.journal import append_usage, read_usage
     from agent_eval.score.metrics import summarize

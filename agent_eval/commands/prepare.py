@@ -42,6 +42,22 @@ def prepare(flags: Flags, adjust: Callable[[RunConfig], None] | None = None) -> 
     return Prepared(suite, cfg, cases)
 
 
+def check_models(cfg: RunConfig, runnable: list[Case], suite: Suite) -> None:
+    """The checks of what the runs to play will call: the agent's, the judge's and the simulator's models,
+    and --agent gold's gold calls."""
+    from agent_eval.run.agents import kind_of
+    from agent_eval.run.agents.gold import require_gold
+    from agent_eval.run.config import require_llm
+    from agent_eval.run.scenario import require_user
+
+    kind = kind_of(cfg.agent)
+    if kind.uses_llm and runnable:
+        require_llm(cfg, kind.name)
+    check_judge(cfg, runnable, suite)
+    require_user(cfg.user_sim, runnable, suite.path)
+    require_gold(cfg.agent, runnable, suite.path)
+
+
 def check_judge(cfg: RunConfig, runnable: list[Case], suite: Suite) -> None:
     """Exit 2 when a case that will be scored needs the judge and it has no model or key."""
     from agent_eval.score.judge import needs_judge, require_judge

@@ -12,21 +12,18 @@ from rich.markup import escape
 
 from agent_eval.records import Case
 from agent_eval.commands.conclude import finish_report, offer_runs, say
-from agent_eval.commands.prepare import Prepared, check_baseline, check_judge, make_output_dir, prepare
+from agent_eval.commands.prepare import Prepared, check_baseline, check_models, make_output_dir, prepare
 from agent_eval.errors import ConfigError
 from agent_eval.flags import Flags
 from agent_eval.records import Report
 from agent_eval.provider import cassette, events, tape
 from agent_eval.provider.endpoints import WindowBoard
-from agent_eval.report.files import history_path_of, journal_path_of, report_path_of
+from agent_eval.report.files import history_path_of, journal_path_of
 from agent_eval.report.model import new_run_id, now_iso
-from agent_eval.run.agents import kind_of
-from agent_eval.run.config import RunConfig, require_llm
+from agent_eval.run.config import RunConfig
 from agent_eval.run.interrupt import Interrupts
 from agent_eval.run.journal import Journal
 from agent_eval.run.runner import Runner
-from agent_eval.run.agents.gold import require_gold
-from agent_eval.run.scenario import require_user
 from agent_eval.run.worker import WorkerInit, build_parts, tape_of
 from agent_eval.suite.cases import Suite
 from agent_eval.suite.selection import skip_reason
@@ -43,12 +40,7 @@ def prepare_run(flags: Flags, adjust: Callable[[RunConfig], None] | None = None,
     suite, cfg = prepared.suite, prepared.cfg
     prepared.cases = _select_last_failed(flags, cfg, prepared.cases, warn or (lambda message: None))
     runnable = [c for c in prepared.cases if skip_reason(c, os.environ, cfg.judge) is None]
-    kind = kind_of(cfg.agent)
-    if kind.uses_llm and runnable:
-        require_llm(cfg, kind.name)
-    check_judge(cfg, runnable, suite)
-    require_user(cfg.user_sim, runnable, suite.path)
-    require_gold(cfg.agent, runnable, suite.path)
+    check_models(cfg, runnable, suite)
     check_baseline(cfg)
     if cfg.max_cost is not None and runnable:
         _require_prices(cfg, runnable, suite)
@@ -103,11 +95,10 @@ def run_command(flags: Flags, console: Console, err: Console) -> int:
 
 class Played(NamedTuple):
     """What `play_suite` did: the exit code, the report (None when the journal failed; its runs without their
-    traces) and its file, and per case entry its runs as JSON bytes (`run_bytes()`, callable again)."""
+    traces), and per case entry its runs as JSON bytes (`run_bytes()`, callable again)."""
 
     code: int
     report: Report | None
-    path: Path
     run_bytes: Callable[[], Any]
 
 
@@ -220,7 +211,7 @@ def play_suite(flags: Flags, console: Console | None, err: Console, interrupts: 
             code, report = finish_report(runner, suite, cfg, agent.name, run_id, created_at, interrupted, console,
                                          err, stop_code=interrupts.exit_code, sender=sender,
                                          settle=lambda code: interrupts.exit_code if interrupts.count else code)
-            return Played(code, report, report_path_of(cfg.output_dir, run_id), runner.run_bytes)
+            return Played(code, report, runner.run_bytes)
     finally:
         if pool is not None:
             pool.on_close()

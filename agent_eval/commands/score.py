@@ -6,7 +6,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from agent_eval.commands.conclude import finish, offer_runs, say
+from agent_eval.commands.conclude import finish_report, offer_runs, say
 from agent_eval.commands.prepare import check_baseline, check_judge, make_output_dir, prepare
 from agent_eval.errors import ConfigError
 from agent_eval.flags import Flags
@@ -69,7 +69,7 @@ def score_command(flags: Flags, console: Console, err: Console) -> int:
         asyncio.run(score_all(suite, plans, ctx, cfg.concurrency, scored_runs))
     finally:
         journal.close()
-    code = finish(scored_runs, suite, cfg, cfg.agent, run_id, created_at, False, console, err, sender=sender)
+    code, _ = finish_report(scored_runs, suite, cfg, cfg.agent, run_id, created_at, False, console, err, sender=sender)
     if scored_runs.skipped_names:
         shown = ", ".join(f"{name} ({n} run{'s' if n != 1 else ''})" for name, n in scored_runs.skipped_names.items())
         say(console, f"Skipped for want of a recorded environment: {shown}")

@@ -20,20 +20,17 @@ import orjson
 from rich.console import Console
 
 from agent_eval.commands.conclude import finish_report
-from agent_eval.commands.prepare import check_judge, make_output_dir
+from agent_eval.commands.prepare import check_models, make_output_dir
 from agent_eval.errors import CaseFileError, ConfigError, Problem
 from agent_eval.flags import Flags
 from agent_eval.provider.endpoints import merge_summaries
 from agent_eval.pytest_plugin.items import as_options
 from agent_eval.records import Case, CaseEntry, Report, RunRecord
 from agent_eval.report.files import journal_path_of, report_path_of
-from agent_eval.run.agents import kind_of
-from agent_eval.run.config import RunConfig, require_llm, resolve
+from agent_eval.run.config import RunConfig, resolve
 from agent_eval.run.interrupt import Interrupts
 from agent_eval.run.journal import Journal
 from agent_eval.run.runner import Runner
-from agent_eval.run.agents.gold import require_gold
-from agent_eval.run.scenario import require_user
 from agent_eval.run.worker import build_parts
 from agent_eval.score.metrics import case_entry, skipped_entry
 from agent_eval.score.usage import add_summaries
@@ -134,13 +131,7 @@ class Book:
 
     def _parts(self, cases: list[Case]) -> tuple[Agent, Simulator | None, ScoringContext]:
         """The checks `run` makes before anything runs, on these cases; then the agent, simulator, scoring."""
-        runnable = [c for c in cases if self.skip_of(c) is None]
-        kind = kind_of(self.cfg.agent)
-        if kind.uses_llm and runnable:
-            require_llm(self.cfg, kind.name)
-        check_judge(self.cfg, runnable, self.suite)
-        require_user(self.cfg.user_sim, runnable, self.suite.path)
-        require_gold(self.cfg.agent, runnable, self.suite.path)
+        check_models(self.cfg, [c for c in cases if self.skip_of(c) is None], self.suite)
         return build_parts(self.suite, cases, self.cfg, self.agent_dir)
 
     def _tape(self, cases: list[Case], cfg: RunConfig) -> Tape | None:
