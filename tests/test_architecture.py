@@ -223,6 +223,7 @@ GUARD = "agent_eval/tracebacks.py"
 BOUNDARIES = {
     ("agent_eval/run/worker.py", "process_main"),  # a worker process's top level: the driver shows the bug
     ("agent_eval/suite/mcp_client.py", "Connection._own"),  # the task owning an MCP session, awaited by no one
+    ("agent_eval/commands/library.py", "_Call._play"),  # a run_suite call's thread: its caller raises what it got
 }
 
 

@@ -77,6 +77,7 @@ class RunLink:
     closed: bool = False
     tape: tape.RunTape | None = None  # the run's cassette under --record / --replay
     keys: keying.RunKeys | None = None  # the run's case and trial, for a loopback model's X-Agent-Eval-* headers
+    command: state.CommandState = field(default_factory=state.current)  # the run's command: endpoints, clients
 
     def close(self) -> None:
         """The run has ended: its path answers 401 from now on, a request still in flight (a child left
@@ -185,7 +186,7 @@ class Endpoint:
             return _error(web, 400, "invalid_path", "'.' and '..' segments (raw or percent-encoded) are not "
                           "allowed in a request path")
         # "//host/x" would read as a host of its own: the path is always the base URL's followed by it
-        with tape.using(link.tape, "agent"):  # this handler's task is not the run's: its tape is set here
+        with tape.using(link.tape, "agent"), state.using(link.command):  # the handler's task is not the run's
             return await self._forward(web, link, request, "/" + (parts[4].lstrip("/") if len(parts) > 4 else ""))
 
     async def _forward(self, web: Any, link: RunLink, request: Any, path: str) -> Any:
@@ -211,8 +212,7 @@ class Endpoint:
                                  "status": None, "retries": 0}
         link.llm_calls.append(entry)
         count = [0]  # attempts sent
-        client = None
-        task = asyncio.current_task()
+        client, task = None, asyncio.current_task()
         if task is not None:
             link.pending[task] = entry
         try:
