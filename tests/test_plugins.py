@@ -263,3 +263,46 @@ def test_a_metric_row_with_an_impossible_field_is_refused_naming_it(fields: dict
     with pytest.raises(ConfigError) as refused:
         register_metric(row)
     assert str(refused.value).startswith(f"the metric {row.name!r} of tests.test_plugins: {problem}")
+
+
+TONE_OUTPUT = '''
+from agent_eval.flags import Setting, register_setting
+from agent_eval.report.outputs import Output, flag, register_output
+
+register_setting(Setting("tone_file", str, ("--tone-file",), env="AGENT_EVAL_TONE_FILE", suite_key="tone_file",
+                         commands=("run", "rescore", "score"), help="Where the tone output writes."))
+
+
+def target(cfg, report_path):
+    name = flag("tone_file")(cfg, report_path)
+    return None if name is None else report_path.with_name(name)
+
+
+register_output(Output("Tone", target, lambda job: job.target.write_text(job.report["run_id"])))
+'''
+
+
+def test_a_plugin_outputs_own_setting_reaches_it_under_run_rescore_and_score(tmp_path: Path) -> None:
+    # flag(name) read only RunConfig's attributes, and rescore handed its outputs no plugin setting at all:
+    # the output was silently never written.
+    (tmp_path / "tone.py").write_text(TONE_OUTPUT)
+    out = tmp_path / "reports"
+    for how, extra, env in (("flag", ("--tone-file", "by-flag.txt"), {}),
+                            ("env", (), {"AGENT_EVAL_TONE_FILE": "by-env.txt"})):
+        environ = clean_env(AGENT_EVAL_PLUGINS="tone.py", **env)
+        done = run_cli("run", "--cases", suite(tmp_path), "--output-dir", out, "--no-html", *extra, cwd=tmp_path,
+                       env=environ)
+        assert done.exit_code == 0, done.stdout + done.stderr
+        report = max(out.glob("*.json"), key=lambda p: p.stat().st_mtime)
+        written = out / (extra[1] if extra else "by-env.txt")
+        assert written.read_text() == report.stem, how
+        written.unlink()
+        done = run_cli("rescore", report, "--no-judge", *extra, cwd=tmp_path, env=environ)
+        assert done.exit_code == 0, done.stdout + done.stderr
+        rescored = max(out.glob("*.json"), key=lambda p: p.stat().st_mtime)
+        assert rescored != report and written.read_text() == rescored.stem, how
+        written.unlink()
+        done = run_cli("score", report, "--format", "agent-eval", "--cases", suite(tmp_path), "--output-dir", out,
+                       "--no-judge", *extra, cwd=tmp_path, env=environ)
+        assert done.exit_code == 0, done.stdout + done.stderr
+        assert written.exists(), how

@@ -10,7 +10,7 @@ import os
 import shlex
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -72,6 +72,7 @@ class Outputs:
     markdown: Path | None = None
     otel: Path | None = None
     otlp_endpoint: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # the plugins' settings, by name (outputs.flag reads them)
 
 
 def offer_runs(journal: JournalFile, url: str | None, head: dict[str, Any]) -> RunSender | None:

@@ -20,7 +20,7 @@ from agent_eval.llm import redact_url
 from agent_eval.report.model import load_report
 from agent_eval.report.shapes import RESCORE_SHAPE
 from agent_eval.flags import MAX_COUNT
-from agent_eval.run.config import check_judge_timeout, first
+from agent_eval.run.config import check_judge_timeout, first, plugin_settings
 from agent_eval.score.judge import build_judge, needs_judge, require_judge
 from agent_eval.score.pipeline import ScoringContext
 from agent_eval.commands.report_judge import judge_for_report, report_cases_file
@@ -74,7 +74,7 @@ def rescore_command(flags: Flags, console: Console, err: Console, environ: Mappi
         report["summary"]["runs_to_judge"] = runs_to_judge(suite.cases, list(new_entries))
     outputs = Outputs(output_dir=report_path.parent, cases_file=cases_file, junit=flags.path("junit"),
                       markdown=flags.path("markdown"), otel=flags.path("otel"),
-                      otlp_endpoint=flags.text("otlp_endpoint"))
+                      otlp_endpoint=flags.text("otlp_endpoint"), extra=plugin_settings(flags, suite, env))
     notes = [f"Not in {suite.path} anymore, so not rescored: {', '.join(map(str, missing))}"] if missing else []
     return conclude(report, lambda: ([orjson.dumps(r) for r in e["runs"]] for e in new_entries), outputs,
                     console, err, quiet=flags.is_on("quiet"), label="Rescored report", notes=notes)

@@ -83,8 +83,10 @@ class OutputJob:
 
 
 def flag(name: str) -> Callable[[OutputSettings, Path], Any]:
-    """A row's target: the value of the flag `name` (None, the default, when it was not given)."""
-    return lambda cfg, report_path: getattr(cfg, name, None)
+    """A row's target: the value of the setting `name` (a built-in's attribute, else a plugin's, resolved as
+    `run` resolves it; None when it has none)."""
+    return lambda cfg, report_path: getattr(cfg, name) if hasattr(cfg, name) else \
+        (getattr(cfg, "extra", None) or {}).get(name)
 
 
 def _write_html(job: OutputJob) -> None:

@@ -143,6 +143,17 @@ def resolve(flags: Flags, suite: Suite, environ: Mapping[str, str] | None = None
     return cfg
 
 
+def plugin_settings(flags: Flags, suite: Suite, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The plugins' settings (the rows with no RunConfig attribute), by name, each resolved as `run` resolves
+    it (flag, environment, suite, default): what a command that writes outputs but runs nothing hands them."""
+    given = Given(flags, os.environ if environ is None else environ, suite)
+    cfg = RunConfig(cases_file=suite.path.resolve())
+    for row in all_settings():
+        if row.name not in _BUILT_IN_NAMES and not _has_attribute(row):
+            _resolve_row(cfg, row, given)
+    return cfg.extra
+
+
 def resolve_value(row: Setting, cfg: RunConfig, given: Given) -> Any:
     """A row's value: its flag, then its environment variable, then its suite key, then its default, as the
     row's type; the source is recorded in cfg.sources (when the row records one). A value of the wrong type
