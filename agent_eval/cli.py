@@ -326,15 +326,16 @@ def bench_import(
 
 
 @app.command("scripted-model")
-def scripted_model(script: Path = typer.Argument(..., help="The script: a JSON list of {match, reply} entries."),
-                   port: int = typer.Option(0, "--port", help="The port to listen on (default 0: any free one)."),
-                   ) -> None:
+def scripted_model(ctx: typer.Context,
+                   script: Path = typer.Argument(..., help="The script: a JSON list of {match, reply} entries."),
+                   **given: Any) -> None:
     """Serve a scripted OpenAI-compatible model on 127.0.0.1 until Ctrl-C; prints its base URL."""
+    flags = build_flags(ctx, **given)
 
     def go() -> int:
         from agent_eval.commands.scripted_model import scripted_model_command
 
-        return scripted_model_command(script, port, console)
+        return scripted_model_command(script, flags.count("port") or 0, console)
 
     guarded(go)
 

@@ -213,7 +213,7 @@ def test_a_setting_whose_report_key_a_built_in_one_holds_is_refused(row: Setting
 @pytest.mark.parametrize(("row", "args", "says"), [
     ("Setting('tone', str, ('--tone',), commands=('runn',))", ("run", "--help"),
      "the setting 'tone' of {plugin} names the command 'runn', which agent-eval does not have; its commands are "
-     "calibrate, compare, history, import, label, list, plan, rescore, run, score, validate, view."),
+     "calibrate, compare, history, import, label, list, plan, rescore, run, score, scripted-model, validate, view."),
     ("Setting('base_report', str, ('--br',), commands=('compare',))", ("compare", "--help"),
      "the setting 'base_report' of {plugin} has the name of an argument of `compare`; rename the setting."),
     ("Setting('tone', str, ('--model',))", ("run", "--help"),

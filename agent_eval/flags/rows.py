@@ -212,6 +212,8 @@ BUILT_IN: tuple[Setting, ...] = (
          default=_DETECT, eager=True),
     _row("power", float, ("--power",), "The probability of detecting it.", ("plan",),
          default=_POWER, eager=True),
+    _row("port", int, ("--port",), "The port to listen on (0: any free one).", ("scripted-model",), default=0,
+         eager=True),
     # Set by --resume, never by a flag: the stored --lf selection, and the folder relative agent SPECs start from.
     _row("last_failed_ids", str, (), "", (), repeatable=True),
     _row("agent_dir", Path, (), "", ()),
