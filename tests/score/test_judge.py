@@ -123,7 +123,8 @@ def test_identical_prompts_in_flight_are_asked_once(loopback) -> None:
     outcomes = asyncio.run(three())
     assert srv.count == 1
     assert all(o.records["judge"]["verdict"] == "PASS" for o in outcomes)
-    assert judge.usage == JudgeUsage(calls=1, cache_hits=2, prompt_tokens=10, completion_tokens=5)
+    # 3 identical prompts at once: 1 call; the other 2 wait for it (in-process de-duplication, not the disk cache)
+    assert judge.usage == JudgeUsage(calls=1, cache_hits=2, deduplicated=2, prompt_tokens=10, completion_tokens=5)
 
 
 def test_both_criteria_are_asked_and_checked(loopback) -> None:
