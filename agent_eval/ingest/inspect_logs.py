@@ -7,17 +7,21 @@ decompressed with `zstandard` (the optional extra `agent-eval-trials[inspect]`).
 """
 from __future__ import annotations
 
+import os
 import struct
 import zipfile
+import zlib
+from functools import partial
 from io import BytesIO
 from pathlib import Path
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
 
 from agent_eval.errors import ConfigError
-from agent_eval.ingest.records import Unmappable, content_text, read_bytes
+from agent_eval.ingest.zip_scan import Break, Local, local_members
+from agent_eval.ingest.records import Unmappable, content_text, partial_document, read_bytes
 
 MEMBER_CAP = 256 * 1024 * 1024
 TOTAL_BUDGET = 2**30  # decompressed bytes of one log across all its members
@@ -34,9 +38,13 @@ def is_inspect_log(data: bytes) -> bool:
     if head != b"{":
         return False
     try:
-        doc = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return False
+        doc, broke = orjson.loads(data), None
+    except orjson.JSONDecodeError:  # a log cut short: its members before the break
+        if b'"eval"' not in data:
+            return False
+        doc, broke = partial_document(data)
+    if broke is not None:  # cut inside `eval` itself, or after it
+        return isinstance(doc, dict) and ("eval" in doc or broke.endswith("in `eval`"))
     return isinstance(doc, dict) and "eval" in doc and "samples" in doc
 
 
@@ -79,20 +87,70 @@ def _member(file: Any, info: zipfile.ZipInfo, zf: zipfile.ZipFile, budget: _Budg
     if info.compress_type != ZSTD:
         with zf.open(info) as f:
             return _read_capped(f.read, budget)
+    file.seek(info.header_offset + 26)
+    name_len, extra_len = struct.unpack("<HH", file.read(4))
+    file.seek(info.header_offset + 30 + name_len + extra_len)
+    return _zstd(file.read(info.compress_size), budget)
+
+
+def _zstd(raw: bytes, budget: _Budget) -> bytearray:
     try:
         import zstandard
     except ImportError:
         raise ConfigError("this Inspect log compresses its members with zstd, which needs zstandard: "
                           "pip install 'agent-eval-trials[inspect]'.") from None
-    file.seek(info.header_offset + 26)
-    name_len, extra_len = struct.unpack("<HH", file.read(4))
-    file.seek(info.header_offset + 30 + name_len + extra_len)
-    raw = file.read(info.compress_size)
     try:
         with zstandard.ZstdDecompressor().stream_reader(BytesIO(raw)) as reader:
             return _read_capped(reader.read, budget)
     except zstandard.ZstdError as exc:
         raise ValueError(f"cannot be decompressed ({exc})") from None
+
+
+def _local_member(file: Any, member: Local, budget: _Budget) -> bytearray:
+    """A member found by its local header (a zip cut short): stored, deflate or zstd, its CRC checked."""
+    if member.file_size > MEMBER_CAP:
+        raise ValueError(f"{member.file_size} bytes uncompressed, over the 256 MiB cap for one member")
+    file.seek(member.data_offset)
+    raw = file.read(member.compress_size)
+    if member.method == ZSTD:
+        out = _zstd(raw, budget)
+    elif member.method in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        inflate = zlib.decompressobj(-15) if member.method == zipfile.ZIP_DEFLATED else None
+        left = [raw]
+
+        def read(size: int) -> bytes:
+            if inflate is None:
+                piece, left[0] = left[0][:size], left[0][size:]
+                return piece
+            try:
+                piece = inflate.decompress(left[0], size)
+            except zlib.error as exc:
+                raise ValueError(f"cannot be decompressed ({exc})") from None
+            left[0] = inflate.unconsumed_tail
+            return piece
+        out = _read_capped(read, budget)
+    else:
+        raise ValueError(f"compression method {member.method} is not one Inspect writes")
+    if zlib.crc32(out) != member.crc:
+        raise ValueError("its data does not match its CRC (broken)")
+    return out
+
+
+def _sample(where: str, read: Callable[[], bytearray]) -> tuple[str, dict[str, Any]] | Unmappable:
+    try:
+        raw = read()
+    except (ValueError, zipfile.BadZipFile, NotImplementedError, EOFError) as exc:
+        return Unmappable(where, str(exc) or "cannot be read")
+    try:
+        sample = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        return Unmappable(where, f"not JSON ({exc})")
+    del raw
+    return (where, sample) if isinstance(sample, dict) else Unmappable(where, "a sample must be an object")
+
+
+def _is_sample(name: str) -> bool:
+    return name.startswith("samples/") and name.endswith(".json")
 
 
 def iter_samples(path: Path) -> Iterator[tuple[str, dict[str, Any]] | Unmappable]:
@@ -106,25 +164,30 @@ def iter_samples(path: Path) -> Iterator[tuple[str, dict[str, Any]] | Unmappable
         budget = _Budget(path)
         try:
             zf = zipfile.ZipFile(file)
-        except (zipfile.BadZipFile, OSError) as exc:
-            raise ConfigError(f"{path} is not a readable .eval log ({exc}); pass an Inspect log.") from None
+        except (zipfile.BadZipFile, OSError):
+            yield from _cut_zip_samples(path, file, budget)
+            return
         with zf:
             for info in sorted(zf.infolist(), key=lambda i: i.filename):
-                if not (info.filename.startswith("samples/") and info.filename.endswith(".json")):
-                    continue
-                where = f"member {info.filename}"
-                try:
-                    raw = _member(file, info, zf, budget)
-                except (ValueError, zipfile.BadZipFile, NotImplementedError, EOFError) as exc:
-                    yield Unmappable(where, str(exc) or "cannot be read")
-                    continue
-                try:
-                    sample = orjson.loads(raw)
-                except orjson.JSONDecodeError as exc:
-                    yield Unmappable(where, f"not JSON ({exc})")
-                    continue
-                del raw
-                yield (where, sample) if isinstance(sample, dict) else Unmappable(where, "a sample must be an object")
+                if _is_sample(info.filename):
+                    yield _sample(f"member {info.filename}", partial(_member, file, info, zf, budget))
+
+
+def _cut_zip_samples(path: Path, file: Any, budget: _Budget) -> Iterator[tuple[str, dict[str, Any]] | Unmappable]:
+    """A `.eval` zip with no central directory (cut short): the whole members before the break, read from
+    their local headers in order, then the break named; exit 2 when no sample member is whole."""
+    read = 0
+    for item in local_members(file, os.fstat(file.fileno()).st_size):
+        if isinstance(item, Break):
+            if not read:
+                raise ConfigError(f"{path} is cut short or broken at {item}, before any whole sample; nothing in "
+                                  "it can be read. Pass the whole log (the log Inspect is still writing is whole "
+                                  "once it is done).")
+            yield Unmappable("the log", f"{path} is cut short or broken at {item}; what follows is left out")
+            return
+        if _is_sample(item.name):
+            read += 1
+            yield _sample(f"member {item.name}", partial(_local_member, file, item, budget))
 
 
 def _open(path: Path) -> Any:
@@ -136,13 +199,30 @@ def _open(path: Path) -> Any:
 
 
 def _json_samples(path: Path) -> Iterator[tuple[str, dict[str, Any]] | Unmappable]:
-    """A `--log-format json` log: one document, held whole, within the same budget."""
+    """A `--log-format json` log: one document, held whole, within the same budget. A log cut short keeps
+    the complete samples before the break, and the break is named (exit 2 when no sample is whole)."""
     if path.stat().st_size > TOTAL_BUDGET:
         _Budget(path).spend(path.stat().st_size)
-    doc = orjson.loads(read_bytes(path))
-    for i, sample in enumerate(doc.get("samples") or []):
+    data = read_bytes(path)
+    try:
+        doc, broke = orjson.loads(data), None
+    except orjson.JSONDecodeError:
+        doc, broke = partial_document(data)
+    del data
+    found = doc.get("samples") if isinstance(doc, dict) else None
+    samples = found if isinstance(found, list) else []
+    if broke is not None and not samples:
+        raise ConfigError(f"{path} is cut short or broken at {broke}, before any whole sample; nothing in it can "
+                          "be read. Pass the whole log (inspect log dump, or the log Inspect is still writing "
+                          "once it is done).")
+    for i, sample in enumerate(samples):
         yield (f"sample index {i}", sample) if isinstance(sample, dict) else Unmappable(
             f"sample index {i}", "a sample must be an object")
+    if broke is not None:
+        inside = isinstance(doc, dict) and "`samples`" in broke
+        yield Unmappable(f"sample index {len(samples)}" if inside else "the log",
+                         f"{path} is cut short or broken at {broke}; "
+                         + ("this sample and any after it are left out" if inside else "what follows is left out"))
 
 
 def _resolve(value: Any, attachments: dict[str, Any]) -> Any:

@@ -1,6 +1,7 @@
 """Reading other tools' record files (a JSON list or JSON Lines) and naming the records left out."""
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,25 +69,79 @@ def read_records(path: Path) -> tuple[list[tuple[str, Any]], list[Unmappable]]:
 def _list_entries(data: bytes) -> tuple[list[tuple[str, Any]], list[Unmappable]]:
     """The entries of a JSON list read one by one up to the first that does not parse (a file cut short),
     which is named and left out with everything after it."""
-    import json
-
     text = data.decode("utf-8", "replace")
+    items, at, problem = _entries(text, text.index("[") + 1)
+    records = [(f"index {i}", item) for i, item in enumerate(items)]
+    if problem is None:
+        after = [Unmappable(f"index {len(records)}", "not JSON after the list")] if text[at:].strip() else []
+        return records, after
+    why = ("the list is cut short after it" if at >= len(text)
+           else f"not JSON, cut short or broken, left out with anything after it ({problem})")
+    return records, [Unmappable(f"index {len(records)}", why)]
+
+
+def _skip(text: str, at: int, chars: str = " \t\r\n") -> int:
+    while at < len(text) and text[at] in chars:
+        at += 1
+    return at
+
+
+def _entries(text: str, at: int) -> tuple[list[Any], int, str | None]:
+    """The complete entries of the JSON list whose `[` is just before `at`, the position after the list (or
+    where it broke), and why it broke (None when the list closes)."""
     decoder = json.JSONDecoder()
-    records: list[tuple[str, Any]] = []
-    at = text.index("[") + 1
+    items: list[Any] = []
     while True:
-        while at < len(text) and text[at] in " \t\r\n,":
-            at += 1
-        if at >= len(text) or text[at] == "]":
-            why = "the list is cut short after it" if at >= len(text) else "not JSON after the list"
-            return records, [] if at < len(text) and not text[at + 1:].strip() else [
-                Unmappable(f"index {len(records)}", why)]
+        at = _skip(text, at, " \t\r\n,")
+        if at >= len(text):
+            return items, at, "the file ends inside it"
+        if text[at] == "]":
+            return items, at + 1, None
         try:
             item, at = decoder.raw_decode(text, at)
         except (ValueError, RecursionError) as exc:
-            return records, [Unmappable(f"index {len(records)}", f"not JSON, cut short or broken, left out with "
-                                        f"anything after it ({exc})")]
-        records.append((f"index {len(records)}", item))
+            return items, at, str(exc)
+        items.append(item)
+
+
+def partial_document(data: bytes) -> tuple[Any, str | None]:
+    """A JSON object read as far as it goes, for a file cut short (or broken) mid-way: its members before the
+    break, a list member keeping its complete entries (an incremental parse of, say, a log's samples), and
+    where it broke ("byte N, in `samples` after 3 complete entries"); (None, where) when no member reads."""
+    text = data.decode("utf-8", "replace")
+    decoder = json.JSONDecoder()
+    doc: dict[str, Any] = {}
+    at = _skip(text, 0)
+    if text[at:at + 1] != "{":
+        return None, "byte 0, not a JSON object"
+    at += 1
+
+    def broke(where: int, why: str) -> tuple[Any, str | None]:
+        byte = len(text[:where].encode("utf-8", "replace"))
+        return doc, f"byte {byte:,}, {why}"
+    while True:
+        key: Any
+        at, key = _skip(text, at, " \t\r\n,"), None
+        if text[at:at + 1] == "}":
+            return doc, None
+        if at >= len(text):
+            return broke(at, "the file ends before the object closes")
+        try:
+            key, at = decoder.raw_decode(text, at)
+            at = _skip(text, at)
+            if text[at:at + 1] != ":" or not isinstance(key, str):
+                return broke(at, "in a member's name" if at < len(text) else "the file ends inside it")
+            at = _skip(text, at + 1)
+            if text[at:at + 1] == "[":
+                items, at, problem = _entries(text, at + 1)
+                doc[key] = items
+                if problem is not None:
+                    noun = "entry" if len(items) == 1 else "entries"
+                    return broke(at, f"in `{key}` after {len(items)} complete {noun}")
+                continue
+            doc[key], at = decoder.raw_decode(text, at)
+        except (ValueError, RecursionError):
+            return broke(at, f"in `{key}`" if isinstance(key, str) else "in a member's name")
 
 
 def map_each(records: list[tuple[str, Any]], to_case: Callable[[str, Any], Case],
