@@ -11,7 +11,16 @@ from tests.builders import make_report
 from tests.cli import run_cli
 
 
-@pytest.mark.parametrize("cost", [1e308, -5.0])
+def test_a_cost_past_2_53_is_a_damaged_report_naming_its_key(tmp_path: Path) -> None:
+    # Every run metric read back is bounded by 2**53 (a 1e308 overflowed the gate's sums): exit 2, never 1.
+    path = tmp_path / "r.json"
+    path.write_bytes(orjson.dumps(make_report({f"c{i}": [True, i % 2 == 0] for i in range(6)}, cost_usd=1e308)))
+    done = run_cli("plan", path, cwd=tmp_path)
+    assert done.exit_code == 2 and "Traceback" not in done.stderr
+    assert "cases[0].runs[0].metrics.cost_usd" in done.stderr
+
+
+@pytest.mark.parametrize("cost", [-5.0, -1e-9])
 def test_an_impossible_cost_is_unknown(tmp_path: Path, cost: float) -> None:
     report = make_report({f"c{i}": [True, i % 2 == 0] for i in range(6)}, cost_usd=cost)
     path = tmp_path / "r.json"
