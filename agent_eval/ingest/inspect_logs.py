@@ -44,7 +44,7 @@ def is_inspect_log(data: bytes) -> bool:
             return False
         doc, broke = partial_document(data)
     if broke is not None:  # cut inside `eval` itself, or after it
-        return isinstance(doc, dict) and ("eval" in doc or broke.endswith("in `eval`"))
+        return isinstance(doc, dict) and ("eval" in doc or "in `eval`" in broke)
     return isinstance(doc, dict) and "eval" in doc and "samples" in doc
 
 

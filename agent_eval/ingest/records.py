@@ -63,7 +63,15 @@ def read_records(path: Path) -> tuple[list[tuple[str, Any]], list[Unmappable]]:
             records.append((f"line {number}", orjson.loads(line)))
         except orjson.JSONDecodeError as exc:
             bad.append(Unmappable(f"line {number}", f"not JSON ({exc})"))
+    if data.lstrip()[:1] == b"{" and not any(isinstance(record, dict) for _, record in records):
+        return _cut_document(data)  # one JSON object cut short, not JSON Lines: its members before the break
     return records, bad
+
+
+def _cut_document(data: bytes) -> tuple[list[tuple[str, Any]], list[Unmappable]]:
+    doc, broke = partial_document(data)
+    where = Unmappable("the document", f"cut short or broken at {broke}; what follows is left out")
+    return ([("line 1", doc)] if doc else []), [where]
 
 
 def _list_entries(data: bytes) -> tuple[list[tuple[str, Any]], list[Unmappable]]:
@@ -104,44 +112,57 @@ def _entries(text: str, at: int) -> tuple[list[Any], int, str | None]:
         items.append(item)
 
 
+_NESTED = 4  # objects this deep inside a cut document are read member by member too (a test run's testCases)
+
+
 def partial_document(data: bytes) -> tuple[Any, str | None]:
     """A JSON object read as far as it goes, for a file cut short (or broken) mid-way: its members before the
-    break, a list member keeping its complete entries (an incremental parse of, say, a log's samples), and
-    where it broke ("byte N, in `samples` after 3 complete entries"); (None, where) when no member reads."""
+    break (an object member, up to a few levels deep, likewise), a list member keeping its complete entries
+    (an incremental parse of, say, a log's samples), and where it broke ("byte N, in `samples` after 3
+    complete entries"); (None, where) when it is not an object. (doc, None) when the object closes."""
     text = data.decode("utf-8", "replace")
-    decoder = json.JSONDecoder()
-    doc: dict[str, Any] = {}
     at = _skip(text, 0)
     if text[at:at + 1] != "{":
         return None, "byte 0, not a JSON object"
-    at += 1
+    doc, at, why = _object(text, at + 1, ())
+    if why is None:
+        return doc, None
+    return doc, f"byte {len(text[:at].encode('utf-8', 'replace')):,}, {why}"
 
-    def broke(where: int, why: str) -> tuple[Any, str | None]:
-        byte = len(text[:where].encode("utf-8", "replace"))
-        return doc, f"byte {byte:,}, {why}"
+
+def _object(text: str, at: int, path: tuple[str, ...]) -> tuple[dict[str, Any], int, str | None]:
+    """The members of the object whose `{` is just before `at`, the position after it (or of the break), and
+    why it broke (None when it closes)."""
+    decoder = json.JSONDecoder()
+    doc: dict[str, Any] = {}
     while True:
         key: Any
         at, key = _skip(text, at, " \t\r\n,"), None
         if text[at:at + 1] == "}":
-            return doc, None
+            return doc, at + 1, None
         if at >= len(text):
-            return broke(at, "the file ends before the object closes")
+            return doc, at, "the file ends before " + (f"`{'.'.join(path)}`" if path else "the document") + " closes"
         try:
             key, at = decoder.raw_decode(text, at)
             at = _skip(text, at)
             if text[at:at + 1] != ":" or not isinstance(key, str):
-                return broke(at, "in a member's name" if at < len(text) else "the file ends inside it")
-            at = _skip(text, at + 1)
+                return doc, at, "in a member's name"
+            at, inside = _skip(text, at + 1), f"`{'.'.join((*path, key))}`"
             if text[at:at + 1] == "[":
                 items, at, problem = _entries(text, at + 1)
                 doc[key] = items
                 if problem is not None:
                     noun = "entry" if len(items) == 1 else "entries"
-                    return broke(at, f"in `{key}` after {len(items)} complete {noun}")
+                    return doc, at, f"in {inside} after {len(items)} complete {noun}"
+                continue
+            if text[at:at + 1] == "{" and len(path) < _NESTED:
+                doc[key], at, problem = _object(text, at + 1, (*path, key))
+                if problem is not None:
+                    return doc, at, problem
                 continue
             doc[key], at = decoder.raw_decode(text, at)
         except (ValueError, RecursionError):
-            return broke(at, f"in `{key}`" if isinstance(key, str) else "in a member's name")
+            return doc, at, f"in `{'.'.join((*path, key))}`" if isinstance(key, str) else "in a member's name"
 
 
 def map_each(records: list[tuple[str, Any]], to_case: Callable[[str, Any], Case],

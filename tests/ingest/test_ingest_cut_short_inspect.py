@@ -1,5 +1,6 @@
 """An Inspect log cut short (a `.eval` zip, or a JSON log) keeps the whole samples before the break, names
-the file and where it broke, and is exit 2 naming the file when nothing before the break is whole."""
+the file and where it broke, and is exit 2 naming the file when nothing before the break is whole; any other
+single JSON document cut short (one OTLP/JSON request, a deepeval test run) keeps its whole entries likewise."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -104,3 +105,35 @@ def test_a_log_cut_before_any_whole_sample_is_exit_2_naming_it(tmp_path: Path, s
     cases.write_bytes(orjson.dumps({"suite": {}, "cases": [{"id": "s0", "query": "q", "expect": {"contains": "x"}}]}))
     done = run_cli("score", path, "--cases", cases, "--output-dir", tmp_path / "out", "--no-html", cwd=tmp_path)
     assert done.returncode == 2 and str(path) in done.stderr and "cut short" in done.stderr
+
+
+def test_one_otlp_json_document_cut_short_keeps_its_whole_resources(tmp_path: Path) -> None:
+    from agent_eval.ingest.otel import otel_cases
+    from tests.otlp_gen import Trace, assistant, export_request, user
+
+    tids = [f"{n:02x}" + "0" * 30 for n in range(0xB1, 0xB4)]
+    resources = []
+    for tid in tids:
+        t = Trace(tid)
+        t.chat(0, 10, [user(f"question {tid[:2]}")], [assistant("answer")])
+        resources += export_request(t.spans, "hex")["resourceSpans"]
+    data = orjson.dumps({"resourceSpans": resources}, option=orjson.OPT_INDENT_2)
+    path = tmp_path / "spans.json"
+    path.write_bytes(data[:-200])  # inside the third resource
+    cases, bad, _ = otel_cases(path)
+    assert sorted(c["metadata"]["trace_id"] for c in cases) == tids[:2]
+    assert [b.where for b in bad] == ["the document"]
+    assert "cut short" in bad[0].reason and "in `resourceSpans` after 2 complete entries" in bad[0].reason
+
+
+def test_a_deepeval_test_run_cut_short_keeps_its_whole_test_cases(tmp_path: Path) -> None:
+    rows = [{"name": f"g{n}", "input": f"q{n}", "expectedOutput": "a"} for n in range(3)]
+    path = tmp_path / ".latest_test_run.json"
+    data = orjson.dumps({"testFile": "t.py", "testRunData": {"testCases": rows}}, option=orjson.OPT_INDENT_2)
+    path.write_bytes(data[:data.index(b'"g2"')])
+    out = tmp_path / "cases.json"
+    done = run_cli("import", "deepeval", path, "--out", out, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    written = orjson.loads(out.read_bytes())
+    assert [c["id"] for c in (written["cases"] if isinstance(written, dict) else written)] == ["g0", "g1"]
+    assert str(path) in done.stderr and "`testRunData.testCases` after 2 complete entries" in done.stderr
