@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,6 +63,7 @@ def set_retry_listener(listener: Callable[[str, int, int], None] | None) -> None
         listeners.add(events.RetryCallback(listener))
 
 
+@functools.cache  # one class for the process: built once, holds no command's state
 def _client_class() -> type:
     from openai import AsyncOpenAI
 
@@ -73,7 +75,6 @@ def _client_class() -> type:
     return Client
 
 
-_CLIENT_CLASS: type | None = None
 CLOSE_GRACE_S = 2.0
 
 
@@ -120,7 +121,6 @@ def _http_client(base_url: str | None) -> Any:
 
 async def shared_client(base_url: str | None, api_key: str | None) -> Any:
     """One SDK client per endpoint and event loop for the current command (its pool is the loop's)."""
-    global _CLIENT_CLASS
     loop = asyncio.get_running_loop()
     key = (base_url, api_key)
     remember_secret(api_key)  # so that an error echoing it is redacted (redaction.py)
@@ -129,13 +129,11 @@ async def shared_client(base_url: str | None, api_key: str | None) -> Any:
     if entry is None or entry[0] is not loop:
         if entry is not None:
             state.current().retired.append(entry[1:])
-        if _CLIENT_CLASS is None:
-            _CLIENT_CLASS = _client_class()
         # A query in the base URL (Azure's ?api-version=...) goes with every request, after its path.
         parts = urlsplit(base_url) if base_url else None
         query = dict(parse_qsl(parts.query, keep_blank_values=True)) if parts is not None and parts.query else None
         bare = urlunsplit(parts._replace(query="")) if parts is not None and parts.query else base_url
-        client = _CLIENT_CLASS(base_url=bare, api_key=api_key, max_retries=0, default_query=query,
+        client = _client_class()(base_url=bare, api_key=api_key, max_retries=0, default_query=query,
                                http_client=_http_client(bare))
         client.endpoint = redact_url((base_url or str(client.base_url)).rstrip("/")) or ""
         closer = close_when_the_loop_ends(client.close)
@@ -147,9 +145,7 @@ async def shared_client(base_url: str | None, api_key: str | None) -> Any:
 def preload() -> None:
     """Import the SDK and its transport now, before any run starts: an import takes seconds on a busy
     machine, and inside the first request it would count as that run's latency and against --timeout."""
-    global _CLIENT_CLASS
-    if _CLIENT_CLASS is None:
-        _CLIENT_CLASS = _client_class()
+    _client_class()
     with contextlib.suppress(ImportError):
         from openai._httpx2 import http_response_types  # noqa: F401
         from openai._vendor.httpx_aiohttp import AiohttpTransport  # noqa: F401
