@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import subprocess
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -145,3 +146,17 @@ def lock_difference(lock: dict[str, Any], upstream: Upstream) -> str | None:
         if sha256_of(path) != digest:
             return f"{path} changed since the import (sha256 {digest[:12]}... was recorded)"
     return None
+
+
+def make_importable(upstream: Upstream, import_name: str) -> None:
+    """Make `import IMPORT_NAME` import `upstream` (a checkout goes first on sys.path); a different copy
+    already imported in this process is a ConfigError."""
+    loaded = sys.modules.get(import_name)
+    if loaded is not None:
+        where = Path(next(iter(getattr(loaded, "__path__", [""])))).resolve()
+        if where != upstream.package_dir.resolve():
+            raise ConfigError(f"{import_name} is already imported from {where}, not from {upstream.package_dir}; "
+                              f"run agent-eval again in a new process.")
+        return
+    if upstream.checkout is not None and str(upstream.package_dir.parent) not in sys.path:
+        sys.path.insert(0, str(upstream.package_dir.parent))

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.bench import BFCL
-from agent_eval.bench.suite_folder import Upstream, checkout, installed
+from agent_eval.bench.suite_folder import Upstream, checkout, installed, make_importable
 from agent_eval.errors import ConfigError
 
 IMPORT_NAME = "bfcl_eval"
@@ -43,17 +43,8 @@ def locate(source: Path | None) -> Upstream:
 
 
 def use(upstream: Upstream) -> None:
-    """Make `import bfcl_eval` import `upstream` (a checkout goes first on sys.path); a different copy already
-    imported in this process is a ConfigError."""
-    loaded = sys.modules.get(IMPORT_NAME)
-    if loaded is not None:
-        where = Path(next(iter(getattr(loaded, "__path__", [""])))).resolve()
-        if where != upstream.package_dir.resolve():
-            raise ConfigError(f"bfcl_eval is already imported from {where}, not from {upstream.package_dir}; "
-                              f"run agent-eval again in a new process.")
-        return
-    if upstream.checkout is not None and str(upstream.package_dir.parent) not in sys.path:
-        sys.path.insert(0, str(upstream.package_dir.parent))
+    """Make `import bfcl_eval` import `upstream`; a different copy already imported is a ConfigError."""
+    make_importable(upstream, IMPORT_NAME)
 
 
 def _stand_in(name: str) -> types.ModuleType:
