@@ -19,7 +19,7 @@ from agent_eval.flags import DEFAULTS, Flags
 from agent_eval.llm import redact_url
 from agent_eval.report.model import load_report
 from agent_eval.report.shapes import RESCORE_SHAPE
-from agent_eval.flags import MAX_COUNT
+from agent_eval.limits import MAX_COUNT
 from agent_eval.run.config import check_judge_timeout, first, plugin_settings
 from agent_eval.score.judge import build_judge, needs_judge, require_judge
 from agent_eval.score.pipeline import ScoringContext

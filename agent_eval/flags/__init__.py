@@ -12,11 +12,11 @@ from typing import Any
 
 from agent_eval.flags.rows import BUILT_IN as BUILT_IN_SETTINGS
 from agent_eval.flags.rows import (
-    DEFAULTS, MAX_COUNT, MAX_MESSAGE_BYTES, SETTINGS, Setting, all_settings, register_setting, setting,
+    DEFAULTS, SETTINGS, Setting, all_settings, register_setting, setting,
     without_plugin_keys,
 )
 
-__all__ = ["BUILT_IN_SETTINGS", "DEFAULTS", "MAX_COUNT", "MAX_MESSAGE_BYTES", "SETTINGS", "Flags", "Setting",
+__all__ = ["BUILT_IN_SETTINGS", "DEFAULTS", "SETTINGS", "Flags", "Setting",
            "all_settings", "register_setting", "setting", "without_plugin_keys"]
 
 

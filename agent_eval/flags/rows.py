@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from agent_eval.limits import JUDGE_TIMEOUT_S, MAX_COUNT, MCP_TIMEOUT_S, RETRY_BUDGET_S
+
 ResumeRule = Literal["kept", "renewed", "command"]
 """What `--resume` does with a setting: "kept", the run's stored value, and a different value given again is
 an error; "renewed", the stored value unless it is given again; "command", the resumed command line's."""
@@ -33,16 +35,13 @@ class Defaults:
     concurrency: int = 8
     max_steps: int = 8
     output_dir: Path = Path("reports")
-    judge_timeout: float = 120.0  # one judge or simulator request, retries included
-    mcp_timeout: float = 30.0  # one request to an MCP server, and its start (a server entry's `timeout`)
-    retry_budget: float = 600.0  # seconds one request may keep retrying rate limits
+    judge_timeout: float = JUDGE_TIMEOUT_S
+    mcp_timeout: float = MCP_TIMEOUT_S
+    retry_budget: float = RETRY_BUDGET_S
     history_last: int = 10  # runs `agent-eval history` shows
 
 
 DEFAULTS = Defaults()
-MAX_COUNT = 2**31 - 1  # a count past this (-k, --concurrency, --max-steps, --workers) is a typo, not a plan
-MAX_MESSAGE_BYTES = 64 * 2**20  # the most read of one message from outside: a provider's answer (decoded), an
-# MCP message, a cmd: agent's reply, a request to the recording endpoint
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx2
 
-from agent_eval.flags import MAX_MESSAGE_BYTES
+from agent_eval.limits import MAX_MESSAGE_BYTES
 
 MAX_BODY = MAX_MESSAGE_BYTES
 _DECODED = frozenset({b"content-encoding", b"content-length"})  # no longer true of the decoded stream

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from agent_eval.errors import ConfigError
-from agent_eval.flags import MAX_MESSAGE_BYTES
+from agent_eval.limits import MAX_MESSAGE_BYTES
 from agent_eval.redaction import MASK, redact_secrets
 
 HEADER = "cassette.json"

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from agent_eval.flags import DEFAULTS
+from agent_eval.limits import RETRY_BUDGET_S
 from agent_eval.provider import events
 from agent_eval.provider.throttle import RateLimit, TokenBucket, Window
 
@@ -40,7 +40,7 @@ class Settings:
     ceiling: int = 8
     rate_limit: RateLimit | None = None
     judge_rate_limit: RateLimit | None = None  # the judge's and the simulator's endpoints
-    retry_budget_s: float = DEFAULTS.retry_budget
+    retry_budget_s: float = RETRY_BUDGET_S
     share: float = 1.0  # this process's part of each rate limit (1/N among N workers with runs left)
 
     def limit_for(self, role: str) -> RateLimit | None:

@@ -13,7 +13,8 @@ from typing import Any
 from agent_eval.run.budget import check_max_cost
 from agent_eval.errors import ConfigError
 from agent_eval.llm import PLACEHOLDER_KEY
-from agent_eval.flags import BUILT_IN_SETTINGS, DEFAULTS, MAX_COUNT, Flags, Setting, all_settings
+from agent_eval.flags import BUILT_IN_SETTINGS, DEFAULTS, Flags, Setting, all_settings
+from agent_eval.limits import MAX_COUNT
 from agent_eval.provider.throttle import RateLimit, parse_rate_limit
 from agent_eval.run.agents.base import BUILT_IN
 from agent_eval.run.ray_env import parse_runtime_env, require_ray

@@ -20,7 +20,7 @@ import orjson
 from agent_eval.llm import _shorten, _was_refused, close_when_the_loop_ends, redact_url, shared_client
 from agent_eval.provider import keying, retry, state, tape
 from agent_eval.provider.bounded import BodyTooLarge
-from agent_eval.flags import MAX_MESSAGE_BYTES
+from agent_eval.limits import MAX_MESSAGE_BYTES
 from agent_eval.provider.waits import recording
 from agent_eval.provider.tokens import loads_answer
 from agent_eval.run.wire import RECORDED_PATHS, Answer, ModelCall, StreamReader, read_answer, request_tools

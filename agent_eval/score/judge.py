@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from agent_eval.records import Case, Check, Trace, field_of
-from agent_eval.flags import DEFAULTS
+from agent_eval.limits import JUDGE_TIMEOUT_S
 from agent_eval.errors import ConfigError
 from agent_eval.score.judge_prompt import build_prompt, parse_verdict, shorten
 from agent_eval.score.usage import LLMUsage
@@ -127,7 +127,7 @@ class JudgeClient:
 
     def __init__(self, model: str, base_url: str | None, api_key: str | None,
                  cache: JudgeCache | None = None, repeat: int | None = None,
-                 timeout_s: float | None = DEFAULTS.judge_timeout) -> None:
+                 timeout_s: float | None = JUDGE_TIMEOUT_S) -> None:
         self.model = model
         self.timeout_s = timeout_s
         self.base_url = base_url
@@ -204,7 +204,7 @@ class Judge(JudgeClient):
 
     def __init__(self, model: str, base_url: str | None, api_key: str | None,
                  cache: JudgeCache | None = None, repeat: int | None = None,
-                 timeout_s: float | None = DEFAULTS.judge_timeout) -> None:
+                 timeout_s: float | None = JUDGE_TIMEOUT_S) -> None:
         super().__init__(model, base_url, api_key, cache, repeat, timeout_s)
         self.agreement: dict[str, list[bool]] = {}  # case id -> per judged run (repeat mode only)
 
@@ -285,7 +285,7 @@ def require_judge(model: str | None, api_key: str | None, case: Case, cases_file
 
 def build_judge(judge_on: bool, model: str | None, base_url: str | None, api_key: str | None,
                 no_cache: bool, cases: list[Case], repeat: int | None = None,
-                timeout_s: float | None = DEFAULTS.judge_timeout) -> Judge | None:
+                timeout_s: float | None = JUDGE_TIMEOUT_S) -> Judge | None:
     """The judge for these cases, or None when judging is off, unconfigured, or no case needs it.
 
     Whether a runnable case lacks a judge is `require_judge`'s question, asked before anything runs.

@@ -12,7 +12,8 @@ from pydantic import (BaseModel, ConfigDict, Field, JsonValue, StrictFloat, Stri
 
 from agent_eval.records import CASE_FILE_SHAPE, Case, split_case_file
 from agent_eval.errors import CaseFileError, Problem
-from agent_eval.flags import MAX_COUNT, without_plugin_keys
+from agent_eval.flags import without_plugin_keys
+from agent_eval.limits import MAX_COUNT
 from agent_eval.suite.validation_turns import TURN_FIELDS
 from agent_eval.suite.pricing import ModelPrice
 from agent_eval.suite.fields import (args_depth_problems, depth_problems, extra_case_fields, id_problem,

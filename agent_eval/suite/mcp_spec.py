@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_eval.flags import DEFAULTS
+from agent_eval.limits import MCP_TIMEOUT_S
 
 INSTALL_HINT = "pip install 'agent-eval-trials[mcp]'"
 ENV_FILE_VAR = "AGENT_EVAL_ENV_FILE"
@@ -33,8 +33,8 @@ class ServerSpec:
     name: str | None = None
     isolation: str = "per_run"
     state_resource: str | None = None
-    timeout: float = DEFAULTS.mcp_timeout  # seconds one request may take
-    start_timeout: float = DEFAULTS.mcp_timeout  # seconds the start and `initialize` may take
+    timeout: float = MCP_TIMEOUT_S  # seconds one request may take
+    start_timeout: float = MCP_TIMEOUT_S  # seconds the start and `initialize` may take
 
     @property
     def label(self) -> str:
@@ -115,7 +115,7 @@ def parse_server(raw: Any, index: int, base_dir: Path) -> tuple[ServerSpec | Non
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
                                   or not 0 < value <= MAX_TIMEOUT_S):
             add(key, f"must be a number of seconds above 0 and at most {MAX_TIMEOUT_S:g} (the default is "
-                     f"{DEFAULTS.mcp_timeout:g})")
+                     f"{MCP_TIMEOUT_S:g})")
     if problems:
         return None, problems
     folder = (base_dir / cwd) if cwd is not None else base_dir
@@ -124,8 +124,8 @@ def parse_server(raw: Any, index: int, base_dir: Path) -> tuple[ServerSpec | Non
     return ServerSpec(index=index, command=tuple(command or ()), env=dict(body.get("env") or {}),
                       cwd=folder if command is not None else None, url=url,
                       headers=dict(body.get("headers") or {}), name=name, isolation=isolation,
-                      state_resource=state, timeout=float(body.get("timeout") or DEFAULTS.mcp_timeout),
-                      start_timeout=float(body.get("start_timeout") or DEFAULTS.mcp_timeout)), []
+                      state_resource=state, timeout=float(body.get("timeout") or MCP_TIMEOUT_S),
+                      start_timeout=float(body.get("start_timeout") or MCP_TIMEOUT_S)), []
 
 
 def require_mcp() -> str | None:

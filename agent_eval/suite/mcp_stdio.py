@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from subprocess import PIPE
 from typing import Any
 
-from agent_eval.flags import MAX_MESSAGE_BYTES
+from agent_eval.limits import MAX_MESSAGE_BYTES
 from agent_eval.suite.reaper import disown, own
 
 MAX_MESSAGE = MAX_MESSAGE_BYTES

@@ -21,7 +21,7 @@ import orjson
 
 from agent_eval.errors import ConfigError
 from agent_eval.run.agents.base import COMMAND_PREFIX as PREFIX, AgentStop, Reply, RunContext
-from agent_eval.flags import MAX_MESSAGE_BYTES
+from agent_eval.limits import MAX_MESSAGE_BYTES
 from agent_eval.llm import is_redacted
 from agent_eval.run.agents.python import open_link
 
