@@ -343,3 +343,30 @@ def test_a_plugin_switch_reads_on_and_off_from_the_environment(tmp_path: Path) -
         assert result.exit_code == 0, result.stderr
         (path,) = out.glob("*.json")
         assert orjson.loads(path.read_bytes())["settings"]["loud"] is value
+
+
+_MAX = 2**31 - 1
+
+
+@pytest.mark.parametrize(("given", "block", "message"), [
+    ({"repeat": 0}, {}, f"--repeat must be at least 1 and at most {_MAX} (got 0)."),
+    ({"concurrency": _MAX + 1}, {}, f"--concurrency must be at least 1 and at most {_MAX} (got {_MAX + 1})."),
+    ({"max_steps": -3}, {}, f"--max-steps must be at least 1 and at most {_MAX} (got -3)."),
+    ({"threshold": 0.0}, {}, "--threshold must be above 0 and at most 1 (got 0.0); a threshold of 0 passes a case "
+                             "that never succeeds."),
+    ({"timeout": float("inf")}, {}, "--timeout must be a positive, finite number of seconds (got inf)."),
+    ({"judge_timeout": -1.0}, {}, "--judge-timeout must be a positive number of seconds (got -1.0); the default is "
+                                  "120."),
+    ({"retry_budget": 0.0}, {}, "--retry-budget must be a positive number of seconds (got 0.0); the default is 600."),
+    ({"max_cost": float("nan")}, {}, "--max-cost must be a positive, finite number of US dollars (got nan), such as "
+                                     "--max-cost 5 for $5.00."),
+])
+def test_a_value_out_of_its_rows_range_is_an_error_naming_where_it_came_from(tmp_path, given, block, message):
+    from agent_eval.errors import ConfigError
+    from agent_eval.run.config import resolve
+    from agent_eval.suite.cases import load_suite
+
+    path = write_suite(tmp_path, [{"id": "a", "query": "q", "expect": {"contains": "x"}}], block)
+    with pytest.raises(ConfigError) as found:
+        resolve(Flags(**given), load_suite(path), {})
+    assert str(found.value) == message

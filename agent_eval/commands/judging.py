@@ -64,11 +64,10 @@ def resolve_judge(data: Mapping[str, Any], report: Path, cases: Path | None, jud
     exactly as `run` resolves it. Exit 2 when that is the provider's default endpoint but the report was
     judged elsewhere (a local server): transcripts are never sent to a place nobody chose. Without `code`,
     the case file is read as data only (`load_case_data`)."""
-    from agent_eval.flags import Flags
-    from agent_eval.run.config import check_judge_timeout, resolve
+    from agent_eval.flags import Flags, setting
+    from agent_eval.run.config import resolve
 
-    if judge_timeout is not None:
-        check_judge_timeout(judge_timeout)
+    setting("judge_timeout").checked(judge_timeout)
     suite = (load_cases if code else load_case_data)(data, report, cases, console)
     cfg = resolve(Flags(judge_model=judge_model, judge_timeout=judge_timeout), suite, environ)
     if not cfg.judge_model:

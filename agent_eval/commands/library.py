@@ -64,7 +64,7 @@ _KINDS: dict[type, tuple[str, tuple[type, ...]]] = {
 }
 
 
-def _type_problem(row: Setting, value: Any) -> str | None:
+def _type_problem(row: Setting[Any], value: Any) -> str | None:
     """What a keyword's value should be, when it is not that: what the flag's own parser would refuse (a bool for
     a count, 2.5 runs, a number for a list of texts); text for a number is left to the resolution, as the
     environment's is."""

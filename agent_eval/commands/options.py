@@ -62,14 +62,14 @@ def build_options(app: typer.Typer) -> None:
         fn.__signature__ = written.replace(parameters=params)  # type: ignore[attr-defined]
 
 
-def _owner(row: Setting) -> str:
+def _owner(row: Setting[Any]) -> str:
     """The plugin module that registered the row, as every plugin message names it."""
     from agent_eval.plugins import owner_of
 
     return owner_of("setting", row.name) or "a plugin"
 
 
-def _check_commands(app: typer.Typer, rows: tuple[Setting, ...]) -> None:
+def _check_commands(app: typer.Typer, rows: tuple[Setting[Any], ...]) -> None:
     """A row naming a command agent-eval does not have is a ConfigError (a typo would hide its flag)."""
     known = {info.name or info.callback.__name__ for info in app.registered_commands if info.callback}
     for row in rows:
@@ -79,7 +79,7 @@ def _check_commands(app: typer.Typer, rows: tuple[Setting, ...]) -> None:
                               f"agent-eval does not have; its commands are {', '.join(sorted(known))}.")
 
 
-def _parameter(row: Setting, command: str, taken: set[str]) -> inspect.Parameter:
+def _parameter(row: Setting[Any], command: str, taken: set[str]) -> inspect.Parameter:
     if row.name in taken:
         raise ConfigError(f"the setting {row.name!r} of {_owner(row)} has the name of an argument of `{command}`; "
                           "rename the setting.")
@@ -97,7 +97,7 @@ def _parameter(row: Setting, command: str, taken: set[str]) -> inspect.Parameter
     return inspect.Parameter(row.name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation)
 
 
-def _help(row: Setting, command: str) -> str:
+def _help(row: Setting[Any], command: str) -> str:
     """The row's help for `command`; a plugin row's default (which typer shows only for an eager option) is
     added as the built-in rows write theirs: "(default plain)". typer draws help as Rich markup: the built-in
     rows escape their brackets themselves, a plugin's text is shown as written."""

@@ -15,12 +15,11 @@ from rich.console import Console
 
 from agent_eval.commands.conclude import Outputs, conclude, say
 from agent_eval.errors import ConfigError
-from agent_eval.flags import DEFAULTS, Flags
+from agent_eval.flags import DEFAULTS, Flags, setting
 from agent_eval.llm import redact_url
 from agent_eval.report.model import load_report
 from agent_eval.report.shapes import RESCORE_SHAPE
-from agent_eval.limits import MAX_COUNT
-from agent_eval.run.config import check_judge_timeout, first, plugin_settings
+from agent_eval.run.config import first, plugin_settings
 from agent_eval.score.judge import build_judge, needs_judge, require_judge
 from agent_eval.score.pipeline import ScoringContext
 from agent_eval.commands.report_judge import judge_for_report, report_cases_file
@@ -33,10 +32,8 @@ def rescore_command(flags: Flags, console: Console, err: Console, environ: Mappi
     (only the verdict line with --quiet), and return the exit code."""
     env = os.environ if environ is None else environ
     judge_repeat, judge_on = flags.count("judge_repeat"), not flags.is_on("no_judge")
-    judge_timeout = first(flags.number("judge_timeout"), DEFAULTS.judge_timeout)
-    check_judge_timeout(judge_timeout)
-    if judge_repeat is not None and not 1 <= judge_repeat <= MAX_COUNT:
-        raise ConfigError(f"--judge-repeat must be at least 1 and at most {MAX_COUNT} (got {judge_repeat}).")
+    judge_timeout = setting("judge_timeout").checked(first(flags.number("judge_timeout"), DEFAULTS.judge_timeout))
+    setting("judge_repeat").checked(judge_repeat)
     if judge_repeat is not None and not judge_on:
         raise ConfigError("--judge-repeat asks the judge again, and --no-judge forbids it; pass one of them.")
     report_path = Path(str(flags.path("report")))

@@ -100,7 +100,7 @@ def _rebuilt(explicit: tuple[str, ...], values: dict[str, Any], command: str | N
     return Flags(explicit, command=command, **values)
 
 
-def _as_row_type(row: Setting, value: Any) -> Any:
+def _as_row_type(row: Setting[Any], value: Any) -> Any:
     """A list of a repeatable flag as a tuple, and a path given as text as a Path."""
     if row.repeatable and isinstance(value, (list, tuple)):
         return tuple(Path(v) if row.type is Path and isinstance(v, str) else v for v in value)

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import keyword
-from collections.abc import Collection, Mapping
+import math
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Generic, Literal, TypeVar, get_args
+
+T = TypeVar("T")
 
 from agent_eval.limits import JUDGE_TIMEOUT_S, MAX_COUNT, MCP_TIMEOUT_S, RETRY_BUDGET_S
 
@@ -45,11 +48,11 @@ DEFAULTS = Defaults()
 
 
 @dataclass(frozen=True)
-class Setting:
-    """One setting: its flag on the commands it names, its environment variable and suite key, its default,
-    and what `--resume` does with it. Its value is resolved as the flag, then the environment, then the
-    suite block, then the default, shown in the report's `settings` under its name (sources recorded), and
-    read by a plugin from `RunConfig.extra[name]`."""
+class Setting(Generic[T]):
+    """One setting, a key typed by its value (`T`): its flag on the commands it names, its environment variable
+    and suite key, its default, its range, and what `--resume` does with it. Its value is resolved as the flag,
+    then the environment, then the suite block, then the default, checked against `check`, and shown in the
+    report's `settings` under its name (sources recorded)."""
 
     name: str
     type: type = str  # str, int, float, bool (a flag without a value) or Path
@@ -69,6 +72,16 @@ class Setting:
     command_help: Mapping[str, str] = dataclasses.field(default_factory=dict)  # a command's own help text
     command_default: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # a command's own default
     option: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # more of typer.Option (min, max)
+    check: Callable[[Any], str | None] | None = None  # why a value is out of range (the words after "must be")
+
+    def checked(self, value: T, where: str | None = None) -> T:
+        """`value`, or a ConfigError "WHERE must be ..." when `check` refuses it (WHERE: its first flag)."""
+        problem = None if value is None or self.check is None else self.check(value)
+        if problem is None:
+            return value
+        from agent_eval.errors import ConfigError
+
+        raise ConfigError(f"{where or (self.flags[0] if self.flags else self.name)} must be {problem}.")
 
     @property
     def rule(self) -> ResumeRule:
@@ -89,8 +102,34 @@ class Setting:
         return () if self.repeatable else False if self.type is bool else None
 
 
+def count(value: int) -> str | None:
+    """The range of a count: 1 to MAX_COUNT."""
+    return None if 1 <= value <= MAX_COUNT else f"at least 1 and at most {MAX_COUNT} (got {value})"
+
+
+def seconds(default: float | None = None) -> Callable[[float], str | None]:
+    """The range of a length of time: positive and finite (`default`: named in the message)."""
+    def check(value: float) -> str | None:
+        if math.isfinite(value) and value > 0:
+            return None
+        if default is None:
+            return f"a positive, finite number of seconds (got {value})"
+        return f"a positive number of seconds (got {value}); the default is {default:g}"
+    return check
+
+
+def _share(value: float) -> str | None:
+    return None if 0.0 < value <= 1.0 else \
+        f"above 0 and at most 1 (got {value}); a threshold of 0 passes a case that never succeeds"
+
+
+def _dollars(value: float) -> str | None:
+    return None if math.isfinite(value) and value > 0 else \
+        f"a positive, finite number of US dollars (got {value}), such as --max-cost 5 for $5.00"
+
+
 def _row(name: str, type: type, flags: tuple[str, ...], help: str, commands: tuple[str, ...] = ("run",),
-         resume: ResumeRule = "command", shown: Shown = "hidden", **more: Any) -> Setting:
+         resume: ResumeRule = "command", shown: Shown = "hidden", **more: Any) -> Setting[Any]:
     """A built-in row; unless it says otherwise, it is not in the report's `settings`, and a resumed run takes
     it from its own command line."""
     return Setting(name, type, flags, help=help, commands=commands, resume=resume, shown=shown, **more)
@@ -105,7 +144,7 @@ _RESCORED = ("run", "rescore", "score")
 _RATE_LIMIT_HELP = ("RPM[:BURST]: at most RPM requests a minute to the agent's endpoint, BURST at once "
                    "(AGENT_EVAL_RATE_LIMIT, the suite's rate_limit; default: none, the window adapts).")
 
-BUILT_IN: tuple[Setting, ...] = (
+BUILT_IN: tuple[Setting[Any], ...] = (
     # The order is each command's --help order and the order in which `run` resolves its settings.
     _row("labels", Path, ("--labels",), "The labels file (JSON Lines) of that report.", ("calibrate",),
          default=..., eager=True),
@@ -128,9 +167,9 @@ BUILT_IN: tuple[Setting, ...] = (
     _row("filter", str, ("--filter",), "Keep cases whose id or a tag contains TEXT (repeatable).",
          ("run", "list", "score"), "kept", "value", repeatable=True, default=()),
     _row("repeat", int, ("--repeat", "-k"), f"Runs per case (default {DEFAULTS.repeat}).", ("run",), "kept",
-         "value", suite_key="defaults.repeat", default=DEFAULTS.repeat),
+         "value", suite_key="defaults.repeat", default=DEFAULTS.repeat, check=count),
     _row("threshold", float, ("--threshold",), f"Pass rate a case needs (default {DEFAULTS.threshold}).",
-         _SCORED, "kept", "value", suite_key="defaults.threshold", default=DEFAULTS.threshold),
+         _SCORED, "kept", "value", suite_key="defaults.threshold", default=DEFAULTS.threshold, check=_share),
     _row("no_judge", bool, ("--no-judge",), "Never call the judge; skip rubric-only cases.", _RESCORED, "kept",
          "value", attr="judge", negated=True, default=False),
     _row("agent", str, ("--agent",), "openai, file.py:function, module:function or \"cmd:COMMAND ARGS...\".",
@@ -145,17 +184,19 @@ BUILT_IN: tuple[Setting, ...] = (
          ("run", "rescore", "compare", "score", "calibrate"), "kept", "value"),
     _row("judge_timeout", float, ("--judge-timeout",), "Seconds each judge or simulator request may take, "
          f"retries included (default {DEFAULTS.judge_timeout:g}).", ("run", "rescore", "score", "calibrate"),
-         "renewed", "value", default=DEFAULTS.judge_timeout),
+         "renewed", "value", default=DEFAULTS.judge_timeout, check=seconds(DEFAULTS.judge_timeout)),
     _row("judge_repeat", int, ("--judge-repeat",), "N uncached judge answers per run.",
          ("rescore", "compare", "calibrate"), command_help={"compare": "N uncached answers per order (--pairwise).",
-                                                            "calibrate": "Compare N fresh majority verdicts."}),
+                                                            "calibrate": "Compare N fresh majority verdicts."},
+         check=count),
     _row("no_cache", bool, ("--no-cache",), "Ask the judge again; ignore cached answers.", ("run",), "kept",
          "value", default=False),
     _row("concurrency", int, ("--concurrency",), f"Runs at once (default {DEFAULTS.concurrency}).", ("run",),
-         shown="value", default=DEFAULTS.concurrency),
+         shown="value", default=DEFAULTS.concurrency, check=count),
     _row("max_steps", int, ("--max-steps",), f"Model completions per user turn (default {DEFAULTS.max_steps}).",
-         ("run",), "kept", "value", suite_key="max_steps", default=DEFAULTS.max_steps),
-    _row("timeout", float, ("--timeout",), "Seconds one run may take (default: none).", ("run",), "kept", "value"),
+         ("run",), "kept", "value", suite_key="max_steps", default=DEFAULTS.max_steps, check=count),
+    _row("timeout", float, ("--timeout",), "Seconds one run may take (default: none).", ("run",), "kept", "value",
+         check=seconds()),
     _row("output_dir", Path, ("--output-dir",), f"Where reports go (default {DEFAULTS.output_dir}).",
          ("run", "score", "history"), default=DEFAULTS.output_dir, sourced=False,
          command_help={"history": "Where history.sqlite is."}, command_default={"history": DEFAULTS.output_dir}),
@@ -175,13 +216,14 @@ BUILT_IN: tuple[Setting, ...] = (
     _row("user", str, ("--user",), "Python user simulator (file.py:function).", ("run",), "kept", "urls"),
     _row("user_model", str, ("--user-model",), "LLM user simulator (AGENT_EVAL_USER_MODEL).", ("run",), "kept"),
     _row("max_cost", float, ("--max-cost",), "Stop taking runs before the spend passes USD.", ("run",), "renewed",
-         "value"),
+         "value", check=_dollars),
     _row("verbose", bool, ("--verbose", "-v"), "Every failed check of every failed run, all cases.", _SCORED,
          command_help={"score": "Every failed check, and the whole case table."}),
     # --resume reproduces the ids --lf selected (`last_failed_ids`), not the flag.
     _row("last_failed", bool, ("--last-failed", "--lf"), "Run only the cases that failed or errored in the last run."),
     _row("exitfirst", bool, ("--exitfirst", "-x"), "Stop taking new runs after the first failure."),
-    _row("workers", int, ("--workers",), "Worker processes sharing --concurrency (default 1).", shown="value"),
+    _row("workers", int, ("--workers",), "Worker processes sharing --concurrency (default 1).", shown="value",
+         check=count),
     _row("ray", bool, ("--ray",), "Place the workers on Ray (pip install 'agent-eval-trials\\[ray]')."),
     _row("ray_address", str, ("--ray-address",), "Join this Ray cluster (implies --ray)."),
     _row("ray_runtime_env", str, ("--ray-runtime-env",), "Ray's runtime_env, as JSON."),
@@ -194,7 +236,8 @@ BUILT_IN: tuple[Setting, ...] = (
     _row("judge_rate_limit", str, ("--judge-rate-limit",), "RPM[:BURST] for the judge's and the simulator's "
          "endpoints (default: none).", shown="text"),
     _row("retry_budget", float, ("--retry-budget",), "Seconds one request may keep retrying rate limits, from its "
-         f"first attempt (default {DEFAULTS.retry_budget:g}).", shown="value", default=DEFAULTS.retry_budget),
+         f"first attempt (default {DEFAULTS.retry_budget:g}).", shown="value", default=DEFAULTS.retry_budget,
+         check=seconds(DEFAULTS.retry_budget)),
     _row("record", Path, ("--record",), "Record each run's model exchanges in DIR.", ("run",), "renewed", "text",
          sourced=False),
     _row("replay", Path, ("--replay",), "Answer model requests from DIR's recording.", ("run",), "renewed", "text",
@@ -218,7 +261,7 @@ BUILT_IN: tuple[Setting, ...] = (
     _row("agent_dir", Path, (), "", ()),
 )
 
-SETTINGS: list[Setting] = []
+SETTINGS: list[Setting[Any]] = []
 """The settings plugins added (`register_setting`), after the built-in ones."""
 
 _BY_NAME = {s.name: s for s in BUILT_IN}
@@ -229,12 +272,12 @@ _BUILT_IN_KEYS = frozenset(s.key for s in BUILT_IN) | {"sources", "judge_base_ur
                                                       "replay_recorded_at", "replay_model"}
 
 
-def all_settings() -> tuple[Setting, ...]:
+def all_settings() -> tuple[Setting[Any], ...]:
     """Every row: the built-in ones, then the plugins'."""
     return (*BUILT_IN, *SETTINGS)
 
 
-def setting(name: str) -> Setting:
+def setting(name: str) -> Setting[Any]:
     """The row of `name`; a name with no row is a KeyError (a bug, not a user's mistake)."""
     row = _BY_NAME.get(name)
     if row is not None:
@@ -264,7 +307,7 @@ def _without(block: Mapping[str, Any], path: list[str]) -> Mapping[str, Any]:
     return {**block, head: _without(block[head], rest)}
 
 
-def register_setting(row: Setting) -> None:
+def register_setting(row: Setting[Any]) -> None:
     """Add a setting; a name (or flag) that a built-in setting or another module holds is a ConfigError, and
     so is a row whose fields cannot work (`setting_problem`)."""
     from agent_eval.plugins import caller, claim
@@ -288,7 +331,7 @@ _OPTION_KEYS = frozenset({"min", "max", "clamp", "metavar", "show_default", "hid
 _RULES = (True, False, *get_args(ResumeRule))
 
 
-def setting_problem(row: Setting) -> str | None:
+def setting_problem(row: Setting[Any]) -> str | None:
     """Why a registered row cannot work (its name is not a Python name, a type the command line cannot
     read, a flag without its dash, an unknown `resume` rule or `shown` form), or None."""
     if not isinstance(row, Setting):

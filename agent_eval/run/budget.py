@@ -17,13 +17,6 @@ from agent_eval.score.prices import price_hint, price_source
 UNLIMITED = 2**31 - 1  # the room left when finished runs cost nothing
 
 
-def check_max_cost(value: float | None) -> None:
-    """ConfigError unless --max-cost is a positive, finite number of US dollars."""
-    if value is not None and not (math.isfinite(value) and value > 0):
-        raise ConfigError(f"--max-cost must be a positive, finite number of US dollars (got {value}), such as "
-                          "--max-cost 5 for $5.00.")
-
-
 def require_prices(models: Iterable[tuple[str, str | None]], pricing: Mapping[str, Any] | None,
                    cases_file: object) -> None:
     """Exit 2 before anything runs when a model whose spend --max-cost bounds has no price.

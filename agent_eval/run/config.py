@@ -3,18 +3,15 @@ variable, then its suite key, then its default, recording where it came from in 
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_eval.run.budget import check_max_cost
 from agent_eval.errors import ConfigError
 from agent_eval.llm import PLACEHOLDER_KEY
-from agent_eval.flags import BUILT_IN_SETTINGS, DEFAULTS, Flags, Setting, all_settings
-from agent_eval.limits import MAX_COUNT
+from agent_eval.flags import BUILT_IN_SETTINGS, DEFAULTS, Flags, Setting, all_settings, setting
 from agent_eval.provider.throttle import RateLimit, parse_rate_limit
 from agent_eval.run.agents.base import BUILT_IN
 from agent_eval.run.ray_env import parse_runtime_env, require_ray
@@ -79,11 +76,11 @@ class RunConfig:
 
         return settings_block(self)
 
-    def value_of(self, row: Setting) -> Any:
+    def value_of(self, row: Setting[Any]) -> Any:
         """The resolved value of a row: its attribute, or its entry of `extra`."""
         return getattr(self, row.key) if _has_attribute(row) else self.extra.get(row.name)
 
-    def set_value(self, row: Setting, value: Any) -> None:
+    def set_value(self, row: Setting[Any], value: Any) -> None:
         if _has_attribute(row):
             setattr(self, row.key, value)
         else:
@@ -96,7 +93,7 @@ _FIELDS = frozenset(f.name for f in dataclasses.fields(RunConfig))
 _BUILT_IN_NAMES = frozenset(row.name for row in BUILT_IN_SETTINGS)
 
 
-def _has_attribute(row: Setting) -> bool:
+def _has_attribute(row: Setting[Any]) -> bool:
     return row.key in _FIELDS and row.name in _BUILT_IN_NAMES
 
 
@@ -138,9 +135,7 @@ def resolve(flags: Flags, suite: Suite, environ: Mapping[str, str] | None = None
     if cfg.gate and not cfg.baseline:
         raise ConfigError("--gate needs --baseline REPORT (or --baseline last): a gate compares this run "
                           "with a baseline run.")
-    check_max_cost(cfg.max_cost)
     resolve_tape(cfg, flags, given.env)
-    _check_ranges(cfg)
     return cfg
 
 
@@ -155,19 +150,21 @@ def plugin_settings(flags: Flags, suite: Suite, environ: Mapping[str, str] | Non
     return cfg.extra
 
 
-def resolve_value(row: Setting, cfg: RunConfig, given: Given) -> Any:
+def resolve_value(row: Setting[Any], cfg: RunConfig, given: Given) -> Any:
     """A row's value: its flag, then its environment variable, then its suite key, then its default, as the
-    row's type; the source is recorded in cfg.sources (when the row records one). A value of the wrong type
-    is a ConfigError naming where it came from."""
+    row's type, in the row's range; the source is recorded in cfg.sources (when the row records one). A value
+    of the wrong type, or out of range, is a ConfigError naming where it came from."""
     sources = cfg.sources if row.sourced and row.shown != "hidden" else {}
     flag = given.flags.value(row.name)
     value = pick(sources, row.key, ("flag", None if flag is False or flag == () else flag),
                  ("env", given.env.get(row.env) if row.env else None),
                  ("suite", _suite_value(given.suite.settings, row.suite_key)), default=row.default)
-    return _typed(row, value, sources.get(row.key, "flag"))
+    where = sources.get(row.key, "flag")
+    return row.checked(_typed(row, value, where),
+                       f"{row.suite_key} in {given.suite.path.resolve()}" if where == "suite" else None)
 
 
-def _resolve_row(cfg: RunConfig, row: Setting, given: Given) -> None:
+def _resolve_row(cfg: RunConfig, row: Setting[Any], given: Given) -> None:
     value = resolve_value(row, cfg, given)
     cfg.set_value(row, not value if row.negated else value)
 
@@ -180,7 +177,7 @@ def _suite_value(block: Mapping[str, Any], key: str | None) -> Any:
     return value
 
 
-def _typed(row: Setting, value: Any, where: str) -> Any:
+def _typed(row: Setting[Any], value: Any, where: str) -> Any:
     if row.repeatable:
         return list(value or ())
     if value is None:
@@ -210,20 +207,20 @@ _SWITCH = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false"
            "": False}
 
 
-def _base_url(cfg: RunConfig, row: Setting, given: Given) -> None:
+def _base_url(cfg: RunConfig, row: Setting[Any], given: Given) -> None:
     cfg.base_url = resolve_value(row, cfg, given)
     # A local server (Ollama, vLLM, llama.cpp) takes no key: a set base URL without one sends a placeholder.
     cfg.api_key = first(given.env.get("OPENAI_API_KEY"), PLACEHOLDER_KEY if cfg.base_url else None)
 
 
-def _judge(cfg: RunConfig, row: Setting, given: Given) -> None:
+def _judge(cfg: RunConfig, row: Setting[Any], given: Given) -> None:
     """The judge falls back to the agent's model, endpoint and key."""
     cfg.judge_model, cfg.judge_base_url, cfg.judge_api_key = resolve_judge(
         given.flags.text("judge_model"), given.suite.settings.get("judge") or {}, given.env, cfg.model, cfg.base_url,
         cfg.api_key, cfg.sources)
 
 
-def _user(cfg: RunConfig, row: Setting, given: Given) -> None:
+def _user(cfg: RunConfig, row: Setting[Any], given: Given) -> None:
     """The user simulator: --user or --user-model, then the environment, then the suite block."""
     from agent_eval.run.scenario import resolve_user
 
@@ -234,18 +231,18 @@ def _user(cfg: RunConfig, row: Setting, given: Given) -> None:
     cfg.sources["user"] = cfg.user_sim.source
 
 
-def _rate_limit(cfg: RunConfig, row: Setting, given: Given) -> None:
+def _rate_limit(cfg: RunConfig, row: Setting[Any], given: Given) -> None:
     raw = resolve_value(row, cfg, given)
     where = {"env": row.env, "suite": f"the suite's {row.suite_key} in {cfg.cases_file}"}.get(
         cfg.sources.get(row.key, "flag"), row.flags[0])
     cfg.set_value(row, _parse_rate_limit(raw, str(where)))
 
 
-def _resolved_elsewhere(cfg: RunConfig, row: Setting, given: Given) -> None:
+def _resolved_elsewhere(cfg: RunConfig, row: Setting[Any], given: Given) -> None:
     """A row another row's resolver reads (--user-model, the --ray flags), or that a command reads itself."""
 
 
-_RESOLVERS: dict[str, Callable[[RunConfig, Setting, Given], None]] = {
+_RESOLVERS: dict[str, Callable[[RunConfig, Setting[Any], Given], None]] = {
     "cases": _resolved_elsewhere, "resume": _resolved_elsewhere, "last_failed": _resolved_elsewhere,
     "base_url": _base_url, "judge_model": _judge, "user": _user, "user_model": _resolved_elsewhere,
     "workers": lambda cfg, row, given: _resolve_workers(cfg, given.flags), "ray": _resolved_elsewhere,
@@ -330,37 +327,12 @@ def _resolve_workers(cfg: RunConfig, flags: Flags) -> None:
     cfg.workers = int(workers) if workers is not None else (0 if cfg.ray else 1)  # 0: Ray's CPU count
     cfg.sources["workers"] = "flag" if workers is not None else "default"
     cfg.sources["ray"] = "flag" if cfg.ray else "default"
-    if workers is not None and not 1 <= cfg.workers <= MAX_COUNT:
-        raise ConfigError(f"--workers must be at least 1 and at most {MAX_COUNT} (got {cfg.workers}).")
+    setting("workers").checked(workers)
     if cfg.ray:
         require_ray()
     raw = flags.text("ray_runtime_env")
     if raw is not None:
         cfg.ray_runtime_env = parse_runtime_env(raw)
-
-
-def _check_ranges(cfg: RunConfig) -> None:
-    for flag, count in (("--repeat", cfg.repeat), ("--concurrency", cfg.concurrency),
-                        ("--max-steps", cfg.max_steps)):
-        if not 1 <= count <= MAX_COUNT:
-            raise ConfigError(f"{flag} must be at least 1 and at most {MAX_COUNT} (got {count}).")
-    if not 0.0 < cfg.threshold <= 1.0:
-        where = "--threshold" if cfg.sources.get("threshold") != "suite" else f"defaults.threshold in {cfg.cases_file}"
-        raise ConfigError(f"{where} must be above 0 and at most 1 (got {cfg.threshold}); a threshold of 0 passes "
-                          "a case that never succeeds.")
-    if cfg.timeout is not None and not (0 < cfg.timeout < math.inf):
-        raise ConfigError(f"--timeout must be a positive, finite number of seconds (got {cfg.timeout}).")
-    check_judge_timeout(cfg.judge_timeout)
-    if not math.isfinite(cfg.retry_budget) or cfg.retry_budget <= 0:
-        raise ConfigError(f"--retry-budget must be a positive number of seconds (got {cfg.retry_budget}); the "
-                          f"default is {DEFAULTS.retry_budget:g}.")
-
-
-def check_judge_timeout(seconds: float) -> None:
-    """ConfigError unless --judge-timeout is a positive, finite number of seconds."""
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise ConfigError(f"--judge-timeout must be a positive number of seconds (got {seconds}); the default "
-                          f"is {DEFAULTS.judge_timeout:g}.")
 
 
 def require_llm(cfg: RunConfig, who: str) -> None:

@@ -19,7 +19,7 @@ from agent_eval.redaction import redact_urls
 from agent_eval.run.journal import Journal, scan_runs
 
 
-def rows_of_run() -> list[Setting]:
+def rows_of_run() -> list[Setting[Any]]:
     """The rows of `run`: each one's `resume` rule says what a resumed run takes from the stored run."""
     return [row for row in all_settings() if "run" in row.commands]
 
@@ -54,7 +54,7 @@ class Stored:
     agent_dir: Path | None
     cases_sha256: str | None = None  # the case file's digest when the run started
 
-    def stored_value(self, row: Setting) -> Any:
+    def stored_value(self, row: Setting[Any]) -> Any:
         """The stored counterpart of a command-line flag, as the flag would spell it."""
         s = self.settings
         if row.name == "cases":
@@ -67,7 +67,7 @@ class Stored:
             return not s.get(row.key, True)
         return list(s.get(row.key) or []) if row.repeatable else s.get(row.key)
 
-    def flag_value(self, row: Setting) -> Any:
+    def flag_value(self, row: Setting[Any]) -> Any:
         """The stored value of a row that has no code of its own, as its flag gives it (None: not stored)."""
         value = self.stored_value(row)
         if value is None or row.negated or row.repeatable:
@@ -75,7 +75,7 @@ class Stored:
         return Path(value) if row.type is Path else value
 
 
-def _given_value(row: Setting, value: Any) -> Any:
+def _given_value(row: Setting[Any], value: Any) -> Any:
     if row.repeatable:
         return list(value or [])
     if row.name == "agent":
@@ -107,7 +107,7 @@ def full_url(stored: str | None, where: str, *candidates: str | None) -> str | N
     return url
 
 
-def _differs(row: Setting, given: Any, stored: Any) -> bool:
+def _differs(row: Setting[Any], given: Any, stored: Any) -> bool:
     if row.type is Path and not row.repeatable:
         return not _same_path(given, stored)
     if row.name == "base_url":

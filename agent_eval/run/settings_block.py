@@ -45,7 +45,7 @@ _SHOWN: dict[str, Callable[[RunConfig], dict[str, Any]]] = {
 }
 
 
-def _show(row: Setting, value: Any) -> Any:
+def _show(row: Setting[Any], value: Any) -> Any:
     if isinstance(value, list):  # a repeatable flag's values
         return [_show(row, v) for v in value]
     if value is None or row.shown == "value":
