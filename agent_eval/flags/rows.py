@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar, get_args
 
-T = TypeVar("T")
-
 from agent_eval.limits import JUDGE_TIMEOUT_S, MAX_COUNT, MCP_TIMEOUT_S, RETRY_BUDGET_S
+
+T = TypeVar("T")
 
 ResumeRule = Literal["kept", "renewed", "command"]
 """What `--resume` does with a setting: "kept", the run's stored value, and a different value given again is
