@@ -165,18 +165,6 @@ def _object(text: str, at: int, path: tuple[str, ...]) -> tuple[dict[str, Any], 
             return doc, at, f"in `{'.'.join((*path, key))}`" if isinstance(key, str) else "in a member's name"
 
 
-def map_each(records: list[tuple[str, Any]], to_case: Callable[[str, Any], Case],
-             ) -> tuple[list[Case], list[Unmappable]]:
-    """The case of each (where, record), and the records whose `to_case` raised ValueError."""
-    cases, bad = [], []
-    for where, record in records:
-        try:
-            cases.append(to_case(where, record))
-        except ValueError as exc:
-            bad.append(Unmappable(where, str(exc)))
-    return cases, bad
-
-
 def map_each_record(records: list[tuple[str, Any]], to_case: Callable[[str, Any], Case],
                     bad: list[Unmappable]) -> tuple[list[tuple[str, Case]], list[Unmappable]]:
     """(label, case) of each record that maps; the others (too deep, or refused by to_case) join `bad`."""
