@@ -8,7 +8,9 @@ from agent_eval.records import Case
 from agent_eval.ingest.records import content_text
 
 
-def _user_messages(value: Any) -> list[str]:
+def user_messages(value: Any, *, any_type: bool = False) -> list[str]:
+    """The text of each user message of an input (a string, or a list of chat messages); `any_type` takes
+    content parts of every type (OpenAI's input_text, output_text, ...), not only `text` ones."""
     if isinstance(value, str):
         return [value] if value.strip() else []
     if not isinstance(value, list):
@@ -18,7 +20,7 @@ def _user_messages(value: Any) -> list[str]:
         if not isinstance(message, dict):
             raise ValueError(f"input[{i}] is not a chat message object")
         if message.get("role") == "user":
-            text = content_text(message.get("content"))
+            text = content_text(message.get("content"), any_type=any_type)
             if text:
                 out.append(text)
     return out
@@ -44,7 +46,7 @@ def sample_case(where: str, sample: Any) -> Case:
     sample_id = sample.get("id")
     if isinstance(sample_id, bool) or not isinstance(sample_id, (str, int)) or sample_id == "":
         sample_id = f"sample-{where.split()[-1]}"
-    users = _user_messages(sample.get("input"))
+    users = user_messages(sample.get("input"))
     if not users:
         raise ValueError("no user message in input")
     case: Case = {"id": str(sample_id)}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent_eval.records import Case
-from agent_eval.ingest.inspect_samples import expect_of
+from agent_eval.ingest.inspect_samples import expect_of, user_messages
 from agent_eval.ingest.records import content_text
 
 SYSTEM_ROLES = ("system", "developer")
@@ -16,26 +16,12 @@ def _text(content: Any) -> str | None:
     return content_text(content, any_type=True)  # OpenAI's parts: input_text, output_text, ...
 
 
-def _users(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value] if value.strip() else []
-    if not isinstance(value, list):
-        raise ValueError("input must be a string or a list of chat messages")
-    users = []
-    for i, message in enumerate(value):
-        if not isinstance(message, dict):
-            raise ValueError(f"input[{i}] is not a chat message object")
-        if message.get("role") == "user" and (text := _text(message.get("content"))):
-            users.append(text)
-    return users
-
-
 def eval_case(where: str, record: Any) -> Case:
     """One Evals row as a case; ValueError says why it cannot be mapped."""
     if not isinstance(record, dict):
         raise ValueError("a row must be an object")
     item = record["item"] if isinstance(record.get("item"), dict) else record
-    users = _users(item.get("input", item.get("messages")))
+    users = user_messages(item.get("input", item.get("messages")), any_type=True)
     if not users:
         raise ValueError("no user message in input (or messages)")
     ideal = item.get("ideal", item.get("expected"))
