@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent_eval.records import Case
+from agent_eval.ingest.records import conversation
 
 RUBRIC = "The answer conveys the same facts as this reference: "
 _CONVERSATIONAL = ("scenario", "expected_outcome", "user_description", "persona")
@@ -76,7 +77,7 @@ def _turns_case(case_id: str, golden: dict[str, Any]) -> Case:
              and t["content"].strip()]
     if not users:
         raise ValueError("the conversational golden's turns hold no user turn with content")
-    case: Case = {"id": case_id, **({"query": users[0]} if len(users) == 1 else {"messages": users})}
+    case: Case = {"id": case_id, **conversation(users)}
     called = [call for i, t in enumerate(turns) if t.get("role") == "assistant"
               for call in _tools(t.get("tools_called", t.get("toolsCalled")), "", f"turns[{i}].tools_called")]
     if called:

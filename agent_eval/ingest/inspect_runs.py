@@ -9,7 +9,7 @@ from agent_eval.records import Case, Step, Trace
 from agent_eval.ingest.inspect_logs import answer, iter_samples, recorded_calls, tool_times, user_turns
 from agent_eval.ingest.inspect_samples import expect_of
 from agent_eval.ingest.otel import collapse
-from agent_eval.ingest.records import Unmappable
+from agent_eval.ingest.records import Unmappable, conversation
 from agent_eval.provider.tokens import token_count
 
 T = TypeVar("T")
@@ -44,11 +44,7 @@ def log_case(where: str, sample: dict[str, Any]) -> Case:
     users = user_turns(sample)
     if not users:
         raise ValueError("no user message in input")
-    case: Case = {"id": _sample_id(where, sample)}
-    if len(users) == 1:
-        case["query"] = users[0]
-    else:
-        case["messages"] = users
+    case: Case = {"id": _sample_id(where, sample), **conversation(users)}
     target = sample.get("target")
     if target not in (None, "", []):
         case["expect"] = expect_of(target)

@@ -5,7 +5,7 @@ import re
 from typing import Any
 
 from agent_eval.records import Case
-from agent_eval.ingest.records import content_text
+from agent_eval.ingest.records import content_text, conversation
 
 
 def user_messages(value: Any, *, any_type: bool = False) -> list[str]:
@@ -49,11 +49,7 @@ def sample_case(where: str, sample: Any) -> Case:
     users = user_messages(sample.get("input"))
     if not users:
         raise ValueError("no user message in input")
-    case: Case = {"id": str(sample_id)}
-    if len(users) == 1:
-        case["query"] = users[0]
-    else:
-        case["messages"] = users
+    case: Case = {"id": str(sample_id), **conversation(users)}
     case["expect"] = expect_of(sample.get("target"))
     metadata = sample.get("metadata")
     if isinstance(metadata, dict) and metadata:

@@ -7,7 +7,7 @@ from typing import Any
 
 from agent_eval.records import Case
 from agent_eval.ingest.inspect_samples import expect_of, user_messages
-from agent_eval.ingest.records import content_text
+from agent_eval.ingest.records import content_text, conversation
 
 SYSTEM_ROLES = ("system", "developer")
 
@@ -30,7 +30,7 @@ def eval_case(where: str, record: Any) -> Case:
     name = item.get("id", record.get("id"))
     case_id = str(name) if isinstance(name, (str, int)) and not isinstance(name, bool) and str(name).strip() \
         else f"sample-{where.split()[-1]}"
-    case: Case = {"id": case_id, **({"query": users[0]} if len(users) == 1 else {"messages": users})}
+    case: Case = {"id": case_id, **conversation(users)}
     case["expect"] = expect_of(ideal)
     system = _system(item.get("input", item.get("messages")))
     if system is not None:

@@ -9,7 +9,7 @@ import orjson
 from agent_eval.records import Case, Step, Trace
 from agent_eval.ingest.genai import Recorded, read_trace
 from agent_eval.ingest.otlp import read_spans
-from agent_eval.ingest.records import Unmappable
+from agent_eval.ingest.records import Unmappable, conversation
 
 if TYPE_CHECKING:
     from agent_eval.suite.tools import ToolSet
@@ -68,11 +68,7 @@ def _same(a: Any, b: Any) -> bool:
 
 def recorded_case(rec: Recorded) -> tuple[Case, list[str]]:
     """The case a recorded conversation becomes, and notes on what it could not keep (malformed arguments)."""
-    case: Case = {"id": rec.case_id or case_id_of(rec.trace_id)}
-    if len(rec.user_messages) == 1:
-        case["query"] = rec.user_messages[0]
-    else:
-        case["messages"] = list(rec.user_messages)
+    case: Case = {"id": rec.case_id or case_id_of(rec.trace_id), **conversation(rec.user_messages)}
     notes = []
     recorded: list[dict[str, Any]] = []
     expected: list[dict[str, Any]] = []

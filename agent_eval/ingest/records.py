@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -163,6 +163,11 @@ def _object(text: str, at: int, path: tuple[str, ...]) -> tuple[dict[str, Any], 
             doc[key], at = decoder.raw_decode(text, at)
         except (ValueError, RecursionError):
             return doc, at, f"in `{'.'.join((*path, key))}`" if isinstance(key, str) else "in a member's name"
+
+
+def conversation(users: Sequence[str]) -> Case:
+    """A case's user side: `query` for one user message, `messages` for several."""
+    return {"query": users[0]} if len(users) == 1 else {"messages": list(users)}
 
 
 def map_each_record(records: list[tuple[str, Any]], to_case: Callable[[str, Any], Case],
