@@ -1,8 +1,7 @@
-"""`agent-eval run`: prepare, play every selected case k times, conclude with the report and the exit code."""
+"""`agent-eval run`: the core's plan, play and assembly (commands/core.py) with a terminal: the progress line,
+the report printed, the exit code."""
 from __future__ import annotations
 
-import hashlib
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -10,82 +9,22 @@ from typing import Any, NamedTuple
 from rich.console import Console
 from rich.markup import escape
 
-from agent_eval.records import Case
 from agent_eval.commands.conclude import finish_report, offer_runs, say
-from agent_eval.commands.prepare import Prepared, check_baseline, check_models, make_output_dir, prepare
-from agent_eval.errors import ConfigError
+from agent_eval.commands.core import (check_journal, journal_header, open_journal, open_tape, pick_baseline,
+                                      plan_run, play)
+from agent_eval.commands.prepare import make_output_dir
 from agent_eval.flags import Flags
 from agent_eval.records import Report
-from agent_eval.provider import cassette, events, tape
+from agent_eval.provider import events
 from agent_eval.provider.endpoints import WindowBoard
-from agent_eval.report.files import history_path_of, journal_path_of
-from agent_eval.report.model import new_run_id, now_iso
+from agent_eval.report.model import now_iso
 from agent_eval.run.config import RunConfig
 from agent_eval.run.interrupt import Interrupts
-from agent_eval.run.journal import Journal
 from agent_eval.run.runner import Runner
-from agent_eval.run.worker import WorkerInit, build_parts, tape_of
-from agent_eval.suite.cases import Suite
-from agent_eval.suite.selection import skip_reason
+from agent_eval.run.worker import WorkerInit, build_parts
 
 RUNNING = "running"
 SHOW_RETRY_FROM = 3  # without a progress display, an endpoint's retries are printed from this attempt on
-
-
-def prepare_run(flags: Flags, adjust: Callable[[RunConfig], None] | None = None,
-                warn: Callable[[str], None] | None = None) -> Prepared:
-    """The shared preparation, then what only a run checks: --lf, the agent's, judge's and simulator's
-    LLMs, and the baseline; raises CaseFileError / ConfigError (exit 2)."""
-    prepared = prepare(flags, adjust)
-    suite, cfg = prepared.suite, prepared.cfg
-    prepared.cases = _select_last_failed(flags, cfg, prepared.cases, warn or (lambda message: None))
-    runnable = [c for c in prepared.cases if skip_reason(c, os.environ, cfg.judge) is None]
-    check_models(cfg, runnable, suite)
-    check_baseline(cfg)
-    if cfg.max_cost is not None and runnable:
-        _require_prices(cfg, runnable, suite)
-    return prepared
-
-
-def _require_prices(cfg: RunConfig, runnable: list[Case], suite: Any) -> None:
-    """--max-cost: every model whose spend it bounds (the agent's, the judge's, the simulator's) has a price."""
-    from agent_eval.run.budget import require_prices
-    from agent_eval.score.judge import needs_judge
-
-    judged = cfg.judge and needs_judge(runnable) is not None
-    simulated = any(c.get("scenario") is not None for c in runnable)
-    require_prices([("agent", cfg.model), ("judge", cfg.judge_model if judged else None),
-                    ("user simulator", cfg.user_sim.model if simulated else None)],
-                   suite.settings.get("pricing"), suite.path)
-
-
-def _select_last_failed(flags: Flags, cfg: RunConfig, cases: list[Case],
-                        warn: Callable[[str], None]) -> list[Case]:
-    """--lf: keep the cases that failed or errored in the newest earlier run of this case file."""
-    ids = flags.texts("last_failed_ids") or None  # a resumed run's stored selection
-    if ids is None and flags.is_on("last_failed"):
-        from agent_eval.report.history import last_failed
-
-        db = history_path_of(cfg.output_dir)
-        run_id, found = last_failed(db, cfg.cases_file)
-        if run_id is None:
-            warn(f"--lf: {db} holds no earlier finished run of {cfg.cases_file}; running every selected case.")
-        elif not found:
-            warn(f"--lf: no case failed or errored in the last run ({run_id}); running every selected case.")
-        else:
-            ids = tuple(found)
-    if ids is None:
-        return cases
-    wanted = set(ids)
-    kept = [c for c in cases if c["id"] in wanted]
-    if not kept:
-        raise ConfigError(f"--lf: none of the cases that failed last time ({', '.join(sorted(wanted))}) is "
-                          "kept by --filter; drop --filter or --lf.")
-    if len(kept) < len(cases):
-        cfg.last_failed = list(ids)
-    elif not flags.texts("last_failed_ids"):  # every selected case failed or errored last time: a full run
-        warn("--lf: every selected case failed or errored in the last run; running every selected case.")
-    return kept
 
 
 def run_command(flags: Flags, console: Console, err: Console) -> int:
@@ -103,43 +42,17 @@ class Played(NamedTuple):
 
 
 def play_suite(flags: Flags, console: Console | None, err: Console, interrupts: Interrupts | None = None) -> Played:
-    """Run a suite and write its report. With no `console` (the library's `run_suite`) there is no
-    progress display and no report on the terminal; `interrupts` stops it as a Ctrl-C does (the library's
-    own, from another thread)."""
-    resumed = None
-    if flags.text("resume"):
-        from agent_eval.run.resume import open_resume
-
-        resumed = open_resume(flags)
-        flags = resumed.flags
-    prepared = prepare_run(flags, resumed.apply if resumed else None,
-                           lambda message: say(err, f"warning: {message}"))
-    suite, cases, cfg = prepared.suite, prepared.cases, prepared.cfg
-    for warning in suite.warnings:
+    """Run a suite and write its report: the core's plan, play and assembly (commands/core.py). With no
+    `console` (the library's `run_suite`) there is no progress display and no report on the terminal;
+    `interrupts` stops it as a Ctrl-C does (the library's own, from another thread)."""
+    plan = plan_run(flags, err)
+    suite, cases, cfg, resumed = plan.suite, plan.cases, plan.cfg, plan.resumed
+    agent, simulator, scoring = build_parts(suite, cases, cfg, plan.agent_dir)
+    # exit 2 before anything runs when no earlier run is comparable
+    warning = pick_baseline(cfg, agent.name, [str(c["id"]) for c in cases],
+                            plan.created_at if resumed else now_iso(), plan.run_id if resumed else None)
+    if warning:
         say(err, warning)
-    digest = hashlib.sha256(suite.path.read_bytes()).hexdigest()
-    if resumed and resumed.stored.cases_sha256 not in (None, digest):
-        err.print(f"warning: {suite.path} has changed since run {resumed.run_id} started; its finished runs "
-                  "were scored against the old file (agent-eval rescore re-scores them all).",
-                  highlight=False, markup=False)
-    if suite.servers:
-        from agent_eval.run.mcp_sessions import shared_state_warning
-
-        shared = shared_state_warning(suite.servers, cfg.concurrency)
-        if shared:
-            say(err, shared)
-    agent_dir = flags.path("agent_dir") or (suite.base_dir if flags.text("agent") is None else Path.cwd())
-    agent, simulator, scoring = build_parts(suite, cases, cfg, agent_dir)
-    if cfg.baseline == "last":  # exit 2 before anything runs when no earlier run is comparable
-        from agent_eval.report.baseline import NoEarlierRun, pick_last
-
-        try:
-            cfg.baseline = str(pick_last(cfg.output_dir, cfg.cases_file, agent.name, [str(c["id"]) for c in cases],
-                                         resumed.created_at if resumed else now_iso(),
-                                         resumed.run_id if resumed else None))
-        except NoEarlierRun as exc:
-            say(err, f"warning: {exc}")
-            cfg.baseline = None
     run_tape = open_tape(cfg, suite, cases)
     pool = None
     # Whatever ends the run from here on, the pool's on_close runs (a local Ray instance never outlives
@@ -147,21 +60,14 @@ def play_suite(flags: Flags, console: Console | None, err: Console, interrupts: 
     try:
         make_output_dir(cfg)
         if cfg.workers != 1 or cfg.ray:  # started here, so that a cluster that cannot be joined is exit 2
-            pool = open_pool(cfg, WorkerInit(cfg.cases_file, digest, [c["id"] for c in cases], cfg,
-                                             agent_dir.resolve(), run_tape is not None and run_tape.extends))
+            pool = open_pool(cfg, WorkerInit(cfg.cases_file, plan.digest, [c["id"] for c in cases], cfg,
+                                             plan.agent_dir.resolve(), run_tape is not None and run_tape.extends))
         note = _idle_workers_note(cfg, len(pool.hosts)) if pool is not None else None
         if note:
             say(err, note)
-        run_id = resumed.run_id if resumed else new_run_id()
-        created_at = resumed.created_at if resumed else now_iso()
-        journal = resumed.journal if resumed else Journal(
-            journal_path_of(cfg.output_dir, run_id),
-            {"run_id": run_id, "created_at": created_at, "settings": cfg.settings(),
-             "cases_file": str(cfg.cases_file), "agent_dir": str(agent_dir.resolve()), "cases_sha256": digest},
-            run_id=run_id)
-        if journal.failed:
-            raise ConfigError(f"cannot write the journal {journal.path} ({journal.failed}); free some space or "
-                              "pass --output-dir with a writable folder.")
+        run_id, created_at = plan.run_id, plan.created_at
+        journal = resumed.journal if resumed else open_journal(cfg, run_id, journal_header(plan), run_id)
+        check_journal(journal, "--output-dir")
         listeners = journal.listeners = events.Listeners()  # the run's events: docs/architecture.md
         sender = offer_runs(journal, cfg.otlp_endpoint, {"run_id": run_id, "created_at": created_at,
                                                           "suite": suite.name, "model": cfg.model})
@@ -191,9 +97,8 @@ def play_suite(flags: Flags, console: Console | None, err: Console, interrupts: 
                     progress.start()
                 if pool is not None:
                     pool.listeners = listeners
-                interrupted = interrupts.run(runner.run())
+                interrupted = play(runner, interrupts)
             finally:
-                listeners.command_finished()
                 journal.close()
             if sender is not None:
                 interrupts.after_run.append(sender.stop.set)
@@ -245,39 +150,6 @@ def _budget(cfg: RunConfig, runner: Runner, suite: Any, resumed_journal: Path | 
     for usage in read_usage(resumed_journal) if resumed_journal is not None else ():
         budget.earlier_usd += sum((usage.get(key) or {}).get("cost_usd") or 0.0 for key in ("judge", "user_sim"))
     return budget
-
-
-def open_tape(cfg: RunConfig, suite: Suite, cases: list[Case]) -> tape.Tape | None:
-    """This command's tape (docs/ci-without-a-key.md), or None: --replay: every run to play has a cassette
-    of this suite (else exit 2), each read when its run starts; --record: the folder locked, and refused
-    when it holds another recording (unless --replay-miss live extends it), its cassette.json written."""
-    if cfg.replay is None and cfg.record is None:
-        return None
-    label = cassette.suite_label(suite.name, cfg.cases_file)
-    runs = [(c["id"], trial) for c in cases if skip_reason(c, os.environ, cfg.judge) is None
-            for trial in range(cfg.repeat)]
-    if cfg.replay is not None:
-        cassette.check_recorded(cfg.replay, cfg.recorded or {}, label, runs)
-        return tape_of(cfg)
-    from agent_eval.provider.recording import open_recording
-    from importlib.metadata import PackageNotFoundError, version
-
-    from agent_eval.redaction import redact_secrets, redact_urls
-
-    try:
-        ours = version("agent-eval-trials")
-    except PackageNotFoundError:  # a source tree that was never installed
-        ours = "unknown"
-
-    assert cfg.record is not None
-    header = {"suite": label, "cases_file": os.path.relpath(cfg.cases_file.resolve(), cfg.record.resolve()),
-              "agent": redact_secrets(redact_urls(cfg.agent) or ""), "model": cfg.model,
-              "judge_model": cfg.judge_model if cfg.judge else None,
-              "user_model": cfg.user_sim.model if cfg.user_sim else None, "repeat": cfg.repeat,
-              "agent_eval_version": ours, "created_at": now_iso()}
-    recording = open_recording(cfg.record, header, runs, extend=cfg.replay_miss == "live")
-    recording.timeout = cfg.timeout
-    return recording
 
 
 def _idle_workers_note(cfg: RunConfig, started: int) -> str | None:

@@ -7,14 +7,13 @@ from pathlib import Path
 from rich.console import Console
 
 from agent_eval.commands.conclude import finish_report, offer_runs, say
-from agent_eval.commands.prepare import check_baseline, check_judge, make_output_dir, prepare
+from agent_eval.commands.core import open_journal, pick_baseline
+from agent_eval.commands.prepare import check_baseline, check_judge, prepare
 from agent_eval.errors import ConfigError
 from agent_eval.flags import Flags
 from agent_eval.ingest.recordings import match
 from agent_eval.ingest.score_traces import ScoredRuns, load_recordings, plan_cases, print_left_out, score_all
-from agent_eval.report.files import journal_path_of
 from agent_eval.report.model import new_run_id, now_iso
-from agent_eval.run.journal import Journal
 
 
 def score_command(flags: Flags, console: Console, err: Console) -> int:
@@ -45,19 +44,11 @@ def score_command(flags: Flags, console: Console, err: Console) -> int:
     runnable = [c for c, _, skip in plans if skip is None]
     check_judge(cfg, runnable, suite)
     run_id, created_at = new_run_id(), now_iso()
-    if cfg.baseline == "last":  # as run: exit 2 before anything is written when no earlier run is comparable
-        from agent_eval.report.baseline import NoEarlierRun, pick_last
-
-        try:
-            cfg.baseline = str(pick_last(cfg.output_dir, cfg.cases_file, cfg.agent, [str(c["id"]) for c, _ in work],
-                                         created_at))
-        except NoEarlierRun as exc:
-            say(err, f"warning: {exc}")
-            cfg.baseline = None
-    make_output_dir(cfg)
-    journal = Journal(journal_path_of(cfg.output_dir, run_id),
-                      {"run_id": run_id, "created_at": created_at, "settings": cfg.settings(),
-                       "cases_file": str(cfg.cases_file)})
+    warning = pick_baseline(cfg, cfg.agent, [str(c["id"]) for c, _ in work], created_at)
+    if warning:  # as run: exit 2 before anything is written when no earlier run is comparable
+        say(err, warning)
+    journal = open_journal(cfg, run_id, {"run_id": run_id, "created_at": created_at, "settings": cfg.settings(),
+                                         "cases_file": str(cfg.cases_file)}, run_id)
     sender = offer_runs(journal, cfg.otlp_endpoint, {"run_id": run_id, "created_at": created_at,
                                                       "suite": suite.name, "model": cfg.model})
     judge = build_judge(cfg.judge, cfg.judge_model, cfg.judge_base_url, cfg.judge_api_key, cfg.no_cache,

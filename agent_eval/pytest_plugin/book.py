@@ -20,29 +20,27 @@ import orjson
 from rich.console import Console
 
 from agent_eval.commands.conclude import finish_report
-from agent_eval.commands.prepare import check_models, make_output_dir
+from agent_eval.commands.core import (Plan, check_journal, journal_header, open_journal, open_tape, parts_of,
+                                      pick_baseline, play)
+from agent_eval.commands.prepare import prepare
 from agent_eval.errors import CaseFileError, ConfigError, Problem
 from agent_eval.flags import Flags
 from agent_eval.provider.endpoints import merge_summaries
 from agent_eval.pytest_plugin.items import as_options
 from agent_eval.records import Case, CaseEntry, Report, RunRecord
-from agent_eval.report.files import journal_path_of, report_path_of
-from agent_eval.run.config import RunConfig, resolve
+from agent_eval.report.files import report_path_of
+from agent_eval.run.config import RunConfig
 from agent_eval.run.interrupt import Interrupts
 from agent_eval.run.journal import Journal
 from agent_eval.run.runner import Runner
-from agent_eval.run.worker import build_parts
 from agent_eval.score.metrics import case_entry, skipped_entry
 from agent_eval.score.usage import add_summaries
-from agent_eval.suite.cases import Collector, Suite, case_fields, load_case, load_suite
+from agent_eval.suite.cases import Collector, Suite, case_fields, load_case
 from agent_eval.suite.selection import skip_reason
 
 if TYPE_CHECKING:
     from agent_eval.provider.tape import Tape
-    from agent_eval.run.agents import Agent
     from agent_eval.run.pool import WorkerPool
-    from agent_eval.run.simulator import Simulator
-    from agent_eval.score.pipeline import ScoringContext
 
 
 @dataclass
@@ -57,12 +55,10 @@ class Played:
 
 @dataclass
 class Book:
-    """A case file's suite, resolved settings and played cases, for one session (or one xdist worker)."""
+    """A case file's plan (its suite, resolved settings, run id) and played cases, for one session (or one
+    xdist worker)."""
 
-    suite: Suite
-    cfg: RunConfig
-    run_id: str
-    created_at: str
+    plan: Plan
     part: str | None = None  # the xdist worker's id: its journal is a part the controller merges
     played: dict[str, Played] = field(default_factory=dict)
     spends: list[dict[str, Any]] = field(default_factory=list)  # each batch's summary.judge/user_sim/provider
@@ -76,8 +72,19 @@ class Book:
     tape: Tape | None = None  # --agent-eval-record / --agent-eval-replay
     extends: bool = False  # an xdist worker's: the controller's recording extends one (--replay-miss live)
     gate_failed: bool = False  # the gate could not be applied (no earlier run qualifies as the baseline)
-    agent_dir: Path = Path()  # where a relative agent SPEC starts: the case file's folder, or pytest's for an option's
     inline: dict[str, dict[str, Any]] = field(default_factory=dict)  # inline cases by id, as the test gave them
+
+    @property
+    def suite(self) -> Suite:
+        return self.plan.suite
+
+    @property
+    def cfg(self) -> RunConfig:
+        return self.plan.cfg
+
+    @property
+    def run_id(self) -> str:
+        return self.plan.run_id
 
     @property
     def by_id(self) -> dict[str, Case]:
@@ -107,7 +114,7 @@ class Book:
             return
         cfg = self.cfg if repeat is None else dataclasses.replace(self.cfg, repeat=repeat)
         try:
-            agent, simulator, scoring = self._parts(cases)
+            agent, simulator, scoring = parts_of(self.plan, cases)
             run_tape = self._tape(cases, cfg)
             journal = self._journal()
         except ConfigError as exc:
@@ -116,7 +123,7 @@ class Book:
         self.agent_name = self.agent_name or agent.name
         runner = Runner(self.suite, cases, cfg, agent, scoring, journal, simulator=simulator, tape=run_tape)
         with Interrupts() as interrupts:
-            interrupted = interrupts.run(runner.run())
+            interrupted = play(runner, interrupts)
         self.spends.append(runner.spent(self.suite.settings.get("pricing")))
         self.models_used |= runner.models_used
         self.stopped_early |= runner.stopped_early
@@ -129,11 +136,6 @@ class Book:
             self.interrupted = True
             raise KeyboardInterrupt
 
-    def _parts(self, cases: list[Case]) -> tuple[Agent, Simulator | None, ScoringContext]:
-        """The checks `run` makes before anything runs, on these cases; then the agent, simulator, scoring."""
-        check_models(self.cfg, [c for c in cases if self.skip_of(c) is None], self.suite)
-        return build_parts(self.suite, cases, self.cfg, self.agent_dir)
-
     def _tape(self, cases: list[Case], cfg: RunConfig) -> Tape | None:
         """--agent-eval-record: one tape for the session (its header written once); --agent-eval-replay: one
         per batch, whose runs' cassettes are checked as `run` checks them (its counts are the batch's)."""
@@ -143,8 +145,6 @@ class Book:
 
                 self.tape = tape_of(cfg, self.extends)
         elif self.tape is None or cfg.replay is not None:
-            from agent_eval.commands.run import open_tape
-
             self.tape = open_tape(cfg, self.suite, cases)
         return self.tape
 
@@ -154,18 +154,10 @@ class Book:
 
     def _journal(self) -> Journal:
         if self.journal is None:
-            make_output_dir(self.cfg)
             name = self.run_id if self.part is None else f"{self.run_id}.{self.part}"
-            self.journal = Journal(journal_path_of(self.cfg.output_dir, name), self._header(), run_id=self.run_id)
-            if self.journal.failed:
-                raise ConfigError(f"cannot write the journal {self.journal.path} ({self.journal.failed}); pass "
-                                  "--agent-eval-output-dir with a writable folder.")
+            self.journal = open_journal(self.cfg, name, journal_header(self.plan), self.run_id)
+            check_journal(self.journal, "--agent-eval-output-dir")
         return self.journal
-
-    def _header(self) -> dict[str, Any]:
-        return {"run_id": self.run_id, "created_at": self.created_at, "settings": self.cfg.settings(),
-                "cases_file": str(self.cfg.cases_file), "agent_dir": str(self.agent_dir.resolve()),
-                "cases_sha256": hashlib.sha256(self.suite.path.read_bytes()).hexdigest()}
 
     # ------------------------------------------------------------ the report
 
@@ -200,7 +192,7 @@ class Book:
         if self.cfg.baseline == "last":
             lines += self._pick_baseline()
         _, report = finish_report(_Results(self), self.suite, self.cfg, self.agent_name or self.cfg.agent,
-                                  self.run_id, self.created_at, self.interrupted, None,
+                                  self.run_id, self.plan.created_at, self.interrupted, None,
                                   Console(file=said, width=10_000, color_system=None))
         lines += [line for line in said.getvalue().splitlines() if line.strip()]
         written = report is not None and report_path_of(self.cfg.output_dir, self.run_id).is_file()
@@ -237,21 +229,14 @@ class Book:
 
     def _pick_baseline(self) -> list[str]:
         """--agent-eval-baseline last: the newest earlier run that can be gated against, as `run` picks it (a
-        warning when there is none; a ConfigError when none of the earlier ones qualifies)."""
-        from agent_eval.report.baseline import NoEarlierRun, pick_last
-
+        warning when there is none; an error line, the session failed, when none of the earlier ones qualifies)."""
         try:
-            self.cfg.baseline = str(pick_last(self.cfg.output_dir, self.cfg.cases_file,
-                                              self.agent_name or self.cfg.agent, list(self.played), self.created_at,
-                                              self.run_id))
-        except NoEarlierRun as exc:
-            self.cfg.baseline = None
-            return [f"warning: {exc}"]
+            warning = pick_baseline(self.cfg, self.agent_name or self.cfg.agent, list(self.played),
+                                    self.plan.created_at, self.run_id)
         except ConfigError as exc:  # `run` would stop before running: here the session fails, its report ungated
-            self.cfg.baseline = None
             self.gate_failed = True
             return [f"error: {as_options(str(exc))}"]
-        return []
+        return [warning] if warning else []
 
     # ------------------------------------------------------------ xdist
 
@@ -345,15 +330,20 @@ class _Results:
 
 def open_book(path: Path, flags: Flags, run_id: str, created_at: str, part: str | None = None,
               cwd: Path | None = None) -> Book:
-    """Load and check the case file, and resolve its settings; a CaseFileError or ConfigError as `run` has.
-    A relative `--agent-eval-agent` SPEC, and a relative output folder, start from `cwd` (where pytest started)."""
-    suite = load_suite(path)
-    cfg = resolve(flags, suite)
+    """The core's plan of a case file (loaded, checked, its settings resolved; every case kept: pytest selects
+    them); a CaseFileError or ConfigError as `run` has. A relative `--agent-eval-agent` SPEC, and a relative
+    output folder, start from `cwd` (where pytest started)."""
     start = cwd or Path.cwd()
-    if not cfg.output_dir.is_absolute():  # resolved once: a conftest's chdir later moves none of the files
-        cfg.output_dir = start / cfg.output_dir
+
+    def anchored(cfg: RunConfig) -> None:  # resolved once: a conftest's chdir later moves none of the files
+        if not cfg.output_dir.is_absolute():
+            cfg.output_dir = start / cfg.output_dir
+
+    prepared = prepare(flags, anchored)
+    suite = prepared.suite
     agent_dir = suite.base_dir if flags.text("agent") is None else start
-    return Book(suite, cfg, run_id, created_at, part, agent_dir=agent_dir)
+    digest = hashlib.sha256(suite.path.read_bytes()).hexdigest()
+    return Book(Plan(suite, prepared.cfg, suite.cases, agent_dir, digest, run_id, created_at), part)
 
 
 def load_inline_case(suite: Suite, raw: Mapping[str, Any], where: str) -> Case:
