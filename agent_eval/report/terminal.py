@@ -42,6 +42,9 @@ from agent_eval.report.cases_section import (  # noqa: F401  (re-exported)
 from agent_eval.report.trust_section import rate_with_interval, render_flaky, render_intervals
 from agent_eval.report.curve_section import curve_text, render_curve
 from agent_eval.report.metrics_section import render_added_metrics, render_metric_errors
+from agent_eval.report.judge_section import render_judge
+from agent_eval.report.scorer_table import render_scorers
+from agent_eval.report.dialogue_section import render_dialogue
 from agent_eval.report.price_source import pricing_line
 from agent_eval.score.metric_registry import SECTION_TITLES, SuiteMetric, in_section
 
@@ -303,27 +306,6 @@ def render_verdict(report: Report, console: Console) -> None:
     """The closing one-line verdict."""
     console.print()
     console.print(verdict_text(report))
-
-
-def render_judge(report: Report, console: Console) -> None:
-    """summary.judge in one line, and the judge's agreement after `rescore --judge-repeat`."""
-    from agent_eval.report.judge_section import render_judge as render
-
-    render(report, console)
-
-
-def render_scorers(report: Report, console: Console) -> None:
-    """summary.scorers: each custom scorer's summary and errors; nothing without scorers."""
-    from agent_eval.report.scorer_table import render_scorers as render
-
-    render(report, console)
-
-
-def render_dialogue(report: Report, console: Console) -> None:
-    """The dialogue of each failed scenario case, and summary.user_sim; nothing otherwise."""
-    from agent_eval.report.dialogue_section import render_dialogue as render
-
-    render(report, console)
 
 
 # Order of the report. Hooks for later sections go between the cases and the verdict, e.g.
