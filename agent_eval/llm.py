@@ -88,37 +88,6 @@ async def close_when_the_loop_ends(close: Callable[[], Awaitable[Any]]) -> Async
             await asyncio.wait_for(close(), CLOSE_GRACE_S)
 
 
-def _http_client(base_url: str | None) -> Any:
-    """The SDK's HTTP client built with its transport: the record/replay transport (provider/tape.py,
-    idle unless a run's tape is current) around a transport that reads at most 64 MiB of an answer after
-    decompression (provider/bounded.py), around the SDK's aiohttp transport where it is available (its
-    documented choice for concurrency: about half the client CPU of the default per request), else
-    httpx's. A URL with credentials in it keeps httpx's, which sends them as Basic auth (aiohttp refuses
-    them beside the API key). The environment's proxies get the same stack, as mounts."""
-    import httpx2
-    from httpx2._utils import get_environment_proxies
-    from openai import DefaultAsyncHttpxClient
-    from openai._constants import DEFAULT_CONNECTION_LIMITS
-
-    from agent_eval.provider.bounded import CappedTransport
-    from agent_eval.provider.tape_transport import TapeTransport
-
-    make: Callable[..., Any] = httpx2.AsyncHTTPTransport
-    if not (base_url and "@" in urlsplit(base_url).netloc):
-        with contextlib.suppress(ImportError):  # the SDK without its aiohttp extra
-            from openai._vendor.httpx_aiohttp import AiohttpTransport
-
-            make = AiohttpTransport
-    base_path = urlsplit(base_url or "https://api.openai.com/v1").path
-
-    def stack(**proxy: Any) -> Any:
-        return TapeTransport(CappedTransport(make(limits=DEFAULT_CONNECTION_LIMITS, **proxy)), base_path)
-
-    mounts = {pattern: None if url is None else stack(proxy=httpx2.Proxy(url=url))
-              for pattern, url in get_environment_proxies().items()}
-    return DefaultAsyncHttpxClient(transport=stack(), mounts=mounts)
-
-
 async def shared_client(base_url: str | None, api_key: str | None) -> Any:
     """One SDK client per endpoint and event loop for the current command (its pool is the loop's)."""
     loop = asyncio.get_running_loop()
@@ -127,6 +96,8 @@ async def shared_client(base_url: str | None, api_key: str | None) -> Any:
     clients = state.current().clients
     entry = clients.get(key)
     if entry is None or entry[0] is not loop:
+        from agent_eval.provider import transports
+
         if entry is not None:
             state.current().retired.append(entry[1:])
         # A query in the base URL (Azure's ?api-version=...) goes with every request, after its path.
@@ -134,7 +105,7 @@ async def shared_client(base_url: str | None, api_key: str | None) -> Any:
         query = dict(parse_qsl(parts.query, keep_blank_values=True)) if parts is not None and parts.query else None
         bare = urlunsplit(parts._replace(query="")) if parts is not None and parts.query else base_url
         client = _client_class()(base_url=bare, api_key=api_key, max_retries=0, default_query=query,
-                               http_client=_http_client(bare))
+                               http_client=transports.http_client(bare))
         client.endpoint = redact_url((base_url or str(client.base_url)).rstrip("/")) or ""
         closer = close_when_the_loop_ends(client.close)
         await closer.__anext__()
@@ -145,6 +116,8 @@ async def shared_client(base_url: str | None, api_key: str | None) -> Any:
 def preload() -> None:
     """Import the SDK and its transport now, before any run starts: an import takes seconds on a busy
     machine, and inside the first request it would count as that run's latency and against --timeout."""
+    from agent_eval.provider import transports  # noqa: F401  (the client's own transports)
+
     _client_class()
     with contextlib.suppress(ImportError):
         from openai._httpx2 import http_response_types  # noqa: F401
