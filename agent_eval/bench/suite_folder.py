@@ -63,6 +63,11 @@ def checkout(path: Path, import_name: str, inner: str) -> Upstream:
                       f"folder of a checkout of the upstream repository.")
 
 
+def find_upstream(bench: Benchmark, source: Path | None, import_name: str, inner: str) -> Upstream:
+    """The pinned installed package (`source` None), or the checkout at `source`."""
+    return installed(bench, import_name) if source is None else checkout(source, import_name, inner)
+
+
 def _git_commit(folder: Path) -> str | None:
     try:
         done = subprocess.run(["git", "-C", str(folder), "rev-parse", "HEAD"], capture_output=True, text=True,

@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from agent_eval.bench import BFCL
-from agent_eval.bench.suite_folder import LOCK_FILE, Upstream, lock_difference, read_lock
+from agent_eval.bench.suite_folder import LOCK_FILE, lock_difference, read_lock
 from agent_eval.errors import ConfigError
 
 SCHEMAS_FILE = "functions.json"
@@ -127,16 +127,15 @@ def suite_tools(tools_file: str) -> tuple[dict[str, Callable[..., str]], list[di
 def check_lock(folder: Path) -> dict[str, Any]:
     """The suite's lock, once the installed package (or the recorded checkout) is found to match it."""
     from agent_eval.bench.bfcl import upstream as up
-    from agent_eval.bench.suite_folder import checkout, installed
+    from agent_eval.bench.suite_folder import find_upstream, make_importable
 
     lock = read_lock(folder)
-    source = lock.get("source") or {}
-    found: Upstream = (installed(BFCL, up.IMPORT_NAME) if source.get("checkout") is None
-                       else checkout(Path(source["checkout"]), up.IMPORT_NAME, up.CHECKOUT_INNER))
+    checkout = (lock.get("source") or {}).get("checkout")
+    found = find_upstream(BFCL, None if checkout is None else Path(checkout), up.IMPORT_NAME, up.CHECKOUT_INNER)
     problem = lock_difference(lock, found)
     if problem is not None:
         raise ConfigError(f"{folder / LOCK_FILE}: the suite no longer matches what is installed: {problem}. Fix: "
                           f"install what the lock names ({BFCL.install_commands()}) or import the suite again "
                           f"into a new folder (agent-eval bench import bfcl --out NEW_FOLDER).")
-    up.use(found)
+    make_importable(found, up.IMPORT_NAME)
     return lock

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.bench import BFCL
-from agent_eval.bench.suite_folder import Upstream, checkout, installed, make_importable
+from agent_eval.bench.suite_folder import Upstream, find_upstream, make_importable
 from agent_eval.errors import ConfigError
 
 IMPORT_NAME = "bfcl_eval"
@@ -37,14 +37,9 @@ _checks = itertools.count()
 
 def locate(source: Path | None) -> Upstream:
     """The pinned installed package, or the checkout `source`; made importable as `bfcl_eval`."""
-    upstream = installed(BFCL, IMPORT_NAME) if source is None else checkout(source, IMPORT_NAME, CHECKOUT_INNER)
-    use(upstream)
-    return upstream
-
-
-def use(upstream: Upstream) -> None:
-    """Make `import bfcl_eval` import `upstream`; a different copy already imported is a ConfigError."""
+    upstream = find_upstream(BFCL, source, IMPORT_NAME, CHECKOUT_INNER)
     make_importable(upstream, IMPORT_NAME)
+    return upstream
 
 
 def _stand_in(name: str) -> types.ModuleType:

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from agent_eval.bench import TAU2
-from agent_eval.bench.suite_folder import LOCK_FILE, Upstream, lock_difference, read_lock, sha256_of
+from agent_eval.bench.suite_folder import LOCK_FILE, lock_difference, read_lock, sha256_of
 from agent_eval.errors import ConfigError
 
 SCHEMAS_FILE = "tools.json"
@@ -241,13 +241,12 @@ def suite_tools(tools_file: str) -> tuple[dict[str, Callable[..., str]], list[di
 def check_lock(folder: Path) -> dict[str, Any]:
     """The suite's lock, once the installed package (or the recorded checkout) and the suite's own database
     file are found to match it."""
-    from agent_eval.bench.suite_folder import checkout, installed
+    from agent_eval.bench.suite_folder import find_upstream, make_importable
     from agent_eval.bench.tau2 import upstream as up
 
     lock = read_lock(folder)
-    source = lock.get("source") or {}
-    found: Upstream = (installed(TAU2, up.IMPORT_NAME) if source.get("checkout") is None
-                       else checkout(Path(source["checkout"]), up.IMPORT_NAME, up.CHECKOUT_INNER))
+    checkout = (lock.get("source") or {}).get("checkout")
+    found = find_upstream(TAU2, None if checkout is None else Path(checkout), up.IMPORT_NAME, up.CHECKOUT_INNER)
     problem = lock_difference(lock, found)
     if problem is None:
         problem = _suite_file_difference(folder, lock.get("suite_files") or {})
@@ -256,7 +255,7 @@ def check_lock(folder: Path) -> dict[str, Any]:
                           f"install what the lock names ({TAU2.install_commands()}) or import the suite again "
                           f"into a new folder (agent-eval bench import tau2 --domain {lock.get('domain')} "
                           f"--out NEW_FOLDER).")
-    up.use(found)
+    make_importable(found, up.IMPORT_NAME)
     return lock
 
 

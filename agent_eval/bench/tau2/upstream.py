@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.bench import TAU2
-from agent_eval.bench.suite_folder import Upstream, checkout, installed, make_importable
+from agent_eval.bench.suite_folder import Upstream, find_upstream, make_importable
 from agent_eval.errors import ConfigError
 
 IMPORT_NAME = "tau2"
@@ -32,14 +32,9 @@ _STAND_INS = ("litellm", "litellm.caching", "litellm.caching.caching", "litellm.
 
 def locate(source: Path | None) -> Upstream:
     """The pinned installed package, or the checkout `source`; made importable as `tau2`."""
-    upstream = installed(TAU2, IMPORT_NAME) if source is None else checkout(source, IMPORT_NAME, CHECKOUT_INNER)
-    use(upstream)
-    return upstream
-
-
-def use(upstream: Upstream) -> None:
-    """Make `import tau2` import `upstream`; a different copy already imported is a ConfigError."""
+    upstream = find_upstream(TAU2, source, IMPORT_NAME, CHECKOUT_INNER)
     make_importable(upstream, IMPORT_NAME)
+    return upstream
 
 
 def _refuse(name: str) -> Any:
