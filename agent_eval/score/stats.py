@@ -1,4 +1,4 @@
-"""Exact statistics behind the metrics: assignment, pass^k, pass@k, means and percentiles."""
+"""Exact statistics behind the metrics: pass^k, pass@k, means and percentiles."""
 
 from __future__ import annotations
 
@@ -7,57 +7,6 @@ from collections.abc import Sequence
 from fractions import Fraction
 
 import numpy as np
-
-
-def max_weight_assignment(weights: Sequence[Sequence[int]]) -> int:
-    """Return the largest total weight of a one-to-one pairing of rows with columns.
-
-    Weights are non-negative integers, so pairing every row of the smaller side is never worse than
-    leaving one unpaired. Hungarian algorithm, O(n^2 m): exact, and fast for 30 x 30.
-    """
-    if not weights or not weights[0]:
-        return 0
-    rows = [list(r) for r in weights]
-    if len(rows) > len(rows[0]):
-        rows = [list(col) for col in zip(*rows, strict=True)]
-    n, m = len(rows), len(rows[0])
-    inf = math.inf
-    u: list[float] = [0.0] * (n + 1)
-    v: list[float] = [0.0] * (m + 1)
-    owner = [0] * (m + 1)  # owner[j]: the row paired with column j (1-based), 0 = free
-    way = [0] * (m + 1)
-    for i in range(1, n + 1):
-        owner[0] = i
-        j0 = 0
-        minv = [inf] * (m + 1)
-        used = [False] * (m + 1)
-        while True:
-            used[j0] = True
-            i0 = owner[j0]
-            row = rows[i0 - 1]
-            delta, j1 = inf, 0
-            for j in range(1, m + 1):
-                if not used[j]:
-                    # Minimising the negated weight maximises the weight.
-                    cur = -row[j - 1] - u[i0] - v[j]
-                    if cur < minv[j]:
-                        minv[j], way[j] = cur, j0
-                    if minv[j] < delta:
-                        delta, j1 = minv[j], j
-            for j in range(m + 1):
-                if used[j]:
-                    u[owner[j]] += delta
-                    v[j] -= delta
-                else:
-                    minv[j] -= delta
-            j0 = j1
-            if owner[j0] == 0:
-                break
-        while j0:
-            j1 = way[j0]
-            owner[j0] = owner[j1]
-            j0 = j1
-    return sum(rows[owner[j] - 1][j - 1] for j in range(1, m + 1) if owner[j])
 
 
 def pass_hat(counts: Sequence[tuple[int, int]], k: int) -> float | None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-import random
 
 import pytest
 
@@ -148,29 +146,6 @@ def test_param_accuracy_many_calls_of_one_name():
     expected = [{"name": "s", "args": {"i": k}} for k in range(30)]
     steps = [step("s", {"i": k}) for k in reversed(range(30))] + [step("s", {"i": 99})] * 10
     assert param_accuracy(expected, steps) == 1.0
-
-
-def test_max_weight_assignment_matches_brute_force():
-    rng = random.Random(0)
-    for _ in range(200):
-        rows, cols = rng.randint(1, 5), rng.randint(1, 5)
-        w = [[rng.randint(0, 4) for _ in range(cols)] for _ in range(rows)]
-        if rows <= cols:
-            best = max(
-                sum(w[i][p[i]] for i in range(rows)) for p in itertools.permutations(range(cols), rows)
-            )
-        else:
-            best = max(
-                sum(w[p[j]][j] for j in range(cols)) for p in itertools.permutations(range(rows), cols)
-            )
-        assert stats.max_weight_assignment(w) == best, w
-
-
-def test_max_weight_assignment_edges():
-    assert stats.max_weight_assignment([]) == 0
-    assert stats.max_weight_assignment([[]]) == 0
-    # row 0 prefers col 0 (3), but 2 + 3 = 5 beats 3 + 0
-    assert stats.max_weight_assignment([[3, 2], [3, 0]]) == 5
 
 
 # --- per run: the rest -----------------------------------------------------------------------
