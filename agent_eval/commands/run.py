@@ -17,7 +17,6 @@ from agent_eval.flags import Flags
 from agent_eval.records import Report
 from agent_eval.provider import events
 from agent_eval.provider.endpoints import WindowBoard
-from agent_eval.report.model import now_iso
 from agent_eval.run.config import RunConfig
 from agent_eval.run.interrupt import Interrupts
 from agent_eval.run.runner import Runner
@@ -48,10 +47,8 @@ def play_suite(flags: Flags, console: Console | None, err: Console, interrupts: 
     plan = plan_run(flags, err)
     suite, cases, cfg, resumed = plan.suite, plan.cases, plan.cfg, plan.resumed
     agent, simulator, scoring = build_parts(suite, cases, cfg, plan.agent_dir)
-    # exit 2 before anything runs when no earlier run is comparable
-    warning = pick_baseline(cfg, agent.name, [str(c["id"]) for c in cases],
-                            plan.created_at if resumed else now_iso(), plan.run_id if resumed else None)
-    if warning:
+    warning = pick_baseline(cfg, agent.name, [str(c["id"]) for c in cases], plan.created_at, plan.run_id)
+    if warning:  # exit 2 before anything runs when no earlier run is comparable
         say(err, warning)
     run_tape = open_tape(cfg, suite, cases)
     pool = None

@@ -27,13 +27,12 @@ from agent_eval.errors import CaseFileError, ConfigError, Problem
 from agent_eval.flags import Flags
 from agent_eval.provider.endpoints import merge_summaries
 from agent_eval.pytest_plugin.items import as_options
-from agent_eval.records import Case, CaseEntry, Report, RunRecord
+from agent_eval.records import Case, CaseEntry, Report
 from agent_eval.report.files import report_path_of
 from agent_eval.run.config import RunConfig
 from agent_eval.run.interrupt import Interrupts
 from agent_eval.run.journal import Journal
-from agent_eval.run.runner import Runner
-from agent_eval.score.metrics import case_entry, skipped_entry
+from agent_eval.run.runner import CaseSlot, Runner, slot_bytes, slot_entry
 from agent_eval.score.usage import add_summaries
 from agent_eval.suite.cases import Collector, Suite, case_fields, load_case
 from agent_eval.suite.selection import skip_reason
@@ -44,23 +43,13 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class Played:
-    """One case as this process played it: its runs (lite, by trial) and where each is in the journal."""
-
-    case: Case
-    skip: str | None
-    runs: dict[int, RunRecord] = field(default_factory=dict)
-    offsets: dict[int, tuple[int, int]] = field(default_factory=dict)
-
-
-@dataclass
 class Book:
     """A case file's plan (its suite, resolved settings, run id) and played cases, for one session (or one
     xdist worker)."""
 
     plan: Plan
     part: str | None = None  # the xdist worker's id: its journal is a part the controller merges
-    played: dict[str, Played] = field(default_factory=dict)
+    played: dict[str, CaseSlot] = field(default_factory=dict)  # by case id: its runs (lite), their places
     spends: list[dict[str, Any]] = field(default_factory=list)  # each batch's summary.judge/user_sim/provider
     worker_spends: list[list[dict[str, Any]]] = field(default_factory=list)  # xdist: each worker's batches'
     models_used: set[str] = field(default_factory=set)
@@ -128,7 +117,7 @@ class Book:
         self.models_used |= runner.models_used
         self.stopped_early |= runner.stopped_early
         for slot in runner.slots:
-            self.played[slot.case["id"]] = Played(slot.case, slot.skip, dict(slot.runs), dict(slot.offsets))
+            self.played[slot.case["id"]] = slot
         if journal.failed:
             self.problems.update((case["id"], f"cannot write the journal {journal.path} ({journal.failed})")
                                  for case in cases if not self.played[case["id"]].runs)
@@ -164,20 +153,13 @@ class Book:
     def entry(self, case_id: str, threshold: float | None = None) -> CaseEntry | None:
         """The case entry of a played case (its runs lite), as the report will hold it."""
         played = self.played.get(case_id)
-        if played is None:
-            return None
-        if played.skip is not None:
-            return skipped_entry(played.case, played.skip)
-        limit = self.cfg.threshold if threshold is None else threshold
-        return case_entry(played.case, [played.runs[t] for t in sorted(played.runs)], limit, "not_run")
+        return None if played is None else slot_entry(played, self.cfg.threshold if threshold is None else threshold)
 
     def run_chunks(self, case_id: str) -> list[bytes]:
         """A played case's runs as the journal wrote them (JSON, traces included; never read back from the
         file, which the agent may have changed), in trial order."""
         played = self.played.get(case_id)
-        if played is None or self.journal is None:
-            return []
-        return [self.journal.run_json(played.offsets[trial]) for trial in sorted(played.offsets)]
+        return [] if played is None or self.journal is None else slot_bytes(played, self.journal)
 
     def write_report(self) -> tuple[Report | None, list[str]]:
         """Write the JSON report, its page and its history row for every case played; the report (None
@@ -212,7 +194,7 @@ class Book:
                 case = by_id.get(case_id)
                 if case is None or case_id in self.inline or run["status"] == "error":
                     continue
-                played = self.played.setdefault(case_id, Played(case, None))
+                played = self.played.setdefault(case_id, CaseSlot(case, []))
                 position = journal.append_json(case_id, trial, data[start:start + length])
                 if position is not None and trial not in played.runs:
                     played.offsets[trial], played.runs[trial] = position, lite_run(run, case)
@@ -225,7 +207,7 @@ class Book:
                     and c["id"] not in self.problems]
         if unplayed:
             self._journal()
-            self.played.update((c["id"], Played(c, self.skip_of(c))) for c in unplayed)
+            self.played.update((c["id"], CaseSlot(c, [], self.skip_of(c))) for c in unplayed)
 
     def _pick_baseline(self) -> list[str]:
         """--agent-eval-baseline last: the newest earlier run that can be gated against, as `run` picks it (a
@@ -278,7 +260,7 @@ class Book:
         by_id = self.by_id
         for case_id in [c["id"] for c in self.suite.cases if c["id"] in found]:
             part, played = found[case_id]
-            entry = Played(by_id[case_id], played["skip"])
+            entry = CaseSlot(by_id[case_id], [], played["skip"])
             for trial_text, run_json in sorted(played["runs_json"].items(), key=lambda kv: int(kv[0])):
                 trial = int(trial_text)
                 position = journal.append_json(case_id, trial, run_json.encode())

@@ -55,6 +55,19 @@ def lite_run(run: RunRecord, case: Case) -> RunRecord:
     return lite
 
 
+def slot_entry(slot: CaseSlot, threshold: float) -> CaseEntry:
+    """A case's entry (its runs lacking their traces); `not_run` with no finished run: Ctrl-C or -x came first
+    (an errored run is finished)."""
+    if slot.skip is not None:
+        return skipped_entry(slot.case, slot.skip)
+    return case_entry(slot.case, [slot.runs[t] for t in sorted(slot.runs)], threshold, "not_run")
+
+
+def slot_bytes(slot: CaseSlot, journal: Journal) -> list[bytes]:
+    """A case's runs' JSON as the journal wrote them (held in memory, never read back), in trial order."""
+    return [journal.run_json(slot.offsets[t]) for t in sorted(slot.offsets)]
+
+
 class Runner:
     """Runs the selected cases of a suite and keeps only small per-run rows in memory."""
 
@@ -267,12 +280,9 @@ class Runner:
 
     def case_entries(self) -> list[CaseEntry]:
         """The `cases` entries, with runs lacking their traces (they stay in the journal)."""
-        # A case with no finished run is `not_run`: Ctrl-C or -x came first (an errored run is finished).
-        return [skipped_entry(slot.case, slot.skip) if slot.skip is not None
-                else case_entry(slot.case, [slot.runs[t] for t in sorted(slot.runs)], self.cfg.threshold, "not_run")
-                for slot in self.slots]
+        return [slot_entry(slot, self.cfg.threshold) for slot in self.slots]
 
     def run_bytes(self) -> Iterator[list[bytes]]:
         """Per case, its runs' JSON as the journal wrote them (held in memory, never read back), in trial order."""
         for slot in self.slots:
-            yield [self.journal.run_json(slot.offsets[t]) for t in sorted(slot.offsets)]
+            yield slot_bytes(slot, self.journal)
