@@ -133,21 +133,16 @@ def render_matrix(matrix: dict[str, Any], console: Console) -> None:
 
 def matrix_markdown(matrix: dict[str, Any]) -> str:
     """The matrix as GitHub-flavoured Markdown; text from reports is inert in table cells."""
-    from agent_eval.report.markdown import cell, inert
+    from agent_eval.report.markdown import cell, inert, table_lines
 
-    header = ["metric"] + [cell(" · ".join(column_label(matrix, i))) for i in range(len(matrix["columns"]))]
-    lines = ["## agent-eval compare", "", f"| {' | '.join(header)} |",
-             "| :--- |" + " ---: |" * len(matrix["columns"])]
-    for row in matrix["rows"]:
-        lines.append(f"| {cell(row['metric'])} | " + " | ".join(cell(cell_text(row["metric"], c)) for c in row["cells"])
-                     + " |")
+    columns = range(len(matrix["columns"]))
+    header = ["metric"] + [cell(" · ".join(column_label(matrix, i))) for i in columns]
+    rows = [[row["metric"], *(cell_text(row["metric"], c) for c in row["cells"])] for row in matrix["rows"]]
+    lines = ["## agent-eval compare", "", *table_lines(header, rows, right=set(range(1, len(header))))]
     lines += ["", *(f"- {inert(note)}" for note in matrix_notes(matrix)), ""]  # as the single gate's notes
     if matrix["cases_differing"]:
-        lines += [f"| case | {' | '.join('base' if i == 0 else f'#{i}' for i in range(len(matrix['columns'])))} |",
-                  "| :--- |" + " :--- |" * len(matrix["columns"])]
-        lines += [f"| {cell(c['id'])} | " + " | ".join(cell(s or "absent") for s in c["statuses"]) + " |"
-                  for c in matrix["cases_differing"]]
-        lines.append("")
+        rows = [[c["id"], *(s or "absent" for s in c["statuses"])] for c in matrix["cases_differing"]]
+        lines += [*table_lines(["case", *("base" if i == 0 else f"#{i}" for i in columns)], rows), ""]
     lines += [f"**{verdict_line(matrix)}**", ""]
     return "\n".join(lines)
 

@@ -68,7 +68,8 @@ def _span(value: str) -> str:
     return f"{fence}{padded}{fence}"
 
 
-def _table(header: list[str], rows: list[list[str]], right: frozenset[int] | set[int] = frozenset()) -> list[str]:
+def table_lines(header: list[str], rows: list[list[str]], right: frozenset[int] | set[int] = frozenset()) -> list[str]:
+    """A Markdown table: the header as given, each cell of the rows made safe (cell); `right`: right-aligned columns."""
     align = ["---:" if i in right else ":---" for i in range(len(header))]
     return [f"| {' | '.join(header)} |", f"| {' | '.join(align)} |",
             *(f"| {' | '.join(cell(c) for c in row)} |" for row in rows)]
@@ -109,7 +110,7 @@ def headline_lines(report: Report) -> list[str]:
         from agent_eval.report.verdict import budget_line
 
         lines += ["> [!WARNING]", f"> This run {budget_line(report)}; the figures cover the finished runs only.", ""]
-    return lines + [counts, "", *_table(["metric", "value"], rows, right={1}), ""]
+    return lines + [counts, "", *table_lines(["metric", "value"], rows, right={1}), ""]
 
 
 def failing_lines(report: Report) -> list[str]:
@@ -121,7 +122,7 @@ def failing_lines(report: Report) -> list[str]:
              "n/a" if c.get("pass_rate") is None else f"{c['pass_rate']:.0%}", _code(case_reason(c))]
             for c in failing[:MAX_FAILING_ROWS]]
     header = ["case", "status", "pass rate", "reason"]
-    lines = [f"### Failing cases ({len(failing)})", "", *_table(header, rows, right={2})]
+    lines = [f"### Failing cases ({len(failing)})", "", *table_lines(header, rows, right={2})]
     if len(failing) > MAX_FAILING_ROWS:
         lines.append(f"\n…and {len(failing) - MAX_FAILING_ROWS} more; see the JSON report.")
     return lines + [""]
@@ -135,7 +136,7 @@ def gate_lines(gate: dict[str, Any]) -> list[str]:
     rows = [[*cells[:-1], f"**{cells[-1]}**" if cells[-1] == "regressed" else cells[-1]]
             for cells in gate_rows(gate)]
     return [f"### Regression gate{base}: {verdict}", "",
-            *_table(["metric", "base", "new", "delta", "CI", "verdict"], rows, right={1, 2, 3, 4}), "",
+            *table_lines(["metric", "base", "new", "delta", "CI", "verdict"], rows, right={1, 2, 3, 4}), "",
             *(f"- {inert(line)}" for line in gate_notes(gate)), ""]
 
 

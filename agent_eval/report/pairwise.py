@@ -142,14 +142,13 @@ def _order(order: dict[str, Any]) -> str:
 
 def pairwise_markdown(p: dict[str, Any]) -> str:
     """The pairwise section as Markdown; text from the judge is inert in table cells."""
-    from agent_eval.report.markdown import cell
+    from agent_eval.report.markdown import cell, table_lines
 
     lines = ["### Pairwise judging", "", *(f"- {cell(line)}" for line in headline(p)), ""]
     if p["inconsistent_pairs"]:
-        lines += ["| case | trial | BASE shown first | NEW shown first |", "| :--- | ---: | :--- | :--- |"]
-        lines += [f"| {cell(str(q['id']))} | {q['trial']} | {cell(_order(q['base_shown_first']))} | "
-                  f"{cell(_order(q['new_shown_first']))} |" for q in p["inconsistent_pairs"]]
-        lines.append("")
+        rows = [[str(q["id"]), str(q["trial"]), _order(q["base_shown_first"]), _order(q["new_shown_first"])]
+                for q in p["inconsistent_pairs"]]
+        lines += [*table_lines(["case", "trial", "BASE shown first", "NEW shown first"], rows, right={1}), ""]
     return "\n".join(lines)
 
 
