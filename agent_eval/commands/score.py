@@ -18,8 +18,7 @@ from agent_eval.report.model import new_run_id, now_iso
 
 def score_command(flags: Flags, console: Console, err: Console) -> int:
     """Score the recorded runs in flags.traces against the case file; the exit code of `run`."""
-    from agent_eval.score.judge import build_judge
-    from agent_eval.score.pipeline import ScoringContext
+    from agent_eval.run.worker import scoring_of
 
     path = Path(str(flags.path("traces")))
     prepared = prepare(flags)
@@ -51,10 +50,7 @@ def score_command(flags: Flags, console: Console, err: Console) -> int:
                                          "cases_file": str(cfg.cases_file)}, run_id)
     sender = offer_runs(journal, cfg.otlp_endpoint, {"run_id": run_id, "created_at": created_at,
                                                       "suite": suite.name, "model": cfg.model})
-    judge = build_judge(cfg.judge, cfg.judge_model, cfg.judge_base_url, cfg.judge_api_key, cfg.no_cache,
-                        runnable, timeout_s=cfg.judge_timeout)
-    ctx = ScoringContext(pricing=suite.settings.get("pricing") or {}, model=cfg.model, judge=judge,
-                         scorers=suite.scorers, judge_off=not cfg.judge)
+    ctx = scoring_of(suite, runnable, cfg)
     scored_runs = ScoredRuns(journal, ctx, cfg.threshold)
     try:
         asyncio.run(score_all(suite, plans, ctx, cfg.concurrency, scored_runs))

@@ -83,13 +83,16 @@ def build_parts(suite: Suite, cases: list[Case], cfg: RunConfig, agent_dir: Path
     agent = load_agent(cfg.agent, agent_dir, {"model": cfg.model, "base_url": cfg.base_url,
                                               "api_key": cfg.api_key, "max_steps": cfg.max_steps,
                                               "cases_dir": str(Path(cfg.cases_file).resolve().parent)})
-    simulator = build_simulator(cfg.user_sim)
+    return agent, build_simulator(cfg.user_sim), scoring_of(suite, cases, cfg)
+
+
+def scoring_of(suite: Suite, cases: list[Case], cfg: RunConfig) -> ScoringContext:
+    """How the runs of `cases` are scored (played here, or recorded ones `score` reads): the suite's prices and
+    scorers, and the judge."""
     judge = build_judge(cfg.judge, cfg.judge_model, cfg.judge_base_url, cfg.judge_api_key, cfg.no_cache, cases,
                         timeout_s=cfg.judge_timeout)
-    scoring = ScoringContext(pricing=suite.settings.get("pricing") or {}, model=cfg.model, judge=judge,
-                             judge_off=not cfg.judge)
-    scoring.scorers = suite.scorers
-    return agent, simulator, scoring
+    return ScoringContext(pricing=suite.settings.get("pricing") or {}, model=cfg.model, judge=judge,
+                          scorers=suite.scorers, judge_off=not cfg.judge)
 
 
 def tape_of(cfg: RunConfig, extends: bool = False) -> tape.Tape | None:
