@@ -41,7 +41,9 @@ def _listed(value: Any) -> Any:
     return value.split("|") if isinstance(value, str) else value
 
 
-def _metadata(golden: dict[str, Any]) -> dict[str, Any]:
+def _with_metadata(case: Case, golden: dict[str, Any], scenario: Any = None) -> Case:
+    """The case with the golden's context, comments and additional metadata (and a scenario, when one is
+    given as text) as its metadata; none when the golden has none of them."""
     metadata: dict[str, Any] = {}
     for key in ("context", "retrieval_context"):
         if golden.get(key) is not None:
@@ -50,7 +52,11 @@ def _metadata(golden: dict[str, Any]) -> dict[str, Any]:
         metadata["comments"] = golden["comments"]
     if golden.get("additional_metadata") is not None:
         metadata["additional_metadata"] = golden["additional_metadata"]
-    return metadata
+    if isinstance(scenario, str) and scenario.strip():
+        metadata["scenario"] = scenario
+    if metadata:
+        case["metadata"] = metadata
+    return case
 
 
 def _scenario_case(case_id: str, golden: dict[str, Any]) -> Case:
@@ -63,10 +69,7 @@ def _scenario_case(case_id: str, golden: dict[str, Any]) -> Case:
     description = golden.get("user_description") or golden.get("persona")
     if isinstance(description, str) and description:
         case["user_description"] = description
-    metadata = _metadata(golden)
-    if metadata:
-        case["metadata"] = metadata
-    return case
+    return _with_metadata(case, golden)
 
 
 def _turns_case(case_id: str, golden: dict[str, Any]) -> Case:
@@ -89,12 +92,7 @@ def _turns_case(case_id: str, golden: dict[str, Any]) -> Case:
         case["expected_outcome"] = outcome
     elif not called:
         raise ValueError("nothing to check: no expected_outcome and no tools_called in the turns")
-    metadata = _metadata(golden)
-    if isinstance(golden.get("scenario"), str) and golden["scenario"].strip():
-        metadata["scenario"] = golden["scenario"]
-    if metadata:
-        case["metadata"] = metadata
-    return case
+    return _with_metadata(case, golden, scenario=golden.get("scenario"))
 
 
 def golden_case(where: str, golden: Any) -> Case:
@@ -127,7 +125,4 @@ def golden_case(where: str, golden: Any) -> Case:
         raise ValueError("nothing to check: no expected_tools, tools_called or expected_output")
     if has_output:
         case["expected_output"] = expected_output
-    metadata = _metadata(golden)
-    if metadata:
-        case["metadata"] = metadata
-    return case
+    return _with_metadata(case, golden)
