@@ -282,15 +282,12 @@ class _Results:
         self.book = book
         self.stopped_early = book.stopped_early
         self.models_used = book.models_used
-        self.order = [c["id"] for c in book.suite.cases if c["id"] in book.played]
-
-    @property
-    def journal(self) -> Journal:
-        assert self.book.journal is not None
-        return self.book.journal
+        self.slots = [book.played[c["id"]] for c in book.suite.cases if c["id"] in book.played]
+        assert book.journal is not None
+        self.journal = book.journal
 
     def case_entries(self) -> list[CaseEntry]:
-        return [e for e in (self.book.entry(i) for i in self.order) if e is not None]
+        return [slot_entry(slot, self.book.cfg.threshold) for slot in self.slots]
 
     def spent(self, pricing: dict[str, Any] | None) -> dict[str, Any]:
         processes = [self.book.spends, *self.book.worker_spends]
@@ -306,8 +303,7 @@ class _Results:
         return spent
 
     def run_bytes(self) -> Iterator[list[bytes]]:
-        for case_id in self.order:
-            yield self.book.run_chunks(case_id)
+        return (slot_bytes(slot, self.journal) for slot in self.slots)
 
 
 def open_book(path: Path, flags: Flags, run_id: str, created_at: str, part: str | None = None,

@@ -12,13 +12,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
+from agent_eval.errors import CaseFileError, ConfigError
 from agent_eval.flags import Flags
 from agent_eval.pytest_plugin.book import Book, open_book
 from agent_eval.pytest_plugin.items import PAYLOAD, CaseError, CaseItem, as_options, settings_of
 from agent_eval.records import CaseEntry, Report
 from agent_eval.report.console import SafeConsole, escape_control
+from agent_eval.report.files import report_path_of
 from agent_eval.report.model import new_run_id, now_iso
 from agent_eval.report.reasons import case_reason, failure_lines
 
@@ -161,8 +164,6 @@ class SessionState:
     def _record_for_workers(self) -> dict[str, bool]:
         """xdist with --agent-eval-record: the controller locks each recording folder and writes its header
         once, for the session (workers recording at once would refuse each other); whether each extends one."""
-        from agent_eval.errors import CaseFileError, ConfigError
-
         extends: dict[str, bool] = {}
         for path in self.files:
             try:
@@ -195,10 +196,6 @@ class SessionState:
             self._merge_parts()
         if self.collected and (interrupted or stopped):
             self._mark_unplayed(interrupted)
-        from agent_eval.report.files import report_path_of
-
-        from agent_eval.errors import ConfigError
-
         for book in self.books.values():
             try:
                 report, lines = book.write_report()
@@ -210,10 +207,6 @@ class SessionState:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the gate fails the session, as it fails `run`
 
     def _merge_parts(self) -> None:
-        import orjson
-
-        from agent_eval.errors import CaseFileError, ConfigError
-
         by_file: dict[str, list[bytes]] = {}
         for payload in self.parts:
             by_file.setdefault(orjson.loads(payload)["cases_file"], []).append(payload)
@@ -227,8 +220,6 @@ class SessionState:
 
     def _mark_unplayed(self, interrupted: bool) -> None:
         """xdist: the selected cases of each case file that no worker played are `not_run`."""
-        from agent_eval.errors import CaseFileError, ConfigError
-
         by_file: dict[Path, set[str]] = {}
         for nodeid in self.collected:
             path, _, case_id = nodeid.partition("::")
