@@ -189,10 +189,11 @@ def test_a_plugin_s_path_setting_is_shown_as_text(tmp_path: Path) -> None:
 def test_a_setting_row_that_cannot_work_is_refused_naming_the_field(row: Setting, problem: str) -> None:
     from agent_eval.errors import ConfigError
     from agent_eval.flags import register_setting
+    from agent_eval.plugins import loading
 
-    with pytest.raises(ConfigError) as refused:
+    with pytest.raises(ConfigError) as refused, loading("tone_plugin"):  # as the host loads the plugin
         register_setting(row)
-    assert f"the setting {row.name!r} of tests.test_flags: {problem}" in str(refused.value)
+    assert f"the setting {row.name!r} of tone_plugin: {problem}" in str(refused.value)
 
 
 @pytest.mark.parametrize("row", [
@@ -204,10 +205,10 @@ def test_a_setting_whose_report_key_a_built_in_one_holds_is_refused(row: Setting
     from agent_eval.errors import ConfigError
     from agent_eval.flags import register_setting
 
-    with pytest.raises(ConfigError) as refused:
+    with pytest.raises(ConfigError) as refused:  # outside any plugin's load: the program's own row
         register_setting(row)
     assert str(refused.value) == (f"the setting {row.key!r} is registered twice: by agent_eval.flags.rows and by "
-                                  "tests.test_flags. Rename one of them, or load only one of the two plugins.")
+                                  "the program. Rename one of them, or load only one of the two plugins.")
 
 
 @pytest.mark.parametrize(("row", "args", "says"), [

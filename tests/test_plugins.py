@@ -254,15 +254,16 @@ def _words(case: object, trace: object, checks: object, success: bool, cost_usd:
 ])
 def test_a_metric_row_with_an_impossible_field_is_refused_naming_it(fields: dict, problem: str) -> None:
     from agent_eval.errors import ConfigError
+    from agent_eval.plugins import loading
     from agent_eval.score.metric_registry import Statistic, SuiteMetric, percentile, register_metric
 
     statistic = fields.pop("statistic", None) or (
         Statistic(fields.pop("kind"), "words") if "kind" in fields else percentile("words", fields.pop("q", 90)))
     row = SuiteMetric(**{"name": "words_p90", "label": "words p90", "statistic": statistic, "run_value": _words,
                          **fields})
-    with pytest.raises(ConfigError) as refused:
+    with pytest.raises(ConfigError) as refused, loading("words_plugin"):  # as the host loads the plugin
         register_metric(row)
-    assert str(refused.value).startswith(f"the metric {row.name!r} of tests.test_plugins: {problem}")
+    assert str(refused.value).startswith(f"the metric {row.name!r} of words_plugin: {problem}")
 
 
 TONE_OUTPUT = '''

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 
 from agent_eval.provider import events
+from agent_eval.records import RunRecord
 from agent_eval.report.fmt import format_seconds
 
 EVERY_S = 60.0
@@ -39,12 +40,12 @@ class Heartbeat(events.RunListener):
         with self._lock:
             self.in_flight[(case_id, trial)] = self.clock()
 
-    def run_ended(self, case_id: str, trial: int, status: str) -> None:
+    def run_finished(self, case_id: str, run: RunRecord) -> None:
         with self._lock:
-            self.in_flight.pop((case_id, trial), None)
+            self.in_flight.pop((case_id, run["trial"]), None)
             self.done += 1
-            self.failed += status == "failed"
-            self.errors += status == "error"
+            self.failed += run["status"] == "failed"
+            self.errors += run["status"] == "error"
 
     def line(self, now: float) -> str | None:
         """The progress line at `now`; None when no run is in flight."""

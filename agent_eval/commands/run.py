@@ -14,7 +14,8 @@ from agent_eval.commands.core import (check_journal, journal_header, open_journa
                                       plan_run, play)
 from agent_eval.commands.prepare import make_output_dir
 from agent_eval.flags import Flags
-from agent_eval.records import Report
+from agent_eval.plugins import LISTENERS as PLUGIN_LISTENERS
+from agent_eval.records import Report, RunRecord
 from agent_eval.provider import events
 from agent_eval.provider.endpoints import WindowBoard
 from agent_eval.run.config import RunConfig
@@ -65,7 +66,8 @@ def play_suite(flags: Flags, console: Console | None, err: Console, interrupts: 
         run_id, created_at = plan.run_id, plan.created_at
         journal = resumed.journal if resumed else open_journal(cfg, run_id, journal_header(plan), run_id)
         check_journal(journal, "--output-dir")
-        listeners = journal.listeners = events.Listeners()  # the run's events: docs/architecture.md
+        # the run's events (docs/architecture.md), told to the plugins' listeners first
+        listeners = journal.listeners = events.Listeners(*PLUGIN_LISTENERS)
         sender = offer_runs(journal, cfg.otlp_endpoint, {"run_id": run_id, "created_at": created_at,
                                                           "suite": suite.name, "model": cfg.model})
         progress = _progress(console, cfg)
@@ -183,7 +185,7 @@ class ProgressLine(events.RunListener):
         self._shown: set[tuple[str, int]] = set()  # (endpoint, attempt) of the retries printed in a log
         self._lowest: list[int] = []  # the fewest requests in flight printed in a log
 
-    def run_finished(self) -> None:
+    def run_finished(self, case_id: str, run: RunRecord) -> None:
         if self.progress is not None:
             self.progress.update(self.progress.task_ids[0], description=_status(self.board), advance=1)
 

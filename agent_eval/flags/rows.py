@@ -310,17 +310,17 @@ def _without(block: Mapping[str, Any], path: list[str]) -> Mapping[str, Any]:
 def register_setting(row: Setting[Any]) -> None:
     """Add a setting; a name (or flag) that a built-in setting or another module holds is a ConfigError, and
     so is a row whose fields cannot work (`setting_problem`)."""
-    from agent_eval.plugins import caller, claim
+    from agent_eval.plugins import claim, current
 
     if problem := setting_problem(row):
         from agent_eval.errors import ConfigError
 
-        raise ConfigError(f"the setting {getattr(row, 'name', row)!r} of {caller()}: {problem}")
+        raise ConfigError(f"the setting {getattr(row, 'name', row)!r} of {current()}: {problem}")
     if row.key != row.name:  # its key in the report's settings (and sources) is held as a name is
-        claim("setting", row.key, caller(), _BUILT_IN_NAMES | _BUILT_IN_KEYS, __name__)
-    claim("setting", row.name, caller(), _BUILT_IN_NAMES | _BUILT_IN_KEYS, __name__)
+        claim("setting", row.key, current(), _BUILT_IN_NAMES | _BUILT_IN_KEYS, __name__)
+    claim("setting", row.name, current(), _BUILT_IN_NAMES | _BUILT_IN_KEYS, __name__)
     for flag in row.flags:
-        claim("flag", flag, caller(), (), __name__)
+        claim("flag", flag, current(), (), __name__)
     SETTINGS[:] = [s for s in SETTINGS if s.name != row.name] + [row]
 
 

@@ -1,15 +1,53 @@
-"""The rule of every table a plugin may extend (agent kinds, check families, expect keys, outputs, formats,
-metrics, settings): each name has one owner, and a second module claiming it is exit 2 naming both
-(docs/architecture.md, "Where to add ...")."""
+"""A plugin is an object the host calls, and the rule of every table it may extend (agent kinds, check
+families, expect keys, outputs, formats, metrics, settings): each name has one owner, and a second plugin
+claiming it is exit 2 naming both (docs/architecture.md, "Where to add ...").
+
+The owner of a row is the plugin the host is loading when the row is registered: the loader
+(suite/imports.py) sets it around the plugin's import and around its `register(host)` call (a context
+variable, never the call stack). A row registered outside any plugin's load is the program's own.
+"""
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from agent_eval.errors import ConfigError
+from agent_eval.provider.events import RunListener
 
+PROGRAM = "the program"  # the owner of a row registered outside any plugin's load
 _OWNERS: dict[tuple[str, str], str] = {}
 _IMPORTED: set[str] = set()  # the plugin modules imported in this process, by suite/imports.py's key
+_LOADING: ContextVar[str | None] = ContextVar("agent_eval_plugin_loading", default=None)
+LISTENERS: list[RunListener] = []  # the plugins' RunListeners, which each command adds to its own Listeners
+
+
+class Host:
+    """What a plugin's `register(host)` is handed: its name in messages, and where it adds its listeners.
+    Its rows it adds with the tables' `register_*` functions, called inside `register(host)`: the host
+    knows they are the plugin's because it is calling the plugin."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def add_listener(self, listener: RunListener) -> None:
+        """Tell `listener` every command's run events (provider/events.py's `RunListener`)."""
+        LISTENERS.append(listener)
+
+
+@contextmanager
+def loading(owner: str) -> Iterator[Host]:
+    """The host of `owner` while it is imported or called: every row registered meanwhile is its."""
+    token = _LOADING.set(owner)
+    try:
+        yield Host(owner)
+    finally:
+        _LOADING.reset(token)
+
+
+def current() -> str:
+    """The plugin being loaded (its module, or `module:object`), or PROGRAM outside any load."""
+    return _LOADING.get() or PROGRAM
 
 
 def first_import(key: str) -> bool:
@@ -18,17 +56,6 @@ def first_import(key: str) -> bool:
         return False
     _IMPORTED.add(key)
     return True
-
-
-def module_name(globals_: dict[str, object]) -> str:
-    """How a module is named in messages: its dotted name, or its file for a plugin imported by path."""
-    name = str(globals_.get("__name__") or "?")
-    return str(globals_.get("__file__") or name) if name.startswith("_agent_eval_user_") else name
-
-
-def caller(depth: int = 2) -> str:
-    """The module that called the `register` function that calls this (depth 2: the caller's caller)."""
-    return module_name(sys._getframe(depth).f_globals)
 
 
 def claim(table: str, name: str, owner: str, built_in: Iterable[str], table_module: str) -> None:

@@ -8,23 +8,24 @@ caller hands anything to, reach the same listeners.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from agent_eval.records import RunRecord
 
 
 class RunListener(Protocol):
     """What a command's run tells its listeners; each event's default does nothing (explicitly: a listener
     subclasses this and overrides only the events it needs)."""
 
-    def run_finished(self) -> None:
-        """A run was journaled (wherever it was played)."""
+    def run_finished(self, case_id: str, run: RunRecord) -> None:
+        """A run of the case `case_id` was journaled (wherever it was played): `run` is its record as the
+        report's `cases[i].runs[j]` holds it (`trial`, `status`, `checks`, `metrics`, ...), its trace cut to
+        what the terminal shows (the full trace is in the journal: `journaled`)."""
         return None
 
     def run_started(self, case_id: str, trial: int) -> None:
         """A run was taken: it starts here, or is handed to a worker."""
-        return None
-
-    def run_ended(self, case_id: str, trial: int, status: str) -> None:
-        """A run was journaled with this status (`passed`, `failed`, `error`), just before `run_finished`."""
         return None
 
     def retrying(self, endpoint: str, attempt: int, most: int) -> None:
@@ -60,17 +61,13 @@ class Listeners(RunListener):
         if listener in self._listeners:
             self._listeners.remove(listener)
 
-    def run_finished(self) -> None:
+    def run_finished(self, case_id: str, run: RunRecord) -> None:
         for listener in self._listeners:
-            listener.run_finished()
+            listener.run_finished(case_id, run)
 
     def run_started(self, case_id: str, trial: int) -> None:
         for listener in self._listeners:
             listener.run_started(case_id, trial)
-
-    def run_ended(self, case_id: str, trial: int, status: str) -> None:
-        for listener in self._listeners:
-            listener.run_ended(case_id, trial, status)
 
     def retrying(self, endpoint: str, attempt: int, most: int) -> None:
         for listener in self._listeners:

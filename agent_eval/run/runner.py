@@ -271,8 +271,7 @@ class Runner:
         if lite["status"] == "failed" and self.cfg.exitfirst and not self._stopping:
             self._stopping = self.stopped_early = True  # -x: runs in flight finish, no new one starts
         self.player.gc.run_finished()
-        self.listeners.run_ended(str(slot.case["id"]), trial, str(lite["status"]))
-        self.listeners.run_finished()
+        self.listeners.run_finished(str(slot.case["id"]), lite)
 
     def spent(self, pricing: dict[str, Any] | None) -> dict[str, Any]:
         """summary.judge and summary.user_sim of this process, plus every worker's."""

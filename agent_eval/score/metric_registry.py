@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from agent_eval.plugins import caller, claim
+from agent_eval.plugins import claim, current
 from agent_eval.plugins.calls import Raised, per_run
 
 if TYPE_CHECKING:
@@ -241,8 +241,8 @@ def register_metric(metric: SuiteMetric) -> None:
     if problem := metric_problem(metric):
         from agent_eval.errors import ConfigError
 
-        raise ConfigError(f"the metric {getattr(metric, 'name', metric)!r} of {caller()}: {problem}")
-    owner = caller()
+        raise ConfigError(f"the metric {getattr(metric, 'name', metric)!r} of {current()}: {problem}")
+    owner = current()
     if metric.run_value is not None and metric.statistic.key is not None:  # each run's value under that key
         claim("run value", metric.statistic.key, owner, built_in_run_keys(), __name__)
     claim("metric", metric.name, owner, BUILT_IN_METRICS, __name__)

@@ -14,7 +14,7 @@ from types import ModuleType
 from typing import Any
 
 from agent_eval.errors import ConfigError
-from agent_eval.plugins import first_import
+from agent_eval.plugins import first_import, loading
 from agent_eval.tracebacks import call_user, describe
 
 SPEC_FIX = ("Fix the path in the SPEC: it is relative to the case file in the suite block, and to the "
@@ -117,19 +117,47 @@ ENTRY_POINT_GROUP = "agent_eval.plugins"
 
 
 def load_plugins(environ: Mapping[str, str]) -> None:
-    """Import every plugin once per process: the modules of the entry-point group `agent_eval.plugins`
-    (installed packages), then those AGENT_EVAL_PLUGINS names (comma-separated `.py` paths, relative to
-    the current directory, or dotted names). A module named several ways (`p.py`, `./p.py`, its absolute
-    path) is imported once. A plugin adds rows to agent-eval's tables when imported (docs/architecture.md)."""
+    """Load every plugin once per process: those of the entry-point group `agent_eval.plugins` (installed
+    packages), then those AGENT_EVAL_PLUGINS names (comma-separated `.py` paths, relative to the current
+    directory, or dotted names). A plugin is a module or an object (`module:name`, `file.py:name`); the host
+    imports it, then calls its `register(host)` (a module's function, an object's method, or the object
+    itself when it is a function). A plugin named several ways (`p.py`, `./p.py`, its absolute path) is
+    loaded once. A module that registers its rows when imported (no `register`) is a plugin too."""
     for point in _entry_points():
-        if first_import(_plugin_key(point.module)):
-            import_module_ref(point.module, Path.cwd(), f"plugin (entry point {point.name!r} of {ENTRY_POINT_GROUP})",
-                              "Fix or uninstall the package that declares it.")
+        _load(point.value, f"plugin (entry point {point.name!r} of {ENTRY_POINT_GROUP})",
+              "Fix or uninstall the package that declares it.")
     for ref in (part.strip() for part in environ.get(PLUGINS_VAR, "").split(",")):
-        if ref and first_import(_plugin_key(ref)):
-            import_module_ref(ref, Path.cwd(), f"plugin (in {PLUGINS_VAR})",
-                              f"Fix {PLUGINS_VAR}: it lists .py paths (relative to the current directory) or "
-                              "module names, separated by commas.")
+        if ref:
+            _load(ref, f"plugin (in {PLUGINS_VAR})", f"Fix {PLUGINS_VAR}: it lists .py paths (relative to the "
+                  "current directory) or module names, each maybe with `:object`, separated by commas.")
+
+
+def _load(ref: str, what: str, fix: str) -> None:
+    """Import the plugin `ref` and call its `register(host)`, with the host knowing it is loading that
+    plugin: every row registered meanwhile is the plugin's (agent_eval/plugins)."""
+    module_ref, sep, attr = ref.rpartition(":")
+    if not (sep and module_ref and attr.isidentifier()):  # a module (or a Windows path's drive letter)
+        module_ref, attr = ref, ""
+    if not first_import(f"{_plugin_key(module_ref)}:{attr}"):
+        return
+    is_path = module_ref.endswith(".py") or "/" in module_ref or "\\" in module_ref
+    name = str(Path.cwd() / module_ref) if is_path else module_ref  # a module as messages name it
+    owner = f"{name}:{attr}" if attr else name
+    with loading(owner) as host:
+        module = import_module_ref(module_ref, Path.cwd(), what, fix)
+        target = getattr(module, attr, None) if attr else module
+        if target is None:
+            raise ConfigError(f"{ref}: the {what}'s module has no attribute {attr!r}. {fix}")
+        register = getattr(target, "register", None) or (target if attr else None)
+        if register is None:
+            return  # a module that registered its rows when imported
+        if not callable(register):
+            raise ConfigError(f"{ref}: the {what} has no register(host) function to call. {fix}")
+        called = call_user(register, host)
+    if called.error is not None:
+        error = called.error
+        raise (error if isinstance(error, ConfigError) else ConfigError(
+            f"{ref}: the {what} raised {describe(error)} in register(host). Fix the plugin.")) from None
 
 
 def _entry_points() -> Iterable[Any]:

@@ -16,9 +16,9 @@ def test_the_line_counts_runs_and_names_the_slowest_in_flight() -> None:
     now[0] = 110.0
     beat.run_started("lookup-1", 0)
     beat.run_started("cancel-2", 2)
-    beat.run_ended("cancel-2", 2, "failed")
-    beat.run_ended("x", 0, "error")
-    beat.run_ended("y", 0, "passed")
+    beat.run_finished("cancel-2", {"trial": 2, "status": "failed"})
+    beat.run_finished("x", {"trial": 0, "status": "error"})
+    beat.run_finished("y", {"trial": 0, "status": "passed"})
     assert beat.line(173.0) == ("progress: 13/40 runs done, 1 failed, 1 error, 2 in flight; slowest in flight: "
                                 "refund-3 (trial 1) for 73.0s")
 

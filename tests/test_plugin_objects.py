@@ -1,0 +1,125 @@
+"""A plugin is an object the host calls: the entry point (or an AGENT_EVAL_PLUGINS name) names a module or
+`module:object`, and the host calls its `register(host)`; the rows it registers there are its own (a name
+held twice is exit 2 naming it), its listeners hear every finished run's RunRecord in a real `agent-eval
+run`, and the plugin example of docs/architecture.md works as written."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.builders import ROOT, clean_env, write_suite
+from tests.cli import run_cli
+from tests.loopback import router, text
+
+
+def installed(folder: Path, name: str, source: str, value: str) -> Path:
+    """`name`.py and a dist-info declaring the entry point `name = value` in the group agent_eval.plugins."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.py").write_text(source)
+    info = folder / f"{name}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[agent_eval.plugins]\n{name} = {value}\n")
+    return folder
+
+
+LISTENING = '''
+import os
+from pathlib import Path
+
+from agent_eval.provider.events import RunListener
+from agent_eval.score.metric_registry import SuiteMetric, mean, register_metric
+
+
+class Seen(RunListener):
+    def run_finished(self, case_id, run):
+        with Path(os.environ["SEEN_LOG"]).open("a") as log:
+            log.write(f"{case_id} {run['trial']} {run['status']} {run['metrics']['answer_chars']}\\n")
+
+
+class Plugin:
+    def register(self, host):
+        register_metric(SuiteMetric("answer_chars", "answer characters", fmt="number",
+                                    statistic=mean("answer_chars"),
+                                    run_value=lambda case, trace, checks, success, cost: len(trace["final_answer"])))
+        host.add_listener(Seen())
+
+
+plugin = Plugin()
+'''
+
+
+def test_a_plugin_objects_listener_sees_each_finished_runs_record(tmp_path: Path, loopback: object,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(installed(tmp_path / "site", "listening", LISTENING, "listening:plugin")))
+    srv = loopback(router(lambda messages: text("hello" if messages[-1]["content"] == "say a" else "bye")))  # type: ignore[operator]
+    cases = [{"id": "a", "query": "say a", "expect": {"contains": "hello"}},
+             {"id": "b", "query": "say b", "expect": {"contains": "hello"}}]
+    suite = write_suite(tmp_path / "suite", cases, {"agent": "openai", "model": "loopback"})
+    log, out = tmp_path / "seen.log", tmp_path / "reports"
+    result = run_cli("run", "--cases", suite, "-k", "2", "--base-url", srv.base_url, "--output-dir", out,
+                     "--no-html", env=clean_env(OPENAI_API_KEY="test", SEEN_LOG=str(log)))
+    assert result.exit_code == 1, result.stderr  # b fails
+    # Each run once, with its record's trial, status and metrics (the plugin's run value: len("hello") = 5,
+    # len("bye") = 3); the order the runs finish in is the scheduler's.
+    assert sorted(log.read_text().splitlines()) == ["a 0 passed 5", "a 1 passed 5", "b 0 failed 3", "b 1 failed 3"]
+    (path,) = out.glob("*.json")
+    assert orjson.loads(path.read_bytes())["summary"]["answer_chars"] == 4.0  # (5 + 5 + 3 + 3) / 4
+
+
+CLASHING = '''
+from agent_eval.run.agents import AgentKind, register_agent_kind
+
+
+def register(host):
+    register_agent_kind(AgentKind("gold", lambda spec: spec == "x", lambda spec, base, settings: None))
+'''
+RAISING = '''
+class Plugin:
+    def register(self, host):
+        raise RuntimeError("no config for " + host.name)
+
+
+plugin = Plugin()
+'''
+
+
+@pytest.mark.parametrize(("source", "ref", "says"), [
+    (CLASHING, "mine.py", "the agent kind 'gold' is registered twice: by agent_eval.run.agents and by {path}. "),
+    (RAISING, "mine.py:plugin", "mine.py:plugin: the plugin (in AGENT_EVAL_PLUGINS) raised RuntimeError: no config "
+                                "for {path}:plugin in register(host). Fix the plugin."),
+    (RAISING, "mine.py:nothing", "mine.py:nothing: the plugin (in AGENT_EVAL_PLUGINS)'s module has no attribute "
+                                 "'nothing'."),
+])
+def test_a_plugin_the_host_cannot_load_is_exit_2_naming_it(tmp_path: Path, source: str, ref: str, says: str) -> None:
+    (tmp_path / "mine.py").write_text(source)
+    suite = write_suite(tmp_path / "suite", [{"id": "c", "query": "q", "expect": {"contains": "x"}}],
+                        {"agent": "gold"})
+    result = run_cli("validate", "--cases", suite, cwd=tmp_path, env=clean_env(AGENT_EVAL_PLUGINS=ref))
+    assert result.exit_code == 2
+    assert says.format(path=tmp_path / "mine.py") in " ".join(result.stderr.split())
+    assert "Traceback" not in result.stderr
+
+
+def test_the_plugin_example_of_the_architecture_doc_runs_as_written(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    example = doc.split("A plugin that adds a metric", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    file_name, name, value = re.search(r"# (\w+)\.py, declared.*\n.*\n#\s+(\w+) = \"([\w.:]+)\"", example).groups()  # type: ignore[union-attr]
+    monkeypatch.syspath_prepend(str(installed(tmp_path / "site", file_name, example, value)))
+    agent = "def agent(task):\n    return 'hello there' if task.case_id == 'short' else 'hello there my friend'\n"
+    cases = [{"id": "short", "query": "hi", "expect": {"contains": "hello"}},
+             {"id": "long", "query": "hi", "expect": {"contains": "hello"}}]
+    suite = write_suite(tmp_path / "suite", cases, {"agent": "agent.py:agent", "tone": "warm"}, {"agent.py": agent})
+    out = tmp_path / "reports"
+    result = run_cli("run", "--cases", suite, "--output-dir", out, "--no-html")
+    assert result.exit_code == 0, result.stderr
+    (path,) = out.glob("*.json")
+    report = orjson.loads(path.read_bytes())
+    # answer_words: "hello there" 2 words, "hello there my friend" 4: (2 + 4) / 2 = 3.0
+    assert report["summary"]["answer_words"] == 3.0
+    assert (report["settings"]["tone"], report["settings"]["sources"]["tone"]) == ("warm", "suite")
+    assert name == "tone"
