@@ -5,7 +5,8 @@ import os
 import sqlite3
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -41,23 +42,28 @@ CREATE INDEX IF NOT EXISTS runs_by_file ON runs (cases_file, created_at);
 """
 
 
-def _connect(db_path: str | Path) -> sqlite3.Connection:
+@contextmanager
+def _connect(db_path: str | Path) -> Iterator[sqlite3.Connection]:
+    """The history database, made or brought up to date when needed, and closed when the block ends."""
     Path(db_path).parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(str(db_path))
-    conn.row_factory = sqlite3.Row
-    conn.executescript(_SCHEMA)
-    columns = {r["name"] for r in conn.execute("PRAGMA table_info(runs)")}
-    # A file from before -x, --max-cost, rescore rows, and the last_failed/partial marks gets their columns.
-    for name, kind in (("stopped_early", "INTEGER DEFAULT 0"), ("stopped_at_budget", "INTEGER DEFAULT 0"),
-                       ("rescored_from", "TEXT"), ("last_failed", "INTEGER DEFAULT 0"),
-                       ("partial", "INTEGER DEFAULT 0")):
-        if name not in columns:
-            conn.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
-    # A metric row added since the file was made (a plugin's, a new built-in one) gets its column too.
-    for name in METRIC_COLUMNS:
-        if name not in columns:
-            conn.execute(f"ALTER TABLE runs ADD COLUMN {name} REAL")
-    return conn
+    try:
+        conn.row_factory = sqlite3.Row
+        conn.executescript(_SCHEMA)
+        columns = {r["name"] for r in conn.execute("PRAGMA table_info(runs)")}
+        # A file from before -x, --max-cost, rescore rows, and the last_failed/partial marks gets their columns.
+        for name, kind in (("stopped_early", "INTEGER DEFAULT 0"), ("stopped_at_budget", "INTEGER DEFAULT 0"),
+                           ("rescored_from", "TEXT"), ("last_failed", "INTEGER DEFAULT 0"),
+                           ("partial", "INTEGER DEFAULT 0")):
+            if name not in columns:
+                conn.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
+        # A metric row added since the file was made (a plugin's, a new built-in one) gets its column too.
+        for name in METRIC_COLUMNS:
+            if name not in columns:
+                conn.execute(f"ALTER TABLE runs ADD COLUMN {name} REAL")
+        yield conn
+    finally:
+        conn.close()
 
 
 def normalize_cases_file(cases_file: str | Path | None) -> str | None:
@@ -111,16 +117,12 @@ def record_run(db_path: str | Path, report: Report, cases_file_git_commit: str |
     }
     cases = [(report["run_id"], c["id"], c.get("status"), _number(c.get("pass_rate")))
              for c in report.get("cases") or []]
-    conn = _connect(db_path)
-    try:
-        with conn:
-            conn.execute("DELETE FROM case_results WHERE run_id = ?", (report["run_id"],))
-            cols = ", ".join(row)
-            conn.execute(f"INSERT OR REPLACE INTO runs ({cols}) VALUES ({', '.join('?' * len(row))})",
-                         tuple(row.values()))
-            conn.executemany("INSERT OR REPLACE INTO case_results VALUES (?, ?, ?, ?)", cases)
-    finally:
-        conn.close()
+    with _connect(db_path) as conn, conn:  # the connection, then one transaction on it
+        conn.execute("DELETE FROM case_results WHERE run_id = ?", (report["run_id"],))
+        cols = ", ".join(row)
+        conn.execute(f"INSERT OR REPLACE INTO runs ({cols}) VALUES ({', '.join('?' * len(row))})",
+                     tuple(row.values()))
+        conn.executemany("INSERT OR REPLACE INTO case_results VALUES (?, ?, ?, ?)", cases)
 
 
 def record_run_or_recover(db_path: Path, report: Report, cases_file_git_commit: str | None,
@@ -148,8 +150,7 @@ def recent_runs(db_path: str | Path, cases_file: str | Path | None, last: int = 
     """The newest `last` runs of the suite in cases_file (all suites when None), oldest first."""
     if not Path(db_path).exists():
         return []
-    conn = _connect(db_path)
-    try:
+    with _connect(db_path) as conn:
         if cases_file is None:
             rows = conn.execute("SELECT * FROM runs ORDER BY created_at DESC, run_id DESC LIMIT ?", (last,))
         else:
@@ -157,8 +158,6 @@ def recent_runs(db_path: str | Path, cases_file: str | Path | None, last: int = 
                                 "ORDER BY created_at DESC, run_id DESC LIMIT ?",
                                 (normalize_cases_file(cases_file), last))
         return [dict(r) for r in rows][::-1]
-    finally:
-        conn.close()
 
 
 def earlier_runs(db_path: str | Path, cases_file: str | Path, agent: str | None, before: str,
@@ -168,8 +167,7 @@ def earlier_runs(db_path: str | Path, cases_file: str | Path, agent: str | None,
     summary as a dict) and `statuses` (case id -> status). What `--baseline last` chooses from."""
     if not Path(db_path).exists():
         return []
-    conn = _connect(db_path)
-    try:
+    with _connect(db_path) as conn:
         hit = conn.execute("SELECT created_at FROM runs WHERE run_id = ?", (before,)).fetchone()
         created_at = hit["created_at"] if hit else before
         rows = [dict(r) for r in conn.execute(
@@ -185,8 +183,6 @@ def earlier_runs(db_path: str | Path, cases_file: str | Path, agent: str | None,
                 summary = {}
             row["summary"] = summary if isinstance(summary, dict) else {}
         return rows
-    finally:
-        conn.close()
 
 
 def baseline_last(db_path: str | Path, cases_file: str | Path, agent: str | None,
@@ -206,8 +202,7 @@ def last_failed(db_path: str | Path, cases_file: str | Path) -> tuple[str | None
     interrupted and is not a rescore; (None, []) when the history holds no such run."""
     if not Path(db_path).exists():
         return None, []
-    conn = _connect(db_path)
-    try:
+    with _connect(db_path) as conn:
         row = conn.execute("SELECT run_id FROM runs WHERE cases_file = ? AND interrupted = 0 "
                            "AND rescored_from IS NULL "
                            "ORDER BY created_at DESC, run_id DESC LIMIT 1",
@@ -218,8 +213,6 @@ def last_failed(db_path: str | Path, cases_file: str | Path) -> tuple[str | None
             "SELECT case_id FROM case_results WHERE run_id = ? AND status IN ('failed', 'error')",
             (row["run_id"],))]
         return row["run_id"], ids
-    finally:
-        conn.close()
 
 
 def sparkline(values: Sequence[float | None]) -> str:
