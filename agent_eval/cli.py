@@ -13,6 +13,7 @@ from rich.text import Text
 from agent_eval.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_TERMINATED, CaseFileError, ConfigError
 from agent_eval.flags import DEFAULTS, Flags
 from agent_eval.report.console import SafeConsole
+from agent_eval.run import collector
 from agent_eval.commands.options import add_setting_options, build_options
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)  # help: main_options
@@ -53,9 +54,12 @@ err_console = make_console(stderr=True)
 
 
 
-def guarded(fn: Callable[[], int]) -> None:
+def guarded(fn: Callable[[], int], starting: bool = False) -> None:
     """Run fn (main imported the plugins first); a user mistake is one short message on stderr and exit 2,
-    never a traceback."""
+    never a traceback. Garbage collection comes back on first (run/collector.py), unless `starting` says
+    that fn releases it itself when its start-up is over (`run`, before its first run)."""
+    if not starting:
+        collector.release()
     try:
         code = fn()
     except CaseFileError as exc:
@@ -102,7 +106,7 @@ def run(ctx: typer.Context, **given: Any) -> None:
 
         return run_command(flags, console, err_console)
 
-    guarded(go)
+    guarded(go, starting=True)
 
 
 @app.command("list")
@@ -371,6 +375,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Console-script entry point. As the command (no `argv`), it is the subreaper of what it starts, and
     no descendant outlives it; SIGTERM is a Ctrl-C (exit 143)."""
     if argv is None:
+        collector.hold()  # until the command's work begins (run/collector.py)
         import atexit
 
         from agent_eval.run.interrupt import terminate_as_interrupt

@@ -14,6 +14,7 @@ from agent_eval.records import Case, RunRecord
 from agent_eval.provider import keying, state
 from agent_eval.provider.endpoints import merge_summaries, settings_of
 from agent_eval.provider.tape import Tape, using
+from agent_eval.run import collector
 from agent_eval.run.agents.base import BUILT_IN
 from agent_eval.run.config import RunConfig
 from agent_eval.run.episode import play_run
@@ -48,6 +49,7 @@ class GcPacer:
         self._was_enabled = True
 
     def pause(self) -> None:
+        collector.release()  # the command's start-up is over (run/collector.py)
         # The young generations only: the old one holds every imported module, where a full pass costs
         # 20-35 ms per command (bench/README.md, start-up) and finds a few dozen objects.
         gc.collect(1)
