@@ -70,6 +70,36 @@ def test_a_plugin_objects_listener_sees_each_finished_runs_record(tmp_path: Path
     assert orjson.loads(path.read_bytes())["summary"]["answer_chars"] == 4.0  # (5 + 5 + 3 + 3) / 4
 
 
+LOUD = '''
+from agent_eval.provider.events import RunListener
+
+
+class Loud(RunListener):
+    def run_finished(self, case_id, run):
+        raise ValueError("no log for " + case_id)
+
+
+def register(host):
+    host.add_listener(Loud())
+'''
+
+
+def test_a_plugin_listener_that_raises_is_one_warning_and_the_run_goes_on(tmp_path: Path) -> None:
+    (tmp_path / "loud.py").write_text(LOUD)
+    agent = "def agent(task):\n    return 'hello'\n"
+    cases = [{"id": f"c{n}", "query": "q", "expect": {"contains": "hello"}} for n in range(3)]
+    suite = write_suite(tmp_path / "suite", cases, {"agent": "agent.py:agent"}, {"agent.py": agent})
+    result = run_cli("run", "--cases", suite, "--output-dir", tmp_path / "out", "--no-html", cwd=tmp_path,
+                     env=clean_env(AGENT_EVAL_PLUGINS="loud.py"))
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.count("warning: the listener Loud of the plugin") == 1  # told no more after the first
+    assert f"of the plugin {tmp_path / 'loud.py'} raised ValueError: no log for c" in result.stderr
+    assert "in run_finished; it is told no more, and the run goes on." in result.stderr
+    assert "Traceback" not in result.stderr
+    (path,) = (tmp_path / "out").glob("*.json")
+    assert [c["status"] for c in orjson.loads(path.read_bytes())["cases"]] == ["passed"] * 3
+
+
 CLASHING = '''
 from agent_eval.run.agents import AgentKind, register_agent_kind
 

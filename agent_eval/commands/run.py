@@ -14,7 +14,7 @@ from agent_eval.commands.core import (check_journal, journal_header, open_journa
                                       plan_run, play)
 from agent_eval.commands.prepare import make_output_dir
 from agent_eval.flags import Flags
-from agent_eval.plugins import LISTENERS as PLUGIN_LISTENERS
+from agent_eval.plugins import listeners as plugin_listeners
 from agent_eval.records import Report, RunRecord
 from agent_eval.provider import events
 from agent_eval.provider.endpoints import WindowBoard
@@ -67,7 +67,7 @@ def play_suite(flags: Flags, console: Console | None, err: Console, interrupts: 
         journal = resumed.journal if resumed else open_journal(cfg, run_id, journal_header(plan), run_id)
         check_journal(journal, "--output-dir")
         # the run's events (docs/architecture.md), told to the plugins' listeners first
-        listeners = journal.listeners = events.Listeners(*PLUGIN_LISTENERS)
+        listeners = journal.listeners = events.Listeners(*plugin_listeners(lambda line: say(err, line)))
         sender = offer_runs(journal, cfg.otlp_endpoint, {"run_id": run_id, "created_at": created_at,
                                                           "suite": suite.name, "model": cfg.model})
         progress = _progress(console, cfg)

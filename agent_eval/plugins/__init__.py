@@ -8,7 +8,7 @@ variable, never the call stack). A row registered outside any plugin's load is t
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -19,7 +19,7 @@ PROGRAM = "the program"  # the owner of a row registered outside any plugin's lo
 _OWNERS: dict[tuple[str, str], str] = {}
 _IMPORTED: set[str] = set()  # the plugin modules imported in this process, by suite/imports.py's key
 _LOADING: ContextVar[str | None] = ContextVar("agent_eval_plugin_loading", default=None)
-LISTENERS: list[RunListener] = []  # the plugins' RunListeners, which each command adds to its own Listeners
+_LISTENERS: list[tuple[str, RunListener]] = []  # (owner, listener) of the plugins' listeners
 
 
 class Host:
@@ -32,7 +32,14 @@ class Host:
 
     def add_listener(self, listener: RunListener) -> None:
         """Tell `listener` every command's run events (provider/events.py's `RunListener`)."""
-        LISTENERS.append(listener)
+        _LISTENERS.append((self.name, listener))
+
+
+def listeners(warn: Callable[[str], None]) -> list[RunListener]:
+    """The plugins' listeners for one command, each through the guard: one that raises is a `warn`ing."""
+    from agent_eval.plugins.calls import GuardedListener
+
+    return [GuardedListener(owner, listener, warn) for owner, listener in _LISTENERS]
 
 
 @contextmanager
