@@ -14,6 +14,7 @@ from pathlib import Path
 from agent_eval.errors import EXIT_ERROR, EXIT_FAILED
 from agent_eval.records import CaseEntry, Report
 from agent_eval.report.files import atomic_file
+from agent_eval.report.fmt import trim
 from agent_eval.report.reasons import case_reason, failure_lines
 from agent_eval.report.verdict import verdict_line
 
@@ -34,8 +35,7 @@ def _seconds(case: CaseEntry) -> float:
 
 
 def _short(text: str) -> str:
-    text = " ".join(xml_text(text).split())
-    return text if len(text) <= MESSAGE_MAX_CHARS else text[: MESSAGE_MAX_CHARS - 1] + "…"
+    return trim(xml_text(text), MESSAGE_MAX_CHARS)
 
 
 def _case_element(case: CaseEntry, suite: str) -> tuple[ET.Element, str]:

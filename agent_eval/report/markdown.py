@@ -14,7 +14,7 @@ from typing import Any
 
 from agent_eval.report.files import make_parent
 from agent_eval.records import Report
-from agent_eval.report.fmt import format_value
+from agent_eval.report.fmt import format_value, one_line, trim
 from agent_eval.report.gate_table import gate_notes, gate_rows
 from agent_eval.score.metric_registry import SUITE_METRIC_TABLE, in_section
 from agent_eval.report.reasons import case_reason, judge_off_note
@@ -34,7 +34,7 @@ def cell(text: Any) -> str:
     whole, so that cutting it can never expose its text to Markdown)."""
     value = str(text)
     if not value.startswith("`"):
-        value = _one_line(value)
+        value = trim(value, CELL_MAX_CHARS)
     return value.replace("|", "\\|")
 
 
@@ -42,24 +42,19 @@ def inert(text: Any) -> str:
     """Untrusted text (from the agent, its tools or the case file) that Markdown shows as it is: plain
     words stay plain, anything else becomes a code span, which makes no link, image, HTML or heading.
     A line of prose (a title, a note) is never cut; only table cells are (cell)."""
-    value = " ".join(str(text).split())
+    value = one_line(text)
     return value if _PLAIN.fullmatch(value) and "www." not in value.lower() else _span(value)
 
 
 def _code(text: Any) -> str:
     """Untrusted text as a code span, always (case ids and failure reasons); never cut: a case's reason is
     the same string in every output (reasons.case_reason), its tool exception at its end included."""
-    return _span(" ".join(str(text).split()))
+    return _span(one_line(text))
 
 
 def _escaped(text: str) -> str:
     """Our own prose with each character Markdown gives a meaning backslash-escaped (it stays readable)."""
     return _MARKUP.sub(lambda m: "\\" + m.group(0), text)
-
-
-def _one_line(text: Any) -> str:
-    value = " ".join(str(text).split())
-    return value if len(value) <= CELL_MAX_CHARS else value[: CELL_MAX_CHARS - 1] + "…"
 
 
 def _span(value: str) -> str:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from agent_eval.records import Report
+from agent_eval.report.fmt import trim
 
 from typing import Any
 
@@ -21,7 +22,7 @@ def format_scorer_value(value: Any) -> str:
     if isinstance(value, float):
         text = f"{value:,.1f}" if abs(value) >= 100 else f"{value:.3f}"
         return text.rstrip("0").rstrip(".") if "." in text else text
-    return _trim(str(value))
+    return trim(str(value), MESSAGE_MAX_CHARS)
 
 
 def summary_rows(summary: dict[str, Any], path: str = "") -> list[tuple[str, str]]:
@@ -42,7 +43,7 @@ def first_error(report: Report, name: str) -> str | None:
         for run in case.get("runs") or []:
             message = (run.get("scorer_errors") or {}).get(name)
             if message:
-                return _trim(f"{case.get('id')} #{run.get('trial')}: {message}")
+                return trim(f"{case.get('id')} #{run.get('trial')}: {message}", MESSAGE_MAX_CHARS)
     return None
 
 
@@ -62,7 +63,7 @@ def render_scorers(report: Report, console: Console) -> None:
         values = {k: v for k, v in entry.items() if k not in ("errors", "summarize_error")}
         rows = summary_rows(values) or [("", "no values")]
         if entry.get("summarize_error"):
-            rows.append(("", f"summarize failed: {_trim(entry['summarize_error'])}"))
+            rows.append(("", f"summarize failed: {trim(entry['summarize_error'], MESSAGE_MAX_CHARS)}"))
         for i, (key, text) in enumerate(rows):
             table.add_row(Text(name if i == 0 else ""), Text(key), Text(text),
                           Text(str(errors), style="red" if errors else "") if i == 0 else "")
@@ -71,8 +72,3 @@ def render_scorers(report: Report, console: Console) -> None:
             table.add_row("", "", Text(f"first error: {message}", style="red"), "")
     console.print()
     console.print(table)
-
-
-def _trim(text: str, limit: int = MESSAGE_MAX_CHARS) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
