@@ -7,7 +7,9 @@ key, and readers treat a missing key as null. The keys are documented in docs/re
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, TypedDict
+from typing import Annotated, Any, Literal
+
+from typing_extensions import Required, TypedDict  # pydantic reads typing's only from Python 3.12
 
 StopReason = Literal["completed", "max_steps", "max_turns", "timeout", "agent_error", "max_tool_errors"]
 """Why a run ended; every reason but `completed` fails the run (the agent's fault)."""
@@ -19,37 +21,90 @@ UNCOMPARED: frozenset[CaseStatus] = frozenset({"skipped", "error", "not_run"})
 """The statuses of a case with no verdict to compare: the gate, compare --pairwise and plan leave it out."""
 
 
-class Case(TypedDict, total=False):
-    """One case of the case file, after loading (paths resolved, the suite's settings merged in)."""
+class _AnyValue:
+    """`Annotated[T, CHECKED]`: a case field its own validator checks (suite/validation*.py, a check family's
+    `validate`), with its own messages; the case model lets any value through. (pydantic's hook, without
+    importing pydantic: this module is imported by every command.)"""
 
-    id: str
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+        return {"type": "any"}
+
+
+class _StrictValue:
+    """`Annotated[int, STRICT]`: no coercion (true, 1.0 or "1" is not an int)."""
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+        return {**handler(source), "strict": True}
+
+
+class AsWritten:
+    """`Annotated[T, AsWritten(U)]`: the case model checks a U where the loaded case holds a T (load_suite
+    reads a path's JSON, makes one check a list of one; the run passes the calls and faults on as dicts)."""
+
+    def __init__(self, written: Any) -> None:
+        self.written = written
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+        return handler.generate_schema(self.written)
+
+
+CHECKED, STRICT = _AnyValue(), _StrictValue()
+_FORBID, _ALLOW = {"extra": "forbid"}, {"extra": "allow"}  # pydantic's ConfigDict, as the dict it is
+
+
+class ExpectedCall(TypedDict, total=False):
+    """One reference call of `expected_tools`; any other key is an error."""
+
+    __pydantic_config__ = _FORBID  # type: ignore[misc]
+    name: Required[str]
+    args: dict[str, Any] | None
+    turn: Annotated[int, STRICT] | None  # the 0-based user message whose answer makes this call
+
+
+class Fault(TypedDict, total=False):
+    """One injected tool failure of `faults`; any other key is an error."""
+
+    __pydantic_config__ = _FORBID  # type: ignore[misc]
+    tool: Required[str]
+    fail_times: int | None
+    error: str | None
+    delay_ms: float | None
+
+
+class Case(TypedDict, total=False):
+    """One case of the case file, after loading (paths resolved, the suite's settings merged in). It is the
+    case model too: load_suite validates each case against it (a pydantic TypeAdapter; a key it does not
+    name is kept, for custom scorers), and its keys are the case fields validation knows."""
+
+    __pydantic_config__ = _ALLOW  # type: ignore[misc]
+    id: Required[str]
     tags: list[str]
-    query: str
-    messages: list[str]
-    scenario: str
-    user_description: str
-    expected_outcome: str
-    max_turns: int
+    query: str | None
+    messages: list[str] | None
+    scenario: Annotated[str, CHECKED]
+    user_description: Annotated[str, CHECKED]
+    expected_outcome: Annotated[str, CHECKED]
+    max_turns: Annotated[int, CHECKED]
     metadata: dict[str, Any]
-    initial_env: dict[str, Any]
-    expected_tools: list[dict[str, Any]]
-    trajectory: str
-    expected_env: dict[str, Any] | str
-    expected_env_check: list[dict[str, Any]]
-    expect: dict[str, Any]
-    rubric: str
-    faults: list[dict[str, Any]]
-    policy: list[dict[str, Any]]
-    authorized: bool
-    injection: dict[str, Any]
+    initial_env: Annotated[dict[str, Any] | None, AsWritten(dict[str, Any] | str | None)]
+    expected_tools: Annotated[list[dict[str, Any]] | None, AsWritten(list[ExpectedCall] | None)]
+    trajectory: Literal["unordered", "strict", "subset", "superset"] | None
+    expected_env: dict[str, Any] | str | None  # an object, or "replay" / "replay_per_turn" (a path is read)
+    expected_env_check: Annotated[list[dict[str, Any]], AsWritten(dict[str, Any] | list[dict[str, Any]] | None)]
+    expect: dict[str, Any] | None
+    rubric: str | None
+    faults: Annotated[list[dict[str, Any]], AsWritten(list[Fault])]
+    policy: Annotated[list[dict[str, Any]], CHECKED]
+    authorized: Annotated[bool, CHECKED]
+    injection: Annotated[dict[str, Any], CHECKED]
     requires: list[str]
-    expected_output: Any
-    tools: list[str]  # the suite tools this case offers (run/offer.py)
-    tools_added: dict[str, list[str]]  # "<turn>" -> tools offered from that user turn on
-    expected_observations: str  # "replay": each turn's gold observations must be among the run's
-    gold_reply: str | list[str]  # the gold agent's reply (one per turn in a list)
-    max_tool_errors: int  # the run ends (stop_reason max_tool_errors) when its tool errors reach this
-    _safety: dict[str, Any]  # what scoring needs of the suite (score/safety.py, SAFETY_KEY), set by load_suite
+    expected_output: Annotated[Any, CHECKED]  # other tools' field (suite/fields.py, OTHER_TOOLS_FIELDS)
+    tools: Annotated[list[str], CHECKED]  # the suite tools this case offers (run/offer.py)
+    tools_added: Annotated[dict[str, list[str]], CHECKED]  # "<turn>" -> tools offered from that user turn on
+    expected_observations: Annotated[str, CHECKED]  # "replay": each turn's gold observations must be in the run's
+    gold_reply: Annotated[str | list[str], CHECKED]  # the gold agent's reply (one per turn in a list)
+    max_tool_errors: Annotated[int, CHECKED]  # the run ends (stop_reason max_tool_errors) at this many tool errors
+    _safety: Annotated[dict[str, Any], CHECKED]  # what scoring needs of the suite (score/safety.py), set by load_suite
 
 
 def field_of(record: Mapping[str, Any], name: str) -> Any:

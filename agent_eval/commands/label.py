@@ -13,7 +13,7 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.text import Text
 
-from agent_eval.records import Case, CaseEntry, RunRecord
+from agent_eval.records import Case, CaseEntry, RunRecord, field_of
 from agent_eval.errors import ConfigError
 from agent_eval.report.console import escape_control
 from agent_eval.report.files import labels_path_of
@@ -58,7 +58,7 @@ def show_item(console: Console, entry: CaseEntry, run: RunRecord, criterion: str
     head = Text(f"case {escape_control(str(entry.get('id')))} · trial {run['trial']} · "
                 f"{_title(criterion)}", style="bold")
     console.print(head)
-    text = (case or {}).get(criterion)
+    text = field_of(case, criterion) if case else None
     console.print(Text(f"{_title(criterion)}: ", style="dim") +
                   _inert(text if text else "(not in the case file)"))
     trace = run.get("trace") or {}

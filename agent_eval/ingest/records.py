@@ -5,7 +5,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -166,8 +166,8 @@ def _object(text: str, at: int, path: tuple[str, ...]) -> tuple[dict[str, Any], 
 
 
 def conversation(users: Sequence[str]) -> Case:
-    """A case's user side: `query` for one user message, `messages` for several."""
-    return {"query": users[0]} if len(users) == 1 else {"messages": list(users)}
+    """A case's user side: `query` for one user message, `messages` for several (the caller adds the id)."""
+    return cast(Case, {"query": users[0]} if len(users) == 1 else {"messages": list(users)})
 
 
 def map_each_record(records: list[tuple[str, Any]], to_case: Callable[[str, Any], Case],

@@ -1,23 +1,25 @@
 """Load and validate a case file: both shapes, the suite block, paths, env merging."""
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import orjson
-from pydantic import (BaseModel, ConfigDict, Field, JsonValue, StrictFloat, StrictInt, StrictStr, ValidationError,
-                      field_validator)
+from pydantic import (BaseModel, ConfigDict, Field, JsonValue, StrictFloat, StrictInt, StrictStr, TypeAdapter,
+                      ValidationError, field_validator)
+
+from typing_extensions import is_typeddict
 
 from agent_eval.records import CASE_FILE_SHAPE, Case, split_case_file
 from agent_eval.errors import CaseFileError, Problem
 from agent_eval.flags import without_plugin_keys
 from agent_eval.limits import MAX_COUNT
-from agent_eval.suite.validation_turns import TURN_FIELDS
 from agent_eval.suite.pricing import ModelPrice
-from agent_eval.suite.fields import (args_depth_problems, depth_problems, extra_case_fields, id_problem,
-                                     known_fields, unknown_key_message)
+from agent_eval.suite.fields import (OTHER_TOOLS_FIELDS, args_depth_problems, depth_problems, extra_case_fields,
+                                     id_problem, known_fields, model_at, unknown_key_message)
 
 if TYPE_CHECKING:
     from agent_eval.score.custom import ScorerSet
@@ -29,19 +31,6 @@ DEFAULT_TOOLS = "tools.py"
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class ExpectedCall(_Strict):
-    name: str
-    args: dict[str, Any] | None = None
-    turn: StrictInt | None = None  # the 0-based user message whose answer makes this call
-
-
-class Fault(_Strict):
-    tool: str
-    fail_times: int | None = None
-    error: str | None = None
-    delay_ms: float | None = None
 
 
 Count = Annotated[StrictInt, Field(ge=1, le=MAX_COUNT)]
@@ -85,35 +74,19 @@ class SuiteBlock(_Strict):
         return value
 
 
-class CaseModel(BaseModel):
-    """The typed fields of a case; any other field is kept as it is, for custom scorers."""
-
-    model_config = ConfigDict(extra="allow")
-    id: str
-    query: str | None = None
-    messages: list[str] | None = None
-    initial_env: dict[str, Any] | str | None = None
-    expected_tools: list[ExpectedCall] | None = None
-    trajectory: Literal["unordered", "strict", "subset", "superset"] | None = None
-    expected_env_check: dict[str, Any] | list[dict[str, Any]] | None = None
-    expected_env: dict[str, Any] | str | None = None
-    expect: dict[str, Any] | None = None
-    rubric: str | None = None
-    requires: list[str] = []
-    tags: list[str] = []
-    faults: list[Fault] = []
-    metadata: dict[str, Any] = {}
-
-
-# The case fields read by other parts than the check families (simulated users, the judge, injections).
-OTHER_CASE_FIELDS = ("scenario", "user_description", "expected_outcome", "max_turns", "injection", *TURN_FIELDS)
-
-
 def case_fields() -> tuple[str, ...]:
-    """Every field a case may hold: typed, read by a check family or read elsewhere (once per case file)."""
+    """Every field a case may hold: the keys of the case model (records.Case, but for the private ones and
+    other tools' fields) and the fields of the check families plugins add (once per case file)."""
     from agent_eval.score.checks import case_check_fields
 
-    return tuple(dict.fromkeys((*CaseModel.model_fields, *case_check_fields(), *OTHER_CASE_FIELDS)))
+    own = (name for name in Case.__annotations__ if not name.startswith("_") and name not in OTHER_TOOLS_FIELDS)
+    return tuple(dict.fromkeys((*own, *case_check_fields())))
+
+
+@functools.cache
+def case_model() -> TypeAdapter[Case]:
+    """The pydantic validator of records.Case (built once, when the first case file is read)."""
+    return TypeAdapter(Case)
 
 
 @dataclass
@@ -169,13 +142,16 @@ class Collector:
         self.problems.append(Problem(str(self.path), case_id, field_name, message))
 
     def pydantic(self, case_id: str | None, err: ValidationError, prefix: str = "",
-                 model: type[BaseModel] | None = None) -> None:
+                 model: type | None = None) -> None:
         for e in err.errors():
             name = _field_of(e["loc"])
             if e["type"] == "extra_forbidden":
                 known = known_fields(model, e["loc"][:-1])
                 message = unknown_key_message(e["loc"][-1], known) if known else "unknown field"
                 self.add(case_id, prefix + name, message)
+            elif e["type"] == "dict_type" and is_typeddict(record := model_at(model, e["loc"])):
+                # pydantic's words for a model, which these records were: they stay as they were
+                self.add(case_id, prefix + name, f"{e['msg']} or instance of {getattr(record, '__name__', '')}")
             else:
                 self.add(case_id, prefix + name, e["msg"])
 
@@ -304,13 +280,14 @@ def load_case(suite: Suite, raw: Any, index: int, col: Collector,
         case_id = f"#{index}"  # shown by its position: the id itself could not be printed as it is
         col.add(case_id, "id", bad_id)
     try:
-        model = CaseModel.model_validate(raw)
+        valid = case_model().validate_python(raw)
     except ValidationError as err:
-        col.pydantic(case_id, err, model=CaseModel)
+        col.pydantic(case_id, err, model=Case)
         _check_inputs(raw, case_id, col)  # type-tolerant: report it with the type errors
         return None
-    case = cast(Case, dict(raw))  # validated above; the fields no model types are checked below
-    case["tags"], case["requires"], case["metadata"] = model.tags, model.requires, model.metadata
+    case = cast(Case, dict(raw))  # its values as written; the fields the model lets through are checked below
+    case["tags"], case["requires"], case["metadata"] = valid.get("tags", []), valid.get("requires", []), \
+        valid.get("metadata", {})
     _check_inputs(case, case_id, col)
     own_env = _load_json_ref(case.get("initial_env"), suite.base_dir, col, case_id, "initial_env")
     if own_env is not None and not isinstance(own_env, dict):
@@ -331,8 +308,8 @@ def load_case(suite: Suite, raw: Any, index: int, col: Collector,
         case["expected_env"] = _load_json_ref(case["expected_env"], suite.base_dir, col, case_id, "expected_env")
     if isinstance(one_check := case.get("expected_env_check"), dict):  # one check given as an object
         case["expected_env_check"] = [cast(dict[str, Any], one_check)]
-    if model.faults:
-        case["faults"] = [f.model_dump(exclude_none=True) for f in model.faults]
+    if valid.get("faults"):  # as the model read them ("2" is 2), without the keys given as null
+        case["faults"] = [{k: v for k, v in f.items() if v is not None} for f in valid["faults"]]
     from agent_eval.suite.validation import validate_case
 
     for field_name, message in validate_case(case, suite):
@@ -372,4 +349,5 @@ def case_env(suite: Suite, case: Case) -> dict[str, Any]:
 
 def user_messages(case: Case) -> list[str]:
     """The scripted user messages of a case, in order."""
-    return [case["query"]] if case.get("query") is not None else list(case.get("messages") or [])
+    query = case.get("query")
+    return [query] if query is not None else list(case.get("messages") or [])

@@ -10,10 +10,11 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_type_hints
 
 import orjson
 from pydantic import BaseModel
+from typing_extensions import is_typeddict
 
 from agent_eval.suite.jsonsafe import MAX_DEPTH
 
@@ -158,20 +159,33 @@ def _schema_of(tools: ToolSet | None, name: Any) -> Any:
     return None
 
 
-def known_fields(model: type[BaseModel] | None, loc: tuple[Any, ...]) -> list[str]:
-    """The field names of the (nested) model at loc, for a "did you mean"."""
+def known_fields(model: type | None, loc: tuple[Any, ...]) -> list[str]:
+    """The field names of the (nested) model at loc (a pydantic model or a TypedDict), for a "did you mean"."""
+    found = model_at(model, loc)
+    return list(_fields_of(found)) if found is not None else []
+
+
+def model_at(model: type | None, loc: tuple[Any, ...]) -> type | None:
+    """The (nested) model at loc of a pydantic error (a pydantic model or a TypedDict), or None."""
     for part in loc:
         if model is None:
-            return []
-        if isinstance(part, int):
-            continue
-        info = model.model_fields.get(part)
-        model = _model_in(info.annotation) if info is not None else None
-    return list(model.model_fields) if model is not None else []
+            return None
+        if not isinstance(part, int):
+            model = _model_in(_fields_of(model).get(part))
+    return model
 
 
-def _model_in(annotation: Any) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+def _fields_of(model: type) -> dict[str, Any]:
+    if issubclass(model, BaseModel):
+        return {name: info.annotation for name, info in model.model_fields.items()}
+    return get_type_hints(model, include_extras=True)
+
+
+def _model_in(annotation: Any) -> type | None:
+    for meta in getattr(annotation, "__metadata__", ()):  # Annotated[T, AsWritten(U)]: the model checks a U
+        if hasattr(meta, "written"):
+            return _model_in(meta.written)
+    if isinstance(annotation, type) and (issubclass(annotation, BaseModel) or is_typeddict(annotation)):
         return annotation
     for arg in getattr(annotation, "__args__", ()) or ():
         found = _model_in(arg)

@@ -13,8 +13,6 @@ if TYPE_CHECKING:
     from agent_eval.suite.tools import ToolSet
 
 Problems = list[tuple[str, str]]
-# The case fields read by the run and the gold agent, beside the check families' own.
-TURN_FIELDS = ("tools", "tools_added", "gold_reply", "max_tool_errors")
 SCENARIO_NOTE = ("a scenario case has no scripted turns (the gold agent plays every gold call in its first "
                  "turn); use \"messages\", or remove it")
 
