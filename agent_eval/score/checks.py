@@ -19,16 +19,11 @@ from agent_eval.score.matchers import RegexTimeout, match_call
 from agent_eval.score.expect import expect_checks
 from agent_eval.score.gold import observation_checks, state_checks
 from agent_eval.score.safety import authorization_checks, policy_checks, safety_of
-
-Verdict = tuple[bool, str]
+from agent_eval.score.verdict import Verdict, check_entry
 
 
 def _show_call(name: Any, args: Any) -> str:
     return f"{name}({_show(args, 120)})" if args not in (None, {}) else f"{name}()"
-
-
-def _check(name: str, verdict: Verdict) -> Check:
-    return {"name": name, "passed": verdict[0], "detail": verdict[1]}
 
 
 # ---------------------------------------------------------------- trajectory
@@ -122,12 +117,12 @@ def check_trajectory(mode: str, expected: list[dict[str, Any]], steps: list[Step
     """The `trajectory` check entry: the run's calls against expected_tools in this mode."""
     judge = TRAJECTORY_MODES.get(mode)
     if judge is None:
-        return _check("trajectory", (False, f"unknown trajectory mode {mode!r}"))
+        return check_entry("trajectory", (False, f"unknown trajectory mode {mode!r}"))
     try:
         passed, detail = judge(expected, steps)
     except RegexTimeout as exc:
         passed, detail = False, str(exc)
-    return _check("trajectory", (passed, f"{mode}: {detail}"))
+    return check_entry("trajectory", (passed, f"{mode}: {detail}"))
 
 
 # ---------------------------------------------------------------- the run

@@ -8,13 +8,9 @@ from typing import Any
 from agent_eval.records import Case, Check, Trace
 from agent_eval.score.envdiff import diff_env, get_path, show_json
 from agent_eval.score.matchers import RegexTimeout, json_equal, match_value
+from agent_eval.score.verdict import Verdict, check_entry
 
-Verdict = tuple[bool, str]
 _DIFF_PATHS_SHOWN = 5
-
-
-def _check(name: str, verdict: Verdict) -> Check:
-    return {"name": name, "passed": verdict[0], "detail": verdict[1]}
 
 
 def _requires_path(op: Callable[[Any, Any], Verdict]) -> Callable[[bool, Any, Any], Verdict]:
@@ -109,7 +105,7 @@ ENV_OPS: dict[str, Callable[[bool, Any, Any], Verdict]] = {
 def check_env_item(item: Any, final_env: Any) -> Check:
     """The check entry of one expected_env_check item `{"path": [...], "<op>": value}`."""
     if not isinstance(item, dict):
-        return _check("env:?", (False, f"an env check must be an object, got {show_json(item)}"))
+        return check_entry("env:?", (False, f"an env check must be an object, got {show_json(item)}"))
     path = item.get("path")
     if not isinstance(path, list):
         path = [path]
@@ -117,14 +113,14 @@ def check_env_item(item: Any, final_env: Any) -> Check:
     label = ".".join(str(key) for key in path)
     if len(ops) != 1 or ops[0] not in ENV_OPS:
         name = f"env:{label}:{ops[0] if len(ops) == 1 else '?'}"
-        return _check(name, (False, f"needs exactly one op of {sorted(ENV_OPS)}, got {ops}"))
+        return check_entry(name, (False, f"needs exactly one op of {sorted(ENV_OPS)}, got {ops}"))
     op = ops[0]
     found, actual = get_path(final_env, path)
     try:
         passed, detail = ENV_OPS[op](found, actual, item[op])
     except RegexTimeout as exc:
         passed, detail = False, str(exc)
-    return _check(f"env:{label}:{op}", (passed, f"{label}: {detail}"))
+    return check_entry(f"env:{label}:{op}", (passed, f"{label}: {detail}"))
 
 
 def _path_label(path: list[Any]) -> str:
@@ -134,7 +130,7 @@ def _path_label(path: list[Any]) -> str:
 def check_expected_env(expected_env: Any, final_env: Any) -> Check:
     """The `expected_env` check entry: the final env must JSON-equal expected_env."""
     if json_equal(expected_env, final_env):
-        return _check("expected_env", (True, "final env equals expected_env"))
+        return check_entry("expected_env", (True, "final env equals expected_env"))
     # diff_env also reports 1 -> 1.0, which JSON equality accepts, so those entries are dropped.
     changes = [
         e for e in diff_env(expected_env, final_env)
@@ -147,7 +143,7 @@ def check_expected_env(expected_env: Any, final_env: Any) -> Check:
         lines.append(f"{_path_label(entry['path'])}: expected {want}, found {got}")
     more = f" (and {len(changes) - _DIFF_PATHS_SHOWN} more)" if len(changes) > _DIFF_PATHS_SHOWN else ""
     detail = f"final env differs from expected_env at {len(changes)} path(s): {'; '.join(lines)}{more}"
-    return _check("expected_env", (False, detail))
+    return check_entry("expected_env", (False, detail))
 
 
 def env_checks(case: Case, trace: Trace, final_env: Any, expected_env: Any) -> list[Check]:

@@ -19,8 +19,8 @@ from agent_eval.score.envdiff import show_json as _show
 from agent_eval.score.grounding import assess
 from agent_eval.score.matchers import RegexTimeout, compile_regex, regex_matches
 from agent_eval.score.safety import safety_of
+from agent_eval.score.verdict import Verdict, check_entry
 
-Verdict = tuple[bool, str]
 ExpectCheck = Callable[[Any, Trace, Case], Verdict]
 
 
@@ -34,10 +34,6 @@ class ExpectKey:
 
     def __call__(self, value: Any, trace: Trace, case: Case) -> Verdict:
         return self.check(value, trace, case)
-
-
-def _check(name: str, verdict: Verdict) -> Check:
-    return {"name": name, "passed": verdict[0], "detail": verdict[1]}
 
 
 def _items(value: Any) -> list[Any]:
@@ -271,5 +267,5 @@ def expect_checks(case: Case, trace: Trace, final_env: Any, expected_env: Any) -
     for key, value in (expect.items() if isinstance(expect, dict) else ()):
         row = EXPECT_CHECKS.get(key)
         if row is not None:
-            out.append(_check(f"expect:{key}", row.check(value, trace, case)))
+            out.append(check_entry(f"expect:{key}", row.check(value, trace, case)))
     return out
