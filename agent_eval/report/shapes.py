@@ -4,7 +4,8 @@ A *shape* is a TypeAdapter over TypedDicts of the keys one command uses. Every k
 null (it reads as null, so reports written before a key was added still load) unless it is `Required`;
 unknown keys are kept and not checked. A value of the wrong type, or a null where a list holds items, is
 a problem named by its key path, such as `cases[3].runs[0].metrics.latency_s must be a number, found a
-string`. Strict: a number written as text, or true for a count, is the wrong type.
+string`. Strict: a number written as text, or true for a count, is the wrong type. Each key is one the
+records of records.py write, of a type their value fits (tests/report/test_shapes_match_records.py).
 """
 from __future__ import annotations
 
