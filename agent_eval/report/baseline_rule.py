@@ -10,11 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from agent_eval.report.verdict import plural
+
 Row = dict[str, Any]
-
-
-def _count(n: int, noun: str, plural: str | None = None) -> str:
-    return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
 def _interrupted(row: Row) -> str | None:
@@ -39,7 +37,7 @@ def _last_failed(row: Row) -> str | None:
 
 def _errored(row: Row) -> str | None:
     errored = sum(1 for status in (row.get("statuses") or {}).values() if status == "error")
-    return f"{_count(errored, 'case')} ended in error" if errored else None
+    return f"{plural(errored, 'case')} ended in error" if errored else None
 
 
 def _replay_missed(row: Row) -> str | None:
@@ -47,7 +45,7 @@ def _replay_missed(row: Row) -> str | None:
     if not isinstance(replay, dict):
         return None
     missed = (replay.get("misses") or 0) - (replay.get("live") or 0)
-    return f"it had {_count(missed, 'replay miss', 'replay misses')}" if missed > 0 else None
+    return f"it had {plural(missed, 'replay miss', 'replay misses')}" if missed > 0 else None
 
 
 def _all_skipped(row: Row) -> str | None:
@@ -71,5 +69,5 @@ def why_not_baseline(row: Row, wanted: set[str]) -> str | None:
     missing = sorted(wanted - set(row.get("statuses") or {}))
     if missing:
         shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
-        return f"it did not select {_count(len(missing), 'case')} selected now ({shown})"
+        return f"it did not select {plural(len(missing), 'case')} selected now ({shown})"
     return None

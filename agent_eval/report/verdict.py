@@ -14,9 +14,9 @@ from agent_eval.records import Report
 from agent_eval.report.fmt import format_cost
 
 
-def plural(count: int, noun: str) -> str:
-    """`1 case`, `2 cases`."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """`1 case`, `2 cases` (`nouns` when the plural is not noun + s)."""
+    return f"{count} {noun if count == 1 else nouns or noun + 's'}"
 
 
 def _summary(report: Report) -> dict[str, Any]:
@@ -65,7 +65,7 @@ def _errored(report: Report) -> str | None:
     missed = 0
     if isinstance(replay, dict):
         missed = (replay.get("misses") or 0) - (replay.get("live") or 0)
-    why = f" ({missed} replay miss{'' if missed == 1 else 'es'})" if missed > 0 else ""
+    why = f" ({plural(missed, 'replay miss', 'replay misses')})" if missed > 0 else ""
     return f"{plural(errored, 'case')} ended in an infrastructure error{why}"
 
 
