@@ -14,14 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from agent_eval.errors import CaseFileError, ConfigError
-from agent_eval.provider.events import RunListener
+from agent_eval.provider.events import Listeners, RunListener
 from agent_eval.tracebacks import OnError, call_user, call_user_or, describe, with_location
-
-if TYPE_CHECKING:
-    from agent_eval.records import RunRecord
 
 T = TypeVar("T")
 
@@ -70,37 +67,19 @@ def optional(wrap: Callable[[Callable[..., T]], Callable[..., T]], fn: Callable[
     return None if fn is None else wrap(fn)
 
 
-class GuardedListener(RunListener):
+class GuardedListener(Listeners):
     """A plugin's listener, told each event through the guard: the first event it raises on is one
     `warn(message)` naming the plugin, the event and the exception, and it is told no more (the run goes on)."""
 
     def __init__(self, owner: str, listener: RunListener, warn: Callable[[str], None]) -> None:
-        self.owner, self.listener, self.warn, self.failed = owner, listener, warn, False
+        super().__init__(listener)
+        self.owner, self.warn = owner, warn
 
     def _tell(self, event: str, *args: Any) -> None:
-        if self.failed:
-            return
-        called = call_user(getattr(self.listener, event), *args)
-        if called.error is not None:
-            self.failed = True
-            self.warn(f"warning: the listener {type(self.listener).__name__} of the plugin {self.owner} raised "
-                      f"{with_location(describe(called.error), called.error)} in {event}; it is told no more, "
-                      "and the run goes on.")
-
-    def run_finished(self, case_id: str, run: RunRecord) -> None:
-        self._tell("run_finished", case_id, run)
-
-    def run_started(self, case_id: str, trial: int) -> None:
-        self._tell("run_started", case_id, trial)
-
-    def retrying(self, endpoint: str, attempt: int, most: int) -> None:
-        self._tell("retrying", endpoint, attempt, most)
-
-    def window_changed(self, where: Any, endpoint: str, size: int, ceiling: int) -> None:
-        self._tell("window_changed", where, endpoint, size, ceiling)
-
-    def journaled(self, case_id: str, trial: int, run_json: bytes) -> None:
-        self._tell("journaled", case_id, trial, run_json)
-
-    def command_finished(self) -> None:
-        self._tell("command_finished")
+        for listener in self:
+            called = call_user(getattr(listener, event), *args)
+            if called.error is not None:
+                self.remove(listener)
+                self.warn(f"warning: the listener {type(listener).__name__} of the plugin {self.owner} raised "
+                          f"{with_location(describe(called.error), called.error)} in {event}; it is told no more, "
+                          "and the run goes on.")

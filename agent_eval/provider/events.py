@@ -61,29 +61,27 @@ class Listeners(RunListener):
         if listener in self._listeners:
             self._listeners.remove(listener)
 
-    def run_finished(self, case_id: str, run: RunRecord) -> None:
+    def _tell(self, event: str, *args: Any) -> None:
         for listener in self._listeners:
-            listener.run_finished(case_id, run)
+            getattr(listener, event)(*args)
+
+    def run_finished(self, case_id: str, run: RunRecord) -> None:
+        self._tell("run_finished", case_id, run)
 
     def run_started(self, case_id: str, trial: int) -> None:
-        for listener in self._listeners:
-            listener.run_started(case_id, trial)
+        self._tell("run_started", case_id, trial)
 
     def retrying(self, endpoint: str, attempt: int, most: int) -> None:
-        for listener in self._listeners:
-            listener.retrying(endpoint, attempt, most)
+        self._tell("retrying", endpoint, attempt, most)
 
     def window_changed(self, where: Any, endpoint: str, size: int, ceiling: int) -> None:
-        for listener in self._listeners:
-            listener.window_changed(where, endpoint, size, ceiling)
+        self._tell("window_changed", where, endpoint, size, ceiling)
 
     def journaled(self, case_id: str, trial: int, run_json: bytes) -> None:
-        for listener in self._listeners:
-            listener.journaled(case_id, trial, run_json)
+        self._tell("journaled", case_id, trial, run_json)
 
     def command_finished(self) -> None:
-        for listener in self._listeners:
-            listener.command_finished()
+        self._tell("command_finished")
 
 
 class RetryCallback(RunListener):
