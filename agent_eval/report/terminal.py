@@ -20,25 +20,9 @@ from rich.text import Text
 from agent_eval.records import Report
 from agent_eval.score.prices import price_hint
 from agent_eval.score.usage import invalid_usage_lines, invalid_usage_of
-from agent_eval.report.verdict import budget_line, verdict_parts  # noqa: F401  (budget_line re-exported)
-from agent_eval.report.fmt import (  # noqa: F401  (re-exported: the section modules format with these)
-    NA,
-    REASON_MAX_CHARS,
-    format_cost,
-    format_count,
-    format_metric,
-    format_rate,
-    format_seconds,
-    one_line,
-    trim,
-)
-from agent_eval.report.cases_section import (  # noqa: F401  (re-exported)
-    STATUS_STYLES,
-    case_pass_counts,
-    format_pass_rate,
-    render_cases,
-    render_failed_checks,
-)
+from agent_eval.report.verdict import verdict_parts
+from agent_eval.report.fmt import NA, format_cost, format_count, format_metric
+from agent_eval.report.cases_section import render_cases, render_failed_checks
 from agent_eval.report.trust_section import rate_with_interval, render_flaky, render_intervals
 from agent_eval.report.curve_section import curve_text, render_curve
 from agent_eval.report.metrics_section import render_added_metrics, render_metric_errors

@@ -7,14 +7,9 @@ from typing import Any
 from rich.console import Console
 
 from agent_eval.report import terminal
-from agent_eval.report.terminal import (
-    SECTIONS,
-    case_pass_counts,
-    format_cost,
-    format_seconds,
-    render_report,
-    trim,
-)
+from agent_eval.report.cases_section import case_pass_counts
+from agent_eval.report.fmt import REASON_MAX_CHARS, format_cost, format_seconds, trim
+from agent_eval.report.terminal import SECTIONS, render_report
 from agent_eval.report.reasons import run_failure_reason
 
 
@@ -251,7 +246,7 @@ def test_formats():
     assert format_cost(None) == "n/a"
     assert format_cost(12.345) == "$12.35"
     assert format_seconds(0.1234) == "0.123s"
-    assert trim("a" * 150).endswith("…") and len(trim("a" * 150)) == terminal.REASON_MAX_CHARS
+    assert trim("a" * 150).endswith("…") and len(trim("a" * 150)) == REASON_MAX_CHARS
 
 
 def test_the_provider_line_shows_only_rate_limited_endpoints():
