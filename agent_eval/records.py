@@ -21,34 +21,22 @@ UNCOMPARED: frozenset[CaseStatus] = frozenset({"skipped", "error", "not_run"})
 """The statuses of a case with no verdict to compare: the gate, compare --pairwise and plan leave it out."""
 
 
-class _AnyValue:
-    """`Annotated[T, CHECKED]`: a case field its own validator checks (suite/validation*.py, a check family's
-    `validate`), with its own messages; the case model lets any value through. (pydantic's hook, without
-    importing pydantic: this module is imported by every command.)"""
-
-    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
-        return {"type": "any"}
-
-
-class _StrictValue:
-    """`Annotated[int, STRICT]`: no coercion (true, 1.0 or "1" is not an int)."""
-
-    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
-        return {**handler(source), "strict": True}
-
-
 class AsWritten:
     """`Annotated[T, AsWritten(U)]`: the case model checks a U where the loaded case holds a T (load_suite
-    reads a path's JSON, makes one check a list of one; the run passes the calls and faults on as dicts)."""
+    reads a path's JSON, makes one check a list of one; the run passes the calls and faults on as dicts).
+    pydantic's hook, without importing pydantic: this module is imported by every command."""
 
-    def __init__(self, written: Any) -> None:
-        self.written = written
+    def __init__(self, written: Any, strict: bool = False) -> None:
+        self.written, self.strict = written, strict
 
     def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
-        return handler.generate_schema(self.written)
+        schema = handler.generate_schema(self.written)
+        return {**schema, "strict": True} if self.strict else schema
 
 
-CHECKED, STRICT = _AnyValue(), _StrictValue()
+CHECKED = AsWritten(Any)
+"""`Annotated[T, CHECKED]`: a case field its own validator checks (suite/validation*.py, a check family's
+`validate`) with its own messages; the case model lets any value through."""
 _FORBID, _ALLOW = {"extra": "forbid"}, {"extra": "allow"}  # pydantic's ConfigDict, as the dict it is
 
 
@@ -58,7 +46,7 @@ class ExpectedCall(TypedDict, total=False):
     __pydantic_config__ = _FORBID  # type: ignore[misc]
     name: Required[str]
     args: dict[str, Any] | None
-    turn: Annotated[int, STRICT] | None  # the 0-based user message whose answer makes this call
+    turn: Annotated[int, AsWritten(int, strict=True)] | None  # the 0-based user message whose answer makes this call
 
 
 class Fault(TypedDict, total=False):

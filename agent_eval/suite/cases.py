@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 import orjson
 from pydantic import (BaseModel, ConfigDict, Field, JsonValue, StrictFloat, StrictInt, StrictStr, TypeAdapter,
                       ValidationError, field_validator)
-
 from typing_extensions import is_typeddict
 
 from agent_eval.records import CASE_FILE_SHAPE, Case, split_case_file
@@ -286,8 +285,8 @@ def load_case(suite: Suite, raw: Any, index: int, col: Collector,
         _check_inputs(raw, case_id, col)  # type-tolerant: report it with the type errors
         return None
     case = cast(Case, dict(raw))  # its values as written; the fields the model lets through are checked below
-    case["tags"], case["requires"], case["metadata"] = valid.get("tags", []), valid.get("requires", []), \
-        valid.get("metadata", {})
+    case["tags"], case["requires"] = valid.get("tags", []), valid.get("requires", [])
+    case["metadata"] = valid.get("metadata", {})
     _check_inputs(case, case_id, col)
     own_env = _load_json_ref(case.get("initial_env"), suite.base_dir, col, case_id, "initial_env")
     if own_env is not None and not isinstance(own_env, dict):
