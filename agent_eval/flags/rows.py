@@ -317,10 +317,10 @@ def register_setting(row: Setting[Any]) -> None:
 
         raise ConfigError(f"the setting {getattr(row, 'name', row)!r} of {current()}: {problem}")
     if row.key != row.name:  # its key in the report's settings (and sources) is held as a name is
-        claim("setting", row.key, current(), _BUILT_IN_NAMES | _BUILT_IN_KEYS, __name__)
-    claim("setting", row.name, current(), _BUILT_IN_NAMES | _BUILT_IN_KEYS, __name__)
+        claim("setting", row.key, _BUILT_IN_NAMES | _BUILT_IN_KEYS, __name__)
+    claim("setting", row.name, _BUILT_IN_NAMES | _BUILT_IN_KEYS, __name__)
     for flag in row.flags:
-        claim("flag", flag, current(), (), __name__)
+        claim("flag", flag, (), __name__)
     SETTINGS[:] = [s for s in SETTINGS if s.name != row.name] + [row]
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_eval.records import Case
 from agent_eval.errors import ConfigError
-from agent_eval.plugins import claim, current, owner_of
+from agent_eval.plugins import claim, owner_of
 from agent_eval.plugins.calls import once, optional
 
 if TYPE_CHECKING:
@@ -143,8 +143,7 @@ _BUILT_IN_FORMATS = frozenset(FORMATS)
 def register_format(name: str, row: Format) -> None:
     """Add the format `name` (import and/or score); a name another module registered is a ConfigError. Its
     readers and `detect` go through the guard: what they raise is exit 2 naming the plugin and the row."""
-    owner = current()
-    claim("format", name, owner, _BUILT_IN_FORMATS, __name__)
+    owner = claim("format", name, _BUILT_IN_FORMATS, __name__)
 
     def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
         return once("format", name, owner, fn)

@@ -65,17 +65,18 @@ def first_import(key: str) -> bool:
     return True
 
 
-def claim(table: str, name: str, owner: str, built_in: Iterable[str], table_module: str) -> None:
-    """Give `name` of `table` to `owner`; ConfigError when another module holds it. The names of the
-    built-in rows (`built_in`) are held by the module of the table."""
-    key = (table, name)
+def claim(table: str, name: str, built_in: Iterable[str], table_module: str) -> str:
+    """Give `name` of `table` to the plugin being loaded (`current()`), and return it; ConfigError when
+    another one holds it. The names of the built-in rows (`built_in`) are held by the module of the table."""
+    key, owner = (table, name), current()
     held = _OWNERS.get(key) or (table_module if name in set(built_in) else None)
     if held is not None and held != owner:
         raise ConfigError(f"the {table} {name!r} is registered twice: by {held} and by {owner}. "
                           "Rename one of them, or load only one of the two plugins.")
     _OWNERS[key] = owner
+    return owner
 
 
 def owner_of(table: str, name: str) -> str | None:
-    """The module that registered `name` of `table` (None: a built-in row, or a row added directly)."""
+    """The plugin that registered `name` of `table` (None: a built-in row)."""
     return _OWNERS.get((table, name))

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_eval.errors import ConfigError
 from agent_eval.redaction import redact_secrets, redact_url
-from agent_eval.plugins import claim, current, owner_of
+from agent_eval.plugins import claim, owner_of
 from agent_eval.plugins.calls import Raised, raised
 from agent_eval.records import Report
 from agent_eval.report.files import history_path_of, page_path_of, write_atomic
@@ -205,7 +205,7 @@ _BUILT_IN_OUTPUTS = frozenset(output.kind for output in OUTPUTS)
 
 def register_output(output: Output) -> None:
     """Add an output, written after the built-in ones; a kind another module registered is a ConfigError."""
-    claim("output", output.kind, current(), _BUILT_IN_OUTPUTS, __name__)
+    claim("output", output.kind, _BUILT_IN_OUTPUTS, __name__)
     OUTPUTS[:] = [o for o in OUTPUTS if o.kind != output.kind] + [output]
 
 

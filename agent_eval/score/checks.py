@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from agent_eval.records import Case, Check, Step, Trace
-from agent_eval.plugins import claim, current
+from agent_eval.plugins import claim
 from agent_eval.plugins.calls import once, optional, per_run
 from agent_eval.score.env_checks import env_checks
 from agent_eval.score.envdiff import show_json as _show
@@ -195,8 +195,7 @@ def register_check_family(family: CheckFamily) -> None:
     code goes through the guard: a `check` that raises is one failed check named after the family, whose
     detail names the plugin and the exception (the run's other checks are kept); a `given` or `validate`
     that raises is exit 2 naming them."""
-    owner = current()
-    claim("check family", family.name, owner, _BUILT_IN_FAMILIES, __name__)
+    owner = claim("check family", family.name, _BUILT_IN_FAMILIES, __name__)
 
     def failed(message: str) -> list[Check]:
         return [{"name": family.name, "passed": False, "detail": message}]

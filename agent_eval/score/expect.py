@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_eval.records import Case, Check, Trace
-from agent_eval.plugins import claim, current
+from agent_eval.plugins import claim
 from agent_eval.plugins.calls import once, per_run
 from agent_eval.score.envdiff import show_json as _show
 from agent_eval.score.grounding import assess
@@ -229,8 +229,7 @@ def register_expect_key(name: str, key: ExpectKey) -> None:
     """Add the `expect` key `name`; a name another module registered is a ConfigError naming both. Its code
     goes through the guard: a `check` that raises fails `expect:NAME` with a detail naming the plugin and
     the exception; a `validate` that raises is exit 2 naming them."""
-    owner = current()
-    claim("expect key", name, owner, _BUILT_IN_KEYS, __name__)
+    owner = claim("expect key", name, _BUILT_IN_KEYS, __name__)
 
     def failed(message: str) -> Verdict:
         return False, message

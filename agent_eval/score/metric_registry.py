@@ -242,10 +242,9 @@ def register_metric(metric: SuiteMetric) -> None:
         from agent_eval.errors import ConfigError
 
         raise ConfigError(f"the metric {getattr(metric, 'name', metric)!r} of {current()}: {problem}")
-    owner = current()
     if metric.run_value is not None and metric.statistic.key is not None:  # each run's value under that key
-        claim("run value", metric.statistic.key, owner, built_in_run_keys(), __name__)
-    claim("metric", metric.name, owner, BUILT_IN_METRICS, __name__)
+        claim("run value", metric.statistic.key, built_in_run_keys(), __name__)
+    owner = claim("metric", metric.name, BUILT_IN_METRICS, __name__)
     if metric.run_value is not None:  # its code goes through the guard: a raise is a null with a note
         guarded = per_run("metric", metric.name, owner, metric.run_value, Raised)
         metric = replace(metric, run_value=_numbers_only(metric.name, owner, guarded))

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.errors import ConfigError
-from agent_eval.plugins import claim, current
+from agent_eval.plugins import claim
 from agent_eval.plugins.calls import once
 from agent_eval.run.agents.base import (BUILT_IN, COMMAND_PREFIX, Agent, AgentStop, InfrastructureError, ProviderError,
                                         Reply, RunContext)
@@ -101,8 +101,7 @@ def register_agent_kind(kind: AgentKind) -> None:
     """Add a kind, tried before the Python row (which takes every SPEC no other row recognises); a name
     another module registered is a ConfigError naming both. The row's code (recognising, checking, loading
     the agent, making its paths absolute) goes through the guard: what it raises is exit 2 naming it."""
-    owner = current()
-    claim("agent kind", kind.name, owner, _BUILT_IN_KINDS, __name__)
+    owner = claim("agent kind", kind.name, _BUILT_IN_KINDS, __name__)
     kind = replace(kind, matches=once("agent kind", kind.name, owner, kind.matches),
                    load=once("agent kind", kind.name, owner, kind.load),
                    check=once("agent kind", kind.name, owner, kind.check),
