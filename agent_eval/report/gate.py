@@ -17,11 +17,10 @@ from fractions import Fraction
 import numpy as np
 
 from agent_eval.records import UNCOMPARED, CaseEntry, Report, RunRecord
-from agent_eval.report.gate_stats import (  # noqa: F401  (RESAMPLES, SEED and Stat are part of the gate's API)
+from agent_eval.report.gate_stats import (
     gate_metrics,
     RESAMPLES,
     SEED,
-    Stat,
     pass_hat_entry,
     scorer_value,
     successes,
@@ -29,7 +28,6 @@ from agent_eval.report.gate_stats import (  # noqa: F401  (RESAMPLES, SEED and S
     evaluate,
     evaluate_resamples,
     fisher_fell_p,
-    resample_weights,
 )
 from agent_eval.score.metric_registry import SUITE_METRIC_BY_NAME, default_gates
 from agent_eval.report.model import ReportError, load_report  # noqa: F401  (load_report: the gate's API)

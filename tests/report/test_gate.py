@@ -11,9 +11,9 @@ import pytest
 from agent_eval.report import gate
 from agent_eval.commands.compare import compare_command
 from tests.builders import make_report, make_run, vary_metrics  # noqa: F401
+from agent_eval.report.gate_stats import Stat, resample_weights
 from agent_eval.report.gate import (
     ReportError,
-    Stat,
     compare_reports,
     evaluate,
     fisher_fell_p,
@@ -256,10 +256,10 @@ def test_simulated_false_alarm_rate_of_holm_over_a_matrix_and_it_flags_what_bonf
 
 
 def test_resample_weights_are_paired_counts() -> None:
-    w = gate.resample_weights(7)
+    w = resample_weights(7)
     assert w.shape == (gate.RESAMPLES, 7) and (w.sum(axis=1) == 7).all()
     assert math.isclose(w.mean(), 1.0, rel_tol=0.01)
-    np.testing.assert_array_equal(w, gate.resample_weights.__wrapped__(7))  # seed 0 repeats exactly
+    np.testing.assert_array_equal(w, resample_weights.__wrapped__(7))  # seed 0 repeats exactly
 
 
 def test_listed_cases_under_a_passing_gate_are_explained_in_one_line() -> None:
