@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agent_eval.report.fmt import NA, format_rate
-from agent_eval.report.history import normalize_cases_file, sparkline
+from agent_eval.report.history import agent_and_model, normalize_cases_file, sparkline
 
 
 def case_runs(db_path: str | Path, cases_file: str | Path, case_id: str, last: int = 10) -> list[dict[str, Any]]:
@@ -46,8 +46,7 @@ def render_case_history(case_id: str, rows: list[dict[str, Any]], console: Conso
         table.add_column(name, no_wrap=True)
     table.add_column("pass rate", justify="right", no_wrap=True)
     for r in rows:
-        who = (r.get("agent") or "?") + (f" / {r['model']}" if r.get("model") else "")
-        table.add_row(r["run_id"], str(r.get("created_at") or "")[5:16].replace("T", " "), Text(who),
+        table.add_row(r["run_id"], str(r.get("created_at") or "")[5:16].replace("T", " "), Text(agent_and_model(r)),
                       Text(str(r.get("status") or NA)), format_rate(r.get("pass_rate")))
     table.add_section()
     table.add_row("trend", "", "", "", sparkline([r.get("pass_rate") for r in rows]))

@@ -226,7 +226,7 @@ def sparkline(values: Sequence[float | None]) -> str:
                    for v in values)
 
 
-def _who(row: dict[str, Any]) -> str:
+def agent_and_model(row: dict[str, Any]) -> str:
     """The agent, and its model when it has one."""
     agent = row.get("agent") or "?"
     return f"{agent} / {row['model']}" if row.get("model") else agent
@@ -234,7 +234,7 @@ def _who(row: dict[str, Any]) -> str:
 
 def render_history(rows: list[dict[str, Any]], metrics: Sequence[str], console: Console) -> None:
     """Print one row per run (oldest first), the full run_id never wrapped, with a sparkline per metric."""
-    agents = sorted({_who(r) for r in rows})
+    agents = sorted({agent_and_model(r) for r in rows})
     hidden = 0
     if not metrics:
         # The full run_id is never cut, so a narrow terminal shows fewer of the default metrics instead.
@@ -259,7 +259,7 @@ def render_history(rows: list[dict[str, Any]], metrics: Sequence[str], console: 
                                                " at budget" if r.get("stopped_at_budget") else
                                                " rescored" if r.get("rescored_from") else "")
         exit_text += " partial" if r.get("partial") else ""
-        who = [_who(r)] if len(agents) > 1 else []
+        who = [agent_and_model(r)] if len(agents) > 1 else []
         table.add_row(r["run_id"], created, *who, (r.get("git_commit") or "")[:7], exit_text,
                       *[format_value(m, r.get(m)) for m in metrics])
     if rows:
@@ -269,7 +269,7 @@ def render_history(rows: list[dict[str, Any]], metrics: Sequence[str], console: 
         # agent and model has a line of its own (a cheaper model's runs are not a drop of the other's).
         whole = [r for r in rows if not r.get("partial")]
         for pair in agents:
-            own = [r for r in whole if _who(r) == pair]
+            own = [r for r in whole if agent_and_model(r) == pair]
             label = [*blank[:1], pair, *blank[2:]] if len(agents) > 1 else blank
             table.add_row("trend", *label, *[sparkline([r.get(m) for r in own]) for m in metrics])
         table.add_row("latest", *blank, *[format_value(m, rows[-1].get(m)) for m in metrics])
