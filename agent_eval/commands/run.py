@@ -200,7 +200,7 @@ class ProgressLine(events.RunListener):
             self._shown.add((endpoint, attempt))
             say(self.err, message)
 
-    def window_changed(self, where: Any, endpoint: str, size: int, ceiling: int) -> None:
+    def window_changed(self, where: int | None, endpoint: str, size: int, ceiling: int) -> None:
         if self.progress is not None:  # the board has heard of the change: it listens first
             self.progress.update(self.progress.task_ids[0], description=_status(self.board))
             return

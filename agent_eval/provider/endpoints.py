@@ -160,7 +160,7 @@ class WindowBoard(events.RunListener):
     def update(self, where: Any, endpoint: str, size: int, ceiling: int) -> None:
         self._windows[(where, endpoint)] = (size, ceiling)
 
-    def window_changed(self, where: Any, endpoint: str, size: int, ceiling: int) -> None:
+    def window_changed(self, where: int | None, endpoint: str, size: int, ceiling: int) -> None:
         self.update(where, endpoint, size, ceiling)
 
     def forget(self, where: Any) -> None:

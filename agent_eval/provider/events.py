@@ -32,7 +32,7 @@ class RunListener(Protocol):
         """A request to `endpoint` is about to be retried (here or in a worker); a 429 may pass `most`."""
         return None
 
-    def window_changed(self, where: Any, endpoint: str, size: int, ceiling: int) -> None:
+    def window_changed(self, where: int | None, endpoint: str, size: int, ceiling: int) -> None:
         """An endpoint's window changed size: in this process (`where` None) or in worker `where`."""
         return None
 
@@ -74,7 +74,7 @@ class Listeners(RunListener):
     def retrying(self, endpoint: str, attempt: int, most: int) -> None:
         self._tell("retrying", endpoint, attempt, most)
 
-    def window_changed(self, where: Any, endpoint: str, size: int, ceiling: int) -> None:
+    def window_changed(self, where: int | None, endpoint: str, size: int, ceiling: int) -> None:
         self._tell("window_changed", where, endpoint, size, ceiling)
 
     def journaled(self, case_id: str, trial: int, run_json: bytes) -> None:

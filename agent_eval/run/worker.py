@@ -199,7 +199,7 @@ class DriverRelay(events.RunListener):
     def retrying(self, endpoint: str, attempt: int, most: int) -> None:
         _send(self.conn, RETRY + orjson.dumps([endpoint, attempt, most]))
 
-    def window_changed(self, where: Any, endpoint: str, size: int, ceiling: int) -> None:
+    def window_changed(self, where: int | None, endpoint: str, size: int, ceiling: int) -> None:
         _send(self.conn, WINDOW + orjson.dumps([endpoint, size, ceiling]))
 
 
