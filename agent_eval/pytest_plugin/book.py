@@ -32,7 +32,7 @@ from agent_eval.report.files import report_path_of
 from agent_eval.run.config import RunConfig
 from agent_eval.run.interrupt import Interrupts
 from agent_eval.run.journal import Journal
-from agent_eval.run.runner import CaseSlot, Runner, slot_bytes, slot_entry
+from agent_eval.run.runner import CaseSlot, Runner, lite_run, slot_bytes, slot_entry
 from agent_eval.score.usage import add_summaries
 from agent_eval.suite.cases import Collector, Suite, case_fields, load_case
 from agent_eval.suite.selection import skip_reason
@@ -185,20 +185,22 @@ class Book:
         listening first), read as `--resume` reads a journal; their case-file runs join this book's journal
         (an inline case's run again with the test). The runs that ended in error are played again."""
         from agent_eval.run.journal import scan_runs
-        from agent_eval.run.runner import lite_run
 
         by_id = self.by_id
         for path in sorted(self.cfg.output_dir.glob(f"{self.run_id}.gw*.jsonl")):
-            journal, data = self._journal(), path.read_bytes()
+            data = path.read_bytes()
             for case_id, trial, run, (start, length) in scan_runs(path):
                 case = by_id.get(case_id)
-                if case is None or case_id in self.inline or run["status"] == "error":
-                    continue
-                played = self.played.setdefault(case_id, CaseSlot(case, []))
-                position = journal.append_json(case_id, trial, data[start:start + length])
-                if position is not None and trial not in played.runs:
-                    played.offsets[trial], played.runs[trial] = position, lite_run(run, case)
+                if case is not None and case_id not in self.inline and run["status"] != "error":
+                    self._take(self.played.setdefault(case_id, CaseSlot(case, [])), trial, data[start:start + length])
             path.unlink(missing_ok=True)
+
+    def _take(self, slot: CaseSlot, trial: int, chunk: bytes) -> None:
+        """A run an xdist worker played (its JSON) written into this book's journal as `trial` of `slot`'s case;
+        a trial already held keeps its run."""
+        position = self._journal().append_json(slot.case["id"], trial, chunk)
+        if position is not None and trial not in slot.runs:
+            slot.offsets[trial], slot.runs[trial] = position, lite_run(orjson.loads(chunk), slot.case)
 
     def add_unplayed(self, ids: set[str]) -> None:
         """xdist, after -x or Ctrl-C: the selected cases no worker played are `not_run` (skipped ones skipped),
@@ -230,7 +232,6 @@ class Book:
         return orjson.dumps({
             "cases_file": str(self.cfg.cases_file), "journal": str(self.journal.path) if self.journal else None,
             "played": [{"id": p.case["id"], "skip": p.skip, "inline": self.inline.get(p.case["id"]),
-                        "runs": {str(t): r for t, r in p.runs.items()},
                         "runs_json": {str(t): chunk.decode() for t, chunk in zip(sorted(p.offsets),
                                                                                  self.run_chunks(p.case["id"]),
                                                                                  strict=True)}}
@@ -242,7 +243,7 @@ class Book:
     def merge_parts(self, payloads: list[bytes]) -> None:
         """Take the workers' books into this one: their runs written into this book's journal, in case order."""
         parts = [orjson.loads(p) for p in payloads]
-        found: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+        found: dict[str, dict[str, Any]] = {}  # case id -> what a worker played of it
         for part in parts:
             self.worker_spends.append(part["spends"])
             self.models_used |= set(part["models_used"])
@@ -253,21 +254,14 @@ class Book:
                 if played["inline"] is not None:  # an inline case: its id made unique in the session
                     case = load_inline_case(self.suite, played["inline"], "inline case")
                     played["id"] = self.add_inline(case, dict(played["inline"]))
-                found[played["id"]] = (part, played)
+                found[played["id"]] = played
         if not found:
             return
-        journal = self._journal()
-        by_id = self.by_id
-        for case_id in [c["id"] for c in self.suite.cases if c["id"] in found]:
-            part, played = found[case_id]
-            entry = CaseSlot(by_id[case_id], [], played["skip"])
-            for trial_text, run_json in sorted(played["runs_json"].items(), key=lambda kv: int(kv[0])):
-                trial = int(trial_text)
-                position = journal.append_json(case_id, trial, run_json.encode())
-                if position is not None:
-                    entry.offsets[trial] = position
-                    entry.runs[trial] = played["runs"][trial_text]
-            self.played[case_id] = entry
+        self._journal()
+        for case in [c for c in self.suite.cases if c["id"] in found]:
+            slot = self.played[case["id"]] = CaseSlot(case, [], found[case["id"]]["skip"])
+            for trial_text, run_json in sorted(found[case["id"]]["runs_json"].items(), key=lambda kv: int(kv[0])):
+                self._take(slot, int(trial_text), run_json.encode())
         for part in parts:
             if part["journal"]:
                 Path(part["journal"]).unlink(missing_ok=True)
