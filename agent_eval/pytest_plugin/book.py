@@ -1,9 +1,10 @@
-"""One case file's part of a pytest session: its suite and settings, the runs played, and the report.
+"""One case file's part of a pytest session: its plan, the runs played, and the report.
 
-The plugin plays the cases of the items a process holds in batches (all of them at once without
-xdist), each through the run scheduler, into one journal; the session's report is written from it as
-`run` writes one. Under xdist each worker keeps a book of its own and sends it to the controller, which
-writes the one report of the session (`merge_parts`).
+A book calls the core's phases (commands/core.py) as `run` does: the plan once per case file (every case
+kept: pytest selects them), the play per batch of the cases of the items a process holds (all of them
+at once without xdist) into one journal, and the assembly (`finish_report`) once, at the end of the
+session. Under xdist each worker keeps a book of its own and sends it to the controller, which writes
+the one report of the session (`merge_parts`).
 """
 from __future__ import annotations
 
