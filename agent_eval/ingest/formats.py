@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from agent_eval.records import Case
 from agent_eval.errors import ConfigError
 from agent_eval.plugins import claim, owner_of
-from agent_eval.plugins.calls import once, optional
+from agent_eval.plugins.calls import optional
 
 if TYPE_CHECKING:
     from agent_eval.ingest.records import Unmappable
@@ -144,12 +144,9 @@ def register_format(name: str, row: Format) -> None:
     """Add the format `name` (import and/or score); a name another module registered is a ConfigError. Its
     readers and `detect` go through the guard: what they raise is exit 2 naming the plugin and the row."""
     owner = claim("format", name, _BUILT_IN_FORMATS, __name__)
-
-    def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
-        return once("format", name, owner, fn)
-
-    FORMATS[name] = replace(row, cases=optional(guarded, row.cases), runs=optional(guarded, row.runs),
-                            detect=optional(guarded, row.detect))
+    FORMATS[name] = replace(row, cases=optional("format", name, owner, row.cases),
+                            runs=optional("format", name, owner, row.runs),
+                            detect=optional("format", name, owner, row.detect))
 
 
 def _checked(read: Callable[..., Any], fmt: str, owner: str, reads: str, fits: Callable[[Any], bool],

@@ -61,10 +61,9 @@ class Raised:
     message: str
 
 
-def optional(wrap: Callable[[Callable[..., T]], Callable[..., T]], fn: Callable[..., T] | None,
-             ) -> Callable[..., T] | None:
-    """`wrap(fn)`, or None for a callable the row leaves out."""
-    return None if fn is None else wrap(fn)
+def optional(table: str, name: str, owner: str, fn: Callable[..., T] | None) -> Callable[..., T] | None:
+    """`once(...)` of `fn`, or None for a callable the row leaves out."""
+    return None if fn is None else once(table, name, owner, fn)
 
 
 class GuardedListener(Listeners):

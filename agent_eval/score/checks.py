@@ -12,7 +12,7 @@ from typing import Any
 
 from agent_eval.records import Case, Check, Step, Trace
 from agent_eval.plugins import claim
-from agent_eval.plugins.calls import once, optional, per_run
+from agent_eval.plugins.calls import optional, per_run
 from agent_eval.score.env_checks import env_checks
 from agent_eval.score.envdiff import show_json as _show
 from agent_eval.score.matchers import RegexTimeout, match_call
@@ -200,11 +200,9 @@ def register_check_family(family: CheckFamily) -> None:
     def failed(message: str) -> list[Check]:
         return [{"name": family.name, "passed": False, "detail": message}]
 
-    def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
-        return once("check family", family.name, owner, fn)
-
     family = replace(family, check=per_run("check family", family.name, owner, family.check, failed),
-                     given=optional(guarded, family.given), validate=optional(guarded, family.validate))
+                     given=optional("check family", family.name, owner, family.given),
+                     validate=optional("check family", family.name, owner, family.validate))
     CHECK_FAMILIES[:] = [f for f in CHECK_FAMILIES if f.name != family.name] + [family]
 
 
