@@ -10,18 +10,20 @@ import os
 import shlex
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from rich.console import Console
 
+from agent_eval.flags.rows import (
+    BASELINE, GATE, JUDGE_MODEL, MAX_COST, MODEL, NO_JUDGE, OUTPUT_DIR, QUIET, RECORD, REPEAT, REPLAY, VERBOSE,
+)
 from agent_eval.flags import DEFAULTS
 from agent_eval.records import CaseEntry, Report
 from agent_eval.report.otlp_post import RunSender
 from agent_eval.errors import EXIT_ERROR, EXIT_INTERRUPTED
 from agent_eval.report.model import build_report, exit_code
-from agent_eval.run.config import RunConfig
+from agent_eval.run.config import Settings
 from agent_eval.suite.cases import Suite
 from agent_eval.run.journal import Journal as JournalFile
 
@@ -61,20 +63,6 @@ class Results(Protocol):
     def run_bytes(self) -> Iterable[list[bytes]]: ...
 
 
-@dataclass(frozen=True)
-class Outputs:
-    """Where a report and its extra files go (what `report.outputs.write_extras` reads)."""
-
-    output_dir: Path  # the report, its page and history.sqlite
-    cases_file: Path
-    html: bool = True
-    junit: Path | None = None
-    markdown: Path | None = None
-    otel: Path | None = None
-    otlp_endpoint: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)  # the plugins' settings, by name (outputs.flag reads them)
-
-
 def offer_runs(journal: JournalFile, url: str | None, head: dict[str, Any]) -> RunSender | None:
     """With --otlp-endpoint, a sender that each run journaled from here on is offered to as it finishes."""
     if not url:
@@ -89,7 +77,7 @@ def say(console: Console, line: str) -> None:
     console.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
-def finish_report(results: Results, suite: Suite, cfg: RunConfig, agent_name: str, run_id: str, created_at: str,
+def finish_report(results: Results, suite: Suite, cfg: Settings, agent_name: str, run_id: str, created_at: str,
                   interrupted: bool, console: Console | None, err: Console, stop_code: int = EXIT_INTERRUPTED,
                   sender: RunSender | None = None,
                   settle: Callable[[int], int] = lambda code: code) -> tuple[int, Report | None]:
@@ -107,14 +95,14 @@ def finish_report(results: Results, suite: Suite, cfg: RunConfig, agent_name: st
         if results.journal.failed:
             say(err, f"error: cannot write the journal {results.journal.path} ({results.journal.failed}); the "
                      "run took no new runs after that, and no report was written. The runs it flushed are "
-                     f"kept: once the disk has room, finish with: {resume_hint(run_id, cfg.output_dir)}")
+                     f"kept: once the disk has room, finish with: {resume_hint(run_id, cfg[OUTPUT_DIR])}")
             return EXIT_ERROR, None
         entries = results.case_entries()
         rows = [{"id": e["id"], "status": e["status"], "runs": e["runs"]} for e in entries]
         report = build_report(run_id=run_id, created_at=created_at, suite=suite.name, agent=agent_name,
-                              model=cfg.model, cases_file=str(cfg.cases_file),
+                              model=cfg[MODEL], cases_file=str(cfg.cases_file),
                               settings={**cfg.settings(), **bench_settings(suite.settings)},
-                              summary=summarize(rows, cfg.repeat, suite.scorers),
+                              summary=summarize(rows, cfg[REPEAT], suite.scorers),
                               cases=entries,
                               interrupted=interrupted,
                               stopped_early=results.stopped_early and not interrupted,
@@ -135,24 +123,24 @@ def finish_report(results: Results, suite: Suite, cfg: RunConfig, agent_name: st
                 report["summary"][key] = add_summaries([u[key] for u in earlier if key in u] + [spent[key]])
         for line in replay_notes(report["summary"].get("replay"), cfg):
             say(err, line)
-        if cfg.judge:
+        if not cfg[NO_JUDGE]:
             from agent_eval.score.judge import runs_to_judge
 
             report["summary"]["runs_to_judge"] = runs_to_judge(suite.cases, entries)
-        helpers = [(cfg.judge_model, "judge"), (cfg.user_sim.model if cfg.user_sim else None, "user_sim")]
+        helpers = [(cfg[JUDGE_MODEL], "judge"), (cfg.user_sim.model if cfg.user_sim else None, "user_sim")]
         models = results.models_used | {m for m, key in helpers if m and report["summary"][key].get("calls")}
         report["settings"]["prices"] = price_sources(models, pricing)
         if GENAI_PRICES in report["settings"]["prices"].values():
             report["settings"]["genai_prices_version"] = genai_prices_version()
-        if cfg.max_cost is not None:
+        if cfg[MAX_COST] is not None:
             from agent_eval.run.budget import report_spend
 
-            report["summary"]["budget"] = {"limit_usd": cfg.max_cost, "spent_usd": report_spend(report)}
-        baseline = Path(cfg.baseline) if cfg.baseline else None  # `last` was resolved before anything ran
+            report["summary"]["budget"] = {"limit_usd": cfg[MAX_COST], "spent_usd": report_spend(report)}
+        baseline = Path(given) if (given := cfg[BASELINE]) else None  # `last` was resolved before anything ran
         pool = results.pool
         code = conclude(report, results.run_bytes, cfg, console, err, interrupted=interrupted, stop_code=stop_code,
                         baseline=baseline,
-                        gates=cfg.gate, verbose=cfg.verbose, quiet=cfg.quiet,
+                        gates=cfg[GATE], verbose=cfg[VERBOSE], quiet=cfg[QUIET],
                         abandoned=bool(pool is not None and pool.abandoned), journal=results.journal.path,
                         sender=sender, settle=settle)
         changed = results.journal.changed()  # the report came from the runs held, whatever happened to it
@@ -163,10 +151,10 @@ def finish_report(results: Results, suite: Suite, cfg: RunConfig, agent_name: st
                      f"traceback:\n{crash.rstrip()}")
         if pool is not None and pool.abandoned:
             say(err, f"error: {pool.abandoned}. They are not_run in the report; play them with: "
-                     f"{resume_hint(run_id, cfg.output_dir)}")
+                     f"{resume_hint(run_id, cfg[OUTPUT_DIR])}")
         if interrupted:
             say(err, f"Interrupted. Finished runs are saved in {results.journal.path}; "
-                     f"resume with: {resume_hint(run_id, cfg.output_dir)}")
+                     f"resume with: {resume_hint(run_id, cfg[OUTPUT_DIR])}")
         return code, report
     except KeyboardInterrupt:
         sys.stderr.write("interrupted again: exiting now\n")
@@ -176,7 +164,7 @@ def finish_report(results: Results, suite: Suite, cfg: RunConfig, agent_name: st
         os._exit(stop_code)
 
 
-def replay_notes(counts: Any, cfg: RunConfig) -> list[str]:
+def replay_notes(counts: Any, cfg: Settings) -> list[str]:
     """--replay: the runs it could not cover, and what to do about replay misses (docs/ci-without-a-key.md)."""
     if not isinstance(counts, dict):
         return []
@@ -189,16 +177,16 @@ def replay_notes(counts: Any, cfg: RunConfig) -> list[str]:
     if live and isinstance(filled, list):
         named = ", ".join(map(str, filled[:10])) + (f" and {len(filled) - 10} more" if len(filled) > 10 else "")
         lines.append(f"note: {live} request{'s' if live != 1 else ''} the recording lacked went live (--replay-miss "
-                     f"live) and {'were' if live != 1 else 'was'} appended to {cfg.replay or cfg.record}: {named}")
+                     f"live) and {'were' if live != 1 else 'was'} appended to {cfg[REPLAY] or cfg[RECORD]}: {named}")
     missed = (counts.get("misses") or 0) - live
     if missed:
-        lines.append(f"error: {missed} request{'s' if missed != 1 else ''} had no recorded answer in {cfg.replay} "
+        lines.append(f"error: {missed} request{'s' if missed != 1 else ''} had no recorded answer in {cfg[REPLAY]} "
                      "(replay miss: the agent now asks what the recording does not hold); record again with "
-                     f"--record {cfg.replay}, or pass --replay-miss live to fill the gaps from the provider.")
+                     f"--record {cfg[REPLAY]}, or pass --replay-miss live to fill the gaps from the provider.")
     return lines
 
 
-def conclude(report: Report, run_bytes: RunBytes, outputs: Any, console: Console | None, err: Console, *,
+def conclude(report: Report, run_bytes: RunBytes, outputs: Settings, console: Console | None, err: Console, *,
              interrupted: bool = False, stop_code: int = EXIT_INTERRUPTED, baseline: Path | None = None,
              gates: Sequence[str] = (),
              verbose: bool = False, quiet: bool = False, abandoned: bool = False,
@@ -206,7 +194,7 @@ def conclude(report: Report, run_bytes: RunBytes, outputs: Any, console: Console
              sender: RunSender | None = None, settle: Callable[[int], int] = lambda code: code) -> int:
     """Gate, decide the exit code once, write the JSON report and every extra output, print; the exit code.
 
-    `outputs` is a RunConfig or an `Outputs`; `notes` are printed after the report, before the files.
+    `outputs` are the command's settings; `notes` are printed after the report, before the files.
     An output that fails is a warning, never another exit code. `settle(code)` is the final code once the
     outputs that wait on another host are sent (a signal that came meanwhile); the JSON report and the
     history row carry it. With no `console` (the library's `run_suite`) nothing is printed but the warnings,
@@ -229,7 +217,7 @@ def conclude(report: Report, run_bytes: RunBytes, outputs: Any, console: Console
         say(err, f"error: --baseline {baseline}: nothing to gate: {empty}. No verdict is possible.")
         if code == 0:
             code = EXIT_ERROR  # a gate that compares nothing is never "no regression"
-    path = report_path_of(outputs.output_dir, report["run_id"])
+    path = report_path_of(outputs[OUTPUT_DIR], report["run_id"])
     warn = lambda line: say(err, line)
     _, failed = write_extras(report, path, run_bytes, outputs, warn, sender, waits=True)
     report["exit_code"] = code = settle(code)
@@ -239,7 +227,7 @@ def conclude(report: Report, run_bytes: RunBytes, outputs: Any, console: Console
         problem = f"error: cannot write the JSON report {path} ({exc.strerror or exc})."
         say(err, problem if journal is None else
             f"{problem} Every finished run is in the journal {journal}; once the disk is writable, "
-            f"`{resume_hint(report['run_id'], outputs.output_dir)}` writes the report.")
+            f"`{resume_hint(report['run_id'], outputs[OUTPUT_DIR])}` writes the report.")
         return EXIT_ERROR
     written, failed_after = write_extras(report, path, run_bytes, outputs, warn, sender)
     if console is not None:

@@ -19,6 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
+from agent_eval.flags.rows import (
+    AGENT, BASELINE, CONCURRENCY, JUDGE_MODEL, MAX_COST, MODEL, NO_JUDGE, OUTPUT_DIR, RECORD, REPEAT, REPLAY,
+    REPLAY_MISS, TIMEOUT,
+)
 from agent_eval.commands.conclude import say
 from agent_eval.commands.prepare import check_baseline, check_models, make_output_dir, prepare
 from agent_eval.errors import ConfigError
@@ -27,7 +31,7 @@ from agent_eval.provider import cassette, tape
 from agent_eval.records import Case
 from agent_eval.report.files import history_path_of, journal_path_of
 from agent_eval.report.model import new_run_id, now_iso
-from agent_eval.run.config import RunConfig
+from agent_eval.run.config import Settings
 from agent_eval.run.interrupt import Interrupts
 from agent_eval.run.journal import Journal
 from agent_eval.run.worker import build_parts, tape_of
@@ -48,7 +52,7 @@ class Plan:
     SPEC starts, the run's id and start, and (with --resume) the run it resumes."""
 
     suite: Suite
-    cfg: RunConfig
+    cfg: Settings
     cases: list[Case]
     agent_dir: Path
     digest: str  # the case file's sha256, as the journal records it
@@ -68,7 +72,9 @@ def plan_run(flags: Flags, err: Console) -> Plan:
         flags = resumed.flags
     prepared = prepare(flags, resumed.apply if resumed else None)
     suite, cfg = prepared.suite, prepared.cfg
-    cases = _select_last_failed(flags, cfg, prepared.cases, lambda message: say(err, f"warning: {message}"))
+    cases, last_failed = _select_last_failed(flags, cfg, prepared.cases,
+                                             lambda message: say(err, f"warning: {message}"))
+    cfg = cfg.replace(last_failed=last_failed)
     check_runs(cfg, cases, suite, baseline=True)
     for warning in suite.warnings:
         say(err, warning)
@@ -80,7 +86,7 @@ def plan_run(flags: Flags, err: Console) -> Plan:
     if suite.servers:
         from agent_eval.run.mcp_sessions import shared_state_warning
 
-        shared = shared_state_warning(suite.servers, cfg.concurrency)
+        shared = shared_state_warning(suite.servers, cfg[CONCURRENCY])
         if shared:
             say(err, shared)
     agent_dir = flags.path("agent_dir") or (suite.base_dir if flags.text("agent") is None else Path.cwd())
@@ -88,33 +94,34 @@ def plan_run(flags: Flags, err: Console) -> Plan:
                 resumed.created_at if resumed else now_iso(), resumed)
 
 
-def check_runs(cfg: RunConfig, cases: list[Case], suite: Suite, baseline: bool = False) -> None:
+def check_runs(cfg: Settings, cases: list[Case], suite: Suite, baseline: bool = False) -> None:
     """Every check of what the runs of `cases` will call (exit 2 before anything plays): the agent's, the
     judge's and the simulator's models, --agent gold's calls, (`baseline`) the --baseline report and the
     gates, and with --max-cost their prices."""
-    runnable = [c for c in cases if skip_reason(c, os.environ, cfg.judge) is None]
+    runnable = [c for c in cases if skip_reason(c, os.environ, not cfg[NO_JUDGE]) is None]
     check_models(cfg, runnable, suite)
     if baseline:
         check_baseline(cfg)
-    if cfg.max_cost is not None and runnable:
+    if cfg[MAX_COST] is not None and runnable:
         from agent_eval.run.budget import require_prices
         from agent_eval.score.judge import needs_judge
 
-        judged = cfg.judge and needs_judge(runnable) is not None
+        judged = not cfg[NO_JUDGE] and needs_judge(runnable) is not None
         simulated = any(c.get("scenario") is not None for c in runnable)
-        require_prices([("agent", cfg.model), ("judge", cfg.judge_model if judged else None),
+        require_prices([("agent", cfg[MODEL]), ("judge", cfg[JUDGE_MODEL] if judged else None),
                         ("user simulator", cfg.user_sim.model if simulated else None)],
                        suite.settings.get("pricing"), suite.path)
 
 
-def _select_last_failed(flags: Flags, cfg: RunConfig, cases: list[Case],
-                        warn: Callable[[str], None]) -> list[Case]:
-    """--lf: keep the cases that failed or errored in the newest earlier run of this case file."""
+def _select_last_failed(flags: Flags, cfg: Settings, cases: list[Case],
+                        warn: Callable[[str], None]) -> tuple[list[Case], list[str] | None]:
+    """--lf: keep the cases that failed or errored in the newest earlier run of this case file; (the cases,
+    their ids when they are fewer than the cases selected)."""
     ids = flags.texts("last_failed_ids") or None  # a resumed run's stored selection
     if ids is None and flags.is_on("last_failed"):
         from agent_eval.report.history import last_failed
 
-        db = history_path_of(cfg.output_dir)
+        db = history_path_of(cfg[OUTPUT_DIR])
         run_id, found = last_failed(db, cfg.cases_file)
         if run_id is None:
             warn(f"--lf: {db} holds no earlier finished run of {cfg.cases_file}; running every selected case.")
@@ -123,36 +130,33 @@ def _select_last_failed(flags: Flags, cfg: RunConfig, cases: list[Case],
         else:
             ids = tuple(found)
     if ids is None:
-        return cases
+        return cases, None
     wanted = set(ids)
     kept = [c for c in cases if c["id"] in wanted]
     if not kept:
         raise ConfigError(f"--lf: none of the cases that failed last time ({', '.join(sorted(wanted))}) is "
                           "kept by --filter; drop --filter or --lf.")
     if len(kept) < len(cases):
-        cfg.last_failed = list(ids)
-    elif not flags.texts("last_failed_ids"):  # every selected case failed or errored last time: a full run
+        return kept, list(ids)
+    if not flags.texts("last_failed_ids"):  # every selected case failed or errored last time: a full run
         warn("--lf: every selected case failed or errored in the last run; running every selected case.")
-    return kept
+    return kept, None
 
 
-def pick_baseline(cfg: RunConfig, agent_name: str, ids: list[str], created_at: str,
-                  run_id: str | None = None) -> str | None:
-    """--baseline last: `cfg.baseline` becomes the newest earlier report that can be gated against; the
-    warning when there is no earlier run (then nothing is gated). A ConfigError when none qualifies."""
-    if cfg.baseline != "last":
-        return None
+def pick_baseline(cfg: Settings, agent_name: str, ids: list[str], created_at: str,
+                  run_id: str | None = None) -> tuple[Settings, str | None]:
+    """--baseline last: (the settings with the newest earlier report that can be gated against as their
+    baseline, None), or (the settings with none, the warning) when there is no earlier run (then nothing is
+    gated). A ConfigError when none qualifies."""
+    if cfg[BASELINE] != "last":
+        return cfg, None
     from agent_eval.report.baseline import NoEarlierRun, pick_last
 
     try:
-        cfg.baseline = str(pick_last(cfg.output_dir, cfg.cases_file, agent_name, ids, created_at, run_id))
+        return cfg.replace(baseline=str(pick_last(cfg[OUTPUT_DIR], cfg.cases_file, agent_name, ids, created_at,
+                                                  run_id))), None
     except NoEarlierRun as exc:
-        cfg.baseline = None
-        return f"warning: {exc}"
-    except ConfigError:
-        cfg.baseline = None
-        raise
-    return None
+        return cfg.replace(baseline=None), f"warning: {exc}"
 
 
 def parts_of(plan: Plan, cases: list[Case]) -> tuple[Agent, Simulator | None, ScoringContext]:
@@ -168,10 +172,10 @@ def journal_header(plan: Plan) -> dict[str, Any]:
             "cases_sha256": plan.digest}
 
 
-def open_journal(cfg: RunConfig, name: str, header: dict[str, Any], run_id: str) -> Journal:
+def open_journal(cfg: Settings, name: str, header: dict[str, Any], run_id: str) -> Journal:
     """The journal `name` in the output folder (made here: one that cannot be made is exit 2)."""
     make_output_dir(cfg)
-    return Journal(journal_path_of(cfg.output_dir, name), header, run_id=run_id)
+    return Journal(journal_path_of(cfg[OUTPUT_DIR], name), header, run_id=run_id)
 
 
 def check_journal(journal: Journal, flag: str) -> None:
@@ -190,17 +194,18 @@ def play(runner: Runner, interrupts: Interrupts) -> bool:
         runner.listeners.command_finished()
 
 
-def open_tape(cfg: RunConfig, suite: Suite, cases: list[Case]) -> tape.Tape | None:
+def open_tape(cfg: Settings, suite: Suite, cases: list[Case]) -> tape.Tape | None:
     """This command's tape (docs/ci-without-a-key.md), or None: --replay: every run to play has a cassette
     of this suite (else exit 2), each read when its run starts; --record: the folder locked, and refused
     when it holds another recording (unless --replay-miss live extends it), its cassette.json written."""
-    if cfg.replay is None and cfg.record is None:
+    replay, record = cfg[REPLAY], cfg[RECORD]
+    if replay is None and record is None:
         return None
     label = cassette.suite_label(suite.name, cfg.cases_file)
-    runs = [(c["id"], trial) for c in cases if skip_reason(c, os.environ, cfg.judge) is None
-            for trial in range(cfg.repeat)]
-    if cfg.replay is not None:
-        cassette.check_recorded(cfg.replay, cfg.recorded or {}, label, runs)
+    runs = [(c["id"], trial) for c in cases if skip_reason(c, os.environ, not cfg[NO_JUDGE]) is None
+            for trial in range(cfg[REPEAT])]
+    if replay is not None:
+        cassette.check_recorded(replay, cfg.recorded or {}, label, runs)
         return tape_of(cfg)
     from agent_eval.provider.recording import open_recording
     from importlib.metadata import PackageNotFoundError, version
@@ -212,12 +217,12 @@ def open_tape(cfg: RunConfig, suite: Suite, cases: list[Case]) -> tape.Tape | No
     except PackageNotFoundError:  # a source tree that was never installed
         ours = "unknown"
 
-    assert cfg.record is not None
-    header = {"suite": label, "cases_file": os.path.relpath(cfg.cases_file.resolve(), cfg.record.resolve()),
-              "agent": redact_secrets(redact_urls(cfg.agent) or ""), "model": cfg.model,
-              "judge_model": cfg.judge_model if cfg.judge else None,
-              "user_model": cfg.user_sim.model if cfg.user_sim else None, "repeat": cfg.repeat,
+    assert record is not None
+    header = {"suite": label, "cases_file": os.path.relpath(cfg.cases_file.resolve(), record.resolve()),
+              "agent": redact_secrets(redact_urls(cfg[AGENT]) or ""), "model": cfg[MODEL],
+              "judge_model": cfg[JUDGE_MODEL] if not cfg[NO_JUDGE] else None,
+              "user_model": cfg.user_sim.model if cfg.user_sim else None, "repeat": cfg[REPEAT],
               "agent_eval_version": ours, "created_at": now_iso()}
-    recording = open_recording(cfg.record, header, runs, extend=cfg.replay_miss == "live")
-    recording.timeout = cfg.timeout
+    recording = open_recording(record, header, runs, extend=cfg[REPLAY_MISS] == "live")
+    recording.timeout = cfg[TIMEOUT]
     return recording

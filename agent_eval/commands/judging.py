@@ -8,6 +8,7 @@ from typing import Any, cast
 
 from rich.console import Console
 
+from agent_eval.flags.rows import JUDGE_MODEL
 from agent_eval.records import CASE_FILE_SHAPE, Case, RunRecord, split_case_file
 from agent_eval.errors import ConfigError
 from agent_eval.score.labels import Label
@@ -70,7 +71,8 @@ def resolve_judge(data: Mapping[str, Any], report: Path, cases: Path | None, jud
     setting("judge_timeout").checked(judge_timeout)
     suite = (load_cases if code else load_case_data)(data, report, cases, console)
     cfg = resolve(Flags(judge_model=judge_model, judge_timeout=judge_timeout), suite, environ)
-    if not cfg.judge_model:
+    model = cfg[JUDGE_MODEL]
+    if not model:
         raise ConfigError("the judge has no model: pass --judge-model NAME, set AGENT_EVAL_JUDGE_MODEL, or set "
                           f"\"judge\": {{\"model\": ...}} in the suite block of {suite.path}.")
     if not cfg.judge_api_key:
@@ -81,7 +83,7 @@ def resolve_judge(data: Mapping[str, Any], report: Path, cases: Path | None, jud
         raise ConfigError(f"{report} was judged at {stored}, and the judge resolved here is the provider's "
                           "default endpoint; set AGENT_EVAL_JUDGE_BASE_URL to the endpoint you mean (the "
                           "report never chooses where transcripts go).")
-    return suite, (cfg.judge_model, cfg.judge_base_url, cfg.judge_api_key)
+    return suite, (model, cfg.judge_base_url, cfg.judge_api_key)
 
 
 def would_be_judged(run: Mapping[str, Any]) -> bool:

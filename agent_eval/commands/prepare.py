@@ -9,10 +9,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent_eval.flags.rows import AGENT, BASELINE, FILTER, GATE, JUDGE_MODEL, NO_JUDGE, OUTPUT_DIR
 from agent_eval.records import Case
 from agent_eval.errors import ConfigError
 from agent_eval.flags import DEFAULTS, Flags
-from agent_eval.run.config import RunConfig, resolve
+from agent_eval.run.config import Settings, resolve
 from agent_eval.suite.cases import Suite, load_suite
 from agent_eval.suite.selection import select_cases
 
@@ -22,11 +23,11 @@ class Prepared:
     """A loaded suite, its resolved settings and the cases selected from it."""
 
     suite: Suite
-    cfg: RunConfig
+    cfg: Settings
     cases: list[Case]
 
 
-def prepare(flags: Flags, adjust: Callable[[RunConfig], None] | None = None) -> Prepared:
+def prepare(flags: Flags, adjust: Callable[[Settings], Settings] | None = None) -> Prepared:
     """Load the case file, resolve the settings (then `adjust` them), and select the cases.
 
     `adjust` amends the resolved settings before they are checked (--resume restores stored ones).
@@ -34,15 +35,15 @@ def prepare(flags: Flags, adjust: Callable[[RunConfig], None] | None = None) -> 
     suite = load_suite(flags.path("cases") or DEFAULTS.cases)
     cfg = resolve(flags, suite)
     if adjust is not None:
-        adjust(cfg)
-    cases = select_cases(suite.cases, cfg.filter)
+        cfg = adjust(cfg)
+    cases = select_cases(suite.cases, list(cfg[FILTER]))
     if not cases:
-        raise ConfigError(f"no case of {suite.path} matches --filter {' '.join(cfg.filter)!r}; "
+        raise ConfigError(f"no case of {suite.path} matches --filter {' '.join(cfg[FILTER])!r}; "
                           "`agent-eval list` shows the ids and tags.")
     return Prepared(suite, cfg, cases)
 
 
-def check_models(cfg: RunConfig, runnable: list[Case], suite: Suite) -> None:
+def check_models(cfg: Settings, runnable: list[Case], suite: Suite) -> None:
     """The checks of what the runs to play will call: the agent's, the judge's and the simulator's models,
     and --agent gold's gold calls."""
     from agent_eval.run.agents import kind_of
@@ -50,34 +51,35 @@ def check_models(cfg: RunConfig, runnable: list[Case], suite: Suite) -> None:
     from agent_eval.run.config import require_llm
     from agent_eval.run.scenario import require_user
 
-    kind = kind_of(cfg.agent)
+    kind = kind_of(cfg[AGENT])
     if kind.uses_llm and runnable:
         require_llm(cfg, kind.name)
     check_judge(cfg, runnable, suite)
     require_user(cfg.user_sim, runnable, suite.path)
-    require_gold(cfg.agent, runnable, suite.path)
+    require_gold(cfg[AGENT], runnable, suite.path)
 
 
-def check_judge(cfg: RunConfig, runnable: list[Case], suite: Suite) -> None:
+def check_judge(cfg: Settings, runnable: list[Case], suite: Suite) -> None:
     """Exit 2 when a case that will be scored needs the judge and it has no model or key."""
     from agent_eval.score.judge import needs_judge, require_judge
 
-    judged = needs_judge(runnable) if cfg.judge else None
+    judged = needs_judge(runnable) if not cfg[NO_JUDGE] else None
     if judged is not None:
-        require_judge(cfg.judge_model, cfg.judge_api_key, judged, suite.path)
+        require_judge(cfg[JUDGE_MODEL], cfg.judge_api_key, judged, suite.path)
 
 
-def check_baseline(cfg: RunConfig) -> None:
+def check_baseline(cfg: Settings) -> None:
     """Exit 2 when the --baseline report cannot be read or a --gate is unknown."""
     from agent_eval.report.baseline import validate_baseline
 
-    validate_baseline(Path(cfg.baseline) if cfg.baseline and cfg.baseline != "last" else None, cfg.gate)
+    baseline = cfg[BASELINE]
+    validate_baseline(Path(baseline) if baseline and baseline != "last" else None, list(cfg[GATE]))
 
 
-def make_output_dir(cfg: RunConfig) -> None:
+def make_output_dir(cfg: Settings) -> None:
     """Create --output-dir; one that cannot be created is exit 2."""
     try:
-        cfg.output_dir.mkdir(parents=True, exist_ok=True)
+        cfg[OUTPUT_DIR].mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise ConfigError(f"cannot create the output directory {cfg.output_dir} ({exc.strerror or exc}); "
+        raise ConfigError(f"cannot create the output directory {cfg[OUTPUT_DIR]} ({exc.strerror or exc}); "
                           "pass --output-dir with a writable folder.") from None

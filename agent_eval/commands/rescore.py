@@ -13,13 +13,14 @@ from pathlib import Path
 import orjson
 from rich.console import Console
 
-from agent_eval.commands.conclude import Outputs, conclude, say
+from agent_eval.commands.conclude import conclude, say
 from agent_eval.errors import ConfigError
-from agent_eval.flags import DEFAULTS, Flags, setting
+from agent_eval.flags import DEFAULTS, Flags
+from agent_eval.flags.rows import JUDGE_REPEAT, JUDGE_TIMEOUT, NO_JUDGE, QUIET
 from agent_eval.llm import redact_url
 from agent_eval.report.model import load_report
 from agent_eval.report.shapes import RESCORE_SHAPE
-from agent_eval.run.config import first, plugin_settings
+from agent_eval.run.config import first, resolve
 from agent_eval.score.judge import build_judge, needs_judge, require_judge
 from agent_eval.score.pipeline import ScoringContext
 from agent_eval.commands.report_judge import judge_for_report, report_cases_file
@@ -31,16 +32,18 @@ def rescore_command(flags: Flags, console: Console, err: Console, environ: Mappi
     """Re-score flags.report's traces, write the new report and every extra output beside it, print it
     (only the verdict line with --quiet), and return the exit code."""
     env = os.environ if environ is None else environ
-    judge_repeat, judge_on = flags.count("judge_repeat"), not flags.is_on("no_judge")
-    judge_timeout = setting("judge_timeout").checked(first(flags.number("judge_timeout"), DEFAULTS.judge_timeout))
-    setting("judge_repeat").checked(judge_repeat)
-    if judge_repeat is not None and not judge_on:
+    for row in (JUDGE_TIMEOUT, JUDGE_REPEAT):  # a flag out of its range is named before the report is read
+        row.checked(flags.value(row.name))
+    if flags.count("judge_repeat") is not None and flags.is_on("no_judge"):
         raise ConfigError("--judge-repeat asks the judge again, and --no-judge forbids it; pass one of them.")
     report_path = Path(str(flags.path("report")))
     old = load_report(report_path, RESCORE_SHAPE)
     cases_file = report_cases_file(old, report_path, flags.path("cases") if flags.given("cases") else None,
                                    lambda line: say(err, line))
     suite = load_suite(cases_file)
+    # Resolved as `run` resolves its settings; the outputs go beside REPORT.
+    cfg = resolve(flags, suite, env, command="rescore").replace(output_dir=report_path.parent)
+    judge_repeat, judge_on, judge_timeout = cfg[JUDGE_REPEAT], not cfg[NO_JUDGE], cfg[JUDGE_TIMEOUT]
     settings = dict(old.get("settings") or {})
     entries, missing, work = select_work(old, suite, report_path, judge_on)
     judged = needs_judge(work) if judge_on else None
@@ -69,9 +72,6 @@ def rescore_command(flags: Flags, console: Console, err: Console, environ: Mappi
         from agent_eval.score.judge import runs_to_judge
 
         report["summary"]["runs_to_judge"] = runs_to_judge(suite.cases, list(new_entries))
-    outputs = Outputs(output_dir=report_path.parent, cases_file=cases_file, junit=flags.path("junit"),
-                      markdown=flags.path("markdown"), otel=flags.path("otel"),
-                      otlp_endpoint=flags.text("otlp_endpoint"), extra=plugin_settings(flags, suite, env))
     notes = [f"Not in {suite.path} anymore, so not rescored: {', '.join(map(str, missing))}"] if missing else []
-    return conclude(report, lambda: ([orjson.dumps(r) for r in e["runs"]] for e in new_entries), outputs,
-                    console, err, quiet=flags.is_on("quiet"), label="Rescored report", notes=notes)
+    return conclude(report, lambda: ([orjson.dumps(r) for r in e["runs"]] for e in new_entries), cfg,
+                    console, err, quiet=cfg[QUIET], label="Rescored report", notes=notes)

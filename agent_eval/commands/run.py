@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 from rich.console import Console
 from rich.markup import escape
 
+from agent_eval.flags.rows import CONCURRENCY, MAX_COST, MODEL, OTLP_ENDPOINT, OUTPUT_DIR, QUIET, RAY, WORKERS
 from agent_eval.commands.conclude import finish_report, offer_runs, say
 from agent_eval.commands.core import (check_journal, journal_header, open_journal, open_tape, pick_baseline,
                                       plan_run, play)
@@ -18,7 +19,7 @@ from agent_eval.plugins import listeners as plugin_listeners
 from agent_eval.records import Report, RunRecord
 from agent_eval.provider import events
 from agent_eval.provider.endpoints import WindowBoard
-from agent_eval.run.config import RunConfig
+from agent_eval.run.config import Settings
 from agent_eval.run.interrupt import Interrupts
 from agent_eval.run.runner import Runner
 from agent_eval.run.worker import WorkerInit, build_parts
@@ -48,7 +49,8 @@ def play_suite(flags: Flags, console: Console | None, err: Console, interrupts: 
     plan = plan_run(flags, err)
     suite, cases, cfg, resumed = plan.suite, plan.cases, plan.cfg, plan.resumed
     agent, simulator, scoring = build_parts(suite, cases, cfg, plan.agent_dir)
-    warning = pick_baseline(cfg, agent.name, [str(c["id"]) for c in cases], plan.created_at, plan.run_id)
+    plan.cfg, warning = pick_baseline(cfg, agent.name, [str(c["id"]) for c in cases], plan.created_at, plan.run_id)
+    cfg = plan.cfg
     if warning:  # exit 2 before anything runs when no earlier run is comparable
         say(err, warning)
     run_tape = open_tape(cfg, suite, cases)
@@ -57,9 +59,10 @@ def play_suite(flags: Flags, console: Console | None, err: Console, interrupts: 
     # it) and the recording's folder is let go.
     try:
         make_output_dir(cfg)
-        if cfg.workers != 1 or cfg.ray:  # started here, so that a cluster that cannot be joined is exit 2
+        if cfg[WORKERS] != 1 or cfg[RAY]:  # started here, so that a cluster that cannot be joined is exit 2
             pool = open_pool(cfg, WorkerInit(cfg.cases_file, plan.digest, [c["id"] for c in cases], cfg,
                                              plan.agent_dir.resolve(), run_tape is not None and run_tape.extends))
+            cfg = plan.cfg = cfg.replace(workers=pool.asked)  # settings.workers: how many were asked for (Ray's CPUs)
         note = _idle_workers_note(cfg, len(pool.hosts)) if pool is not None else None
         if note:
             say(err, note)
@@ -68,20 +71,20 @@ def play_suite(flags: Flags, console: Console | None, err: Console, interrupts: 
         check_journal(journal, "--output-dir")
         # the run's events (docs/architecture.md), told to the plugins' listeners first
         listeners = journal.listeners = events.Listeners(*plugin_listeners(lambda line: say(err, line)))
-        sender = offer_runs(journal, cfg.otlp_endpoint, {"run_id": run_id, "created_at": created_at,
-                                                          "suite": suite.name, "model": cfg.model})
+        sender = offer_runs(journal, cfg[OTLP_ENDPOINT], {"run_id": run_id, "created_at": created_at,
+                                                          "suite": suite.name, "model": cfg[MODEL]})
         progress = _progress(console, cfg)
         board = pool.board if pool is not None else WindowBoard()
         listeners.add(board)  # before the progress line, which shows it
-        listeners.add(ProgressLine(progress, err, cfg.quiet, board))
+        listeners.add(ProgressLine(progress, err, cfg[QUIET], board))
         runner = Runner(suite, cases, cfg, agent, scoring, journal, listeners=listeners, simulator=simulator,
                         tape=run_tape)
         runner.pool = pool
-        if cfg.max_cost is not None:
+        if cfg[MAX_COST] is not None:
             runner.budget = _budget(cfg, runner, suite, journal.path if resumed else None)
         if resumed:
             resumed.restore(runner.restore)
-        if progress is None and console is not None and not cfg.quiet:  # a log: a line every minute
+        if progress is None and console is not None and not cfg[QUIET]:  # a log: a line every minute
             from agent_eval.commands import heartbeat as beats
 
             done = sum(len(slot.runs) for slot in runner.slots)
@@ -123,7 +126,7 @@ def play_suite(flags: Flags, console: Console | None, err: Console, interrupts: 
             run_tape.close()
 
 
-def _budget(cfg: RunConfig, runner: Runner, suite: Any, resumed_journal: Path | None) -> Any:
+def _budget(cfg: Settings, runner: Runner, suite: Any, resumed_journal: Path | None) -> Any:
     """The --max-cost budget: this process's judge and simulator spend (workers' included) read as runs
     finish; a resumed run's earlier processes' spend counts against it too."""
     from agent_eval.run.budget import Budget
@@ -144,34 +147,35 @@ def _budget(cfg: RunConfig, runner: Runner, suite: Any, resumed_journal: Path | 
         costs = [part.get("cost_usd", 0.0) for part in parts]
         return None if None in costs else float(sum(costs))
 
-    assert cfg.max_cost is not None
-    budget = Budget(cfg.max_cost, helpers)
+    limit = cfg[MAX_COST]
+    assert limit is not None
+    budget = Budget(limit, helpers)
     for usage in read_usage(resumed_journal) if resumed_journal is not None else ():
         budget.earlier_usd += sum((usage.get(key) or {}).get("cost_usd") or 0.0 for key in ("judge", "user_sim"))
     return budget
 
 
-def _idle_workers_note(cfg: RunConfig, started: int) -> str | None:
+def _idle_workers_note(cfg: Settings, started: int) -> str | None:
     """One line when --concurrency leaves some of the workers settings.workers records without a slot."""
-    if started >= cfg.workers:
+    if started >= cfg[WORKERS]:
         return None
-    asked = (f"the {cfg.workers} workers" if cfg.sources.get("workers") == "flag"
-             else f"the {cfg.workers} workers (one per CPU of the Ray cluster)")
+    asked = (f"the {cfg[WORKERS]} workers" if cfg.sources.get("workers") == "flag"
+             else f"the {cfg[WORKERS]} workers (one per CPU of the Ray cluster)")
     starts = "1 worker starts" if started == 1 else f"{started} workers start"
-    return (f"note: --concurrency {cfg.concurrency} gives {started} of {asked} a slot; {starts} "
-            f"(settings.workers records {cfg.workers}).")
+    return (f"note: --concurrency {cfg[CONCURRENCY]} gives {started} of {asked} a slot; {starts} "
+            f"(settings.workers records {cfg[WORKERS]}).")
 
 
-def open_pool(cfg: RunConfig, init: WorkerInit) -> Any:
+def open_pool(cfg: Settings, init: WorkerInit) -> Any:
     """The workers of --workers N (local processes) or --ray (actors); nothing starts before the run."""
-    if cfg.ray:
+    if cfg[RAY]:
         from agent_eval.run.ray_hosts import open_ray_pool
 
-        return open_ray_pool(cfg, init, cfg.output_dir)
+        return open_ray_pool(cfg, init, cfg[OUTPUT_DIR])
     from agent_eval.run.pool import ProcessHost, WorkerPool, split_concurrency
 
-    slots = split_concurrency(cfg.concurrency, cfg.workers)
-    return WorkerPool([ProcessHost(number, n, init) for number, n in enumerate(slots)])
+    slots = split_concurrency(cfg[CONCURRENCY], cfg[WORKERS])
+    return WorkerPool([ProcessHost(number, n, init) for number, n in enumerate(slots)], asked=cfg[WORKERS])
 
 
 class ProgressLine(events.RunListener):
@@ -226,8 +230,8 @@ def _status(board: WindowBoard) -> str:
     return escape(line) if line else RUNNING
 
 
-def _progress(console: Console | None, cfg: RunConfig) -> Any:
-    if console is None or cfg.quiet or not console.is_terminal:
+def _progress(console: Console | None, cfg: Settings) -> Any:
+    if console is None or cfg[QUIET] or not console.is_terminal:
         return None
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 

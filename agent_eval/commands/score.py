@@ -6,6 +6,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from agent_eval.flags.rows import AGENT, CONCURRENCY, MODEL, NO_JUDGE, OTLP_ENDPOINT, THRESHOLD
 from agent_eval.commands.conclude import finish_report, offer_runs, say
 from agent_eval.commands.core import open_journal, pick_baseline
 from agent_eval.commands.prepare import check_baseline, check_judge, prepare
@@ -33,30 +34,28 @@ def score_command(flags: Flags, console: Console, err: Console) -> int:
                           f"{suite.path} (by metadata.trace_id or case id); import the traces first "
                           f"(agent-eval import otel {path} --out FILE) or pass --cases with the right file.")
     # What the recordings say wins over the flags: the agent and model that made them, and their count.
-    cfg.agent = str(head.get("agent") or fmt)
-    cfg.model = head.get("model") or cfg.model
-    cfg.repeat = max(len(recs) for _, recs in work)
-    cfg.sources.update(agent="traces", repeat="traces", **({"model": "traces"} if head.get("model") else {}))
-    cfg.source = {"traces": str(path), "format": fmt}
+    cfg = cfg.replace({"agent": "traces", "repeat": "traces", **({"model": "traces"} if head.get("model") else {})},
+                      agent=str(head.get("agent") or fmt), model=head.get("model") or cfg[MODEL],
+                      repeat=max(len(recs) for _, recs in work), source={"traces": str(path), "format": fmt})
     check_baseline(cfg)
-    plans = plan_cases(work, cfg.judge)
+    plans = plan_cases(work, not cfg[NO_JUDGE])
     runnable = [c for c, _, skip in plans if skip is None]
     check_judge(cfg, runnable, suite)
     run_id, created_at = new_run_id(), now_iso()
-    warning = pick_baseline(cfg, cfg.agent, [str(c["id"]) for c, _ in work], created_at)
+    cfg, warning = pick_baseline(cfg, cfg[AGENT], [str(c["id"]) for c, _ in work], created_at)
     if warning:  # as run: exit 2 before anything is written when no earlier run is comparable
         say(err, warning)
     journal = open_journal(cfg, run_id, {"run_id": run_id, "created_at": created_at, "settings": cfg.settings(),
                                          "cases_file": str(cfg.cases_file)}, run_id)
-    sender = offer_runs(journal, cfg.otlp_endpoint, {"run_id": run_id, "created_at": created_at,
-                                                      "suite": suite.name, "model": cfg.model})
+    sender = offer_runs(journal, cfg[OTLP_ENDPOINT], {"run_id": run_id, "created_at": created_at,
+                                                      "suite": suite.name, "model": cfg[MODEL]})
     ctx = scoring_of(suite, runnable, cfg)
-    scored_runs = ScoredRuns(journal, ctx, cfg.threshold)
+    scored_runs = ScoredRuns(journal, ctx, cfg[THRESHOLD])
     try:
-        asyncio.run(score_all(suite, plans, ctx, cfg.concurrency, scored_runs))
+        asyncio.run(score_all(suite, plans, ctx, cfg[CONCURRENCY], scored_runs))
     finally:
         journal.close()
-    code, _ = finish_report(scored_runs, suite, cfg, cfg.agent, run_id, created_at, False, console, err, sender=sender)
+    code, _ = finish_report(scored_runs, suite, cfg, cfg[AGENT], run_id, created_at, False, console, err, sender=sender)
     if scored_runs.skipped_names:
         shown = ", ".join(f"{name} ({n} run{'s' if n != 1 else ''})" for name, n in scored_runs.skipped_names.items())
         say(console, f"Skipped for want of a recorded environment: {shown}")

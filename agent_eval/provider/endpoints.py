@@ -8,27 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from agent_eval.limits import RETRY_BUDGET_S
 from agent_eval.provider import events
 from agent_eval.provider.throttle import RateLimit, TokenBucket, Window
 
-
-class Limits(Protocol):
-    """What the endpoints read of a command's settings (a RunConfig has them): no upper layer named."""
-
-    @property
-    def concurrency(self) -> int: ...
-
-    @property
-    def rate_limit(self) -> RateLimit | None: ...
-
-    @property
-    def judge_rate_limit(self) -> RateLimit | None: ...
-
-    @property
-    def retry_budget(self) -> float: ...
 
 ROLES = ("agent", "judge", "user")
 
@@ -68,13 +53,6 @@ class Endpoint:
         return {"role": self.role, "base_url": self.base_url, "model": self.model, "requests": self.requests,
                 "rate_limited": self.rate_limited, "retries": self.retries,
                 "retry_wait_s": round(self.retry_wait_s, 3), "min_concurrency": self.window.smallest}
-
-
-def settings_of(cfg: Limits, ceiling: int | None = None) -> Settings:
-    """The settings of a run's config: the ceiling is its --concurrency unless a worker's slots are given."""
-    return Settings(ceiling=ceiling or cfg.concurrency, rate_limit=cfg.rate_limit,
-                    judge_rate_limit=cfg.judge_rate_limit,
-                    retry_budget_s=cfg.retry_budget)
 
 
 class EndpointTable:

@@ -8,7 +8,6 @@ the one report of the session (`merge_parts`).
 """
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import io
 import os
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from rich.console import Console
 
+from agent_eval.flags.rows import AGENT, BASELINE, NO_JUDGE, OUTPUT_DIR, RECORD, REPLAY, THRESHOLD
 from agent_eval.commands.conclude import finish_report
 from agent_eval.commands.core import (Plan, check_journal, journal_header, open_journal, open_tape, parts_of,
                                       pick_baseline, play)
@@ -30,7 +30,7 @@ from agent_eval.provider.endpoints import merge_summaries
 from agent_eval.pytest_plugin.items import as_options
 from agent_eval.records import Case, CaseEntry, Report
 from agent_eval.report.files import report_path_of
-from agent_eval.run.config import RunConfig
+from agent_eval.run.config import Settings
 from agent_eval.run.interrupt import Interrupts
 from agent_eval.run.journal import Journal
 from agent_eval.run.runner import CaseSlot, Runner, lite_run, slot_bytes, slot_entry
@@ -69,7 +69,7 @@ class Book:
         return self.plan.suite
 
     @property
-    def cfg(self) -> RunConfig:
+    def cfg(self) -> Settings:
         return self.plan.cfg
 
     @property
@@ -81,7 +81,7 @@ class Book:
         return {case["id"]: case for case in self.suite.cases}
 
     def skip_of(self, case: Case) -> str | None:
-        return skip_reason(case, os.environ, self.cfg.judge)
+        return skip_reason(case, os.environ, not self.cfg[NO_JUDGE])
 
     def add_inline(self, case: Case, raw: dict[str, Any]) -> str:
         """Add an inline case (checked) to this book's suite; its id, made unique in the session."""
@@ -102,7 +102,7 @@ class Book:
         cases = [by_id[i] for i in dict.fromkeys(ids) if i not in self.played and i not in self.problems and i in by_id]
         if not cases:
             return
-        cfg = self.cfg if repeat is None else dataclasses.replace(self.cfg, repeat=repeat)
+        cfg = self.cfg if repeat is None else self.cfg.replace(repeat=repeat)
         try:
             agent, simulator, scoring = parts_of(self.plan, cases)
             run_tape = self._tape(cases, cfg)
@@ -126,15 +126,15 @@ class Book:
             self.interrupted = True
             raise KeyboardInterrupt
 
-    def _tape(self, cases: list[Case], cfg: RunConfig) -> Tape | None:
+    def _tape(self, cases: list[Case], cfg: Settings) -> Tape | None:
         """--agent-eval-record: one tape for the session (its header written once); --agent-eval-replay: one
         per batch, whose runs' cassettes are checked as `run` checks them (its counts are the batch's)."""
-        if self.part is not None and cfg.record is not None and cfg.replay is None:
+        if self.part is not None and cfg[RECORD] is not None and cfg[REPLAY] is None:
             if self.tape is None:  # an xdist worker: the controller holds the folder and wrote its header
                 from agent_eval.run.worker import tape_of
 
                 self.tape = tape_of(cfg, self.extends)
-        elif self.tape is None or cfg.replay is not None:
+        elif self.tape is None or cfg[REPLAY] is not None:
             self.tape = open_tape(cfg, self.suite, cases)
         return self.tape
 
@@ -154,7 +154,7 @@ class Book:
     def entry(self, case_id: str, threshold: float | None = None) -> CaseEntry | None:
         """The case entry of a played case (its runs lite), as the report will hold it."""
         played = self.played.get(case_id)
-        return None if played is None else slot_entry(played, self.cfg.threshold if threshold is None else threshold)
+        return None if played is None else slot_entry(played, self.cfg[THRESHOLD] if threshold is None else threshold)
 
     def run_chunks(self, case_id: str) -> list[bytes]:
         """A played case's runs as the journal wrote them (JSON, traces included; never read back from the
@@ -172,13 +172,13 @@ class Book:
         self.journal.close()
         said = io.StringIO()
         lines = list(self.suite.warnings)
-        if self.cfg.baseline == "last":
+        if self.cfg[BASELINE] == "last":
             lines += self._pick_baseline()
-        _, report = finish_report(_Results(self), self.suite, self.cfg, self.agent_name or self.cfg.agent,
+        _, report = finish_report(_Results(self), self.suite, self.cfg, self.agent_name or self.cfg[AGENT],
                                   self.run_id, self.plan.created_at, self.interrupted, None,
                                   Console(file=said, width=10_000, color_system=None))
         lines += [line for line in said.getvalue().splitlines() if line.strip()]
-        written = report is not None and report_path_of(self.cfg.output_dir, self.run_id).is_file()
+        written = report is not None and report_path_of(self.cfg[OUTPUT_DIR], self.run_id).is_file()
         return (report if written else None), lines
 
     def merge_journals(self) -> None:
@@ -188,7 +188,7 @@ class Book:
         from agent_eval.run.journal import scan_runs
 
         by_id = self.by_id
-        for path in sorted(self.cfg.output_dir.glob(f"{self.run_id}.gw*.jsonl")):
+        for path in sorted(self.cfg[OUTPUT_DIR].glob(f"{self.run_id}.gw*.jsonl")):
             data = path.read_bytes()
             for case_id, trial, run, (start, length) in scan_runs(path):
                 case = by_id.get(case_id)
@@ -216,9 +216,10 @@ class Book:
         """--agent-eval-baseline last: the newest earlier run that can be gated against, as `run` picks it (a
         warning when there is none; an error line, the session failed, when none of the earlier ones qualifies)."""
         try:
-            warning = pick_baseline(self.cfg, self.agent_name or self.cfg.agent, list(self.played),
-                                    self.plan.created_at, self.run_id)
+            self.plan.cfg, warning = pick_baseline(self.cfg, self.agent_name or self.cfg[AGENT], list(self.played),
+                                                   self.plan.created_at, self.run_id)
         except ConfigError as exc:  # `run` would stop before running: here the session fails, its report ungated
+            self.plan.cfg = self.cfg.replace(baseline=None)
             self.gate_failed = True
             return [f"error: {as_options(str(exc))}"]
         return [warning] if warning else []
@@ -282,7 +283,7 @@ class _Results:
         self.journal = book.journal
 
     def case_entries(self) -> list[CaseEntry]:
-        return [slot_entry(slot, self.book.cfg.threshold) for slot in self.slots]
+        return [slot_entry(slot, self.book.cfg[THRESHOLD]) for slot in self.slots]
 
     def spent(self, pricing: dict[str, Any] | None) -> dict[str, Any]:
         processes = [self.book.spends, *self.book.worker_spends]
@@ -308,9 +309,8 @@ def open_book(path: Path, flags: Flags, run_id: str, created_at: str, part: str 
     output folder, start from `cwd` (where pytest started)."""
     start = cwd or Path.cwd()
 
-    def anchored(cfg: RunConfig) -> None:  # resolved once: a conftest's chdir later moves none of the files
-        if not cfg.output_dir.is_absolute():
-            cfg.output_dir = start / cfg.output_dir
+    def anchored(cfg: Settings) -> Settings:  # resolved once: a conftest's chdir later moves none of the files
+        return cfg if cfg[OUTPUT_DIR].is_absolute() else cfg.replace(output_dir=start / cfg[OUTPUT_DIR])
 
     prepared = prepare(flags, anchored)
     suite = prepared.suite

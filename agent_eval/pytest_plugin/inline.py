@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
+from agent_eval.flags.rows import THRESHOLD
 from agent_eval.errors import CaseFileError, ConfigError, Problem
 from agent_eval.pytest_plugin.book import Book, load_inline_case
 from agent_eval.pytest_plugin.items import as_options
@@ -92,7 +93,7 @@ def result_of(book: Book, case_id: str, threshold: float | None) -> CaseResult:
     summary = summarize([{"id": case_id, "status": entry["status"], "runs": entry.get("runs") or []}], repeat,
                         book.suite.scorers)
     failed = [line for run in runs if run.get("status") in ("failed", "error") for line in failure_lines(run)]
-    limit = threshold if threshold is not None else book.cfg.threshold
+    limit = threshold if threshold is not None else book.cfg[THRESHOLD]
     return CaseResult(case_id, entry["status"], entry.get("pass_rate"), case_reason(entry), failed,
                       summary, runs,
                       outcome_message(entry, limit) if entry["status"] != "passed" else "")

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 import pytest
 
+from agent_eval.flags.rows import OUTPUT_DIR, RECORD, REPLAY, THRESHOLD
 from agent_eval.errors import CaseFileError, ConfigError
 from agent_eval.flags import Flags
 from agent_eval.pytest_plugin.book import Book, open_book
@@ -134,7 +135,7 @@ class SessionState:
         entry = book.entry(item.name)
         if entry is None:
             return Outcome("error", f"case {item.name!r} was not played")
-        return Outcome(entry["status"], outcome_message(entry, book.cfg.threshold))
+        return Outcome(entry["status"], outcome_message(entry, book.cfg[THRESHOLD]))
 
     def _batch(self, item: CaseItem, book: Book) -> list[str]:
         """The cases of `book` among the items this process will run (all the session's without xdist; the
@@ -170,7 +171,7 @@ class SessionState:
                 book = self.open(path)
             except (CaseFileError, ConfigError):  # the workers report it as each item's error
                 continue
-            if book.cfg.record is None or book.cfg.replay is not None:
+            if book.cfg[RECORD] is None or book.cfg[REPLAY] is not None:
                 continue
             try:
                 tape = book.tape or book.open_tape()
@@ -202,7 +203,7 @@ class SessionState:
             except ConfigError as exc:  # the baseline report cannot be read: `run` says so and exits 2
                 report, lines, book.gate_failed = None, [f"error: {as_options(str(exc))}"], True
             if report is not None or lines:
-                self.reports.append((report, lines, report_path_of(book.cfg.output_dir, book.run_id)))
+                self.reports.append((report, lines, report_path_of(book.cfg[OUTPUT_DIR], book.run_id)))
             if (book.gate_failed or gate_failed(report)) and session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the gate fails the session, as it fails `run`
 

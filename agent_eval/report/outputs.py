@@ -22,17 +22,13 @@ if TYPE_CHECKING:
 
 
 class OutputSettings(Protocol):
-    """What the outputs read of a command's settings (a RunConfig, or commands.conclude.Outputs); a plugin's
-    row reads its own flag by name (`flag`)."""
-
-    @property
-    def output_dir(self) -> Path: ...
+    """What the outputs read of a command's settings (`run/config.py`'s `Settings`): a setting's value by its
+    row's name, as a plugin's row reads its own (`flag`)."""
 
     @property
     def cases_file(self) -> Path: ...
 
-    @property
-    def html(self) -> bool: ...
+    def get(self, name: str) -> Any: ...
 
 
 def write_page(report: Report, report_path: Path, run_bytes: Any, out: Path) -> None:
@@ -83,10 +79,8 @@ class OutputJob:
 
 
 def flag(name: str) -> Callable[[OutputSettings, Path], Any]:
-    """A row's target: the value of the setting `name` (a built-in's attribute, else a plugin's, resolved as
-    `run` resolves it; None when it has none)."""
-    return lambda cfg, report_path: getattr(cfg, name) if hasattr(cfg, name) else \
-        (getattr(cfg, "extra", None) or {}).get(name)
+    """A row's target: the value of the setting `name` (None when it has none)."""
+    return lambda cfg, report_path: cfg.get(name)
 
 
 def _write_html(job: OutputJob) -> None:
@@ -123,8 +117,8 @@ def _send_otlp(job: OutputJob) -> None:
 
 
 OUTPUTS: list[Output] = [
-    Output("HTML", lambda cfg, report_path: page_path_of(report_path) if cfg.html else None, _write_html),
-    Output("history", lambda cfg, report_path: history_path_of(cfg.output_dir), _write_history, listed=False),
+    Output("HTML", lambda cfg, report_path: page_path_of(report_path) if not cfg.get("no_html") else None, _write_html),
+    Output("history", lambda cfg, report_path: history_path_of(cfg.get("output_dir")), _write_history, listed=False),
     Output("JUnit", flag("junit"), _write_junit),
     Output("Markdown", flag("markdown"), _write_markdown),
     Output("OTel", flag("otel"), _write_otel),

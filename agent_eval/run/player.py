@@ -10,13 +10,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agent_eval.flags.rows import TIMEOUT
 from agent_eval.records import Case, RunRecord
 from agent_eval.provider import keying, state
-from agent_eval.provider.endpoints import merge_summaries, settings_of
+from agent_eval.provider.endpoints import merge_summaries
 from agent_eval.provider.tape import Tape, using
 from agent_eval.run import collector
 from agent_eval.run.agents.base import BUILT_IN
-from agent_eval.run.config import RunConfig
+from agent_eval.run.config import Settings, endpoint_settings
 from agent_eval.run.episode import play_run
 from agent_eval.run.journal import encode_run
 from agent_eval.run.world import EnvTemplate, case_template, expected_of
@@ -98,12 +99,12 @@ class CaseSlot:
 class Player:
     """Plays and scores one run of a case slot; holds what every run shares (agent, tools, MCP servers)."""
 
-    def __init__(self, suite: Suite, cfg: RunConfig, agent: Agent, scoring: ScoringContext,
+    def __init__(self, suite: Suite, cfg: Settings, agent: Agent, scoring: ScoringContext,
                  simulator: Simulator | None = None, tape: Tape | None = None,
                  command: state.CommandState | None = None) -> None:
         self.suite, self.cfg, self.agent, self.scoring = suite, cfg, agent, scoring
         # The command's endpoints, listeners and clients: current in each run it plays.
-        self.command = command or state.new_state(settings_of(cfg))
+        self.command = command or state.new_state(endpoint_settings(cfg))
         self.tape = tape  # --record / --replay: the command's tape, each run's cassette opened from it
         self.simulator = simulator  # plays the user of scenario cases
         self.system_prompt = suite.settings.get("system_prompt")
@@ -112,7 +113,7 @@ class Player:
         if suite.servers:
             from agent_eval.run.mcp_sessions import ServerPool
 
-            self.servers = ServerPool(suite.servers, cfg.timeout)
+            self.servers = ServerPool(suite.servers, cfg[TIMEOUT])
         # The slot whose run starts next, for its MCP servers to start early (the scheduler knows it).
         self.upcoming: Callable[[], CaseSlot | None] = lambda: None
         self.gc = GcPacer()
@@ -158,7 +159,7 @@ class Player:
         run_tape = self.tape.open_run(slot.case["id"], trial) if self.tape is not None else None
         with using(run_tape), keying.for_run(slot.case["id"], trial), state.using(self.command):
             played = await play_run(slot.case, trial, self.agent, self.suite.tools, slot.template,
-                                    self.system_prompt, self.cfg.timeout, simulator, self.servers, blob,
+                                    self.system_prompt, self.cfg[TIMEOUT], simulator, self.servers, blob,
                                     self.stop_tools)
             if played.trace_json is not None:  # encoded once: the journal splices it in as it is
                 self._trace_json[(id(slot), trial)] = played.trace_json

@@ -121,8 +121,9 @@ class ProcessHost:
 class WorkerPool:
     """Runs a Runner's pending runs on hosts; the Runner journals each record as it comes back."""
 
-    def __init__(self, hosts: list[Any], on_close: Callable[[], None] | None = None) -> None:
+    def __init__(self, hosts: list[Any], on_close: Callable[[], None] | None = None, asked: int = 0) -> None:
         self.hosts = hosts
+        self.asked = asked  # the workers asked for (Ray's CPU count when none was), hosts without a slot included
         # Each worker's summary.judge / summary.user_sim: its latest report, its final one once it ends,
         # so that a worker that dies still counts what it spent up to its last report.
         self._spent: dict[Any, dict[str, Any]] = {}

@@ -16,9 +16,10 @@ from typing import Any
 
 import orjson
 
+from agent_eval.flags.rows import CONCURRENCY, RAY_ADDRESS, RAY_RUNTIME_ENV, WORKERS
 from agent_eval.errors import ConfigError
 from agent_eval.redaction import redact_urls
-from agent_eval.run.config import RunConfig
+from agent_eval.run.config import Settings
 from agent_eval.run.ray_env import require_ray
 from agent_eval.run.interrupt import sigint_held
 from agent_eval.suite.jsonsafe import dumps_safe
@@ -30,9 +31,10 @@ CLOSE_GRACE_S = 2.0
 SKIPPED = [".git", ".venv", "__pycache__"]  # never shipped with the working_dir, wherever they are
 
 
-def runtime_env(cfg: RunConfig, case_dir: Path, output_dir: Path) -> dict[str, Any]:
+def runtime_env(cfg: Settings, case_dir: Path, output_dir: Path) -> dict[str, Any]:
     """The job's runtime_env: --ray-runtime-env plus the case file's folder as working_dir, pruned."""
-    env = dict(cfg.ray_runtime_env or {})
+    given = cfg[RAY_RUNTIME_ENV]
+    env = dict(given or {})
     excludes = list(env.get("excludes") or []) + SKIPPED
     try:
         excludes.append("/" + output_dir.resolve().relative_to(case_dir).as_posix())
@@ -258,7 +260,7 @@ class RayHost:
             ray.kill(self.actor)
 
 
-def open_ray_pool(cfg: RunConfig, init: WorkerInit, output_dir: Path) -> WorkerPool:
+def open_ray_pool(cfg: Settings, init: WorkerInit, output_dir: Path) -> WorkerPool:
     """Start (or join) Ray and place one actor per worker; Ray is stopped when the pool closes.
 
     A local instance this run started is stopped whatever ends the run: here when no pool comes of it
@@ -276,9 +278,9 @@ def open_ray_pool(cfg: RunConfig, init: WorkerInit, output_dir: Path) -> WorkerP
     started = False
     try:
         # Ctrl-C is held while a local instance starts: cut in half, it leaves processes nobody can stop.
-        with nullcontext() if cfg.ray_address else sigint_held():
+        with nullcontext() if cfg[RAY_ADDRESS] else sigint_held():
             _init_ray(cfg, env)
-        workers = cfg.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        workers = cfg[WORKERS] or max(1, int(ray.cluster_resources().get("CPU", 1)))
         actor_class = ray.remote(num_cpus=1)(RayWorker)
         init_ref = ray.put(moved)  # one object in Ray's store, shared by every actor
         started = True
@@ -287,22 +289,21 @@ def open_ray_pool(cfg: RunConfig, init: WorkerInit, output_dir: Path) -> WorkerP
     finally:
         if not started:  # refused, or a Ctrl-C: an instance this run started goes
             stop_ray()
-    cfg.workers = workers  # the report's settings.workers: how many were asked for, Ray's CPU count by default
     hosts = [RayHost(number, slots, actor_class, init_ref, str(case_dir), keys)
-             for number, slots in enumerate(split_concurrency(cfg.concurrency, workers))]
-    return WorkerPool(hosts, on_close=stop_ray)
+             for number, slots in enumerate(split_concurrency(cfg[CONCURRENCY], workers))]
+    return WorkerPool(hosts, on_close=stop_ray, asked=workers)
 
 
-def _init_ray(cfg: RunConfig, env: dict[str, Any]) -> None:
+def _init_ray(cfg: Settings, env: dict[str, Any]) -> None:
     import ray
 
     options: dict[str, Any] = {"runtime_env": env, "log_to_driver": True}
-    if cfg.ray_address:
-        ray.init(address=cfg.ray_address, **options)
+    if cfg[RAY_ADDRESS]:
+        ray.init(address=cfg[RAY_ADDRESS], **options)
     else:
         # "local" starts a new instance whatever RAY_ADDRESS says. Its node address is 127.0.0.1 and it
         # has no dashboard web UI, but Ray's own processes may listen on every interface (docs/scale.md).
-        ray.init(address="local", num_cpus=max(os.cpu_count() or 1, cfg.workers), include_dashboard=False,
+        ray.init(address="local", num_cpus=max(os.cpu_count() or 1, cfg[WORKERS]), include_dashboard=False,
                  _node_ip_address="127.0.0.1", **options)
 
 
@@ -353,7 +354,7 @@ def _is_runtime_env_error(exc: BaseException) -> bool:
 _TOO_BIG = re.compile(r"Package size \(([^)]*)\) exceeds the maximum size of ([\d.]+\s*[KMGT]?i?B)")
 
 
-def start_failure(exc: Exception, cfg: RunConfig, case_dir: Path, output_dir: Path) -> str:
+def start_failure(exc: Exception, cfg: Settings, case_dir: Path, output_dir: Path) -> str:
     """The one message for Ray refusing to start, with the fix that fits what it refused."""
     reason = ray_reason(exc)
     text = str(getattr(exc, "error_message", None) or exc)
@@ -369,8 +370,8 @@ def start_failure(exc: Exception, cfg: RunConfig, case_dir: Path, output_dir: Pa
                 f"--ray-runtime-env '{{\"excludes\": [\"{example}\"]}}' or a .rayignore file in the folder.")
     if _is_runtime_env_error(exc):
         return f"Ray cannot set up --ray-runtime-env: {reason}. Fix that field, or leave it out."
-    if cfg.ray_address:
-        return (f"cannot join the Ray cluster at {redact_urls(cfg.ray_address)} ({redact_urls(reason)}); check "
+    if cfg[RAY_ADDRESS]:
+        return (f"cannot join the Ray cluster at {redact_urls(cfg[RAY_ADDRESS])} ({redact_urls(reason)}); check "
                 "--ray-address (for example "
                 "`auto` or ray://HOST:10001) and that the cluster is up (`ray status`).")
     return (f"cannot start a local Ray instance ({reason}); Ray's own logs say more. --workers N runs the same "

@@ -11,7 +11,8 @@ import orjson
 
 from agent_eval.records import RunRecord
 from agent_eval.flags import DEFAULTS, Flags, Setting, all_settings
-from agent_eval.run.config import RunConfig
+from agent_eval.flags.rows import NO_JUDGE
+from agent_eval.run.config import Settings
 from agent_eval.run.settings_block import REPORT_ORDER
 from agent_eval.errors import ConfigError
 from agent_eval.llm import redact_url, restore_url
@@ -133,11 +134,12 @@ class Resume:
     def created_at(self) -> str:
         return self.stored.created_at
 
-    def apply(self, cfg: RunConfig) -> None:
+    def apply(self, cfg: Settings) -> Settings:
         """Make the stored settings win over the environment and the suite block (they change results): a
         "kept" row's stored value (held by the resumed flags), and a "renewed" row's unless given again."""
         s = self.stored.settings
         from_command_line = set()
+        values: dict[str, Any] = {}
         for row in rows_of_run():
             renewed = row.rule == "renewed" and row.key in s and not self.flags.given(row.name)
             if row.rule == "command" or row.rule == "renewed" and self.flags.given(row.name):
@@ -145,15 +147,17 @@ class Resume:
             elif (row.rule == "kept" or renewed) and row.name not in _SPECIAL and row.name != "judge_model":
                 value = self.flags.value(row.name)
                 if value is not None or row.default is None:
-                    cfg.set_value(row, not value if row.negated else list(value) if row.repeatable else value)
-        cfg.base_url = self.flags.text("base_url")  # the stored one, with the secret it had given back
-        if cfg.judge:
-            cfg.judge_model = s.get("judge_model")
-            cfg.judge_base_url = full_url(s.get("judge_base_url"), "AGENT_EVAL_JUDGE_BASE_URL",
-                                          os.environ.get("AGENT_EVAL_JUDGE_BASE_URL"), cfg.base_url)
+                    values[row.name] = tuple(value) if row.repeatable else value
+        values["base_url"] = self.flags.text("base_url")  # the stored one, with the secret it had given back
+        judge_base_url = cfg.judge_base_url
+        if not values.get(NO_JUDGE.name, cfg[NO_JUDGE]):
+            values["judge_model"] = s.get("judge_model")
+            judge_base_url = full_url(s.get("judge_base_url"), "AGENT_EVAL_JUDGE_BASE_URL",
+                                      os.environ.get("AGENT_EVAL_JUDGE_BASE_URL"), values["base_url"])
         stored_sources = s.get("sources")
-        if isinstance(stored_sources, dict):
-            cfg.sources.update({k: v for k, v in stored_sources.items() if k not in from_command_line})
+        sources = {k: v for k, v in stored_sources.items() if k not in from_command_line} \
+            if isinstance(stored_sources, dict) else {}
+        return cfg.replace(sources, judge_base_url=judge_base_url, **values)
 
     def restore(self, restore_run: Callable[[str, int, RunRecord, tuple[int, int]], None]) -> None:
         """Feed every journaled run, in file order, to the runner (the latest record of a trial wins)."""

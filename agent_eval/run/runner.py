@@ -11,12 +11,12 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 import agent_eval.llm as llm
+from agent_eval.flags.rows import CONCURRENCY, EXITFIRST, MODEL, NO_JUDGE, REPEAT, THRESHOLD
 from agent_eval.provider import events, state
-from agent_eval.provider.endpoints import settings_of
 from agent_eval.suite.cases import Suite
 from agent_eval.suite.selection import skip_reason
 from agent_eval.run.budget import UNLIMITED, Budget
-from agent_eval.run.config import RunConfig
+from agent_eval.run.config import Settings, endpoint_settings
 from agent_eval.report.dialogue import compact_dialogue
 from agent_eval.report.reasons import LITE_KEY, raised_tool_calls
 from agent_eval.run.journal import FLUSH_EVERY_S, Journal
@@ -71,16 +71,16 @@ def slot_bytes(slot: CaseSlot, journal: Journal) -> list[bytes]:
 class Runner:
     """Runs the selected cases of a suite and keeps only small per-run rows in memory."""
 
-    def __init__(self, suite: Suite, cases: list[Case], cfg: RunConfig, agent: Agent, scoring: ScoringContext,
+    def __init__(self, suite: Suite, cases: list[Case], cfg: Settings, agent: Agent, scoring: ScoringContext,
                  journal: Journal, environ: Mapping[str, str] | None = None,
                  listeners: events.Listeners | None = None, simulator: Simulator | None = None,
                  tape: Tape | None = None) -> None:
         self.suite, self.cfg, self.scoring, self.journal = suite, cfg, scoring, journal
         env: Mapping[str, str] = os.environ if environ is None else environ
-        self.slots = [CaseSlot(c, list(range(cfg.repeat)), skip_reason(c, env, cfg.judge)) for c in cases]
+        self.slots = [CaseSlot(c, list(range(cfg[REPEAT])), skip_reason(c, env, not cfg[NO_JUDGE])) for c in cases]
         self.listeners = listeners or events.Listeners()  # the command's: told as each run finishes
         self.player = Player(suite, cfg, agent, scoring, simulator, tape,  # tape: --record / --replay
-                             state.new_state(settings_of(cfg), self.listeners))
+                             state.new_state(endpoint_settings(cfg), self.listeners))
         self.player.upcoming = lambda: None if self._stopping else self._next_slot()
         self._by_id: dict[str, CaseSlot] | None = None
         self._cursor = 0
@@ -100,7 +100,7 @@ class Runner:
         if self._by_id is None:
             self._by_id = {slot.case["id"]: slot for slot in self.slots}
         slot = self._by_id.get(case_id)
-        if slot is None or not 0 <= trial < self.cfg.repeat:
+        if slot is None or not 0 <= trial < self.cfg[REPEAT]:
             return  # no longer selected: the journal keeps it, the report does not
         if run["status"] == "error":
             slot.runs.pop(trial, None)
@@ -113,7 +113,7 @@ class Runner:
             slot.trials.remove(trial)
         if self.budget is not None and trial not in slot.runs:
             self.budget.add_run(run.get("metrics") or {})
-        self.models_used.update(run_models(run["trace"], self.cfg.model))
+        self.models_used.update(run_models(run["trace"], self.cfg[MODEL]))
         slot.runs[trial] = lite_run(run, slot.case)
         slot.offsets[trial] = position
         self.journal.hold(position)
@@ -195,7 +195,7 @@ class Runner:
     async def _run_here(self) -> None:
         self._run_ended = asyncio.Event()
         work = self._work()
-        workers = [asyncio.create_task(self._worker(work)) for _ in range(min(self.cfg.concurrency,
+        workers = [asyncio.create_task(self._worker(work)) for _ in range(min(self.cfg[CONCURRENCY],
                                                                               max(1, self.pending)))]
         flusher = asyncio.create_task(self.flush_periodically())
         try:
@@ -240,7 +240,7 @@ class Runner:
                     self._run_ended.set()  # workers waiting for the budget's probe run stop too
                 return
             slot.offsets[trial] = position
-            self.models_used.update(run_models(run["trace"], self.cfg.model))
+            self.models_used.update(run_models(run["trace"], self.cfg[MODEL]))
             slot.release_if_idle(len(slot.trials))
             self._finished_run(slot, trial, lite_run(run, slot.case))
 
@@ -268,7 +268,7 @@ class Runner:
             self.budget.add_run(lite.get("metrics") or {})
             if self._run_ended is not None:
                 self._run_ended.set()
-        if lite["status"] == "failed" and self.cfg.exitfirst and not self._stopping:
+        if lite["status"] == "failed" and self.cfg[EXITFIRST] and not self._stopping:
             self._stopping = self.stopped_early = True  # -x: runs in flight finish, no new one starts
         self.player.gc.run_finished()
         self.listeners.run_finished(str(slot.case["id"]), lite)
@@ -279,7 +279,7 @@ class Runner:
 
     def case_entries(self) -> list[CaseEntry]:
         """The `cases` entries, with runs lacking their traces (they stay in the journal)."""
-        return [slot_entry(slot, self.cfg.threshold) for slot in self.slots]
+        return [slot_entry(slot, self.cfg[THRESHOLD]) for slot in self.slots]
 
     def run_bytes(self) -> Iterator[list[bytes]]:
         """Per case, its runs' JSON as the journal wrote them (held in memory, never read back), in trial order."""

@@ -1,4 +1,4 @@
-"""The report's `settings` block of a resolved run: each shown row of the settings table, in the order
+"""The report's `settings` block of resolved settings: each shown row of the settings table, in the order
 reports have always had, with no key and no secret (a URL is shown with its secret replaced by ***)."""
 from __future__ import annotations
 
@@ -7,14 +7,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_eval.flags import Setting, all_settings
+from agent_eval.flags.rows import JUDGE_MODEL, NO_JUDGE, RAY, RAY_ADDRESS, REPLAY, REPLAY_MISS
 from agent_eval.llm import redact_url
 from agent_eval.redaction import redact_urls
 
 if TYPE_CHECKING:
-    from agent_eval.run.config import RunConfig
+    from agent_eval.run.config import Settings
 
 
-def settings_block(cfg: RunConfig) -> dict[str, Any]:
+def settings_block(cfg: Settings) -> dict[str, Any]:
     """The block: REPORT_ORDER's keys first, then each other shown row of `run` in the table's order."""
     rows = {row.key: row for row in all_settings() if "run" in row.commands and row.shown != "hidden"}
     shown: dict[str, Any] = {}
@@ -22,7 +23,9 @@ def settings_block(cfg: RunConfig) -> dict[str, Any]:
         if key in _SHOWN:
             shown.update(_SHOWN[key](cfg))
         else:
-            shown[key] = _show(rows[key], cfg.value_of(rows[key]))
+            row = rows[key]
+            value = cfg.get(row.name)
+            shown[key] = _show(row, not value if row.negated else value)
     return shown
 
 
@@ -33,20 +36,20 @@ REPORT_ORDER = ("repeat", "threshold", "filter", "judge", "judge_model", "judge_
                 "last_failed", "scored_from", "workers", "ray", "otel", "otlp_endpoint", "rate_limit",
                 "judge_rate_limit", "retry_budget", "max_cost", "record", "replay", "replay_miss")
 
-_SHOWN: dict[str, Callable[[RunConfig], dict[str, Any]]] = {
-    "judge_model": lambda c: {"judge_model": c.judge_model if c.judge else None},
-    "judge_base_url": lambda c: {"judge_base_url": redact_url(c.judge_base_url) if c.judge else None},
+_SHOWN: dict[str, Callable[[Settings], dict[str, Any]]] = {
+    "judge_model": lambda c: {"judge_model": None if c[NO_JUDGE] else c[JUDGE_MODEL]},
+    "judge_base_url": lambda c: {"judge_base_url": None if c[NO_JUDGE] else redact_url(c.judge_base_url)},
     "sources": lambda c: {"sources": dict(c.sources)},
     "last_failed": lambda c: {"last_failed": c.last_failed},
     "scored_from": lambda c: {"scored_from": c.source} if c.source else {},
-    "ray": lambda c: {"ray": redact_urls(c.ray_address or "local") if c.ray else None},
-    "replay_miss": lambda c: {"replay_miss": c.replay_miss, "replay_recorded_at": (c.recorded or {}).get("created_at"),
-                              "replay_model": (c.recorded or {}).get("model")} if c.replay else {},
+    "ray": lambda c: {"ray": redact_urls(c[RAY_ADDRESS] or "local") if c[RAY] else None},
+    "replay_miss": lambda c: {"replay_miss": c[REPLAY_MISS], "replay_recorded_at": (c.recorded or {}).get("created_at"),
+                              "replay_model": (c.recorded or {}).get("model")} if c[REPLAY] else {},
 }
 
 
 def _show(row: Setting[Any], value: Any) -> Any:
-    if isinstance(value, list):  # a repeatable flag's values
+    if isinstance(value, (list, tuple)):  # a repeatable flag's values
         return [_show(row, v) for v in value]
     if value is None or row.shown == "value":
         return str(value) if isinstance(value, Path) else value  # a path as text, as JSON holds it

@@ -19,13 +19,17 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 import agent_eval.llm as llm
+from agent_eval.flags.rows import (
+    AGENT, BASE_URL, JUDGE_MODEL, JUDGE_TIMEOUT, MAX_STEPS, MODEL, NO_CACHE, NO_JUDGE, RECORD, REPLAY, REPLAY_MISS,
+    TIMEOUT,
+)
 from agent_eval.records import Case
 from agent_eval.provider import events, tape
 from agent_eval.errors import CaseFileError, ConfigError
 from agent_eval.redaction import remember_secret
 from agent_eval.suite.jsonsafe import dumps_safe
 from agent_eval.run.agents import Agent, load_agent
-from agent_eval.run.config import RunConfig
+from agent_eval.run.config import Settings
 from agent_eval.run.player import CaseSlot, Player
 from agent_eval.run.runner import lite_run, run_models
 from agent_eval.run.simulator import Simulator, build_simulator
@@ -71,37 +75,37 @@ class WorkerInit:
     cases_file: Path
     cases_sha256: str
     case_ids: list[str]
-    cfg: RunConfig  # holds API keys: it travels over a pipe or Ray's object store, never to disk
+    cfg: Settings  # holds API keys: it travels over a pipe or Ray's object store, never to disk
     agent_dir: Path
     extends: bool = False  # --record DIR --replay-miss live on a recording: replay it, record what it lacks
 
 
-def build_parts(suite: Suite, cases: list[Case], cfg: RunConfig, agent_dir: Path,
+def build_parts(suite: Suite, cases: list[Case], cfg: Settings, agent_dir: Path,
                 ) -> tuple[Agent, Simulator | None, ScoringContext]:
     """The agent, the user simulator and the scoring context of a run (in the driver and in each worker)."""
     remember_secret(cfg.api_key, cfg.judge_api_key, cfg.user_sim.api_key if cfg.user_sim is not None else None)
-    agent = load_agent(cfg.agent, agent_dir, {"model": cfg.model, "base_url": cfg.base_url,
-                                              "api_key": cfg.api_key, "max_steps": cfg.max_steps,
+    agent = load_agent(cfg[AGENT], agent_dir, {"model": cfg[MODEL], "base_url": cfg[BASE_URL],
+                                              "api_key": cfg.api_key, "max_steps": cfg[MAX_STEPS],
                                               "cases_dir": str(Path(cfg.cases_file).resolve().parent)})
     return agent, build_simulator(cfg.user_sim), scoring_of(suite, cases, cfg)
 
 
-def scoring_of(suite: Suite, cases: list[Case], cfg: RunConfig) -> ScoringContext:
+def scoring_of(suite: Suite, cases: list[Case], cfg: Settings) -> ScoringContext:
     """How the runs of `cases` are scored (played here, or recorded ones `score` reads): the suite's prices and
     scorers, and the judge."""
-    judge = build_judge(cfg.judge, cfg.judge_model, cfg.judge_base_url, cfg.judge_api_key, cfg.no_cache, cases,
-                        timeout_s=cfg.judge_timeout)
-    return ScoringContext(pricing=suite.settings.get("pricing") or {}, model=cfg.model, judge=judge,
-                          scorers=suite.scorers, judge_off=not cfg.judge)
+    judge = build_judge(not cfg[NO_JUDGE], cfg[JUDGE_MODEL], cfg.judge_base_url, cfg.judge_api_key, cfg[NO_CACHE],
+                        cases, timeout_s=cfg[JUDGE_TIMEOUT])
+    return ScoringContext(pricing=suite.settings.get("pricing") or {}, model=cfg[MODEL], judge=judge,
+                          scorers=suite.scorers, judge_off=cfg[NO_JUDGE])
 
 
-def tape_of(cfg: RunConfig, extends: bool = False) -> tape.Tape | None:
+def tape_of(cfg: Settings, extends: bool = False) -> tape.Tape | None:
     """A fresh tape for these settings (--record / --replay), or None; `extends`: the driver found a
     recording to extend (--record DIR --replay-miss live)."""
-    if cfg.replay is not None:
-        return tape.Tape(cfg.replay, True, cfg.replay_miss == "live", timeout=cfg.timeout)
-    if cfg.record is not None:
-        return tape.Tape(cfg.record, extends, extends, extends=extends, timeout=cfg.timeout)
+    if (replay := cfg[REPLAY]) is not None:
+        return tape.Tape(replay, True, cfg[REPLAY_MISS] == "live", timeout=cfg[TIMEOUT])
+    if (record := cfg[RECORD]) is not None:
+        return tape.Tape(record, extends, extends, extends=extends, timeout=cfg[TIMEOUT])
     return None
 
 
@@ -139,7 +143,7 @@ class WorkerCore:
         self.player.gc.run_finished()
         if run.get("judge") is not None or slot.case.get("scenario") is not None:
             self.spent_changed = True
-        head = [index, trial, lite_run(run, slot.case), sorted(run_models(run["trace"], self.player.cfg.model))]
+        head = [index, trial, lite_run(run, slot.case), sorted(run_models(run["trace"], self.player.cfg[MODEL]))]
         return dumps_safe(head)[1] + b"\n" + run_json  # a bad head must not crash the worker either
 
     async def close(self) -> None:

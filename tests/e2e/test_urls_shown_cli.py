@@ -46,11 +46,10 @@ def test_a_resumed_run_asks_again_for_an_agent_whose_url_lost_its_secret() -> No
 
 
 def test_a_ray_address_with_a_secret_is_shown_redacted_when_it_cannot_be_joined(tmp_path: Path) -> None:
-    from types import SimpleNamespace
-
+    from agent_eval.run.config import Settings
     from agent_eval.run.ray_hosts import start_failure
 
-    cfg = SimpleNamespace(ray_address="ray://alice:ray-password@10.0.0.1:10001")
-    message = start_failure(ConnectionError(f"failed to connect to {cfg.ray_address}"), cfg, tmp_path,  # type: ignore[arg-type]
-                            tmp_path)
+    address = "ray://alice:ray-password@10.0.0.1:10001"
+    cfg = Settings(tmp_path / "cases.json", {"ray_address": address})
+    message = start_failure(ConnectionError(f"failed to connect to {address}"), cfg, tmp_path, tmp_path)
     assert "ray-password" not in message and "ray://***@10.0.0.1:10001" in message

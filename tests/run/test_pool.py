@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from agent_eval.flags.rows import RAY, RAY_RUNTIME_ENV, WORKERS
 from agent_eval.errors import ConfigError
 from agent_eval.run.config import resolve
 from tests.builders import flags_of
@@ -49,14 +50,14 @@ def suite(tmp_path: Path):
 
 def test_workers_and_ray_settings(suite) -> None:
     cfg = resolve(flags_of(**{}), suite, {})
-    assert (cfg.workers, cfg.ray) == (1, False)
+    assert (cfg[WORKERS], cfg[RAY]) == (1, False)
     assert cfg.settings()["workers"] == 1 and cfg.settings()["ray"] is None
     cfg = resolve(flags_of(**{"workers": 3}), suite, {})
     assert cfg.settings()["workers"] == 3
     cfg = resolve(flags_of(**{"ray_address": "ray://head:10001"}), suite, {})  # an address implies --ray
-    assert cfg.ray and cfg.settings()["ray"] == "ray://head:10001"
+    assert cfg[RAY] and cfg.settings()["ray"] == "ray://head:10001"
     cfg = resolve(flags_of(ray=True, ray_runtime_env='{"pip": ["requests"]}'), suite, {})
-    assert cfg.settings()["ray"] == "local" and cfg.ray_runtime_env == {"pip": ["requests"]}
+    assert cfg.settings()["ray"] == "local" and cfg[RAY_RUNTIME_ENV] == {"pip": ["requests"]}
 
 
 @pytest.mark.parametrize(("flags", "needle"), [
