@@ -52,8 +52,10 @@ plugin = Plugin()
 '''
 
 
+@pytest.mark.parametrize("where", [(), ("--workers", "2")])  # played here, or by worker processes
 def test_a_plugin_objects_listener_sees_each_finished_runs_record(tmp_path: Path, loopback: object,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                  monkeypatch: pytest.MonkeyPatch,
+                                                                  where: tuple[str, ...]) -> None:
     monkeypatch.syspath_prepend(str(installed(tmp_path / "site", "listening", LISTENING, "listening:plugin")))
     srv = loopback(router(lambda messages: text("hello" if messages[-1]["content"] == "say a" else "bye")))  # type: ignore[operator]
     cases = [{"id": "a", "query": "say a", "expect": {"contains": "hello"}},
@@ -61,7 +63,7 @@ def test_a_plugin_objects_listener_sees_each_finished_runs_record(tmp_path: Path
     suite = write_suite(tmp_path / "suite", cases, {"agent": "openai", "model": "loopback"})
     log, out = tmp_path / "seen.log", tmp_path / "reports"
     result = run_cli("run", "--cases", suite, "-k", "2", "--base-url", srv.base_url, "--output-dir", out,
-                     "--no-html", env=clean_env(OPENAI_API_KEY="test", SEEN_LOG=str(log)))
+                     "--no-html", *where, env=clean_env(OPENAI_API_KEY="test", SEEN_LOG=str(log)))
     assert result.exit_code == 1, result.stderr  # b fails
     # Each run once, with its record's trial, status and metrics (the plugin's run value: len("hello") = 5,
     # len("bye") = 3); the order the runs finish in is the scheduler's.
