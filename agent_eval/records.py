@@ -1,8 +1,10 @@
 """The records that flow through agent-eval, typed: a case, a step, a trace, a run record, a report.
 
 They are plain dicts at run time (JSON in, JSON out, and fast); these TypedDicts give them names and
-keys for readers and type checkers. `total=False`: a report written by an earlier version may lack a
-key, and readers treat a missing key as null. The keys are documented in docs/reference.md.
+keys for readers and type checkers, and `Case` is the model a case file's cases are validated against.
+`total=False`: a report written by an earlier version may lack a key, and readers treat a missing key as
+null (report/shapes.py reads them; a test pairs its keys with these). The keys are documented in
+docs/reference.md.
 """
 from __future__ import annotations
 
