@@ -386,7 +386,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         terminate_as_interrupt()
     add_setting_options(app, err_console)  # a plugin's setting is a flag: plugins load before it is read
     _FORMAT.help = format_help()
-    app(args=argv if argv is not None else sys.argv[1:], prog_name="agent-eval")
+    try:
+        app(args=argv if argv is not None else sys.argv[1:], prog_name="agent-eval")
+    finally:
+        collector.release()  # a usage error ends the command before its work began
 
 
 if __name__ == "__main__":
