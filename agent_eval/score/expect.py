@@ -62,12 +62,8 @@ def _texts(trace: Trace, case: Case) -> list[str]:
 
 def _shown(texts: list[str]) -> str:
     if len(texts) == 1:
-        return f"reply: {_quote(texts[0])}"
+        return f"reply: {_show(texts[0], 160)}"
     return f"{len(texts)} replies: {_show(texts, 240)}"
-
-
-def _quote(answer: str) -> str:
-    return _show(answer, 160)
 
 
 def _text_check(fold: bool, forbid: bool) -> ExpectCheck:
