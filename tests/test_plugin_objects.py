@@ -38,6 +38,7 @@ class Seen(RunListener):
     def run_finished(self, case_id, run):
         with Path(os.environ["SEEN_LOG"]).open("a") as log:
             log.write(f"{case_id} {run['trial']} {run['status']} {run['metrics']['answer_chars']}\\n")
+        run.update(status="passed", success=True)  # the plugin's copy: the report keeps the run's own
 
 
 class Plugin:
@@ -69,7 +70,11 @@ def test_a_plugin_objects_listener_sees_each_finished_runs_record(tmp_path: Path
     # len("bye") = 3); the order the runs finish in is the scheduler's.
     assert sorted(log.read_text().splitlines()) == ["a 0 passed 5", "a 1 passed 5", "b 0 failed 3", "b 1 failed 3"]
     (path,) = out.glob("*.json")
-    assert orjson.loads(path.read_bytes())["summary"]["answer_chars"] == 4.0  # (5 + 5 + 3 + 3) / 4
+    report = orjson.loads(path.read_bytes())
+    assert report["summary"]["answer_chars"] == 4.0  # (5 + 5 + 3 + 3) / 4
+    # The listener made its copy of each run a success: the report keeps b's failed runs.
+    assert [r["status"] for c in report["cases"] for r in c["runs"]] == ["passed", "passed", "failed", "failed"]
+    assert [c["status"] for c in report["cases"]] == ["passed", "failed"] and "FAIL" in result.stdout
 
 
 LOUD = '''

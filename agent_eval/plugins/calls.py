@@ -12,6 +12,7 @@ A real Ctrl-C or cancellation goes through both (`is_real_stop`).
 """
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
@@ -75,8 +76,8 @@ class GuardedListener(Listeners):
         self.owner, self.warn = owner, warn
 
     def _tell(self, event: str, *args: Any) -> None:
-        for listener in self:
-            called = call_user(getattr(listener, event), *args)
+        for listener in self:  # a copy of the run's record: what the plugin does to it never reaches the report
+            called = call_user(getattr(listener, event), *copy.deepcopy(args))
             if called.error is not None:
                 self.remove(listener)
                 self.warn(f"warning: the listener {type(listener).__name__} of the plugin {self.owner} raised "
