@@ -189,21 +189,22 @@ def test_the_progress_display_shows_each_retry_and_a_log_shows_them_from_the_thi
     from rich.console import Console
     from rich.progress import Progress, TextColumn
 
-    from agent_eval.commands.run import RUNNING, _retry_display
+    from agent_eval.commands.run import RUNNING, ProgressLine
+    from agent_eval.provider.endpoints import WindowBoard
 
     screen = io.StringIO()
     progress = Progress(TextColumn("[bold]{task.description}"), console=Console(file=screen, width=200))
     progress.add_task(RUNNING, total=3)
-    show = _retry_display(progress, Console(file=io.StringIO()), quiet=False)
+    show = ProgressLine(progress, Console(file=io.StringIO()), False, WindowBoard()).retrying
     show("http://h/v1?tag=[red]", 2, 8)  # brackets are text, not Rich markup
     progress.console.print(progress.get_renderable())
     assert "retrying http://h/v1?tag=[red] (attempt 2/8)" in screen.getvalue()
     log = io.StringIO()
-    show = _retry_display(None, Console(file=log, width=200), quiet=False)
+    show = ProgressLine(None, Console(file=log, width=200), False, WindowBoard()).retrying
     for attempt in (1, 2, 3, 3, 4):
         show("http://h/v1", attempt, 8)
     assert log.getvalue().splitlines() == ["retrying http://h/v1 (attempt 3/8)",
                                            "retrying http://h/v1 (attempt 4/8)"]
     quiet = io.StringIO()
-    _retry_display(None, Console(file=quiet), quiet=True)("http://h/v1", 5, 8)
+    ProgressLine(None, Console(file=quiet), True, WindowBoard()).retrying("http://h/v1", 5, 8)
     assert quiet.getvalue() == ""

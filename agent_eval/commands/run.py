@@ -219,11 +219,6 @@ class ProgressLine(events.RunListener):
             self.progress.stop()
 
 
-def _retry_display(progress: Any, err: Console, quiet: bool) -> Callable[[str, int, int], None]:
-    """What the progress line does with a retry: `show(endpoint, attempt, most)`."""
-    return ProgressLine(progress, err, quiet, WindowBoard()).retrying
-
-
 def _status(board: WindowBoard) -> str:
     """The progress line between retries: "running", or the windows below their ceiling."""
     line = board.line()
