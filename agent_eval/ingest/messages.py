@@ -34,10 +34,6 @@ class Message:
     response: Any = None
 
 
-def _text_of(content: Any) -> str | None:
-    return content_text(content, strings=True, fallback="content")
-
-
 def _message(raw: Any) -> Message | None:
     if isinstance(raw, dict) and "role" not in raw and isinstance(raw.get("message"), dict):
         raw = raw["message"]  # an OpenAI choice
@@ -57,7 +53,7 @@ def _message(raw: Any) -> Message | None:
                                   json_value(part.get("arguments"))))
         elif kind == "tool_call_response":
             msg.response_to, msg.response = str_or_none(part.get("id")), part.get("response")
-    text = _text_of(raw.get("content"))
+    text = content_text(raw.get("content"), strings=True, fallback="content")
     if text is not None:
         texts.append(text)
     tool_calls = raw.get("tool_calls")

@@ -12,10 +12,6 @@ from agent_eval.ingest.records import content_text, conversation
 SYSTEM_ROLES = ("system", "developer")
 
 
-def _text(content: Any) -> str | None:
-    return content_text(content, any_type=True)  # OpenAI's parts: input_text, output_text, ...
-
-
 def eval_case(where: str, record: Any) -> Case:
     """One Evals row as a case; ValueError says why it cannot be mapped."""
     if not isinstance(record, dict):
@@ -40,7 +36,7 @@ def eval_case(where: str, record: Any) -> Case:
 
 def _system(value: Any) -> str | None:
     """The first system (or developer) message's text of a chat input, if any."""
-    if isinstance(value, list):
+    if isinstance(value, list):  # any_type: OpenAI's content parts are input_text, output_text, ...
         return next((text for m in value if isinstance(m, dict) and m.get("role") in SYSTEM_ROLES
-                     and (text := _text(m.get("content")))), None)
+                     and (text := content_text(m.get("content"), any_type=True))), None)
     return None
