@@ -6,10 +6,12 @@ from agent_eval.records import Step
 import functools
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-import regex
+
+if TYPE_CHECKING:
+    import regex
 
 APPROX_DEFAULT_TOL = 1e-9
 """The `$tol` used when a `$approx` matcher gives none."""
@@ -79,6 +81,8 @@ class RegexTimeout(Exception):
 @functools.lru_cache(maxsize=1024)
 def compile_regex(pattern: str) -> regex.Pattern[str] | None:
     """The compiled pattern (the `regex` engine, which can time out), or None when it is not valid."""
+    import regex  # here: a run whose checks have no pattern never needs it
+
     try:
         return regex.compile(pattern)
     except (regex.error, TypeError, ValueError):
@@ -255,6 +259,8 @@ def _check_matcher(kind: str, value: dict[str, Any], path: tuple[Any, ...]) -> s
         pattern = value["$regex"]
         if not isinstance(pattern, str):
             return f'"$regex" must be a string{_where(path)}'
+        import regex
+
         try:
             regex.compile(pattern)
         except (regex.error, ValueError) as exc:
