@@ -40,10 +40,6 @@ def _items(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
-def _answer(trace: Trace) -> str:
-    return trace.get("final_answer") or ""
-
-
 def _texts(trace: Trace, case: Case) -> list[str]:
     """What the text checks read: the last reply, or with `replies: "any"` every assistant text of the run
     (text sent beside tool calls included); `strip`'s characters removed from each."""
@@ -52,7 +48,7 @@ def _texts(trace: Trace, case: Case) -> list[str]:
         kept = trace.get("assistant_texts")
         texts = list(kept) if kept is not None else [r for r in trace.get("replies") or () if r]
     else:
-        texts = [_answer(trace)]
+        texts = [trace.get("final_answer") or ""]
     strip = expect.get("strip")
     if strip:
         table = str.maketrans("", "", "".join(strip))
