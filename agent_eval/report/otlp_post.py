@@ -1,6 +1,6 @@
 """`--otlp-endpoint URL`: each run's trace POSTed as OTLP/HTTP JSON as it finishes, with OTEL_EXPORTER_OTLP_HEADERS.
 
-`RunSender.offer` is all the run's hot path does: it appends the run's JSON to a list, which goes to the
+`RunSender.journaled` is all the run's hot path does: it appends the run's JSON to a list, which goes to the
 sender thread as a batch (64 runs, or whatever finished in the last half second); the thread builds the
 spans and POSTs each batch as one request, with aiohttp (a dependency already: `openai[aiohttp]`) on an
 event loop of its own. Waking the thread once a batch, not once a run, keeps it from taking the
@@ -95,16 +95,13 @@ class RunSender(events.RunListener):
         self._thread: threading.Thread | None = None
         self._failed_in_a_row = 0
 
-    def offer(self, case_id: str, trial: int, run_json: bytes) -> None:
+    def journaled(self, case_id: str, trial: int, run_json: bytes) -> None:
         """Take one finished run (never blocks). Runs are handed to the thread in batches, at most
         HAND_EVERY_S apart, so that the thread wakes once a batch, not once a run."""
         self._pending.append((case_id, trial, run_json))
         now = time.monotonic()
         if len(self._pending) >= BATCH_RUNS or now - self._handed >= HAND_EVERY_S:
             self._hand_over(now)
-
-    def journaled(self, case_id: str, trial: int, run_json: bytes) -> None:
-        self.offer(case_id, trial, run_json)
 
     def _hand_over(self, now: float) -> None:
         batch, self._pending, self._handed = self._pending, [], now

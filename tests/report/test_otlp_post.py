@@ -2,7 +2,7 @@
 
 A collector that does not answer until the test lets it go stands for a slow one: the runs offered
 meanwhile fill the sender's queue, and the batches that find it full are sent from the report at the
-end. Nothing is lost and `offer` never waits.
+end. Nothing is lost and `journaled` never waits.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def test_a_held_collector_fills_the_queue_and_the_rest_goes_at_the_end(monkeypat
         # one batch on the wire, QUEUE_BATCHES waiting, the rest deferred to the report
         total = BATCH_RUNS * (QUEUE_BATCHES + 4)
         for trial in range(total):
-            sender.offer("case", trial, _run(trial))  # returns at once although the collector answers nothing
+            sender.journaled("case", trial, _run(trial))  # returns at once although the collector answers nothing
         assert sender.sent == 0
         collector.release.set()
         runs = [_run(t) for t in range(total)]
@@ -98,7 +98,7 @@ def test_the_sender_works_without_httpx_and_shows_no_secret(monkeypatch) -> None
         url = collector.url.replace("http://", "http://alice:hunter2@") + "?api_key=s3cret&x=1"
         sender = RunSender(url, HEAD)
         for trial in range(3):
-            sender.offer("case", trial, _run(trial))
+            sender.journaled("case", trial, _run(trial))
         report, runs = _report(3)
         outcome = sender.finish(report, runs)
         assert (outcome.sent, outcome.failed, outcome.not_sent) == (3, 0, 0)
