@@ -98,6 +98,5 @@ def write_html(report: Report, path: str | Path, *, max_bytes: int = MAX_BYTES,
                calibration: Any = None) -> Path:
     """Write the report's page to path (parents created) and return the path."""
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(out, build_html(report, max_bytes=max_bytes, calibration=calibration))
+    write_atomic(out, build_html(report, max_bytes=max_bytes, calibration=calibration))  # parents made there
     return out
