@@ -16,7 +16,6 @@ from rich.console import Console
 from rich.table import Table
 
 from agent_eval.records import Report, split_case_file
-from agent_eval.report.baseline_rule import why_not_baseline
 from agent_eval.report.fmt import format_value
 from agent_eval.score.metric_registry import SUITE_METRIC_TABLE
 
@@ -183,18 +182,6 @@ def earlier_runs(db_path: str | Path, cases_file: str | Path, agent: str | None,
                 summary = {}
             row["summary"] = summary if isinstance(summary, dict) else {}
         return rows
-
-
-def baseline_last(db_path: str | Path, cases_file: str | Path, agent: str | None,
-                  before: str, exclude_run_id: str | None = None, selected: Sequence[str] | None = None,
-                  ) -> str | None:
-    """The run_id of `--baseline last`: the newest of `earlier_runs` that could be gated against
-    (report/baseline.py why_not_baseline) with every id of `selected` (the cases selected now); None if none."""
-    wanted = {str(i) for i in selected or ()}
-    for row in earlier_runs(db_path, cases_file, agent, before, exclude_run_id):
-        if why_not_baseline(row, wanted) is None:
-            return str(row["run_id"])
-    return None
 
 
 def last_failed(db_path: str | Path, cases_file: str | Path) -> tuple[str | None, list[str]]:

@@ -11,8 +11,9 @@ import orjson
 import pytest
 from rich.console import Console
 
+from agent_eval.errors import ConfigError
+from agent_eval.report.baseline import pick_last
 from agent_eval.report.history import (
-    baseline_last,
     git_commit_of,
     last_failed,
     recent_runs,
@@ -24,6 +25,15 @@ from agent_eval.commands.history import history_main
 from tests.builders import FIXTURES
 
 FIXTURE = FIXTURES / "sample_report.json"
+
+
+def baseline_last(db: Path, cases_file: str, agent: str, before: str, exclude_run_id: str | None = None,
+                  selected: list[str] | None = None) -> str | None:
+    """The run id `--baseline last` picks (pick_last, the history being `db`); None when it picks none."""
+    try:
+        return pick_last(db.parent, Path(cases_file), agent, selected or [], before, exclude_run_id).stem
+    except ConfigError:
+        return None
 
 
 def make_report(run_id: str, created_at: str, pass_at_1: float | None = 0.5, agent: str = "openai",
@@ -95,7 +105,7 @@ def test_baseline_last_is_the_newest_earlier_uninterrupted_run_of_same_file_and_
     assert baseline_last(db, "cases/test_cases.json", "openai", "r1") is None
     assert baseline_last(db, "cases/test_cases.json", "demo.py:agent", "r6") == "r4"
     assert baseline_last(db, "cases/test_cases.json", "demo.py:agent", "r4") is None
-    assert baseline_last(db.parent / "none.sqlite", "cases/test_cases.json", "openai", "r6") is None
+    assert baseline_last(db.parent / "none" / "history.sqlite", "cases/test_cases.json", "openai", "r6") is None
 
 
 def test_baseline_last_and_last_failed_skip_a_rescore(db: Path) -> None:

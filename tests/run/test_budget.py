@@ -153,7 +153,8 @@ def test_resume_counts_the_earlier_spend_against_the_same_budget(env, tmp_path, 
 
 
 def test_baseline_last_never_picks_a_run_stopped_at_its_budget(tmp_path):
-    from agent_eval.report.history import baseline_last, record_run
+    from agent_eval.report.baseline import pick_last
+    from agent_eval.report.history import record_run
 
     db, cases_file = tmp_path / "history.sqlite", tmp_path / "cases.json"
 
@@ -164,7 +165,7 @@ def test_baseline_last_never_picks_a_run_stopped_at_its_budget(tmp_path):
 
     record_run(db, row("20260101-000000-aaaaaa", "2026-01-01T00:00:00"), None)
     record_run(db, row("20260101-010000-bbbbbb", "2026-01-01T01:00:00", stopped_at_budget=True), None)
-    assert baseline_last(db, cases_file, "a", "2026-01-01T02:00:00") == "20260101-000000-aaaaaa"
+    assert pick_last(tmp_path, cases_file, "a", [], "2026-01-01T02:00:00").stem == "20260101-000000-aaaaaa"
 
 
 def test_the_judges_spend_counts_against_the_budget(env, tmp_path, loopback, monkeypatch):
