@@ -277,8 +277,6 @@ def suite_figures() -> dict[str, Callable[[Counted], Any]]:
     return {m.name: functools.partial(figure, m) for m in SUITE_METRIC_TABLE}
 
 
-SUITE_FIGURES = suite_figures()
-"""The built-in rows' figures."""
 SUITE_METRICS: list[str] = [m.name for m in SUITE_METRIC_TABLE]
 """The suite metric names in report order. `pass_hat` is a dict {"1": .., "K": ..}; the rest are numbers."""
 
