@@ -167,10 +167,6 @@ def gate_metrics() -> dict[str, Callable[[Runs, int], Stat]]:
     return {m.name: _stat_of(m) for m in SUITE_METRIC_TABLE if m.gateable}
 
 
-METRICS = gate_metrics()
-"""The built-in gateable rows."""
-
-
 def scorer_value(run: RunRecord, keys: list[str]) -> Any:
     value: Any = run.get("scorers") or {}
     for key in keys:
