@@ -47,11 +47,9 @@ _RATE_LIMIT_HELP = ("RPM[:BURST]: at most RPM requests a minute to the agent's e
                    "(AGENT_EVAL_RATE_LIMIT, the suite's rate_limit; default: none, the window adapts).")
 
 # The order is each command's --help order and the order in which `run` resolves its settings.
-LABELS: Setting[Path] = _row(
-    "labels", Path, ("--labels",), "The labels file (JSON Lines) of that report.", ("calibrate",),
-    default=..., eager=True)
-CASES: Setting[Path] = _row(
-    "cases", Path, ("--cases",), _CASES_HELP,
+LABELS: Setting[Path] = _row("labels", Path, ("--labels",), "The labels file (JSON Lines) of that report.",
+    ("calibrate",), default=..., eager=True)
+CASES: Setting[Path] = _row("cases", Path, ("--cases",), _CASES_HELP,
     ("run", "list", "validate", "history", "score", "rescore", "label", "calibrate", "compare"), "kept",
     default=DEFAULTS.cases, eager=True,
     command_help={"rescore": _REPORT_CASES, "label": _REPORT_CASES, "calibrate": _REPORT_CASES,
@@ -59,156 +57,129 @@ CASES: Setting[Path] = _row(
     command_default={"rescore": None, "label": None, "calibrate": None, "compare": None})
 REPORT: Setting[Path | None] = _row("report", Path, (), "", ("rescore",))  # rescore's REPORT argument
 TRACES: Setting[Path | None] = _row("traces", Path, (), "", ("score",))  # score's TRACES argument
-OUT: Setting[Path | None] = _row(
-    "out", Path, ("--out",), "", ("view", "import", "label"), command_help={
+OUT: Setting[Path | None] = _row("out", Path, ("--out",), "", ("view", "import", "label"), command_help={
     "view": "The page (default: REPORT as .html).", "import": "Write the case file here (default: stdout).",
     "label": "The labels file (default: <report stem>.labels.jsonl)."})
-INTO: Setting[Path | None] = _row(
-    "into", Path, ("--into",), "Append the cases to this case file (its suite kept).", ("import",))
-TOOLS: Setting[str | None] = _row(
-    "tools", str, ("--tools",), "The tools module the cases are validated against.", ("import",))
-FORMAT: Setting[str | None] = _row(
-    "format", str, ("--format",), "otel, inspect or agent-eval (default: detected).", ("score",))
-LOGS: Setting[Path | None] = _row(
-    "logs", Path, ("--logs",), "An OTLP logs export whose GenAI events hold the traces' messages.",
-    ("score", "import"))
-FILTER: Setting[tuple[str, ...]] = _row(
-    "filter", str, ("--filter",), "Keep cases whose id or a tag contains TEXT (repeatable).",
-    ("run", "list", "score"), "kept", "value", repeatable=True, default=())
-REPEAT: Setting[int] = _row(
-    "repeat", int, ("--repeat", "-k"), f"Runs per case (default {DEFAULTS.repeat}).", ("run",), "kept",
-    "value", suite_key="defaults.repeat", default=DEFAULTS.repeat, check=count)
-THRESHOLD: Setting[float] = _row(
-    "threshold", float, ("--threshold",), f"Pass rate a case needs (default {DEFAULTS.threshold}).",
-    _SCORED, "kept", "value", suite_key="defaults.threshold", default=DEFAULTS.threshold, check=_share)
-NO_JUDGE: Setting[bool] = _row(
-    "no_judge", bool, ("--no-judge",), "Never call the judge; skip rubric-only cases.", _RESCORED, "kept",
-    "value", attr="judge", negated=True, default=False)
-AGENT: Setting[str] = _row(
-    "agent", str, ("--agent",), "openai, file.py:function, module:function or \"cmd:COMMAND ARGS...\".",
-    ("run", "validate"), "kept", "urls", suite_key="agent", default="openai",
-    command_help={"validate": "Also load this agent, as run would."})
-MODEL: Setting[str | None] = _row(
-    "model", str, ("--model",), "The agent's model (AGENT_EVAL_MODEL).", ("run",), "kept", "value",
-    env="AGENT_EVAL_MODEL", suite_key="model")
-BASE_URL: Setting[str | None] = _row(
-    "base_url", str, ("--base-url",), "OpenAI-compatible endpoint (OPENAI_BASE_URL).", ("run",), "kept",
-    "url", env="OPENAI_BASE_URL")
-PAIRWISE: Setting[bool] = _row(
-    "pairwise", bool, ("--pairwise",), "Judge each pair of answers, both orders.", ("compare",))
-JUDGE_MODEL: Setting[str | None] = _row(
-    "judge_model", str, ("--judge-model",), "The judge's model (AGENT_EVAL_JUDGE_MODEL).",
-    ("run", "rescore", "compare", "score", "calibrate"), "kept", "value")
-JUDGE_TIMEOUT: Setting[float] = _row(
-    "judge_timeout", float, ("--judge-timeout",), "Seconds each judge or simulator request may take, "
-    f"retries included (default {DEFAULTS.judge_timeout:g}).", ("run", "rescore", "score", "calibrate"),
-    "renewed", "value", default=DEFAULTS.judge_timeout, check=seconds(DEFAULTS.judge_timeout))
-JUDGE_REPEAT: Setting[int | None] = _row(
-    "judge_repeat", int, ("--judge-repeat",), "N uncached judge answers per run.",
+INTO: Setting[Path | None] = _row("into", Path, ("--into",), "Append the cases to this case file (its suite kept).",
+    ("import",))
+TOOLS: Setting[str | None] = _row("tools", str, ("--tools",), "The tools module the cases are validated against.",
+    ("import",))
+FORMAT: Setting[str | None] = _row("format", str, ("--format",), "otel, inspect or agent-eval (default: detected).",
+    ("score",))
+LOGS: Setting[Path | None] = _row("logs", Path, ("--logs",),
+    "An OTLP logs export whose GenAI events hold the traces' messages.", ("score", "import"))
+FILTER: Setting[tuple[str, ...]] = _row("filter", str, ("--filter",),
+    "Keep cases whose id or a tag contains TEXT (repeatable).", ("run", "list", "score"), "kept", "value",
+    repeatable=True, default=())
+REPEAT: Setting[int] = _row("repeat", int, ("--repeat", "-k"), f"Runs per case (default {DEFAULTS.repeat}).", ("run",),
+    "kept", "value", suite_key="defaults.repeat", default=DEFAULTS.repeat, check=count)
+THRESHOLD: Setting[float] = _row("threshold", float, ("--threshold",),
+    f"Pass rate a case needs (default {DEFAULTS.threshold}).", _SCORED, "kept", "value", suite_key="defaults.threshold",
+    default=DEFAULTS.threshold, check=_share)
+NO_JUDGE: Setting[bool] = _row("no_judge", bool, ("--no-judge",), "Never call the judge; skip rubric-only cases.",
+    _RESCORED, "kept", "value", attr="judge", negated=True, default=False)
+AGENT: Setting[str] = _row("agent", str, ("--agent",),
+    "openai, file.py:function, module:function or \"cmd:COMMAND ARGS...\".", ("run", "validate"), "kept", "urls",
+    suite_key="agent", default="openai", command_help={"validate": "Also load this agent, as run would."})
+MODEL: Setting[str | None] = _row("model", str, ("--model",), "The agent's model (AGENT_EVAL_MODEL).", ("run",), "kept",
+    "value", env="AGENT_EVAL_MODEL", suite_key="model")
+BASE_URL: Setting[str | None] = _row("base_url", str, ("--base-url",), "OpenAI-compatible endpoint (OPENAI_BASE_URL).",
+    ("run",), "kept", "url", env="OPENAI_BASE_URL")
+PAIRWISE: Setting[bool] = _row("pairwise", bool, ("--pairwise",), "Judge each pair of answers, both orders.",
+    ("compare",))
+JUDGE_MODEL: Setting[str | None] = _row("judge_model", str, ("--judge-model",),
+    "The judge's model (AGENT_EVAL_JUDGE_MODEL).", ("run", "rescore", "compare", "score", "calibrate"), "kept", "value")
+JUDGE_TIMEOUT: Setting[float] = _row("judge_timeout", float, ("--judge-timeout",),
+    "Seconds each judge or simulator request may take, "
+    f"retries included (default {DEFAULTS.judge_timeout:g}).", ("run", "rescore", "score", "calibrate"), "renewed",
+    "value", default=DEFAULTS.judge_timeout, check=seconds(DEFAULTS.judge_timeout))
+JUDGE_REPEAT: Setting[int | None] = _row("judge_repeat", int, ("--judge-repeat",), "N uncached judge answers per run.",
     ("rescore", "compare", "calibrate"), command_help={"compare": "N uncached answers per order (--pairwise).",
-                                                       "calibrate": "Compare N fresh majority verdicts."},
+                                                       "calibrate": "Compare N fresh majority verdicts."}, check=count)
+NO_CACHE: Setting[bool] = _row("no_cache", bool, ("--no-cache",), "Ask the judge again; ignore cached answers.",
+    ("run",), "kept", "value", default=False)
+CONCURRENCY: Setting[int] = _row("concurrency", int, ("--concurrency",),
+    f"Runs at once (default {DEFAULTS.concurrency}).", ("run",), shown="value", default=DEFAULTS.concurrency,
     check=count)
-NO_CACHE: Setting[bool] = _row(
-    "no_cache", bool, ("--no-cache",), "Ask the judge again; ignore cached answers.", ("run",), "kept",
-    "value", default=False)
-CONCURRENCY: Setting[int] = _row(
-    "concurrency", int, ("--concurrency",), f"Runs at once (default {DEFAULTS.concurrency}).", ("run",),
-    shown="value", default=DEFAULTS.concurrency, check=count)
-MAX_STEPS: Setting[int] = _row(
-    "max_steps", int, ("--max-steps",), f"Model completions per user turn (default {DEFAULTS.max_steps}).",
-    ("run",), "kept", "value", suite_key="max_steps", default=DEFAULTS.max_steps, check=count)
-TIMEOUT: Setting[float | None] = _row(
-    "timeout", float, ("--timeout",), "Seconds one run may take (default: none).", ("run",), "kept", "value",
-    check=seconds())
-OUTPUT_DIR: Setting[Path] = _row(
-    "output_dir", Path, ("--output-dir",), f"Where reports go (default {DEFAULTS.output_dir}).",
-    ("run", "score", "history"), default=DEFAULTS.output_dir, sourced=False,
-    command_help={"history": "Where history.sqlite is."}, command_default={"history": DEFAULTS.output_dir})
-QUIET: Setting[bool] = _row(
-    "quiet", bool, ("--quiet", "-q"), "No progress bar; print only the verdict line.", _RESCORED,
-    command_help={"rescore": "Print only the verdict line.", "score": "Print only the verdict line."})
+MAX_STEPS: Setting[int] = _row("max_steps", int, ("--max-steps",),
+    f"Model completions per user turn (default {DEFAULTS.max_steps}).", ("run",), "kept", "value",
+    suite_key="max_steps", default=DEFAULTS.max_steps, check=count)
+TIMEOUT: Setting[float | None] = _row("timeout", float, ("--timeout",), "Seconds one run may take (default: none).",
+    ("run",), "kept", "value", check=seconds())
+OUTPUT_DIR: Setting[Path] = _row("output_dir", Path, ("--output-dir",),
+    f"Where reports go (default {DEFAULTS.output_dir}).", ("run", "score", "history"), default=DEFAULTS.output_dir,
+    sourced=False, command_help={"history": "Where history.sqlite is."},
+    command_default={"history": DEFAULTS.output_dir})
+QUIET: Setting[bool] = _row("quiet", bool, ("--quiet", "-q"), "No progress bar; print only the verdict line.",
+    _RESCORED, command_help={"rescore": "Print only the verdict line.", "score": "Print only the verdict line."})
 BASELINE: Setting[str | None] = _row("baseline", str, ("--baseline",), "Gate against this report (or `last`).", _SCORED)
-GATE: Setting[tuple[str, ...]] = _row(
-    "gate", str, ("--gate",), "METRIC[=MAX_DROP] to gate on (needs --baseline).", ("run", "compare", "score"),
-    repeatable=True, command_help={"compare": "METRIC[=MAX_DROP] to gate on (repeatable).",
+GATE: Setting[tuple[str, ...]] = _row("gate", str, ("--gate",), "METRIC[=MAX_DROP] to gate on (needs --baseline).",
+    ("run", "compare", "score"), repeatable=True, command_help={"compare": "METRIC[=MAX_DROP] to gate on (repeatable).",
                                    "score": "METRIC[=MAX_DROP] to gate on (repeatable)."})
 JUNIT: Setting[Path | None] = _row("junit", Path, ("--junit",), "Also write JUnit XML here.", _RESCORED)
-MARKDOWN: Setting[Path | None] = _row(
-    "markdown", Path, ("--markdown",), "Also append a Markdown summary here.",
-    ("run", "rescore", "compare", "score"),
-    command_help={"compare": "Also append the comparison as Markdown here."})
-HTML_OUT: Setting[Path | None] = _row(
-    "html_out", Path, ("--html",), "Also write the comparison as an HTML page here.", ("compare",))
-NO_HTML: Setting[bool] = _row(
-    "no_html", bool, ("--no-html",), "Do not write the HTML page.", _SCORED, attr="html", negated=True)
+MARKDOWN: Setting[Path | None] = _row("markdown", Path, ("--markdown",), "Also append a Markdown summary here.",
+    ("run", "rescore", "compare", "score"), command_help={"compare": "Also append the comparison as Markdown here."})
+HTML_OUT: Setting[Path | None] = _row("html_out", Path, ("--html",), "Also write the comparison as an HTML page here.",
+    ("compare",))
+NO_HTML: Setting[bool] = _row("no_html", bool, ("--no-html",), "Do not write the HTML page.", _SCORED, attr="html",
+    negated=True)
 RESUME: Setting[str | None] = _row("resume", str, ("--resume",), "Finish run RUN_ID: run only what its journal lacks.")
-USER: Setting[str | None] = _row(
-    "user", str, ("--user",), "Python user simulator (file.py:function).", ("run",), "kept", "urls")
-USER_MODEL: Setting[str | None] = _row(
-    "user_model", str, ("--user-model",), "LLM user simulator (AGENT_EVAL_USER_MODEL).", ("run",), "kept")
-MAX_COST: Setting[float | None] = _row(
-    "max_cost", float, ("--max-cost",), "Stop taking runs before the spend passes USD.", ("run",), "renewed",
-    "value", check=_dollars)
-VERBOSE: Setting[bool] = _row(
-    "verbose", bool, ("--verbose", "-v"), "Every failed check of every failed run, all cases.", _SCORED,
+USER: Setting[str | None] = _row("user", str, ("--user",), "Python user simulator (file.py:function).", ("run",),
+    "kept", "urls")
+USER_MODEL: Setting[str | None] = _row("user_model", str, ("--user-model",),
+    "LLM user simulator (AGENT_EVAL_USER_MODEL).", ("run",), "kept")
+MAX_COST: Setting[float | None] = _row("max_cost", float, ("--max-cost",),
+    "Stop taking runs before the spend passes USD.", ("run",), "renewed", "value", check=_dollars)
+VERBOSE: Setting[bool] = _row("verbose", bool, ("--verbose", "-v"),
+    "Every failed check of every failed run, all cases.", _SCORED,
     command_help={"score": "Every failed check, and the whole case table."})
 # --resume reproduces the ids --lf selected (`last_failed_ids`), not the flag.
-LAST_FAILED: Setting[bool] = _row(
-    "last_failed", bool, ("--last-failed", "--lf"), "Run only the cases that failed or errored in the last run.")
-EXITFIRST: Setting[bool] = _row(
-    "exitfirst", bool, ("--exitfirst", "-x"), "Stop taking new runs after the first failure.")
-WORKERS: Setting[int] = _row(
-    "workers", int, ("--workers",), "Worker processes sharing --concurrency (default 1).", shown="value",
-    check=count)
+LAST_FAILED: Setting[bool] = _row("last_failed", bool, ("--last-failed", "--lf"),
+    "Run only the cases that failed or errored in the last run.")
+EXITFIRST: Setting[bool] = _row("exitfirst", bool, ("--exitfirst", "-x"),
+    "Stop taking new runs after the first failure.")
+WORKERS: Setting[int] = _row("workers", int, ("--workers",), "Worker processes sharing --concurrency (default 1).",
+    shown="value", check=count)
 RAY: Setting[bool] = _row("ray", bool, ("--ray",), "Place the workers on Ray (pip install 'agent-eval-trials\\[ray]').")
-RAY_ADDRESS: Setting[str | None] = _row(
-    "ray_address", str, ("--ray-address",), "Join this Ray cluster (implies --ray).")
-RAY_RUNTIME_ENV: Setting[dict[str, Any] | None] = _row(
-    "ray_runtime_env", str, ("--ray-runtime-env",), "Ray's runtime_env, as JSON.")
-OTEL: Setting[Path | None] = _row(
-    "otel", Path, ("--otel",), "Also write each run as an OpenTelemetry GenAI trace (OTLP/JSON lines) here.",
-    _RESCORED, shown="text", sourced=False)
-OTLP_ENDPOINT: Setting[str | None] = _row(
-    "otlp_endpoint", str, ("--otlp-endpoint",), "Also POST each run's trace here as OTLP/HTTP JSON "
+RAY_ADDRESS: Setting[str | None] = _row("ray_address", str, ("--ray-address",),
+    "Join this Ray cluster (implies --ray).")
+RAY_RUNTIME_ENV: Setting[dict[str, Any] | None] = _row("ray_runtime_env", str, ("--ray-runtime-env",),
+    "Ray's runtime_env, as JSON.")
+OTEL: Setting[Path | None] = _row("otel", Path, ("--otel",),
+    "Also write each run as an OpenTelemetry GenAI trace (OTLP/JSON lines) here.", _RESCORED, shown="text",
+    sourced=False)
+OTLP_ENDPOINT: Setting[str | None] = _row("otlp_endpoint", str, ("--otlp-endpoint",),
+    "Also POST each run's trace here as OTLP/HTTP JSON "
     "(e.g. http://127.0.0.1:4318/v1/traces).", _RESCORED, shown="url", sourced=False)
-RATE_LIMIT: Setting[RateLimit | None] = _row(
-    "rate_limit", str, ("--rate-limit",), _RATE_LIMIT_HELP, shown="text", env="AGENT_EVAL_RATE_LIMIT",
-    suite_key="rate_limit")
-JUDGE_RATE_LIMIT: Setting[RateLimit | None] = _row(
-    "judge_rate_limit", str, ("--judge-rate-limit",), "RPM[:BURST] for the judge's and the simulator's "
+RATE_LIMIT: Setting[RateLimit | None] = _row("rate_limit", str, ("--rate-limit",), _RATE_LIMIT_HELP, shown="text",
+    env="AGENT_EVAL_RATE_LIMIT", suite_key="rate_limit")
+JUDGE_RATE_LIMIT: Setting[RateLimit | None] = _row("judge_rate_limit", str, ("--judge-rate-limit",),
+    "RPM[:BURST] for the judge's and the simulator's "
     "endpoints (default: none).", shown="text")
-RETRY_BUDGET: Setting[float] = _row(
-    "retry_budget", float, ("--retry-budget",), "Seconds one request may keep retrying rate limits, from its "
+RETRY_BUDGET: Setting[float] = _row("retry_budget", float, ("--retry-budget",),
+    "Seconds one request may keep retrying rate limits, from its "
     f"first attempt (default {DEFAULTS.retry_budget:g}).", shown="value", default=DEFAULTS.retry_budget,
     check=seconds(DEFAULTS.retry_budget))
-RECORD: Setting[Path | None] = _row(
-    "record", Path, ("--record",), "Record each run's model exchanges in DIR.", ("run",), "renewed", "text",
-    sourced=False)
-REPLAY: Setting[Path | None] = _row(
-    "replay", Path, ("--replay",), "Answer model requests from DIR's recording.", ("run",), "renewed", "text",
-    sourced=False)
-REPLAY_MISS: Setting[str] = _row(
-    "replay_miss", str, ("--replay-miss",), "error (default) or live: ask the provider.", ("run",), "renewed",
-    default="error")
-LAST: Setting[int] = _row(
-    "last", int, ("--last",), "How many recent runs to show.", ("history",), default=DEFAULTS.history_last,
-    eager=True, option={"min": 1, "max": MAX_COUNT})
-METRIC: Setting[tuple[str, ...]] = _row(
-    "metric", str, ("--metric",), "A summary metric to show (repeatable).", ("history",), repeatable=True)
-CASE_ID: Setting[str | None] = _row(
-    "case_id", str, ("--case-id",), "Show one case's pass rate over the recent runs.", ("history",))
-MIN_KAPPA: Setting[float] = _row(
-    "min_kappa", float, ("--min-kappa",), "Exit 1 when the overall kappa is below this.", ("calibrate",),
-    default=0.6, eager=True)
-DETECT: Setting[float] = _row(
-    "detect", float, ("--detect",), "The drop of pass_at_1 to detect.", ("plan",),
+RECORD: Setting[Path | None] = _row("record", Path, ("--record",), "Record each run's model exchanges in DIR.",
+    ("run",), "renewed", "text", sourced=False)
+REPLAY: Setting[Path | None] = _row("replay", Path, ("--replay",), "Answer model requests from DIR's recording.",
+    ("run",), "renewed", "text", sourced=False)
+REPLAY_MISS: Setting[str] = _row("replay_miss", str, ("--replay-miss",), "error (default) or live: ask the provider.",
+    ("run",), "renewed", default="error")
+LAST: Setting[int] = _row("last", int, ("--last",), "How many recent runs to show.", ("history",),
+    default=DEFAULTS.history_last, eager=True, option={"min": 1, "max": MAX_COUNT})
+METRIC: Setting[tuple[str, ...]] = _row("metric", str, ("--metric",), "A summary metric to show (repeatable).",
+    ("history",), repeatable=True)
+CASE_ID: Setting[str | None] = _row("case_id", str, ("--case-id",), "Show one case's pass rate over the recent runs.",
+    ("history",))
+MIN_KAPPA: Setting[float] = _row("min_kappa", float, ("--min-kappa",), "Exit 1 when the overall kappa is below this.",
+    ("calibrate",), default=0.6, eager=True)
+DETECT: Setting[float] = _row("detect", float, ("--detect",), "The drop of pass_at_1 to detect.", ("plan",),
     default=_DETECT, eager=True)
-POWER: Setting[float] = _row(
-    "power", float, ("--power",), "The probability of detecting it.", ("plan",),
+POWER: Setting[float] = _row("power", float, ("--power",), "The probability of detecting it.", ("plan",),
     default=_POWER, eager=True)
-PORT: Setting[int] = _row(
-    "port", int, ("--port",), "The port to listen on (0: any free one).", ("scripted-model",), default=0,
-    eager=True)
+PORT: Setting[int] = _row("port", int, ("--port",), "The port to listen on (0: any free one).", ("scripted-model",),
+    default=0, eager=True)
 # Set by --resume, never by a flag: the stored --lf selection, and the folder relative agent SPECs start from.
 LAST_FAILED_IDS: Setting[tuple[str, ...]] = _row("last_failed_ids", str, (), "", (), repeatable=True)
 AGENT_DIR: Setting[Path | None] = _row("agent_dir", Path, (), "", ())
