@@ -70,42 +70,43 @@ LOGS: Setting[Path | None] = _row("logs", Path, ("--logs",),
     "An OTLP logs export whose GenAI events hold the traces' messages.", ("score", "import"))
 FILTER: Setting[tuple[str, ...]] = _row("filter", str, ("--filter",),
     "Keep cases whose id or a tag contains TEXT (repeatable).", ("run", "list", "score"), "kept", "value",
-    repeatable=True, default=())
+    repeatable=True, default=(), report=3)
 REPEAT: Setting[int] = _row("repeat", int, ("--repeat", "-k"), f"Runs per case (default {DEFAULTS.repeat}).", ("run",),
-    "kept", "value", suite_key="defaults.repeat", default=DEFAULTS.repeat, check=count)
+    "kept", "value", suite_key="defaults.repeat", default=DEFAULTS.repeat, check=count, report=1)
 THRESHOLD: Setting[float] = _row("threshold", float, ("--threshold",),
     f"Pass rate a case needs (default {DEFAULTS.threshold}).", _SCORED, "kept", "value", suite_key="defaults.threshold",
-    default=DEFAULTS.threshold, check=_share)
+    default=DEFAULTS.threshold, check=_share, report=2)
 NO_JUDGE: Setting[bool] = _row("no_judge", bool, ("--no-judge",), "Never call the judge; skip rubric-only cases.",
-    _RESCORED, "kept", "value", attr="judge", negated=True, default=False)
+    _RESCORED, "kept", "value", attr="judge", negated=True, default=False, report=4)
 AGENT: Setting[str] = _row("agent", str, ("--agent",),
     "openai, file.py:function, module:function or \"cmd:COMMAND ARGS...\".", ("run", "validate"), "kept", "urls",
-    suite_key="agent", default="openai", command_help={"validate": "Also load this agent, as run would."})
+    suite_key="agent", default="openai", command_help={"validate": "Also load this agent, as run would."}, report=14)
 MODEL: Setting[str | None] = _row("model", str, ("--model",), "The agent's model (AGENT_EVAL_MODEL).", ("run",), "kept",
-    "value", env="AGENT_EVAL_MODEL", suite_key="model")
+    "value", env="AGENT_EVAL_MODEL", suite_key="model", report=15)
 BASE_URL: Setting[str | None] = _row("base_url", str, ("--base-url",), "OpenAI-compatible endpoint (OPENAI_BASE_URL).",
-    ("run",), "kept", "url", env="OPENAI_BASE_URL")
+    ("run",), "kept", "url", env="OPENAI_BASE_URL", report=12)
 PAIRWISE: Setting[bool] = _row("pairwise", bool, ("--pairwise",), "Judge each pair of answers, both orders.",
     ("compare",))
 JUDGE_MODEL: Setting[str | None] = _row("judge_model", str, ("--judge-model",),
-    "The judge's model (AGENT_EVAL_JUDGE_MODEL).", ("run", "rescore", "compare", "score", "calibrate"), "kept", "value")
+    "The judge's model (AGENT_EVAL_JUDGE_MODEL).", ("run", "rescore", "compare", "score", "calibrate"), "kept", "value",
+    report=5)
 JUDGE_TIMEOUT: Setting[float] = _row("judge_timeout", float, ("--judge-timeout",),
     "Seconds each judge or simulator request may take, "
     f"retries included (default {DEFAULTS.judge_timeout:g}).", ("run", "rescore", "score", "calibrate"), "renewed",
-    "value", default=DEFAULTS.judge_timeout, check=seconds(DEFAULTS.judge_timeout))
+    "value", default=DEFAULTS.judge_timeout, check=seconds(DEFAULTS.judge_timeout), report=11)
 JUDGE_REPEAT: Setting[int | None] = _row("judge_repeat", int, ("--judge-repeat",), "N uncached judge answers per run.",
     ("rescore", "compare", "calibrate"), command_help={"compare": "N uncached answers per order (--pairwise).",
                                                        "calibrate": "Compare N fresh majority verdicts."}, check=count)
 NO_CACHE: Setting[bool] = _row("no_cache", bool, ("--no-cache",), "Ask the judge again; ignore cached answers.",
-    ("run",), "kept", "value", default=False)
+    ("run",), "kept", "value", default=False, report=7)
 CONCURRENCY: Setting[int] = _row("concurrency", int, ("--concurrency",),
     f"Runs at once (default {DEFAULTS.concurrency}).", ("run",), shown="value", default=DEFAULTS.concurrency,
-    check=count)
+    check=count, report=8)
 MAX_STEPS: Setting[int] = _row("max_steps", int, ("--max-steps",),
     f"Model completions per user turn (default {DEFAULTS.max_steps}).", ("run",), "kept", "value",
-    suite_key="max_steps", default=DEFAULTS.max_steps, check=count)
+    suite_key="max_steps", default=DEFAULTS.max_steps, check=count, report=9)
 TIMEOUT: Setting[float | None] = _row("timeout", float, ("--timeout",), "Seconds one run may take (default: none).",
-    ("run",), "kept", "value", check=seconds())
+    ("run",), "kept", "value", check=seconds(), report=10)
 OUTPUT_DIR: Setting[Path] = _row("output_dir", Path, ("--output-dir",),
     f"Where reports go (default {DEFAULTS.output_dir}).", ("run", "score", "history"), default=DEFAULTS.output_dir,
     sourced=False, command_help={"history": "Where history.sqlite is."},
@@ -125,47 +126,48 @@ NO_HTML: Setting[bool] = _row("no_html", bool, ("--no-html",), "Do not write the
     negated=True)
 RESUME: Setting[str | None] = _row("resume", str, ("--resume",), "Finish run RUN_ID: run only what its journal lacks.")
 USER: Setting[str | None] = _row("user", str, ("--user",), "Python user simulator (file.py:function).", ("run",),
-    "kept", "urls")
+    "kept", "urls", report=13)
 USER_MODEL: Setting[str | None] = _row("user_model", str, ("--user-model",),
     "LLM user simulator (AGENT_EVAL_USER_MODEL).", ("run",), "kept")
 MAX_COST: Setting[float | None] = _row("max_cost", float, ("--max-cost",),
-    "Stop taking runs before the spend passes USD.", ("run",), "renewed", "value", check=_dollars)
+    "Stop taking runs before the spend passes USD.", ("run",), "renewed", "value", check=_dollars, report=26)
 VERBOSE: Setting[bool] = _row("verbose", bool, ("--verbose", "-v"),
     "Every failed check of every failed run, all cases.", _SCORED,
     command_help={"score": "Every failed check, and the whole case table."})
 # --resume reproduces the ids --lf selected (`last_failed_ids`), not the flag.
 LAST_FAILED: Setting[bool] = _row("last_failed", bool, ("--last-failed", "--lf"),
-    "Run only the cases that failed or errored in the last run.")
+    "Run only the cases that failed or errored in the last run.", report=17)
 EXITFIRST: Setting[bool] = _row("exitfirst", bool, ("--exitfirst", "-x"),
     "Stop taking new runs after the first failure.")
 WORKERS: Setting[int] = _row("workers", int, ("--workers",), "Worker processes sharing --concurrency (default 1).",
-    shown="value", check=count)
-RAY: Setting[bool] = _row("ray", bool, ("--ray",), "Place the workers on Ray (pip install 'agent-eval-trials\\[ray]').")
+    shown="value", check=count, report=19)
+RAY: Setting[bool] = _row("ray", bool, ("--ray",), "Place the workers on Ray (pip install 'agent-eval-trials\\[ray]').",
+    report=20)
 RAY_ADDRESS: Setting[str | None] = _row("ray_address", str, ("--ray-address",),
     "Join this Ray cluster (implies --ray).")
 RAY_RUNTIME_ENV: Setting[dict[str, Any] | None] = _row("ray_runtime_env", str, ("--ray-runtime-env",),
     "Ray's runtime_env, as JSON.")
 OTEL: Setting[Path | None] = _row("otel", Path, ("--otel",),
     "Also write each run as an OpenTelemetry GenAI trace (OTLP/JSON lines) here.", _RESCORED, shown="text",
-    sourced=False)
+    sourced=False, report=21)
 OTLP_ENDPOINT: Setting[str | None] = _row("otlp_endpoint", str, ("--otlp-endpoint",),
     "Also POST each run's trace here as OTLP/HTTP JSON "
-    "(e.g. http://127.0.0.1:4318/v1/traces).", _RESCORED, shown="url", sourced=False)
+    "(e.g. http://127.0.0.1:4318/v1/traces).", _RESCORED, shown="url", sourced=False, report=22)
 RATE_LIMIT: Setting[RateLimit | None] = _row("rate_limit", str, ("--rate-limit",), _RATE_LIMIT_HELP, shown="text",
-    env="AGENT_EVAL_RATE_LIMIT", suite_key="rate_limit")
+    env="AGENT_EVAL_RATE_LIMIT", suite_key="rate_limit", report=23)
 JUDGE_RATE_LIMIT: Setting[RateLimit | None] = _row("judge_rate_limit", str, ("--judge-rate-limit",),
     "RPM[:BURST] for the judge's and the simulator's "
-    "endpoints (default: none).", shown="text")
+    "endpoints (default: none).", shown="text", report=24)
 RETRY_BUDGET: Setting[float] = _row("retry_budget", float, ("--retry-budget",),
     "Seconds one request may keep retrying rate limits, from its "
     f"first attempt (default {DEFAULTS.retry_budget:g}).", shown="value", default=DEFAULTS.retry_budget,
-    check=seconds(DEFAULTS.retry_budget))
+    check=seconds(DEFAULTS.retry_budget), report=25)
 RECORD: Setting[Path | None] = _row("record", Path, ("--record",), "Record each run's model exchanges in DIR.",
-    ("run",), "renewed", "text", sourced=False)
+    ("run",), "renewed", "text", sourced=False, report=27)
 REPLAY: Setting[Path | None] = _row("replay", Path, ("--replay",), "Answer model requests from DIR's recording.",
-    ("run",), "renewed", "text", sourced=False)
+    ("run",), "renewed", "text", sourced=False, report=28)
 REPLAY_MISS: Setting[str] = _row("replay_miss", str, ("--replay-miss",), "error (default) or live: ask the provider.",
-    ("run",), "renewed", default="error")
+    ("run",), "renewed", default="error", report=29)
 LAST: Setting[int] = _row("last", int, ("--last",), "How many recent runs to show.", ("history",),
     default=DEFAULTS.history_last, eager=True, option={"min": 1, "max": MAX_COUNT})
 METRIC: Setting[tuple[str, ...]] = _row("metric", str, ("--metric",), "A summary metric to show (repeatable).",

@@ -70,6 +70,7 @@ class Setting(Generic[T]):
     command_default: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # a command's own default
     option: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # more of typer.Option (min, max)
     check: Callable[[Any], str | None] | None = None  # why a value is out of range (the words after "must be")
+    report: int | None = None  # its place in the report's `settings` (None: after the built-in rows, in table order)
 
     def checked(self, value: Any, where: str | None = None) -> Any:
         """`value`, or a ConfigError "WHERE must be ..." when `check` refuses it (WHERE: its first flag)."""

@@ -1,5 +1,6 @@
-"""The report's `settings` block of resolved settings: each shown row of the settings table, in the order
-reports have always had, with no key and no secret (a URL is shown with its secret replaced by ***)."""
+"""The report's `settings` block of resolved settings: each shown row of the settings table at its `report`
+place (where reports have always had it), with no key and no secret (a URL is shown with its secret
+replaced by ***)."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -16,36 +17,38 @@ if TYPE_CHECKING:
 
 
 def settings_block(cfg: Settings) -> dict[str, Any]:
-    """The block: REPORT_ORDER's keys first, then each other shown row of `run` in the table's order."""
-    rows = {row.key: row for row in all_settings() if "run" in row.commands and row.shown != "hidden"}
-    shown: dict[str, Any] = {}
-    for key in (*REPORT_ORDER, *(key for key in rows if key not in REPORT_ORDER)):
-        if key in _SHOWN:
-            shown.update(_SHOWN[key](cfg))
-        else:
-            row = rows[key]
-            value = cfg.get(row.name)
-            shown[key] = _show(row, not value if row.negated else value)
-    return shown
+    """The block: each shown row of `run` (and the entries that are no row's value) by its `report` place, as
+    reports have always had them; a row with none (a plugin's) after them, in the table's order."""
+    entries = [(row.report, _SHOWN.get(row.name) or _shown(row)) for row in all_settings()
+               if "run" in row.commands and (row.shown != "hidden" or row.report is not None)]
+    block: dict[str, Any] = {}
+    for _, show in sorted([*entries, *_OWN], key=lambda entry: _LAST if entry[0] is None else entry[0]):
+        block.update(show(cfg))
+    return block
 
 
-# The report's settings block, in the order reports have always had; a shown row not named here follows
-# them in the table's order (a plugin's last). `_SHOWN` writes the entries that are not one row's value.
-REPORT_ORDER = ("repeat", "threshold", "filter", "judge", "judge_model", "judge_base_url", "no_cache", "concurrency",
-                "max_steps", "timeout", "judge_timeout", "base_url", "user", "agent", "model", "sources",
-                "last_failed", "scored_from", "workers", "ray", "otel", "otlp_endpoint", "rate_limit",
-                "judge_rate_limit", "retry_budget", "max_cost", "record", "replay", "replay_miss")
+_LAST = 1 << 30
+Show = Callable[["Settings"], dict[str, Any]]
 
-_SHOWN: dict[str, Callable[[Settings], dict[str, Any]]] = {
+
+def _shown(row: Setting[Any]) -> Show:
+    return lambda cfg: {row.key: _show(row, not cfg.get(row.name) if row.negated else cfg.get(row.name))}
+
+
+# The rows shown otherwise than as their value, and the entries that are no row's value, with their places.
+_SHOWN: dict[str, Show] = {
     "judge_model": lambda c: {"judge_model": None if c[NO_JUDGE] else c[JUDGE_MODEL]},
-    "judge_base_url": lambda c: {"judge_base_url": None if c[NO_JUDGE] else redact_url(c.judge_base_url)},
-    "sources": lambda c: {"sources": dict(c.sources)},
     "last_failed": lambda c: {"last_failed": c.last_failed},
-    "scored_from": lambda c: {"scored_from": c.source} if c.source else {},
     "ray": lambda c: {"ray": redact_urls(c[RAY_ADDRESS] or "local") if c[RAY] else None},
     "replay_miss": lambda c: {"replay_miss": c[REPLAY_MISS], "replay_recorded_at": (c.recorded or {}).get("created_at"),
                               "replay_model": (c.recorded or {}).get("model")} if c[REPLAY] else {},
 }
+_OWN: list[tuple[int | None, Show]] = [
+    (6, lambda c: {"judge_base_url": None if c[NO_JUDGE] else redact_url(c.judge_base_url)}),
+    (16, lambda c: {"sources": dict(c.sources)}),
+    (18, lambda c: {"scored_from": c.source} if c.source else {}),
+]
+OWN_KEYS = frozenset({"judge_base_url", "sources", "scored_from", "replay_recorded_at", "replay_model"})
 
 
 def _show(row: Setting[Any], value: Any) -> Any:
