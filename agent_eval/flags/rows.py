@@ -201,9 +201,9 @@ SETTINGS: list[Setting[Any]] = []
 _BY_NAME = {s.name: s for s in BUILT_IN}
 _BUILT_IN_NAMES = frozenset(_BY_NAME)
 # The keys of the report's settings block that a plugin's row may not take: the built-in rows' (a --no-X flag's
-# X), and those no row owns, which run/config.py writes itself.
-_BUILT_IN_KEYS = frozenset(s.key for s in BUILT_IN) | {"sources", "judge_base_url", "scored_from", "prices",
-                                                      "replay_recorded_at", "replay_model"}
+# X), and those no row owns, which run/settings_block.py writes itself.
+BUILT_IN_KEYS = frozenset(s.key for s in BUILT_IN) | {"sources", "judge_base_url", "scored_from", "prices",
+                                                     "replay_recorded_at", "replay_model"}
 
 
 def all_settings() -> tuple[Setting[Any], ...]:
@@ -251,8 +251,8 @@ def register_setting(row: Setting[Any]) -> None:
 
         raise ConfigError(f"the setting {getattr(row, 'name', row)!r} of {current()}: {problem}")
     if row.key != row.name:  # its key in the report's settings (and sources) is held as a name is
-        claim("setting", row.key, _BUILT_IN_NAMES | _BUILT_IN_KEYS, __name__)
-    claim("setting", row.name, _BUILT_IN_NAMES | _BUILT_IN_KEYS, __name__)
+        claim("setting", row.key, _BUILT_IN_NAMES | BUILT_IN_KEYS, __name__)
+    claim("setting", row.name, _BUILT_IN_NAMES | BUILT_IN_KEYS, __name__)
     for flag in row.flags:
         claim("flag", flag, (), __name__)
     SETTINGS[:] = [s for s in SETTINGS if s.name != row.name] + [row]

@@ -11,9 +11,8 @@ import orjson
 
 from agent_eval.records import RunRecord
 from agent_eval.flags import DEFAULTS, Flags, Setting, all_settings
-from agent_eval.flags.rows import NO_JUDGE
+from agent_eval.flags.rows import BUILT_IN_KEYS, NO_JUDGE
 from agent_eval.run.config import Settings
-from agent_eval.run.settings_block import OWN_KEYS
 from agent_eval.errors import ConfigError
 from agent_eval.llm import redact_url, restore_url
 from agent_eval.redaction import redact_urls
@@ -236,7 +235,7 @@ def _refuse_missing_plugin_settings(stored: Stored) -> None:
     """A run played with a plugin's setting is resumed with that plugin loaded: without it, the resumed report
     would silently lose the setting (and the plugin's metrics)."""
     sources = stored.settings.get("sources")
-    known = {row.key for row in all_settings()} | OWN_KEYS
+    known = {row.key for row in all_settings()} | BUILT_IN_KEYS
     missing = sorted(set(sources) - known) if isinstance(sources, dict) else []
     if missing:
         many = "s" if len(missing) > 1 else ""

@@ -48,7 +48,6 @@ _OWN: list[tuple[int | None, Show]] = [
     (16, lambda c: {"sources": dict(c.sources)}),
     (18, lambda c: {"scored_from": c.source} if c.source else {}),
 ]
-OWN_KEYS = frozenset({"judge_base_url", "sources", "scored_from", "replay_recorded_at", "replay_model"})
 
 
 def _show(row: Setting[Any], value: Any) -> Any:

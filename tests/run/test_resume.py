@@ -254,3 +254,20 @@ def test_a_switch_given_to_a_run_that_ran_without_it_says_so(tmp_path, flag):
         run(out, resume=run_id, explicit={flag}, **{flag: True})
     assert str(refused.value) == (f"{shown} conflicts with run {run_id}, which ran without it; a resumed run keeps "
                                   f"its settings: drop {shown}, or start a new run without --resume.")
+
+
+def test_resuming_a_run_played_with_a_plugins_setting_without_that_plugin_is_exit_2(tmp_path: Path) -> None:
+    from agent_eval.report.files import journal_path_of
+    from agent_eval.run.resume import open_resume
+
+    run_id = "20260101-120000-a1b2c3"
+    path = journal_path_of(tmp_path, run_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # judge_base_url and user are the block's own keys; tone is no loaded row's.
+    sources = {"repeat": "default", "judge_base_url": "agent", "user": "default", "tone": "flag"}
+    path.write_bytes(orjson.dumps({"run_id": run_id, "created_at": "2026-01-01T12:00:00Z",
+                                   "settings": {"sources": sources}, "cases_file": "cases.json"}) + b"\n")
+    with pytest.raises(ConfigError) as refused:
+        open_resume(flags_of(resume=run_id, output_dir=tmp_path))
+    assert str(refused.value).startswith(f"run {run_id} was played with the setting tone of a plugin that is not "
+                                         "loaded now;")
