@@ -181,6 +181,18 @@ class _State:
             sys.dont_write_bytecode = self._bytecode
             _restore_agent_eval(self._globals)
             _forget_user_modules(set(sys.modules) - self._modules)
+            _rebuild_options()
+
+
+def _rebuild_options() -> None:
+    """The commands' options as the restored settings table has them: main() gave each command function a
+    signature with the options of the plugins' rows, which a later call (or `typer.main.get_command(app)` in a
+    test) would otherwise still read after those rows are gone."""
+    cli = sys.modules.get("agent_eval.cli")
+    if cli is not None:
+        from agent_eval.commands.options import build_options
+
+        build_options(cli.app)
 
 
 def _text(stream: io.TextIOWrapper) -> str:
