@@ -160,3 +160,34 @@ def test_the_plugin_example_of_the_architecture_doc_runs_as_written(tmp_path: Pa
     assert report["summary"]["answer_words"] == 3.0
     assert (report["settings"]["tone"], report["settings"]["sources"]["tone"]) == ("warm", "suite")
     assert name == "tone"
+
+
+HEARS_ONE_EVENT = '''
+import os
+from pathlib import Path
+
+
+class Finished:  # no RunListener base: it hears run_finished and has no method for the other events
+    def run_finished(self, case_id, run):
+        with Path(os.environ["SEEN_LOG"]).open("a") as log:
+            log.write(f"{case_id} {run['status']}\\n")
+
+
+def register(host):
+    host.add_listener(Finished())
+'''
+
+
+def test_a_plugin_listener_without_the_other_events_hears_the_ones_it_has(tmp_path: Path) -> None:
+    # The guard looked each event's method up outside itself: a listener with run_finished only was a
+    # traceback (AttributeError: no attribute 'run_started') and the command crashed.
+    (tmp_path / "finished.py").write_text(HEARS_ONE_EVENT)
+    agent = "def agent(task):\n    return 'hello'\n"
+    cases = [{"id": f"c{n}", "query": "q", "expect": {"contains": "hello"}} for n in range(2)]
+    suite = write_suite(tmp_path / "suite", cases, {"agent": "agent.py:agent"}, {"agent.py": agent})
+    log = tmp_path / "seen.log"
+    result = run_cli("run", "--cases", suite, "--output-dir", tmp_path / "out", "--no-html", cwd=tmp_path,
+                     env=clean_env(AGENT_EVAL_PLUGINS="finished.py", SEEN_LOG=str(log)))
+    assert result.exit_code == 0, result.stderr
+    assert "Traceback" not in result.stderr and "warning" not in result.stderr
+    assert sorted(log.read_text().splitlines()) == ["c0 passed", "c1 passed"]

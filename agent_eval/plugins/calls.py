@@ -77,7 +77,10 @@ class GuardedListener(Listeners):
 
     def _tell(self, event: str, *args: Any) -> None:
         for listener in self:  # a copy of the run's record: what the plugin does to it never reaches the report
-            called = call_user(getattr(listener, event), *copy.deepcopy(args))
+            hears = getattr(listener, event, None)  # a listener that is no RunListener may lack an event
+            if hears is None:
+                continue
+            called = call_user(hears, *copy.deepcopy(args))
             if called.error is not None:
                 self.remove(listener)
                 self.warn(f"warning: the listener {type(listener).__name__} of the plugin {self.owner} raised "
