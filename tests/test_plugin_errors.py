@@ -459,3 +459,29 @@ def test_a_metric_name_sqlite_reads_as_a_column_is_registered(tmp_path: Path) ->
         "register_metric(SuiteMetric('order_total', 'o', statistic=mean('o_value'), run_value=lambda *a: 1))\n")
     result = run_cli("list", env=clean_env(AGENT_EVAL_PLUGINS=str(tmp_path / "names.py")))
     assert result.exit_code == 0, result.stdout + result.stderr
+
+
+RANGED = '''
+from agent_eval.flags import Setting, register_setting
+
+
+def depth_range(value):
+    raise ValueError("no range for " + str(value))
+
+
+register_setting(Setting("depth", int, ("--depth",), env="AGENT_EVAL_DEPTH", suite_key="depth", check=depth_range))
+'''
+
+
+@pytest.mark.parametrize("given", [("flag", ("--depth", "2"), {}), ("env", (), {"AGENT_EVAL_DEPTH": "2"})])
+def test_a_setting_whose_range_check_raises_is_exit_2_naming_the_plugin(tmp_path: Path, given: tuple) -> None:
+    # A row's `check` is the plugin's code: it was called outside the guard, and the command was a traceback.
+    _, extra, env = given
+    (tmp_path / "ranged.py").write_text(RANGED)
+    result = run_cli("run", "--cases", suite(tmp_path), "--output-dir", tmp_path / "out", "--no-html", *extra,
+                     cwd=tmp_path, env=clean_env(AGENT_EVAL_PLUGINS="ranged.py", **env))
+    assert result.exit_code == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert (f"the setting 'depth' of the plugin {tmp_path / 'ranged.py'} raised ValueError: no range for 2"
+            in " ".join(result.stderr.split()))
+    assert not (tmp_path / "out").exists()  # refused before anything ran

@@ -7,6 +7,7 @@ these rows. A plugin adds a row with `register_setting`.
 """
 from __future__ import annotations
 
+import dataclasses
 import keyword
 import math
 from collections.abc import Collection, Mapping
@@ -245,6 +246,7 @@ def register_setting(row: Setting[Any]) -> None:
     """Add a setting; a name (or flag) that a built-in setting or another module holds is a ConfigError, and
     so is a row whose fields cannot work (`setting_problem`)."""
     from agent_eval.plugins import claim, current
+    from agent_eval.plugins.calls import once
 
     if problem := setting_problem(row):
         from agent_eval.errors import ConfigError
@@ -252,9 +254,11 @@ def register_setting(row: Setting[Any]) -> None:
         raise ConfigError(f"the setting {getattr(row, 'name', row)!r} of {current()}: {problem}")
     if row.key != row.name:  # its key in the report's settings (and sources) is held as a name is
         claim("setting", row.key, _BUILT_IN_NAMES | BUILT_IN_KEYS, __name__)
-    claim("setting", row.name, _BUILT_IN_NAMES | BUILT_IN_KEYS, __name__)
+    owner = claim("setting", row.name, _BUILT_IN_NAMES | BUILT_IN_KEYS, __name__)
     for flag in row.flags:
         claim("flag", flag, (), __name__)
+    if row.check is not None:  # the plugin's code: one that raises is exit 2 naming it, never a traceback
+        row = dataclasses.replace(row, check=once("setting", row.name, owner, row.check))
     SETTINGS[:] = [s for s in SETTINGS if s.name != row.name] + [row]
 
 
