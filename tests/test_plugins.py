@@ -307,3 +307,27 @@ def test_a_plugin_outputs_own_setting_reaches_it_under_run_rescore_and_score(tmp
                        "--no-judge", *extra, cwd=tmp_path, env=environ)
         assert done.exit_code == 0, done.stdout + done.stderr
         assert written.exists(), how
+
+
+RUN_ONLY_TONE = TONE_OUTPUT.replace('commands=("run", "rescore", "score"), ', "")
+
+
+def test_a_plugin_outputs_run_setting_reaches_it_under_rescore_from_the_environment_and_the_suite(
+        tmp_path: Path) -> None:
+    # A row of `run` only (a Setting's default commands) has no flag on rescore, but its environment variable
+    # and suite key still set it there (rescore resolved only its own rows: the output was silently not written).
+    (tmp_path / "tone.py").write_text(RUN_ONLY_TONE)
+    cases = write_suite(tmp_path / "suite", CASES, {"agent": "agent.py:agent", "tone_file": "by-suite.txt"},
+                        {"agent.py": AGENT})
+    out = tmp_path / "reports"
+    done = run_cli("run", "--cases", cases, "--output-dir", out, "--no-html", cwd=tmp_path,
+                   env=clean_env(AGENT_EVAL_PLUGINS="tone.py"))
+    assert done.exit_code == 0, done.stdout + done.stderr
+    (report,) = out.glob("*.json")
+    (out / "by-suite.txt").unlink()
+    for env, written in (({}, "by-suite.txt"), ({"AGENT_EVAL_TONE_FILE": "by-env.txt"}, "by-env.txt")):
+        done = run_cli("rescore", report, "--no-judge", cwd=tmp_path,
+                       env=clean_env(AGENT_EVAL_PLUGINS="tone.py", **env))
+        assert done.exit_code == 0, done.stdout + done.stderr
+        rescored = max(out.glob("*.json"), key=lambda p: p.stat().st_mtime)
+        assert (out / written).read_text() == rescored.stem, written

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from agent_eval.errors import ConfigError
 from agent_eval.llm import PLACEHOLDER_KEY
-from agent_eval.flags import Flags, Setting, all_settings
+from agent_eval.flags import BUILT_IN_SETTINGS, Flags, Setting, all_settings
 from agent_eval.flags.rows import (
     BASE_URL, CONCURRENCY, JUDGE_RATE_LIMIT, JUDGE_TIMEOUT, MODEL, RATE_LIMIT, RAY, RAY_ADDRESS, REPLAY, REPLAY_MISS,
     RETRY_BUDGET, WORKERS,
@@ -24,6 +24,7 @@ from agent_eval.run.scenario import UserSettings
 from agent_eval.suite.cases import Suite
 
 T = TypeVar("T")
+BUILT_IN_NAMES = frozenset(row.name for row in BUILT_IN_SETTINGS)
 
 
 @dataclass(frozen=True)
@@ -107,11 +108,13 @@ class Given:
 
 def resolve(flags: Flags, suite: Suite, environ: Mapping[str, str] | None = None, command: str = "run") -> Settings:
     """The settings of `command` (`run`, which `score` and the pytest plugin play too, or `rescore`) from its
-    flags, the environment and the suite block: every row that names the command, in the table's order (the
-    order of `sources`), the few that are more than one value by their `_RESOLVERS` entry."""
+    flags, the environment and the suite block: every row that names the command (under `rescore`, every
+    plugin's row too, as its outputs read them under `run`: one with no flag there is its environment variable,
+    suite key or default), in the table's order (the order of `sources`), the few that are more than one value
+    by their `_RESOLVERS` entry."""
     given = Given(flags, os.environ if environ is None else environ, suite)
     for row in all_settings():
-        if command in row.commands:
+        if command in row.commands or (command == "rescore" and row.name not in BUILT_IN_NAMES):
             _RESOLVERS.get(row.name, _resolve_row)(row, given)
     if given.values.get("gate") and not given.values.get("baseline"):
         raise ConfigError("--gate needs --baseline REPORT (or --baseline last): a gate compares this run "
