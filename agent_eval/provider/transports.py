@@ -13,7 +13,8 @@ which sends each request to the transport of its URL's scheme:
   an http:// URL only when one of its requests goes to an https:// URL (a redirect): its http://
   requests go through a transport whose context trusts no certificate and reads no file. Verification
   is never loosened: an https:// request always goes through the verified context.
-The environment's proxies (HTTP_PROXY and the rest) get the same stack, as mounts, with TLS.
+The environment's proxies (HTTP_PROXY and the rest) get the same stack, as mounts, with TLS, each built at
+its first request: a URL the proxies do not serve (NO_PROXY) builds none of them.
 """
 from __future__ import annotations
 
@@ -58,6 +59,23 @@ class ByScheme(httpx2.AsyncBaseTransport):
                 await side.aclose()
 
 
+class Lazy(httpx2.AsyncBaseTransport):
+    """The transport `make()` builds at the first request sent through it (a proxy's mount)."""
+
+    def __init__(self, make: Callable[[], httpx2.AsyncBaseTransport]) -> None:
+        self._make = make
+        self.inner: httpx2.AsyncBaseTransport | None = None
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if self.inner is None:
+            self.inner = self._make()
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        if self.inner is not None:
+            await self.inner.aclose()
+
+
 def http_client(base_url: str | None) -> Any:
     """The SDK's HTTP client for `base_url`, built with the stack above."""
     from httpx2._utils import get_environment_proxies
@@ -73,9 +91,12 @@ def http_client(base_url: str | None) -> Any:
     def stack(inner: httpx2.AsyncBaseTransport) -> TapeTransport:
         return TapeTransport(CappedTransport(inner), base_path)
 
+    def proxied(url: str) -> Lazy:
+        proxy = httpx2.Proxy(url=url)  # read now: a malformed one is refused with the client
+        return Lazy(lambda: make(True, limits=DEFAULT_CONNECTION_LIMITS, proxy=proxy))
+
     direct = ByScheme(lambda tls: make(tls, limits=DEFAULT_CONNECTION_LIMITS), base_url)
-    mounts = {pattern: None if url is None else stack(make(True, limits=DEFAULT_CONNECTION_LIMITS,
-                                                           proxy=httpx2.Proxy(url=url)))
+    mounts = {pattern: None if url is None else stack(proxied(url))
               for pattern, url in get_environment_proxies().items()}
     return DefaultAsyncHttpxClient(transport=stack(direct), mounts=mounts)
 
