@@ -28,11 +28,14 @@ from pathlib import Path
 from typing import Any
 
 # The tables a plugin extends, and their owners: imported here so that each call's snapshot holds them (a
-# module first imported during a call would keep what that call's plugins added).
+# module first imported during a call would keep what that call's plugins added), and the modules that attach
+# their code to the settings table's rows (`attach`: the snapshot would otherwise put back the rows without it).
 import agent_eval.ingest.formats
 import agent_eval.plugins
 import agent_eval.report.outputs
 import agent_eval.run.agents
+import agent_eval.run.config
+import agent_eval.run.settings_block
 import agent_eval.score.checks
 import agent_eval.score.metric_registry  # noqa: F401
 from tests.builders import CLI, ROOT, clean_env

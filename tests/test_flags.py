@@ -159,6 +159,38 @@ def test_a_plugin_s_path_setting_is_shown_as_text(tmp_path: Path) -> None:
     assert (settings["fixture"], settings["extra_dir"]) == ("fx", ["d1", "d2"])
 
 
+SHOUT = '''
+from agent_eval.flags import Setting, register_setting
+from agent_eval.run.config import resolve_value
+
+
+def loud(row, given):
+    given.values[row.name] = resolve_value(row, given).upper()
+
+
+register_setting(Setting("shout", str, ("--shout",), env="AGENT_EVAL_SHOUT", default="hey", resolve=loud,
+                         show=lambda cfg: {"shout": cfg.get("shout"), "shout_chars": len(cfg.get("shout"))}))
+'''
+
+
+def test_a_plugins_row_may_bring_its_own_resolver_and_settings_entries(tmp_path: Path) -> None:
+    # The built-in rows' resolvers and shows are the rows' own `resolve` and `show`: a plugin's row takes the same.
+    (tmp_path / "shout.py").write_text(SHOUT)
+    cases = one_case_suite(tmp_path)
+    out = tmp_path / "reports"
+    for extra, env, expected in ((("--shout", "hello"), {}, ("HELLO", 5, "flag")),
+                                 ((), {"AGENT_EVAL_SHOUT": "psst"}, ("PSST", 4, "env")),
+                                 ((), {}, ("HEY", 3, "default"))):
+        result = run_cli("run", "--cases", cases, "--output-dir", out, "-q", "--no-html", *extra,
+                         env=clean_env(AGENT_EVAL_PLUGINS=str(tmp_path / "shout.py"), **env))
+        assert result.exit_code == 0 and "Traceback" not in result.stderr, result.stderr
+        path = max(out.glob("*.json"), key=lambda p: p.stat().st_mtime_ns)
+        settings = orjson.loads(path.read_bytes())["settings"]
+        assert (settings["shout"], settings["shout_chars"], settings["sources"]["shout"]) == expected
+        assert list(settings)[-3:-1] == ["shout", "shout_chars"]  # after the rows (prices: the run adds them)
+        path.unlink()
+
+
 @pytest.mark.parametrize(("row", "problem"), [
     (Setting("my-tone", str, ("--tone",)), "its name must be a Python name"),
     (Setting("tone", dict, ("--tone",)), "its type must be str, int, float, bool or Path (repeatable=True for "
@@ -174,6 +206,9 @@ def test_a_plugin_s_path_setting_is_shown_as_text(tmp_path: Path) -> None:
                                                        "False, not 'keep'"),
     (Setting("tone", str, ("--tone",), shown="secret"), "shown must be one of 'value', 'text', 'url', 'urls', "  # type: ignore[arg-type]
                                                         "'hidden', not 'secret'"),
+    (Setting("tone", str, ("--tone",), show={"tone": "loud"}), "check, resolve and show take a function "  # type: ignore[arg-type]
+                                                               "(check(value), resolve(row, given), show(settings)) "
+                                                               "or None."),
     # --help was taken by the setting: `run --help` ran the suite.
     (Setting("tone", bool, ("--help",)), "--help is every command's own flag (it shows the command's help): "
                                          "give the setting another flag"),

@@ -10,15 +10,16 @@ from __future__ import annotations
 import dataclasses
 import keyword
 import math
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
-from agent_eval.flags.setting import DEFAULTS, ResumeRule, Setting, Shown, count, seconds
+from agent_eval.flags.setting import DEFAULTS, ResumeRule, Setting, Shown, count, elsewhere, seconds
 from agent_eval.limits import MAX_COUNT
 
 if TYPE_CHECKING:
     from agent_eval.provider.throttle import RateLimit
+    from agent_eval.run.config import Given, Settings
 
 
 def _share(value: float) -> str | None:
@@ -52,7 +53,7 @@ LABELS: Setting[Path] = _row("labels", Path, ("--labels",), "The labels file (JS
     ("calibrate",), default=..., eager=True)
 CASES: Setting[Path] = _row("cases", Path, ("--cases",), _CASES_HELP,
     ("run", "list", "validate", "history", "score", "rescore", "label", "calibrate", "compare"), "kept",
-    default=DEFAULTS.cases, eager=True,
+    default=DEFAULTS.cases, eager=True, resolve=elsewhere,
     command_help={"rescore": _REPORT_CASES, "label": _REPORT_CASES, "calibrate": _REPORT_CASES,
                   "compare": _COMPARE_CASES},
     command_default={"rescore": None, "label": None, "calibrate": None, "compare": None})
@@ -125,11 +126,12 @@ HTML_OUT: Setting[Path | None] = _row("html_out", Path, ("--html",), "Also write
     ("compare",))
 NO_HTML: Setting[bool] = _row("no_html", bool, ("--no-html",), "Do not write the HTML page.", _SCORED, attr="html",
     negated=True)
-RESUME: Setting[str | None] = _row("resume", str, ("--resume",), "Finish run RUN_ID: run only what its journal lacks.")
+RESUME: Setting[str | None] = _row("resume", str, ("--resume",), "Finish run RUN_ID: run only what its journal lacks.",
+    resolve=elsewhere)
 USER: Setting[str | None] = _row("user", str, ("--user",), "Python user simulator (file.py:function).", ("run",),
     "kept", "urls", report=13)
 USER_MODEL: Setting[str | None] = _row("user_model", str, ("--user-model",),
-    "LLM user simulator (AGENT_EVAL_USER_MODEL).", ("run",), "kept")
+    "LLM user simulator (AGENT_EVAL_USER_MODEL).", ("run",), "kept", resolve=elsewhere)
 MAX_COST: Setting[float | None] = _row("max_cost", float, ("--max-cost",),
     "Stop taking runs before the spend passes USD.", ("run",), "renewed", "value", check=_dollars, report=26)
 VERBOSE: Setting[bool] = _row("verbose", bool, ("--verbose", "-v"),
@@ -137,17 +139,17 @@ VERBOSE: Setting[bool] = _row("verbose", bool, ("--verbose", "-v"),
     command_help={"score": "Every failed check, and the whole case table."})
 # --resume reproduces the ids --lf selected (`last_failed_ids`), not the flag.
 LAST_FAILED: Setting[bool] = _row("last_failed", bool, ("--last-failed", "--lf"),
-    "Run only the cases that failed or errored in the last run.", report=17)
+    "Run only the cases that failed or errored in the last run.", report=17, resolve=elsewhere)
 EXITFIRST: Setting[bool] = _row("exitfirst", bool, ("--exitfirst", "-x"),
     "Stop taking new runs after the first failure.")
 WORKERS: Setting[int] = _row("workers", int, ("--workers",), "Worker processes sharing --concurrency (default 1).",
     shown="value", check=count, report=19)
 RAY: Setting[bool] = _row("ray", bool, ("--ray",), "Place the workers on Ray (pip install 'agent-eval-trials\\[ray]').",
-    report=20)
+    report=20, resolve=elsewhere)
 RAY_ADDRESS: Setting[str | None] = _row("ray_address", str, ("--ray-address",),
-    "Join this Ray cluster (implies --ray).")
+    "Join this Ray cluster (implies --ray).", resolve=elsewhere)
 RAY_RUNTIME_ENV: Setting[dict[str, Any] | None] = _row("ray_runtime_env", str, ("--ray-runtime-env",),
-    "Ray's runtime_env, as JSON.")
+    "Ray's runtime_env, as JSON.", resolve=elsewhere)
 OTEL: Setting[Path | None] = _row("otel", Path, ("--otel",),
     "Also write each run as an OpenTelemetry GenAI trace (OTLP/JSON lines) here.", _RESCORED, shown="text",
     sourced=False, report=21)
@@ -199,7 +201,7 @@ BUILT_IN: tuple[Setting[Any], ...] = (
 SETTINGS: list[Setting[Any]] = []
 """The settings plugins added (`register_setting`), after the built-in ones."""
 
-_BY_NAME = {s.name: s for s in BUILT_IN}
+_BY_NAME = {s.name: s for s in BUILT_IN}  # the built-in rows, as later layers completed them (`attach`)
 _BUILT_IN_NAMES = frozenset(_BY_NAME)
 # The keys of the report's settings block that a plugin's row may not take: the built-in rows' (a --no-X flag's
 # X), and those no row owns, which run/settings_block.py writes itself.
@@ -209,7 +211,7 @@ BUILT_IN_KEYS = frozenset(s.key for s in BUILT_IN) | {"sources", "judge_base_url
 
 def all_settings() -> tuple[Setting[Any], ...]:
     """Every row: the built-in ones, then the plugins'."""
-    return (*BUILT_IN, *SETTINGS)
+    return (*_BY_NAME.values(), *SETTINGS)
 
 
 def setting(name: str) -> Setting[Any]:
@@ -221,6 +223,15 @@ def setting(name: str) -> Setting[Any]:
         if row.name == name:
             return row
     raise KeyError(f"no setting is named {name!r}")
+
+
+def attach(row: Setting[Any], *, resolve: Callable[[Setting[Any], Given], None] | None = None,
+           show: Callable[[Settings], Mapping[str, Any]] | None = None) -> None:
+    """Give a built-in row its `resolve` or `show` whose code is in a later layer, which flags/ may not import:
+    run/config.py attaches its resolvers, run/settings_block.py its shows, when they are imported (a plugin's
+    row is given its own in `Setting(...)`)."""
+    now = _BY_NAME[row.name]
+    _BY_NAME[row.name] = dataclasses.replace(now, resolve=resolve or now.resolve, show=show or now.show)
 
 
 def without_plugin_keys(block: Mapping[str, Any], known: Collection[str] = ()) -> Mapping[str, Any]:
@@ -294,6 +305,8 @@ def setting_problem(row: Setting[Any]) -> str | None:
                 f"not {', '.join(map(repr, unknown))}.")
     if row.resume not in _RULES:
         return f"resume must be \"kept\", \"renewed\", \"command\", True or False, not {row.resume!r}."
+    if not all(fn is None or callable(fn) for fn in (row.resolve, row.show, row.check)):
+        return "check, resolve and show take a function (check(value), resolve(row, given), show(settings)) or None."
     if row.shown not in get_args(Shown):
         return f"shown must be one of {', '.join(map(repr, get_args(Shown)))}, not {row.shown!r}."
     return None

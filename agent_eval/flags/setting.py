@@ -10,9 +10,12 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from agent_eval.limits import JUDGE_TIMEOUT_S, MAX_COUNT, MCP_TIMEOUT_S, RETRY_BUDGET_S
+
+if TYPE_CHECKING:
+    from agent_eval.run.config import Given, Settings
 
 T = TypeVar("T", covariant=True)  # the value's type: a Setting[int] is a Setting[float]
 
@@ -71,6 +74,10 @@ class Setting(Generic[T]):
     option: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # more of typer.Option (min, max)
     check: Callable[[Any], str | None] | None = None  # why a value is out of range (the words after "must be")
     report: int | None = None  # its place in the report's `settings` (None: after the built-in rows, in table order)
+    # How its value is resolved when it is more than flag, environment, suite key, default: called with the row and
+    # the resolution so far (run/config.py's Given), it sets the row's value, source and any field it gives.
+    resolve: Callable[[Setting[Any], Given], None] | None = None
+    show: Callable[[Settings], Mapping[str, Any]] | None = None  # its report `settings` entries, if not {key: value}
 
     def checked(self, value: Any, where: str | None = None) -> Any:
         """`value`, or a ConfigError "WHERE must be ..." when `check` refuses it (WHERE: its first flag)."""
@@ -98,6 +105,11 @@ class Setting(Generic[T]):
         if self.eager:
             return self.default
         return () if self.repeatable else False if self.type is bool else None
+
+
+def elsewhere(row: Setting[Any], given: Given) -> None:
+    """The resolver of a row another row's resolver reads (--user-model, the --ray flags), or that its command
+    reads itself (--cases, --resume, --lf)."""
 
 
 def count(value: int) -> str | None:

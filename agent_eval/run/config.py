@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -14,8 +14,8 @@ from agent_eval.errors import ConfigError
 from agent_eval.llm import PLACEHOLDER_KEY
 from agent_eval.flags import BUILT_IN_SETTINGS, Flags, Setting, all_settings
 from agent_eval.flags.rows import (
-    BASE_URL, CONCURRENCY, JUDGE_RATE_LIMIT, JUDGE_TIMEOUT, MODEL, RATE_LIMIT, RAY, RAY_ADDRESS, REPLAY, REPLAY_MISS,
-    RETRY_BUDGET, WORKERS,
+    BASE_URL, CONCURRENCY, JUDGE_MODEL, JUDGE_RATE_LIMIT, JUDGE_TIMEOUT, MODEL, RATE_LIMIT, RAY, RAY_ADDRESS, REPLAY,
+    REPLAY_MISS, RETRY_BUDGET, USER, WORKERS, attach,
 )
 from agent_eval.provider import endpoints
 from agent_eval.provider.throttle import parse_rate_limit
@@ -111,11 +111,11 @@ def resolve(flags: Flags, suite: Suite, environ: Mapping[str, str] | None = None
     flags, the environment and the suite block: every row that names the command (under `rescore`, every
     plugin's row too, as its outputs read them under `run`: one with no flag there is its environment variable,
     suite key or default), in the table's order (the order of `sources`), the few that are more than one value
-    by their `_RESOLVERS` entry."""
+    by their own `resolve`."""
     given = Given(flags, os.environ if environ is None else environ, suite)
     for row in all_settings():
         if command in row.commands or (command == "rescore" and row.name not in BUILT_IN_NAMES):
-            _RESOLVERS.get(row.name, _resolve_row)(row, given)
+            (row.resolve or _resolve_row)(row, given)
     if given.values.get("gate") and not given.values.get("baseline"):
         raise ConfigError("--gate needs --baseline REPORT (or --baseline last): a gate compares this run "
                           "with a baseline run.")
@@ -224,16 +224,12 @@ def _workers(row: Setting[Any], given: Given) -> None:
         given.values["ray_runtime_env"] = parse_runtime_env(raw)
 
 
-def _resolved_elsewhere(row: Setting[Any], given: Given) -> None:
-    """A row another row's resolver reads (--user-model, the --ray flags), or that a command reads itself."""
-
-
-_RESOLVERS: dict[str, Callable[[Setting[Any], Given], None]] = {
-    "cases": _resolved_elsewhere, "resume": _resolved_elsewhere, "last_failed": _resolved_elsewhere,
-    "base_url": _base_url, "judge_model": _judge, "user": _user, "user_model": _resolved_elsewhere,
-    "workers": _workers, "ray": _resolved_elsewhere, "ray_address": _resolved_elsewhere,
-    "ray_runtime_env": _resolved_elsewhere, "rate_limit": _rate_limit, "judge_rate_limit": _rate_limit,
-}
+attach(BASE_URL, resolve=_base_url)
+attach(JUDGE_MODEL, resolve=_judge)
+attach(USER, resolve=_user)
+attach(WORKERS, resolve=_workers)
+attach(RATE_LIMIT, resolve=_rate_limit)
+attach(JUDGE_RATE_LIMIT, resolve=_rate_limit)
 
 
 RECORDING = "recording"  # settings.sources of a value the replayed recording's cassette.json gave

@@ -3,12 +3,12 @@ place (where reports have always had it), with no key and no secret (a URL is sh
 replaced by ***)."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_eval.flags import Setting, all_settings
-from agent_eval.flags.rows import JUDGE_MODEL, NO_JUDGE, RAY, RAY_ADDRESS, REPLAY, REPLAY_MISS
+from agent_eval.flags.rows import JUDGE_MODEL, LAST_FAILED, NO_JUDGE, RAY, RAY_ADDRESS, REPLAY, REPLAY_MISS, attach
 from agent_eval.llm import redact_url
 from agent_eval.redaction import redact_urls
 
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 def settings_block(cfg: Settings) -> dict[str, Any]:
     """The block: each shown row of `run` (and the entries that are no row's value) by its `report` place, as
     reports have always had them; a row with none (a plugin's) after them, in the table's order."""
-    entries = [(row.report, _SHOWN.get(row.name) or _shown(row)) for row in all_settings()
+    entries = [(row.report, row.show or _shown(row)) for row in all_settings()
                if "run" in row.commands and (row.shown != "hidden" or row.report is not None)]
     block: dict[str, Any] = {}
     for _, show in sorted([*entries, *_OWN], key=lambda entry: _LAST if entry[0] is None else entry[0]):
@@ -28,21 +28,19 @@ def settings_block(cfg: Settings) -> dict[str, Any]:
 
 
 _LAST = 1 << 30
-Show = Callable[["Settings"], dict[str, Any]]
+Show = Callable[["Settings"], Mapping[str, Any]]
 
 
 def _shown(row: Setting[Any]) -> Show:
     return lambda cfg: {row.key: _show(row, not cfg.get(row.name) if row.negated else cfg.get(row.name))}
 
 
-# The rows shown otherwise than as their value, and the entries that are no row's value, with their places.
-_SHOWN: dict[str, Show] = {
-    "judge_model": lambda c: {"judge_model": None if c[NO_JUDGE] else c[JUDGE_MODEL]},
-    "last_failed": lambda c: {"last_failed": c.last_failed},
-    "ray": lambda c: {"ray": redact_urls(c[RAY_ADDRESS] or "local") if c[RAY] else None},
-    "replay_miss": lambda c: {"replay_miss": c[REPLAY_MISS], "replay_recorded_at": (c.recorded or {}).get("created_at"),
-                              "replay_model": (c.recorded or {}).get("model")} if c[REPLAY] else {},
-}
+# The rows shown otherwise than as their value, and (`_OWN`) the entries that are no row's value, with their places.
+attach(JUDGE_MODEL, show=lambda c: {"judge_model": None if c[NO_JUDGE] else c[JUDGE_MODEL]})
+attach(LAST_FAILED, show=lambda c: {"last_failed": c.last_failed})
+attach(RAY, show=lambda c: {"ray": redact_urls(c[RAY_ADDRESS] or "local") if c[RAY] else None})
+attach(REPLAY_MISS, show=lambda c: {"replay_miss": c[REPLAY_MISS], "replay_recorded_at": (c.recorded or {}).get(
+    "created_at"), "replay_model": (c.recorded or {}).get("model")} if c[REPLAY] else {})
 _OWN: list[tuple[int | None, Show]] = [
     (6, lambda c: {"judge_base_url": None if c[NO_JUDGE] else redact_url(c.judge_base_url)}),
     (16, lambda c: {"sources": dict(c.sources)}),
