@@ -191,3 +191,39 @@ def test_a_plugin_listener_without_the_other_events_hears_the_ones_it_has(tmp_pa
     assert result.exit_code == 0, result.stderr
     assert "Traceback" not in result.stderr and "warning" not in result.stderr
     assert sorted(log.read_text().splitlines()) == ["c0 passed", "c1 passed"]
+
+
+TWO_OBJECTS = '''
+from agent_eval.flags import Setting, register_setting
+
+register_setting(Setting("shared_tone", str, ("--shared-tone",)))  # the module's own row, registered when imported
+
+
+class Tone:
+    def register(self, host):
+        register_setting(Setting("tone", str, ("--tone",)))
+
+
+class Style:
+    def register(self, host):
+        register_setting(Setting("style", str, ("--style",)))
+
+
+tone, style = Tone(), Style()
+'''
+
+
+def test_two_plugin_objects_of_one_file_import_it_once(tmp_path: Path) -> None:
+    # A file named twice with two objects was imported twice (as its dotted name is not): the row it registers
+    # when imported was claimed again by the second object, exit 2 "registered twice".
+    (tmp_path / "two.py").write_text(TWO_OBJECTS)
+    agent = "def agent(task):\n    return 'hello'\n"
+    suite = write_suite(tmp_path / "suite", [{"id": "c", "query": "q", "expect": {"contains": "hello"}}],
+                        {"agent": "agent.py:agent"}, {"agent.py": agent})
+    result = run_cli("run", "--cases", suite, "--output-dir", tmp_path / "out", "--no-html", "--tone", "warm",
+                     "--style", "terse", "--shared-tone", "both", cwd=tmp_path,
+                     env=clean_env(AGENT_EVAL_PLUGINS="two.py:tone,two.py:style"))
+    assert result.exit_code == 0, result.stderr
+    (path,) = (tmp_path / "out").glob("*.json")
+    settings = orjson.loads(path.read_bytes())["settings"]
+    assert (settings["shared_tone"], settings["tone"], settings["style"]) == ("both", "warm", "terse")

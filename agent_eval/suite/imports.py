@@ -113,6 +113,7 @@ def _is_missing(ref: str, error: ModuleNotFoundError) -> bool:
 
 
 PLUGINS_VAR = "AGENT_EVAL_PLUGINS"
+_PLUGIN_MODULES: dict[str, ModuleType] = {}  # the plugin modules imported in this process, by `_plugin_key`
 ENTRY_POINT_GROUP = "agent_eval.plugins"
 
 
@@ -138,13 +139,15 @@ def _load(ref: str, what: str, fix: str) -> None:
     module_ref, sep, attr = ref.rpartition(":")
     if not (sep and module_ref and attr.isidentifier()):  # a module (or a Windows path's drive letter)
         module_ref, attr = ref, ""
-    if not first_import(f"{_plugin_key(module_ref)}:{attr}"):
+    key = _plugin_key(module_ref)
+    if not first_import(f"{key}:{attr}"):
         return
     is_path = module_ref.endswith(".py") or "/" in module_ref or "\\" in module_ref
     name = str(Path.cwd() / module_ref) if is_path else module_ref  # a module as messages name it
     owner = f"{name}:{attr}" if attr else name
     with loading(owner) as host:
-        module = import_module_ref(module_ref, Path.cwd(), what, fix)
+        # one module however many of its objects are plugins (a file is imported anew each time it is named)
+        module = _PLUGIN_MODULES[key] = _PLUGIN_MODULES.get(key) or import_module_ref(module_ref, Path.cwd(), what, fix)
         target = getattr(module, attr, None) if attr else module
         if target is None:
             raise ConfigError(f"{ref}: the {what}'s module has no attribute {attr!r}. {fix}")
