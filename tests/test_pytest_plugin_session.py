@@ -95,3 +95,69 @@ def test_exitfirst_under_xdist_leaves_the_unplayed_cases_not_run(pytester: pytes
     assert statuses["fails"] == "failed" and report["stopped_early"] is True and report["interrupted"] is False
     assert set(statuses.values()) <= {"passed", "failed", "not_run"} and "not_run" in statuses.values()
     assert report["summary"]["cases_not_run"] == sum(s == "not_run" for s in statuses.values())
+
+
+LISTENING = '''
+import os
+from pathlib import Path
+
+from agent_eval.provider.events import RunListener
+
+
+class Log(RunListener):
+    def _say(self, line):
+        with Path(os.environ["HEARD_LOG"]).open("a") as log:
+            log.write(line + "\\n")
+
+    def run_finished(self, case_id, run):
+        self._say(f"finished {case_id} {run['trial']} {run['status']}")
+
+    def journaled(self, case_id, trial, run_json):
+        self._say(f"journaled {case_id} {trial}")
+
+    def command_finished(self):
+        self._say("command finished")
+
+
+class Loud(RunListener):
+    def run_finished(self, case_id, run):
+        raise ValueError("no log for " + case_id)
+
+
+def register(host):
+    host.add_listener(Log())
+    host.add_listener(Loud())
+'''
+
+
+@pytest.mark.parametrize("xdist", [(), ("-p", "xdist.plugin", "-n", "2")])
+def test_the_plugins_listeners_hear_the_sessions_runs_as_runs(pytester: pytest.Pytester,
+                                                                monkeypatch: pytest.MonkeyPatch,
+                                                                xdist: tuple[str, ...]) -> None:
+    # The book built its Runner without the plugins' listeners: under pytest they heard nothing.
+    cases = write_suite(pytester.path / "suite", SMALL, {"agent": "agent.py:agent"}, {"agent.py": AGENT})
+    (pytester.path / "listen.py").write_text(LISTENING)
+    log = pytester.path / "heard.log"
+    for name, value in (("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1"), ("AGENT_EVAL_PLUGINS", "listen.py"),
+                        ("HEARD_LOG", str(log))):
+        monkeypatch.setenv(name, value)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *xdist, "-p", "agent_eval.pytest_plugin",
+                                           "--agent-eval", str(cases), "--agent-eval-repeat", "2",
+                                           "--agent-eval-output-dir", "out")
+    result.assert_outcomes(passed=1, failed=1)
+    heard = log.read_text().splitlines()
+    # Each of the 4 runs (2 cases x 2 trials) is journaled and finished once, in whichever process played it;
+    # each process that played is told once that its command finished (one here; one or two xdist workers).
+    assert sorted(line for line in heard if not line.startswith("command")) == sorted(
+        [f"journaled {case} {trial}" for case in ("knows", "guesses") for trial in (0, 1)]
+        + [f"finished knows {trial} passed" for trial in (0, 1)]
+        + [f"finished guesses {trial} failed" for trial in (0, 1)])
+    assert 1 <= heard.count("command finished") <= (2 if xdist else 1) and heard[-1] == "command finished"
+    # The listener that raised is one warning per process, in the plugin's agent-eval section, and the runs go on.
+    out = result.stdout.str()
+    assert 1 <= out.count("warning: the listener Loud of the plugin") <= (2 if xdist else 1)
+    assert "raised ValueError: no log for" in out and "in run_finished; it is told no more" in out
+    assert out.index(" agent-eval ===") < out.index("warning: the listener Loud") and "Traceback" not in out
+    (report,) = (pytester.path / "out").glob("*.json")
+    statuses = {c["id"]: c["status"] for c in orjson.loads(report.read_bytes())["cases"]}
+    assert statuses == {"knows": "passed", "guesses": "failed"}

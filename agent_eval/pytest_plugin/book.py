@@ -26,6 +26,8 @@ from agent_eval.commands.core import (Plan, check_journal, journal_header, open_
 from agent_eval.commands.prepare import prepare
 from agent_eval.errors import CaseFileError, ConfigError, Problem
 from agent_eval.flags import Flags
+from agent_eval.plugins import listeners as plugin_listeners
+from agent_eval.provider import events
 from agent_eval.provider.endpoints import merge_summaries
 from agent_eval.pytest_plugin.items import as_options
 from agent_eval.records import Case, CaseEntry, Report
@@ -63,6 +65,11 @@ class Book:
     extends: bool = False  # an xdist worker's: the controller's recording extends one (--replay-miss live)
     gate_failed: bool = False  # the gate could not be applied (no earlier run qualifies as the baseline)
     inline: dict[str, dict[str, Any]] = field(default_factory=dict)  # inline cases by id, as the test gave them
+    warnings: list[str] = field(default_factory=list)  # the plugins' listeners' (one that raised), as `run` says them
+    listeners: _Batches = field(init=False)  # the plugins' listeners, as `run` tells them (this process's runs)
+
+    def __post_init__(self) -> None:
+        self.listeners = _Batches(*plugin_listeners(self.warnings.append))
 
     @property
     def suite(self) -> Suite:
@@ -111,7 +118,10 @@ class Book:
             self.problems.update((case["id"], str(exc)) for case in cases)
             return
         self.agent_name = self.agent_name or agent.name
-        runner = Runner(self.suite, cases, cfg, agent, scoring, journal, simulator=simulator, tape=run_tape)
+        journal.listeners = self.listeners  # the listeners hear what `run`'s hear: `journaled` too
+        self.listeners.played = True
+        runner = Runner(self.suite, cases, cfg, agent, scoring, journal, listeners=self.listeners, simulator=simulator,
+                        tape=run_tape)
         with Interrupts() as interrupts:
             interrupted = play(runner, interrupts)
         self.spends.append(runner.spent(self.suite.settings.get("pricing")))
@@ -167,11 +177,12 @@ class Book:
         when nothing was played or it could not be written) and the warnings `run` would print."""
         if self.tape is not None:
             self.tape.close()  # --agent-eval-record: the session lets go of the recording's folder
+        self.listeners.finished()
         if not self.played or self.journal is None:
-            return None, []
+            return None, list(self.warnings)
         self.journal.close()
         said = io.StringIO()
-        lines = list(self.suite.warnings)
+        lines = [*self.suite.warnings, *self.warnings]
         if self.cfg[BASELINE] == "last":
             lines += self._pick_baseline()
         _, report = finish_report(_Results(self), self.suite, self.cfg, self.agent_name or self.cfg[AGENT],
@@ -231,6 +242,7 @@ class Book:
         (the file is never read back: the agent may have changed it), what it spent."""
         if self.journal is not None:
             self.journal.close()
+        self.listeners.finished()
         return orjson.dumps({
             "cases_file": str(self.cfg.cases_file), "journal": str(self.journal.path) if self.journal else None,
             "played": [{"id": p.case["id"], "skip": p.skip, "inline": self.inline.get(p.case["id"]),
@@ -239,7 +251,7 @@ class Book:
                                                                                  strict=True)}}
                        for p in self.played.values()],
             "spends": self.spends, "models_used": sorted(self.models_used), "agent_name": self.agent_name,
-            "stopped_early": self.stopped_early, "interrupted": self.interrupted,
+            "stopped_early": self.stopped_early, "interrupted": self.interrupted, "warnings": self.warnings,
         }, option=orjson.OPT_NON_STR_KEYS)
 
     def merge_parts(self, payloads: list[bytes]) -> None:
@@ -252,6 +264,7 @@ class Book:
             self.agent_name = self.agent_name or part["agent_name"]
             self.stopped_early |= part["stopped_early"]
             self.interrupted |= part["interrupted"]
+            self.warnings += part["warnings"]
             for played in part["played"]:
                 if played["inline"] is not None:  # an inline case: its id made unique in the session
                     case = load_inline_case(self.suite, played["inline"], "inline case")
@@ -267,6 +280,21 @@ class Book:
         for part in parts:
             if part["journal"]:
                 Path(part["journal"]).unlink(missing_ok=True)
+
+
+class _Batches(events.Listeners):
+    """A book's plugins' listeners (each through the guard): told every event of the runs this process plays, in
+    every batch, and that the command finished once, when the process is done with the case file (`finished`)."""
+
+    played = False
+
+    def command_finished(self) -> None:
+        """One batch is over (core.play says so after each), not the session's run of the case file."""
+
+    def finished(self) -> None:
+        if self.played:
+            self.played = False
+            super().command_finished()
 
 
 class _Results:
