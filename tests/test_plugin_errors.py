@@ -485,3 +485,46 @@ def test_a_setting_whose_range_check_raises_is_exit_2_naming_the_plugin(tmp_path
     assert (f"the setting 'depth' of the plugin {tmp_path / 'ranged.py'} raised ValueError: no range for 2"
             in " ".join(result.stderr.split()))
     assert not (tmp_path / "out").exists()  # refused before anything ran
+
+
+SHAPED = '''
+import os
+from agent_eval.flags import Setting, register_setting
+
+
+def resolve_depth(row, given):
+    if os.environ.get("BREAK") == "resolve":
+        raise ValueError("no depth to resolve")
+    given.values[row.name] = 2
+
+
+def show_depth(settings):
+    if os.environ.get("BREAK") == "show":
+        raise KeyError("depth")
+    return ["depth", settings.get("depth")] if os.environ.get("BREAK") == "list" else {"depth": settings.get("depth")}
+
+
+register_setting(Setting("depth", int, ("--depth",), resolve=resolve_depth, show=show_depth))
+'''
+
+
+@pytest.mark.parametrize(("broken", "says"), [
+    ("resolve", "raised ValueError: no depth to resolve"), ("show", "raised KeyError: 'depth'"),
+    ("list", "raised TypeError: its show returned a list, not a dict of the report's settings entries")])
+def test_a_setting_whose_resolve_or_show_raises_is_exit_2_naming_the_plugin(tmp_path: Path, broken: str,
+                                                                             says: str) -> None:
+    # A row's `resolve` and `show` are the plugin's code, called outside the guard: a traceback.
+    (tmp_path / "shaped.py").write_text(SHAPED)
+    result = run_cli("run", "--cases", suite(tmp_path), "--output-dir", tmp_path / "out", "--no-html", cwd=tmp_path,
+                     env=clean_env(AGENT_EVAL_PLUGINS="shaped.py", BREAK=broken))
+    assert result.exit_code == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert f"the setting 'depth' of the plugin {tmp_path / 'shaped.py'} {says}" in " ".join(result.stderr.split())
+
+
+def test_a_setting_with_its_own_resolve_and_show_is_in_the_report(tmp_path: Path) -> None:
+    (tmp_path / "shaped.py").write_text(SHAPED)
+    result = run_cli("run", "--cases", suite(tmp_path), "--output-dir", tmp_path / "out", "--no-html", cwd=tmp_path,
+                     env=clean_env(AGENT_EVAL_PLUGINS="shaped.py"))
+    assert result.exit_code == 0, result.stderr
+    assert _report(tmp_path / "out")["settings"]["depth"] == 2

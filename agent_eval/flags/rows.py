@@ -255,7 +255,8 @@ def _without(block: Mapping[str, Any], path: list[str]) -> Mapping[str, Any]:
 
 def register_setting(row: Setting[Any]) -> None:
     """Add a setting; a name (or flag) that a built-in setting or another module holds is a ConfigError, and
-    so is a row whose fields cannot work (`setting_problem`)."""
+    so is a row whose fields cannot work (`setting_problem`). Its `check`, `resolve` and `show` are called
+    through the guard (agent_eval/plugins/calls.py, `once`)."""
     from agent_eval.plugins import claim, current
     from agent_eval.plugins.calls import once
 
@@ -268,9 +269,24 @@ def register_setting(row: Setting[Any]) -> None:
     owner = claim("setting", row.name, _BUILT_IN_NAMES | BUILT_IN_KEYS, __name__)
     for flag in row.flags:
         claim("flag", flag, (), __name__)
-    if row.check is not None:  # the plugin's code: one that raises is exit 2 naming it, never a traceback
-        row = dataclasses.replace(row, check=once("setting", row.name, owner, row.check))
+    # The row's code is the plugin's: one that raises is exit 2 naming it, never a traceback.
+    def guard(fn: Any) -> Any:
+        return fn and once("setting", row.name, owner, fn)
+    row = dataclasses.replace(row, check=guard(row.check), resolve=guard(row.resolve),
+                              show=guard(row.show and _entries(row.show)))
     SETTINGS[:] = [s for s in SETTINGS if s.name != row.name] + [row]
+
+
+def _entries(show: Callable[[Settings], Mapping[str, Any]]) -> Callable[[Settings], Mapping[str, Any]]:
+    """A plugin row's `show`, whose value must be the report's `settings` entries (a dict)."""
+    def shown(settings: Settings) -> Mapping[str, Any]:
+        entries = show(settings)
+        if not isinstance(entries, Mapping):
+            kind = type(entries).__name__
+            raise TypeError(f"its show returned {'an' if kind[0] in 'aeiou' else 'a'} {kind}, not a dict of the "
+                            "report's settings entries")
+        return entries
+    return shown
 
 
 _TYPES = (str, int, float, bool, Path)
