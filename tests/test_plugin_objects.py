@@ -227,3 +227,16 @@ def test_two_plugin_objects_of_one_file_import_it_once(tmp_path: Path) -> None:
     (path,) = (tmp_path / "out").glob("*.json")
     settings = orjson.loads(path.read_bytes())["settings"]
     assert (settings["shared_tone"], settings["tone"], settings["style"]) == ("both", "warm", "terse")
+
+
+def test_a_listener_that_hears_no_event_is_exit_2_naming_the_plugin(tmp_path: Path) -> None:
+    # A function (or any object with none of RunListener's methods) would never be told anything: say so.
+    (tmp_path / "deaf.py").write_text("def register(host):\n    host.add_listener(lambda case_id, run: None)\n")
+    suite = write_suite(tmp_path / "suite", [{"id": "c", "query": "q", "expect": {"contains": "x"}}],
+                        {"agent": "agent.py:agent"}, {"agent.py": "def agent(task):\n    return 'x'\n"})
+    result = run_cli("run", "--cases", suite, "--output-dir", tmp_path / "out", cwd=tmp_path,
+                     env=clean_env(AGENT_EVAL_PLUGINS="deaf.py"))
+    assert result.exit_code == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert (f"the plugin {tmp_path / 'deaf.py'} added a listener (a function) with none of the run events' methods "
+            "(run_finished, run_started, ") in " ".join(result.stderr.split())

@@ -31,7 +31,13 @@ class Host:
         self.name = name
 
     def add_listener(self, listener: RunListener) -> None:
-        """Tell `listener` every command's run events (provider/events.py's `RunListener`)."""
+        """Tell `listener` every command's run events (provider/events.py's `RunListener`: each method it has);
+        one with none of them is a ConfigError (it would never be told anything)."""
+        events = [name for name in vars(RunListener) if not name.startswith("_")]
+        if not any(callable(getattr(listener, event, None)) for event in events):
+            raise ConfigError(f"the plugin {self.name} added a listener (a {type(listener).__name__}) with none of "
+                              f"the run events' methods ({', '.join(events)}); add an object whose class subclasses "
+                              "agent_eval.provider.events.RunListener and defines the events it hears.")
         _LISTENERS.append((self.name, listener))
 
 
