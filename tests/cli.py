@@ -37,7 +37,8 @@ import agent_eval.run.agents
 import agent_eval.run.config
 import agent_eval.run.settings_block
 import agent_eval.score.checks
-import agent_eval.score.metric_registry  # noqa: F401
+import agent_eval.score.metric_registry
+import agent_eval.suite.imports  # noqa: F401 (its plugin modules, by file)
 from tests.builders import CLI, ROOT, clean_env
 
 HANG_GUARD_S = 180.0
