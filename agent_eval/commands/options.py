@@ -13,10 +13,8 @@ from rich.console import Console
 from rich.text import Text
 
 from agent_eval.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_TERMINATED, ConfigError
-from agent_eval.flags import BUILT_IN_SETTINGS, Setting, all_settings
+from agent_eval.flags import BUILT_IN_NAMES, Setting, all_settings
 
-_BUILT_IN_NAMES = frozenset(row.name for row in BUILT_IN_SETTINGS)  # a built-in row writes its own default in its
-# help (by name: run/ attaches code to some built-in rows, a new row of the same name; a plugin's row never has one)
 _WRITTEN = "_agent_eval_signature"  # a command's signature as written, before the options were added
 
 
@@ -103,7 +101,7 @@ def _help(row: Setting[Any], command: str) -> str:
     added as the built-in rows write theirs: "(default plain)". typer draws help as Rich markup: the built-in
     rows escape their brackets themselves, a plugin's text is shown as written."""
     text = row.command_help.get(command, row.help)
-    if row.name in _BUILT_IN_NAMES:
+    if row.name in BUILT_IN_NAMES:  # a built-in row writes its own default in its help
         return text
     from rich.markup import escape
 

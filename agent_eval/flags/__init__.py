@@ -12,11 +12,10 @@ from typing import Any
 
 from agent_eval.flags.rows import BUILT_IN as BUILT_IN_SETTINGS
 from agent_eval.flags.rows import (
-    DEFAULTS, SETTINGS, Setting, all_settings, register_setting, setting,
-    without_plugin_keys,
+    BUILT_IN_NAMES, DEFAULTS, SETTINGS, Setting, all_settings, register_setting, setting, without_plugin_keys,
 )
 
-__all__ = ["BUILT_IN_SETTINGS", "DEFAULTS", "SETTINGS", "Flags", "Setting",
+__all__ = ["BUILT_IN_NAMES", "BUILT_IN_SETTINGS", "DEFAULTS", "SETTINGS", "Flags", "Setting",
            "all_settings", "register_setting", "setting", "without_plugin_keys"]
 
 

@@ -202,7 +202,7 @@ SETTINGS: list[Setting[Any]] = []
 """The settings plugins added (`register_setting`), after the built-in ones."""
 
 _BY_NAME = {s.name: s for s in BUILT_IN}  # the built-in rows, as later layers completed them (`attach`)
-_BUILT_IN_NAMES = frozenset(_BY_NAME)
+BUILT_IN_NAMES = frozenset(_BY_NAME)
 # The keys of the report's settings block that a plugin's row may not take: the built-in rows' (a --no-X flag's
 # X), and those no row owns, which run/settings_block.py writes itself.
 BUILT_IN_KEYS = frozenset(s.key for s in BUILT_IN) | {"sources", "judge_base_url", "scored_from", "prices",
@@ -265,8 +265,8 @@ def register_setting(row: Setting[Any]) -> None:
 
         raise ConfigError(f"the setting {getattr(row, 'name', row)!r} of {current()}: {problem}")
     if row.key != row.name:  # its key in the report's settings (and sources) is held as a name is
-        claim("setting", row.key, _BUILT_IN_NAMES | BUILT_IN_KEYS, __name__)
-    owner = claim("setting", row.name, _BUILT_IN_NAMES | BUILT_IN_KEYS, __name__)
+        claim("setting", row.key, BUILT_IN_NAMES | BUILT_IN_KEYS, __name__)
+    owner = claim("setting", row.name, BUILT_IN_NAMES | BUILT_IN_KEYS, __name__)
     for flag in row.flags:
         claim("flag", flag, (), __name__)
     # The row's code is the plugin's: one that raises is exit 2 naming it, never a traceback.

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from agent_eval.errors import ConfigError
 from agent_eval.llm import PLACEHOLDER_KEY
-from agent_eval.flags import BUILT_IN_SETTINGS, Flags, Setting, all_settings
+from agent_eval.flags import BUILT_IN_NAMES, Flags, Setting, all_settings
 from agent_eval.flags.rows import (
     BASE_URL, CONCURRENCY, JUDGE_MODEL, JUDGE_RATE_LIMIT, JUDGE_TIMEOUT, MODEL, RATE_LIMIT, RAY, RAY_ADDRESS, REPLAY,
     REPLAY_MISS, RETRY_BUDGET, USER, WORKERS, attach,
@@ -24,7 +24,6 @@ from agent_eval.run.scenario import UserSettings
 from agent_eval.suite.cases import Suite
 
 T = TypeVar("T")
-BUILT_IN_NAMES = frozenset(row.name for row in BUILT_IN_SETTINGS)
 
 
 @dataclass(frozen=True)
