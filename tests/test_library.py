@@ -163,3 +163,15 @@ def test_every_error_run_suite_raises_is_an_agent_eval_error(tmp_path: Path) -> 
     for call in (lambda: agent_eval.run_suite(bad), lambda: agent_eval.run_suite(suite(tmp_path), repeats=2)):
         with pytest.raises(agent_eval.AgentEvalError):
             call()
+
+
+def test_a_plugin_that_failed_to_load_fails_again_on_the_next_call(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # The host marked a plugin loaded before loading it: after one call's ConfigError, the next call in the same
+    # process (a notebook's second cell) ran silently without it.
+    (tmp_path / "broken.py").write_text("def register(host):\n    raise RuntimeError('no config')\n")
+    monkeypatch.setenv("AGENT_EVAL_PLUGINS", str(tmp_path / "broken.py"))
+    for _ in range(2):
+        with pytest.raises(ConfigError, match="raised RuntimeError: no config in register"):
+            agent_eval.run_suite(suite(tmp_path / "suite"), output_dir=tmp_path / "out")
+    assert not (tmp_path / "out").exists()

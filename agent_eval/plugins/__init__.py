@@ -71,6 +71,11 @@ def first_import(key: str) -> bool:
     return True
 
 
+def forget_import(key: str) -> None:
+    """`key` was not loaded after all (it raised): `first_import` is true for it again."""
+    _IMPORTED.discard(key)
+
+
 def claim(table: str, name: str, built_in: Iterable[str], table_module: str) -> str:
     """Give `name` of `table` to the plugin being loaded (`current()`), and return it; ConfigError when
     another one holds it. The names of the built-in rows (`built_in`) are held by the module of the table."""

@@ -14,7 +14,7 @@ from types import ModuleType
 from typing import Any
 
 from agent_eval.errors import ConfigError
-from agent_eval.plugins import first_import, loading
+from agent_eval.plugins import first_import, forget_import, loading
 from agent_eval.tracebacks import call_user, describe
 
 SPEC_FIX = ("Fix the path in the SPEC: it is relative to the case file in the suite block, and to the "
@@ -142,6 +142,17 @@ def _load(ref: str, what: str, fix: str) -> None:
     key = _plugin_key(module_ref)
     if not first_import(f"{key}:{attr}"):
         return
+    loaded = False
+    try:
+        _load_new(ref, module_ref, attr, key, what, fix)
+        loaded = True
+    finally:
+        if not loaded:  # it raised: the next command of this process (run_suite) tries again
+            forget_import(f"{key}:{attr}")
+
+
+def _load_new(ref: str, module_ref: str, attr: str, key: str, what: str, fix: str) -> None:
+    """`_load` of a plugin this process has not loaded: import its module (`key`), then call its `register`."""
     is_path = module_ref.endswith(".py") or "/" in module_ref or "\\" in module_ref
     name = str(Path.cwd() / module_ref) if is_path else module_ref  # a module as messages name it
     owner = f"{name}:{attr}" if attr else name
