@@ -331,3 +331,21 @@ def test_a_plugin_outputs_run_setting_reaches_it_under_rescore_from_the_environm
         assert done.exit_code == 0, done.stdout + done.stderr
         rescored = max(out.glob("*.json"), key=lambda p: p.stat().st_mtime)
         assert (out / written).read_text() == rescored.stem, written
+
+
+SCORE_ONLY_TONE = TONE_OUTPUT.replace('commands=("run", "rescore", "score")', 'commands=("score",)')
+
+
+def test_a_plugin_setting_of_score_only_reaches_its_output_under_score(tmp_path: Path) -> None:
+    # score resolves run's rows: the flag of a row naming only score was taken on its command line and dropped.
+    out = tmp_path / "reports"
+    done = run_cli("run", "--cases", suite(tmp_path), "--output-dir", out, "--no-html", cwd=tmp_path)
+    assert done.exit_code == 0, done.stdout + done.stderr
+    (report,) = out.glob("*.json")
+    (tmp_path / "tone.py").write_text(SCORE_ONLY_TONE)
+    done = run_cli("score", report, "--format", "agent-eval", "--cases", suite(tmp_path), "--output-dir", out,
+                   "--no-judge", "--no-html", "--tone-file", "by-flag.txt", cwd=tmp_path,
+                   env=clean_env(AGENT_EVAL_PLUGINS="tone.py"))
+    assert done.exit_code == 0, done.stdout + done.stderr
+    scored = max(out.glob("*.json"), key=lambda p: p.stat().st_mtime)
+    assert (out / "by-flag.txt").read_text() == scored.stem

@@ -107,13 +107,15 @@ class Given:
 
 def resolve(flags: Flags, suite: Suite, environ: Mapping[str, str] | None = None, command: str = "run") -> Settings:
     """The settings of `command` (`run`, which `score` and the pytest plugin play too, or `rescore`) from its
-    flags, the environment and the suite block: every row that names the command (under `rescore`, every
-    plugin's row too, as its outputs read them under `run`: one with no flag there is its environment variable,
-    suite key or default), in the table's order (the order of `sources`), the few that are more than one value
+    flags, the environment and the suite block: every row that names the command, and a plugin's row that
+    names the command of `flags` (`score`, which resolves as `run`), or, under `rescore`, every plugin's row
+    (its outputs read them as under `run`: one with no flag there is its environment variable, suite key or
+    default), in the table's order (the order of `sources`), the few that are more than one value
     by their own `resolve`."""
     given = Given(flags, os.environ if environ is None else environ, suite)
     for row in all_settings():
-        if command in row.commands or (command == "rescore" and row.name not in BUILT_IN_NAMES):
+        if command in row.commands or row.name not in BUILT_IN_NAMES and (
+                command == "rescore" or flags.command in row.commands):
             (row.resolve or _resolve_row)(row, given)
     if given.values.get("gate") and not given.values.get("baseline"):
         raise ConfigError("--gate needs --baseline REPORT (or --baseline last): a gate compares this run "
