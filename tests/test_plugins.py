@@ -349,3 +349,35 @@ def test_a_plugin_setting_of_score_only_reaches_its_output_under_score(tmp_path:
     assert done.exit_code == 0, done.stdout + done.stderr
     scored = max(out.glob("*.json"), key=lambda p: p.stat().st_mtime)
     assert (out / "by-flag.txt").read_text() == scored.stem
+
+
+SIZES = '''
+from agent_eval.flags import Setting, register_setting
+
+register_setting(Setting("sizes", int, ("--size",), env="AGENT_EVAL_SIZE", suite_key="sizes", repeatable=True))
+'''
+
+
+@pytest.mark.parametrize(("env", "block", "shown"), [
+    ({"AGENT_EVAL_SIZE": "12"}, {}, [12]), ({}, {"sizes": [3, "4"]}, [3, 4]), ({}, {"sizes": 5}, [5])])
+def test_a_repeatable_plugin_setting_from_the_environment_or_the_suite_is_a_list_of_its_type(
+        tmp_path: Path, env: dict, block: dict, shown: list) -> None:
+    # An environment variable's text was split into its characters (("1", "2") for 12), and no item was
+    # converted to the row's type.
+    (tmp_path / "sizes.py").write_text(SIZES)
+    cases = write_suite(tmp_path / "suite", CASES, {"agent": "agent.py:agent", **block}, {"agent.py": AGENT})
+    done = run_cli("run", "--cases", cases, "--output-dir", tmp_path / "out", "--no-html", cwd=tmp_path,
+                   env=clean_env(AGENT_EVAL_PLUGINS="sizes.py", **env))
+    assert done.exit_code == 0, done.stdout + done.stderr
+    (report,) = (tmp_path / "out").glob("*.json")
+    assert orjson.loads(report.read_bytes())["settings"]["sizes"] == shown
+
+
+def test_a_repeatable_plugin_setting_with_an_item_of_the_wrong_type_is_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "sizes.py").write_text(SIZES)
+    cases = write_suite(tmp_path / "suite", CASES, {"agent": "agent.py:agent", "sizes": [3, "big"]},
+                        {"agent.py": AGENT})
+    done = run_cli("run", "--cases", cases, "--output-dir", tmp_path / "out", "--no-html", cwd=tmp_path,
+                   env=clean_env(AGENT_EVAL_PLUGINS="sizes.py"))
+    assert done.exit_code == 2 and "Traceback" not in done.stderr
+    assert "the setting 'sizes' (the suite's sizes) must be an integer, not 'big'." in done.stderr

@@ -150,9 +150,10 @@ def _suite_value(block: Mapping[str, Any], key: str | None) -> Any:
     return value
 
 
-def _typed(row: Setting[Any], value: Any, where: str) -> Any:
-    if row.repeatable:
-        return tuple(value or ())
+def _typed(row: Setting[Any], value: Any, where: str, item: bool = False) -> Any:
+    if row.repeatable and not item:  # a list of its type; one value (an environment variable's text) is a list of one
+        items = value if isinstance(value, (list, tuple)) else () if value is None else (value,)
+        return tuple(_typed(row, one, where, item=True) for one in items)
     if value is None:
         return None
     if row.type is bool:
