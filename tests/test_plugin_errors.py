@@ -528,3 +528,13 @@ def test_a_setting_with_its_own_resolve_and_show_is_in_the_report(tmp_path: Path
                      env=clean_env(AGENT_EVAL_PLUGINS="shaped.py"))
     assert result.exit_code == 0, result.stderr
     assert _report(tmp_path / "out")["settings"]["depth"] == 2
+
+
+def test_a_setting_whose_check_is_a_predicate_is_exit_2_saying_what_a_check_returns(tmp_path: Path) -> None:
+    # check=lambda v: v > 0 returned True for a good value, which read as the range's words: "--depth must be True."
+    (tmp_path / "pred.py").write_text(RANGED.replace("check=depth_range", "check=lambda value: value > 0"))
+    result = run_cli("run", "--cases", suite(tmp_path), "--output-dir", tmp_path / "out", "--no-html", "--depth", "2",
+                     cwd=tmp_path, env=clean_env(AGENT_EVAL_PLUGINS="pred.py"))
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    assert ("raised TypeError: its check returned a bool, not None (in range) or the words after \"must be\""
+            in " ".join(result.stderr.split()))

@@ -272,9 +272,24 @@ def register_setting(row: Setting[Any]) -> None:
     # The row's code is the plugin's: one that raises is exit 2 naming it, never a traceback.
     def guard(fn: Any) -> Any:
         return fn and once("setting", row.name, owner, fn)
-    row = dataclasses.replace(row, check=guard(row.check), resolve=guard(row.resolve),
+    row = dataclasses.replace(row, check=guard(row.check and _words(row.check)), resolve=guard(row.resolve),
                               show=guard(row.show and _entries(row.show)))
     SETTINGS[:] = [s for s in SETTINGS if s.name != row.name] + [row]
+
+
+def _words(check: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
+    """A plugin row's `check`, whose value must be None (in range) or the words after "must be" (a str)."""
+    def checked(value: Any) -> str | None:
+        words = check(value)
+        if words is not None and not isinstance(words, str):
+            raise TypeError(f"its check returned {_a(type(words).__name__)}, not None (in range) or the words after "
+                            "\"must be\" (a str)")
+        return words
+    return checked
+
+
+def _a(kind: str) -> str:
+    return f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
 
 
 def _entries(show: Callable[[Settings], Mapping[str, Any]]) -> Callable[[Settings], Mapping[str, Any]]:
@@ -282,9 +297,8 @@ def _entries(show: Callable[[Settings], Mapping[str, Any]]) -> Callable[[Setting
     def shown(settings: Settings) -> Mapping[str, Any]:
         entries = show(settings)
         if not isinstance(entries, Mapping):
-            kind = type(entries).__name__
-            raise TypeError(f"its show returned {'an' if kind[0] in 'aeiou' else 'a'} {kind}, not a dict of the "
-                            "report's settings entries")
+            raise TypeError(f"its show returned {_a(type(entries).__name__)}, not a dict of the report's settings "
+                            "entries")
         return entries
     return shown
 
