@@ -501,6 +501,8 @@ def resolve_depth(row, given):
 def show_depth(settings):
     if os.environ.get("BREAK") == "show":
         raise KeyError("depth")
+    if os.environ.get("BREAK") == "model":  # the report's own key: the run's model would read as the plugin's
+        return {"depth": settings.get("depth"), "model": "not the model"}
     return ["depth", settings.get("depth")] if os.environ.get("BREAK") == "list" else {"depth": settings.get("depth")}
 
 
@@ -510,7 +512,9 @@ register_setting(Setting("depth", int, ("--depth",), resolve=resolve_depth, show
 
 @pytest.mark.parametrize(("broken", "says"), [
     ("resolve", "raised ValueError: no depth to resolve"), ("show", "raised KeyError: 'depth'"),
-    ("list", "raised TypeError: its show returned a list, not a dict of the report's settings entries")])
+    ("list", "raised TypeError: its show returned a list, not a dict of the report's settings entries"),
+    ("model", "raised ValueError: its show returned the key 'model' of agent-eval's own settings; a plugin's row "
+              "shows keys of its own")])
 def test_a_setting_whose_resolve_or_show_raises_is_exit_2_naming_the_plugin(tmp_path: Path, broken: str,
                                                                              says: str) -> None:
     # A row's `resolve` and `show` are the plugin's code, called outside the guard: a traceback.

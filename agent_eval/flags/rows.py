@@ -299,6 +299,9 @@ def _entries(show: Callable[[Settings], Mapping[str, Any]]) -> Callable[[Setting
         if not isinstance(entries, Mapping):
             raise TypeError(f"its show returned {_a(type(entries).__name__)}, not a dict of the report's settings "
                             "entries")
+        if own := sorted(set(entries) & BUILT_IN_KEYS):
+            raise ValueError(f"its show returned the key {own[0]!r} of agent-eval's own settings; a plugin's row "
+                             "shows keys of its own")
         return entries
     return shown
 
