@@ -122,6 +122,13 @@ class Plugin:
 
 plugin = Plugin()
 '''
+ASYNC = '''
+from agent_eval.run.agents import AgentKind, register_agent_kind
+
+
+async def register(host):
+    register_agent_kind(AgentKind("gold", lambda spec: spec == "gold", lambda spec, base, settings: None))
+'''
 
 
 @pytest.mark.parametrize(("source", "ref", "says"), [
@@ -130,6 +137,9 @@ plugin = Plugin()
                                 "for {path}:plugin in register(host). Fix the plugin."),
     (RAISING, "mine.py:nothing", "mine.py:nothing: the plugin (in AGENT_EVAL_PLUGINS)'s module has no attribute "
                                  "'nothing'."),
+    # an async register was never awaited: nothing registered, a RuntimeWarning, and the run went on without it
+    (ASYNC, "mine.py", "mine.py: the plugin (in AGENT_EVAL_PLUGINS)'s register(host) is a coroutine function (async "
+                       "def); the host calls it once, before the command starts: make it a plain def."),
 ])
 def test_a_plugin_the_host_cannot_load_is_exit_2_naming_it(tmp_path: Path, source: str, ref: str, says: str) -> None:
     (tmp_path / "mine.py").write_text(source)

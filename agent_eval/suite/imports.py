@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import itertools
 import os
 import re
@@ -167,6 +168,9 @@ def _load_new(ref: str, module_ref: str, attr: str, key: str, what: str, fix: st
             return  # a module that registered its rows when imported
         if not callable(register):
             raise ConfigError(f"{ref}: the {what} has no register(host) function to call. {fix}")
+        if inspect.iscoroutinefunction(register):  # it would never be awaited: nothing registered, silently
+            raise ConfigError(f"{ref}: the {what}'s register(host) is a coroutine function (async def); the host "
+                              "calls it once, before the command starts: make it a plain def.")
         called = call_user(register, host)
     if called.error is not None:
         error = called.error
