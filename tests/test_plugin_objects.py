@@ -250,3 +250,19 @@ def test_a_listener_that_hears_no_event_is_exit_2_naming_the_plugin(tmp_path: Pa
     assert "Traceback" not in result.stderr
     assert (f"the plugin {tmp_path / 'deaf.py'} added a listener (a function) with none of the run events' methods "
             "(run_finished, run_started, ") in " ".join(result.stderr.split())
+
+
+def test_a_listener_whose_event_is_async_is_exit_2_naming_it(tmp_path: Path) -> None:
+    # An async run_finished was called and never awaited: the plugin heard nothing, and Python warned on stderr.
+    (tmp_path / "asyncl.py").write_text(
+        "from agent_eval.provider.events import RunListener\n\n\nclass Late(RunListener):\n"
+        "    async def run_finished(self, case_id, run):\n        pass\n\n\n"
+        "def register(host):\n    host.add_listener(Late())\n")
+    suite = write_suite(tmp_path / "suite", [{"id": "c", "query": "q", "expect": {"contains": "x"}}],
+                        {"agent": "agent.py:agent"}, {"agent.py": "def agent(task):\n    return 'x'\n"})
+    result = run_cli("run", "--cases", suite, "--output-dir", tmp_path / "out", cwd=tmp_path,
+                     env=clean_env(AGENT_EVAL_PLUGINS="asyncl.py"))
+    assert result.exit_code == 2, result.stderr
+    assert (f"the plugin {tmp_path / 'asyncl.py'} added a listener (a Late) whose run_finished is a coroutine "
+            "function (async def); the events are told as they happen: make it a plain def.") in " ".join(
+                result.stderr.split())

@@ -8,6 +8,7 @@ variable, never the call stack). A row registered outside any plugin's load is t
 """
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -38,6 +39,10 @@ class Host:
             raise ConfigError(f"the plugin {self.name} added a listener (a {type(listener).__name__}) with none of "
                               f"the run events' methods ({', '.join(events)}); add an object whose class subclasses "
                               "agent_eval.provider.events.RunListener and defines the events it hears.")
+        if late := [event for event in events if inspect.iscoroutinefunction(getattr(listener, event, None))]:
+            raise ConfigError(f"the plugin {self.name} added a listener (a {type(listener).__name__}) whose {late[0]} "
+                              "is a coroutine function (async def); the events are told as they happen: make it a "
+                              "plain def.")
         _LISTENERS.append((self.name, listener))
 
 
