@@ -246,6 +246,16 @@ def _restore_agent_eval(taken: _Snapshot) -> None:
                 live.update(saved)
 
 
+def is_installed(name: str) -> bool:
+    """True for the module `name` of the venv, the standard library or agent_eval, which stays imported for the
+    process's life as in a real one; False for a user's module (a test's folder, a suite's tools or agent)."""
+    module = sys.modules.get(name)
+    if module is None or name.startswith("_agent_eval_user_"):
+        return False
+    places = [getattr(module, "__file__", None), *(getattr(module, "__path__", None) or [])]
+    return any(str(place).startswith(_KEEP_PREFIXES) for place in places if place)
+
+
 def _forget_user_modules(added: set[str]) -> None:
     for name in added:
         module = sys.modules.get(name)

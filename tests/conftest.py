@@ -61,6 +61,28 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture
+def pytester(pytester: pytest.Pytester) -> pytest.Pytester:
+    """pytester, except that a module of the venv or of agent_eval that an inner session imports stays imported.
+
+    pytester puts sys.modules back after each in-process run and after the test, which forgets every module
+    imported meanwhile: the next import then made a second openai (or agent_eval.suite.tools) beside the first,
+    and what the process kept from the first (llm's SDK client class, `agent_eval.tool`) met the second's
+    classes, so that a later test failed in this process only ("Invalid timeout ... NotGiven", "no tools
+    found"). The inner session's own modules (its test files and conftest, a suite's tools) are still forgotten.
+    """
+    from _pytest.pytester import SysModulesSnapshot
+
+    from tests.cli import is_installed
+
+    def snapshot() -> SysModulesSnapshot:
+        return SysModulesSnapshot(preserve=is_installed)
+
+    pytester._sys_modules_snapshot = snapshot()  # type: ignore[attr-defined]  # put back after the test
+    pytester._Pytester__take_sys_modules_snapshot = snapshot  # type: ignore[attr-defined]  # and after each run
+    return pytester
+
+
+@pytest.fixture
 def loopback() -> Iterator[Callable[..., LoopbackServer]]:
     """A factory: `srv = loopback(script, latency_s=0, fail_every=None)`, stopped after the test."""
     servers: list[LoopbackServer] = []

@@ -32,17 +32,6 @@ ONLY_THIS_PLUGIN = ("-p", "agent_eval.pytest_plugin")
 NOT_FIGURES = ("latency", "ttfa")  # what may differ between two plays of the same suite
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _imported(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Import what a run imports before any in-process pytest run: pytester drops the modules an inner
-    session imported, and numpy cannot be imported twice in one process."""
-    import agent_eval.pytest_plugin.inline
-
-    folder = tmp_path_factory.mktemp("warm")
-    agent_eval.run_suite(write_suite(folder, SMALL[:1], {"agent": "agent.py:agent"}, {"agent.py": AGENT}),
-                         output_dir=folder / "out")
-
-
 def small_suite(pytester: pytest.Pytester) -> Path:
     return write_suite(pytester.path / "suite", SMALL, {"agent": "agent.py:agent"}, {"agent.py": AGENT})
 

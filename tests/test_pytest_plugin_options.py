@@ -20,18 +20,6 @@ CASES = [{"id": "hello", "query": "say hello", "expect": {"contains": "hello"}},
 DEAD = "http://127.0.0.1:9/v1"  # nothing listens: a request that is not replayed fails
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _imported(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Import what a run imports before any in-process pytest run (pytester drops the modules an inner
-    session imported, and numpy cannot be imported twice in one process)."""
-    import agent_eval
-    import agent_eval.pytest_plugin.inline
-
-    folder = tmp_path_factory.mktemp("warm")
-    agent_eval.run_suite(write_suite(folder, CASES[:1], {"agent": "agent.py:agent"},
-                                     {"agent.py": "def agent(task):\n    return 'hello'\n"}), output_dir=folder / "o")
-
-
 def only_report(folder: Path) -> dict[str, Any]:
     reports = sorted(folder.glob("*.json"))
     assert len(reports) == 1, reports

@@ -14,18 +14,6 @@ SMALL = [{"id": "knows", "query": "the answer?", "expect": {"contains": "42"}},
          {"id": "guesses", "query": "a riddle", "expect": {"contains": "42"}}]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _imported(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Import what a run imports before any in-process pytest run (pytester drops the modules an inner
-    session imported, and numpy cannot be imported twice in one process)."""
-    import agent_eval
-    import agent_eval.pytest_plugin.inline
-
-    folder = tmp_path_factory.mktemp("warm")
-    agent_eval.run_suite(write_suite(folder, SMALL[:1], {"agent": "agent.py:agent"}, {"agent.py": AGENT}),
-                         output_dir=folder / "o")
-
-
 def test_every_file_of_the_session_goes_under_one_folder_whatever_a_conftest_does_to_the_cwd(
         pytester: pytest.Pytester) -> None:
     write_suite(pytester.path / "suite", SMALL, {"agent": "agent.py:agent"}, {"agent.py": AGENT})
