@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import weakref
 from collections.abc import MutableMapping
 from typing import TYPE_CHECKING, Any
 
-from agent_eval.run.endpoint import RunLink
+from agent_eval.run.endpoint import Endpoint, RunLink
 
 if TYPE_CHECKING:
     from agent_eval.run.agents.base import RunContext
 
-_SERVERS: dict[int, McpServer] = {}  # id(endpoint) -> its MCP server
+# Each endpoint's MCP server, gone with its endpoint: a later loop's endpoint never gets an ended loop's server.
+_SERVERS: weakref.WeakKeyDictionary[Endpoint, McpServer] = weakref.WeakKeyDictionary()
 
 
 class McpServer:
@@ -123,8 +125,8 @@ async def attach_mcp(ctx: RunContext, link: RunLink) -> None:
     from agent_eval.run.endpoint import endpoint
 
     served = await endpoint()
-    server = _SERVERS.get(id(served))
+    server = _SERVERS.get(served)
     if server is None:
-        server = _SERVERS[id(served)] = McpServer(served.links)
+        server = _SERVERS[served] = McpServer(served.links)
     link.run, link.mcp = ctx, server
     link.mcp_url = link.base_url[: -len("/v1")] + "/mcp"

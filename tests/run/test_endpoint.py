@@ -276,3 +276,31 @@ def test_a_long_conversation_over_a_mebibyte_is_forwarded(loopback) -> None:
     assert played.error is None and played.trace["final_answer"] == "read it"
     assert srv.requests[0]["messages"][0]["content"] == long
     assert [c["status"] for c in played.trace["llm_calls"]] == [200]
+
+
+def test_each_event_loop_s_runs_get_their_own_mcp_server() -> None:
+    """Runs on event loops one after the other in one process (each `run` is one): every run's tools answer
+    over MCP, never "the run has ended" from a server an earlier loop's endpoint left behind."""
+    import gc
+
+    async def agent(task):
+        import httpx2
+        from mcp import ClientSession
+        from mcp.client.streamable_http import streamable_http_client
+
+        async with httpx2.AsyncClient() as http, streamable_http_client(task.mcp_url, http_client=http) as (
+                read, write, *_), ClientSession(read, write) as session:
+            await session.initialize()
+            result = await asyncio.wait_for(session.call_tool("lookup", {"key": "b"}), 10)
+            return f"{result.is_error} {result.content[0].text}"
+
+    from agent_eval.run.bridge_mcp import McpServer
+
+    alive = []
+    for _ in range(6):
+        played = play(agent, "http://127.0.0.1:9/v1")  # no model is asked
+        assert played.error is None, played.error
+        assert played.trace["final_answer"] == "False 2"
+        gc.collect()  # the ended loop's endpoint is freed, and a later one may be given its address
+        alive.append(len([kept for kept in gc.get_objects() if isinstance(kept, McpServer)]))
+    assert alive[-1] == alive[1] <= 2  # the servers of ended loops are not kept: as many after 6 loops as after 2
