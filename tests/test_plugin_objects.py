@@ -266,3 +266,48 @@ def test_a_listener_whose_event_is_async_is_exit_2_naming_it(tmp_path: Path) -> 
     assert (f"the plugin {tmp_path / 'asyncl.py'} added a listener (a Late) whose run_finished is a coroutine "
             "function (async def); the events are told as they happen: make it a plain def.") in " ".join(
                 result.stderr.split())
+
+
+SLOW = '''
+import os
+import time
+from pathlib import Path
+
+from agent_eval.provider.events import RunListener
+
+
+class Slow(RunListener):
+    def run_finished(self, case_id, run):
+        time.sleep(4 if case_id == "quick" else 0)
+        with Path(os.environ["SEEN_LOG"]).open("a") as log:
+            log.write(f"{case_id} {run['status']}\\n")
+
+
+def register(host):
+    host.add_listener(Slow())
+'''
+PATIENT = '''
+import asyncio
+
+
+async def agent(task):
+    await asyncio.sleep(0 if task.case_id == "quick" else 0.5)
+    return "hello"
+'''
+
+
+def test_a_slow_listener_never_stalls_the_runs_still_playing(tmp_path: Path) -> None:
+    # A listener was told on the runs' event loop: 4 s in run_finished of "quick" stalled "patient" past its
+    # --timeout (it needs 0.5 s), and the plugin turned its run into a failure.
+    (tmp_path / "slow.py").write_text(SLOW)
+    cases = [{"id": "quick", "query": "q", "expect": {"contains": "hello"}},
+             {"id": "patient", "query": "q", "expect": {"contains": "hello"}}]
+    suite = write_suite(tmp_path / "suite", cases, {"agent": "agent.py:agent"}, {"agent.py": PATIENT})
+    log = tmp_path / "seen.log"
+    result = run_cli("run", "--cases", suite, "--output-dir", tmp_path / "out", "--no-html", "--timeout", "3",
+                     cwd=tmp_path, env=clean_env(AGENT_EVAL_PLUGINS="slow.py", SEEN_LOG=str(log)))
+    assert result.exit_code == 0, result.stdout + result.stderr
+    (path,) = (tmp_path / "out").glob("*.json")
+    assert [c["status"] for c in orjson.loads(path.read_bytes())["cases"]] == ["passed", "passed"]
+    # told in order, every event before the command ended
+    assert log.read_text().splitlines() == ["quick passed", "patient passed"]

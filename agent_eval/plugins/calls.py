@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
 
@@ -68,21 +69,39 @@ def optional(table: str, name: str, owner: str, fn: Callable[..., T] | None) -> 
 
 
 class GuardedListener(Listeners):
-    """A plugin's listener, told each event through the guard: the first event it raises on is one
-    `warn(message)` naming the plugin, the event and the exception, and it is told no more (the run goes on)."""
+    """A plugin's listener, told each event through the guard, in order, in a thread of its own: a slow one never
+    stalls the runs still playing (their time limits and latencies). The first event it raises on is one
+    `warn(message)` naming the plugin, the event and the exception (said by the thread that tells the next event,
+    or that the command finished), and it is told no more (the run goes on). `command_finished` waits until it
+    has heard everything."""
 
     def __init__(self, owner: str, listener: RunListener, warn: Callable[[str], None]) -> None:
         super().__init__(listener)
         self.owner, self.warn = owner, warn
+        self._thread: ThreadPoolExecutor | None = None
+        self._raised: list[str] = []  # the warnings of the listener's thread, said by the telling one
 
     def _tell(self, event: str, *args: Any) -> None:
-        for listener in self:  # a copy of the run's record: what the plugin does to it never reaches the report
+        for listener in self:
             hears = getattr(listener, event, None)  # a listener that is no RunListener may lack an event
-            if hears is None:
-                continue
-            called = call_user(hears, *copy.deepcopy(args))
-            if called.error is not None:
-                self.remove(listener)
-                self.warn(f"warning: the listener {type(listener).__name__} of the plugin {self.owner} raised "
-                          f"{with_location(describe(called.error), called.error)} in {event}; it is told no more, "
-                          "and the run goes on.")
+            if hears is not None:
+                if self._thread is None:
+                    self._thread = ThreadPoolExecutor(1, thread_name_prefix="agent-eval-listener")
+                # a copy of the run's record: what the plugin does to it never reaches the report
+                self._thread.submit(self._hear, listener, event, hears, copy.deepcopy(args))
+        if event == "command_finished" and self._thread is not None:
+            self._thread.shutdown(wait=True)
+            self._thread = None
+        while self._raised:
+            self.warn(self._raised.pop(0))
+
+    def _hear(self, listener: RunListener, event: str, hears: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        if listener not in self._listeners:
+            return  # it raised on an earlier event
+        called = call_user(hears, *args)
+        if called.error is not None:
+            self.remove(listener)
+            self._raised.append(
+                f"warning: the listener {type(listener).__name__} of the plugin {self.owner} raised "
+                f"{with_location(describe(called.error), called.error)} in {event}; it is told no more, "
+                "and the run goes on.")
