@@ -5,6 +5,9 @@ from __future__ import annotations
 import threading
 
 GATE: threading.Barrier | None = None
+# For a call whose agent waits for another call to end: it sets STARTED, then waits for ENDED.
+STARTED = threading.Event()
+ENDED = threading.Event()
 
 
 def meet() -> None:

@@ -189,3 +189,47 @@ def test_a_cancelled_run_suite_async_writes_the_partial_report_and_re_raises(tmp
         raise AssertionError("not cancelled")
 
     _partial(asyncio.run(main()))
+
+
+MCP_AGENT = '''
+import asyncio
+
+from tests import overlap
+
+
+async def agent(task):
+    first = await task.acall_tool("echo", text="before")
+    if task.metadata.get("waits"):
+        overlap.STARTED.set()  # its server is up: the other call starts and ends meanwhile
+        await asyncio.to_thread(overlap.ENDED.wait, 60)
+    return first + " " + await task.acall_tool("echo", text="after")
+'''
+
+
+def test_a_call_that_ends_leaves_the_other_call_s_mcp_servers_running(tmp_path: Path) -> None:
+    pytest.importorskip("mcp")
+    tiny = Path(__file__).resolve().parent / "fixtures" / "mcp" / "tiny_server.py"
+
+    def call(name: str, waits: bool) -> dict:
+        cases = write_suite(tmp_path / name, [{"id": name, "query": "q", "metadata": {"waits": waits},
+                                               "expect": {"contains": "before after"}}],
+                            {"name": name, "tools": [{"mcp": {"command": ["python", str(tiny)]}}],
+                             "agent": "agent.py:agent"}, {"agent.py": MCP_AGENT})
+        return agent_eval.run_suite(cases, no_html=True, output_dir=tmp_path / f"{name}-reports")
+
+    overlap.STARTED.clear()
+    overlap.ENDED.clear()
+    reports: dict[str, dict] = {}
+    waiting = threading.Thread(target=lambda: reports.__setitem__("waiting", call("waiting", True)))
+    waiting.start()
+    try:
+        assert overlap.STARTED.wait(60)
+        reports["ending"] = call("ending", False)
+    finally:
+        overlap.ENDED.set()
+        waiting.join(60)
+    # The ending call killed every MCP server of the process as it closed its own: the waiting call's second
+    # tool call failed on a dead server.
+    for name in ("ending", "waiting"):
+        run = reports[name]["cases"][0]["runs"][0]
+        assert (run["status"], run["error"], run["trace"]["final_answer"]) == ("passed", None, "before after"), name

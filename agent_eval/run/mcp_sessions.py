@@ -3,7 +3,7 @@
 A `per_run` stdio server is started for every run, with the run's initial env in the file named by
 AGENT_EVAL_ENV_FILE; the runner asks for the next run's servers ahead (`prestart`), so a process start
 is off the critical path. A `shared` server has one session for the whole run. `aclose` ends them all
-and kills any server process that outlived its session.
+and kills any of its server processes that outlived its session (never another command's).
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from agent_eval.records import StopReason
-from agent_eval.suite.mcp_client import Connection, ServerError, kill_live_servers, stray_warnings
+from agent_eval.suite.mcp_client import Connection, ServerError, stray_warnings
 from agent_eval.run.world import EnvTemplate
 from agent_eval.suite.backend import BackendError
 from agent_eval.suite.mcp_spec import ServerSpec
@@ -111,9 +111,8 @@ class ServerPool:
         self._spares.clear()
         if self._closing:
             await asyncio.wait(set(self._closing), timeout=_CLOSE_ALL_S)
-        for connection in leftovers:
+        for connection in {*leftovers, *self._open}:  # its own only: another command's servers run on
             connection.kill()
-        kill_live_servers()
         for line in stray_warnings():
             print(line, file=sys.stderr, flush=True)
 
