@@ -151,6 +151,19 @@ def test_a_plugin_the_host_cannot_load_is_exit_2_naming_it(tmp_path: Path, sourc
     assert "Traceback" not in result.stderr
 
 
+def test_an_entry_points_object_may_be_an_attribute_of_an_object(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # `module:holder.plugin` is an entry point's object reference as packaging writes it: it was taken for a
+    # module name, "not found on sys.path".
+    holder = "from types import SimpleNamespace\n\n" + RAISING.replace("plugin = Plugin()", "holder = SimpleNamespace("
+                                                                          "plugin=Plugin())")
+    monkeypatch.syspath_prepend(str(installed(tmp_path / "site", "held", holder, "held:holder.plugin")))
+    result = run_cli("list", "--cases", write_suite(tmp_path / "suite", [{"id": "c", "query": "q",
+                                                                           "expect": {"contains": "x"}}], {}))
+    assert result.exit_code == 2, result.stderr
+    assert "raised RuntimeError: no config for held:holder.plugin in register(host)" in " ".join(result.stderr.split())
+
+
 def test_the_plugin_example_of_the_architecture_doc_runs_as_written(tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")

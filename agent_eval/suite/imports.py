@@ -138,7 +138,7 @@ def _load(ref: str, what: str, fix: str) -> None:
     """Import the plugin `ref` and call its `register(host)`, with the host knowing it is loading that
     plugin: every row registered meanwhile is the plugin's (agent_eval/plugins)."""
     module_ref, sep, attr = ref.rpartition(":")
-    if not (sep and module_ref and attr.isidentifier()):  # a module (or a Windows path's drive letter)
+    if not (sep and module_ref and all(part.isidentifier() for part in attr.split("."))):  # a module (or a drive)
         module_ref, attr = ref, ""
     key = _plugin_key(module_ref)
     if not first_import(f"{key}:{attr}"):
@@ -160,7 +160,9 @@ def _load_new(ref: str, module_ref: str, attr: str, key: str, what: str, fix: st
     with loading(owner) as host:
         # one module however many of its objects are plugins (a file is imported anew each time it is named)
         module = _PLUGIN_MODULES[key] = _PLUGIN_MODULES.get(key) or import_module_ref(module_ref, Path.cwd(), what, fix)
-        target = getattr(module, attr, None) if attr else module
+        target: Any = module
+        for part in attr.split(".") if attr else ():  # an entry point's object may be an attribute's (`obj.attr`)
+            target = getattr(target, part, None)
         if target is None:
             raise ConfigError(f"{ref}: the {what}'s module has no attribute {attr!r}. {fix}")
         register = getattr(target, "register", None) or (target if attr else None)
