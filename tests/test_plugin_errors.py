@@ -542,3 +542,18 @@ def test_a_setting_whose_check_is_a_predicate_is_exit_2_saying_what_a_check_retu
     assert result.exit_code == 2 and "Traceback" not in result.stderr
     assert ("raised TypeError: its check returned a bool, not None (in range) or the words after \"must be\""
             in " ".join(result.stderr.split()))
+
+
+def test_a_row_registered_outside_a_plugins_load_is_named_the_programs_saying_why(tmp_path: Path) -> None:
+    # A row registered from a thread the plugin started is no plugin's (the loading context is the loader's
+    # thread's): "of the plugin the program" read as a plugin named so; the message says where the row came from.
+    (tmp_path / "threaded.py").write_text(
+        "import threading\nfrom agent_eval.flags import Setting, register_setting\n\n\ndef depth_range(value):\n"
+        "    raise ValueError('no range')\n\n\ndef register(host):\n"
+        "    thread = threading.Thread(target=register_setting,"
+        " args=(Setting('depth', int, ('--depth',), check=depth_range),))\n    thread.start()\n    thread.join()\n")
+    result = run_cli("run", "--cases", suite(tmp_path), "--output-dir", tmp_path / "out", "--no-html", "--depth", "2",
+                     cwd=tmp_path, env=clean_env(AGENT_EVAL_PLUGINS="threaded.py"))
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    assert ("the setting 'depth' of the program (registered outside any plugin's register(host): from a thread of "
+            "its own, or after the plugins were loaded) raised ValueError: no range") in " ".join(result.stderr.split())

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from agent_eval.records import Case
 from agent_eval.errors import ConfigError
 from agent_eval.plugins import claim, owner_of
-from agent_eval.plugins.calls import optional
+from agent_eval.plugins.calls import named, optional
 
 if TYPE_CHECKING:
     from agent_eval.ingest.records import Unmappable
@@ -156,7 +156,7 @@ def _checked(read: Callable[..., Any], fmt: str, owner: str, reads: str, fits: C
         result = read(*args)
         if not fits(result):
             shape = "(cases, left_out, notes)" if reads == "cases" else "(recordings, left_out, info)"
-            raise ConfigError(f"the format {fmt!r} of the plugin {owner} returned {type(result).__name__}, "
+            raise ConfigError(f"the format {fmt!r} of {named(owner)} returned {type(result).__name__}, "
                               f"not the {shape} its `{reads}` reader must return; fix the plugin.")
         return result
     return checked

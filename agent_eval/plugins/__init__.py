@@ -14,9 +14,9 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 from agent_eval.errors import ConfigError
+from agent_eval.plugins.calls import PROGRAM
 from agent_eval.provider.events import RunListener
 
-PROGRAM = "the program"  # the owner of a row registered outside any plugin's load
 _OWNERS: dict[tuple[str, str], str] = {}
 _IMPORTED: set[str] = set()  # the plugin modules imported in this process, by suite/imports.py's key
 _LOADING: ContextVar[str | None] = ContextVar("agent_eval_plugin_loading", default=None)

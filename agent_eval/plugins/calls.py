@@ -14,21 +14,32 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from agent_eval.errors import CaseFileError, ConfigError
 from agent_eval.provider.events import Listeners, RunListener
 from agent_eval.tracebacks import OnError, call_user, call_user_or, describe, with_location
 
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
 T = TypeVar("T")
+PROGRAM = "the program"  # the owner of a row registered outside any plugin's load
+
+
+def named(owner: str) -> str:
+    """How a message names the owner of a row: "the plugin X", or the program, saying how a row came to be its."""
+    if owner == PROGRAM:
+        return (f"{PROGRAM} (registered outside any plugin's register(host): from a thread of its own, or after the "
+                "plugins were loaded)")
+    return f"the plugin {owner}"
 
 
 def raised(table: str, name: str, owner: str, exc: BaseException) -> str:
     """`the check family 'tone' of the plugin tone_plugin raised ValueError: no tone (tone_plugin.py:5 in
     check)`: what a user reads when a plugin row's code raised."""
-    return f"the {table} {name!r} of the plugin {owner} raised {with_location(describe(exc), exc)}"
+    return f"the {table} {name!r} of {named(owner)} raised {with_location(describe(exc), exc)}"
 
 
 def once(table: str, name: str, owner: str, fn: Callable[..., T]) -> Callable[..., T]:
@@ -86,6 +97,8 @@ class GuardedListener(Listeners):
             hears = getattr(listener, event, None)  # a listener that is no RunListener may lack an event
             if hears is not None:
                 if self._thread is None:
+                    from concurrent.futures import ThreadPoolExecutor
+
                     self._thread = ThreadPoolExecutor(1, thread_name_prefix="agent-eval-listener")
                 # a copy of the run's record: what the plugin does to it never reaches the report
                 self._thread.submit(self._hear, listener, event, hears, copy.deepcopy(args))

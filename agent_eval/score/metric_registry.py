@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from agent_eval.plugins import claim, current
-from agent_eval.plugins.calls import Raised, per_run
+from agent_eval.plugins.calls import Raised, named, per_run
 
 if TYPE_CHECKING:
     from agent_eval.records import Case, Check, Trace
@@ -323,7 +323,7 @@ def _numbers_only(name: str, owner: str, value_of: RunValue) -> RunValue:
         if _finite(value):  # as JSON holds it: a numpy number or an int past 64 bits as a float
             return value if type(value) is float or (type(value) is int and abs(value) < 2**63) else float(value)
         what = f"{value!r}" if isinstance(value, float) else f"a value of type {type(value).__name__}"
-        return Raised(f"the metric {name!r} of the plugin {owner} returned {what}, not a finite number "
+        return Raised(f"the metric {name!r} of {named(owner)} returned {what}, not a finite number "
                       "(return a number, a bool or None)")
     return checked
 
