@@ -98,7 +98,7 @@ async def shared_client(base_url: str | None, api_key: str | None) -> Any:
     if entry is None or entry[0] is not loop:
         from agent_eval.provider import transports
 
-        if entry is not None:
+        if entry is not None and entry[2].ag_frame is not None:  # its loop ended without closing it (state.py)
             state.current().retired.append(entry[1:])
         # A query in the base URL (Azure's ?api-version=...) goes with every request, after its path.
         parts = urlsplit(base_url) if base_url else None

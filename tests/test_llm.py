@@ -208,3 +208,19 @@ def test_the_progress_display_shows_each_retry_and_a_log_shows_them_from_the_thi
     quiet = io.StringIO()
     ProgressLine(None, Console(file=quiet), True, WindowBoard()).retrying("http://h/v1", 5, 8)
     assert quiet.getvalue() == ""
+
+
+def test_calls_each_on_a_loop_of_their_own_keep_no_client_of_a_loop_that_ended(loopback) -> None:
+    """A library caller's asyncio.run(llm.complete(...)) per request: the client of each ended loop was closed
+    with it, and none of them is kept (they piled up, one per call, for the process's life)."""
+    import gc
+
+    def clients() -> int:
+        gc.collect()
+        return len([kept for kept in gc.get_objects() if isinstance(kept, llm._client_class())])
+
+    srv = loopback([text("hi")] * 6)
+    before = clients()
+    for _ in range(6):
+        assert ask(srv).content == "hi"
+    assert clients() - before <= 1  # this endpoint's last one, which its next call on a new loop replaces
