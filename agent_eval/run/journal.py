@@ -206,13 +206,8 @@ def _run_record(line: bytes, strict: bool) -> tuple[str, int, RunRecord] | None:
     return case_id, trial, cast(RunRecord, run)  # its shape checked above
 
 
-def drop_torn_tail(path: Path) -> None:
-    """Cut a half-written last line, so that appending starts on a line of its own."""
-    with open(path, "r+b") as f:
-        _drop_torn_tail(path, f.fileno())
-
-
 def _drop_torn_tail(path: Path, fd: int) -> None:
+    """Cut a half-written last line, so that appending starts on a line of its own."""
     with open(path, "rb") as reader:
         size = end = reader.seek(0, os.SEEK_END)
         while end > 0:

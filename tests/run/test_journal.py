@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import orjson
 
-from agent_eval.run.journal import Journal, drop_torn_tail, scan_runs
+from agent_eval.run.journal import Journal, scan_runs
 
 HEADER = {"run_id": "r", "created_at": "t", "settings": {"repeat": 2}, "cases_file": "/x.json"}
 
@@ -47,7 +47,7 @@ def test_a_torn_last_line_is_skipped_then_cut_before_appending(tmp_path):
     with open(path, "ab") as f:
         f.write(b'{"case_id":"a","trial":1,"run":{"trial":1,"sta')  # killed mid-write
     assert [(c, t) for c, t, _, _ in scan_runs(path)] == [("a", 0)]
-    drop_torn_tail(path)
+    Journal(path, drop_torn=True).close()
     assert path.stat().st_size == whole
     journal = Journal(path)
     journal.append("a", 1, run_record(1))
@@ -59,7 +59,7 @@ def test_drop_torn_tail_leaves_a_whole_journal_alone(tmp_path):
     path = tmp_path / "r.jsonl"
     Journal(path, HEADER).close()
     before = path.read_bytes()
-    drop_torn_tail(path)
+    Journal(path, drop_torn=True).close()
     assert path.read_bytes() == before
 
 
