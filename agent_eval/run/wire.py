@@ -45,12 +45,6 @@ def request_tools(body: Any) -> set[str]:
     return names
 
 
-def _count(value: Any) -> int | None:
-    """A token count as the provider gave it (token_count's rule: one it did not send is 0, an impossible
-    one None)."""
-    return token_count(value)
-
-
 def _arguments(value: Any) -> str:
     if isinstance(value, str):
         return value
@@ -63,7 +57,7 @@ def read_usage(answer: Answer, usage: Any) -> None:
         return
     prompt = usage.get("prompt_tokens", usage.get("input_tokens"))
     completion = usage.get("completion_tokens", usage.get("output_tokens"))
-    answer.prompt_tokens, answer.completion_tokens = _count(prompt), _count(completion)
+    answer.prompt_tokens, answer.completion_tokens = token_count(prompt), token_count(completion)
 
 
 def read_answer(path: str, data: Any) -> Answer:
