@@ -135,11 +135,8 @@ class WindowBoard(events.RunListener):
     def __init__(self) -> None:
         self._windows: dict[tuple[Any, str], tuple[int, int]] = {}
 
-    def update(self, where: Any, endpoint: str, size: int, ceiling: int) -> None:
-        self._windows[(where, endpoint)] = (size, ceiling)
-
     def window_changed(self, where: int | None, endpoint: str, size: int, ceiling: int) -> None:
-        self.update(where, endpoint, size, ceiling)
+        self._windows[(where, endpoint)] = (size, ceiling)
 
     def forget(self, where: Any) -> None:
         """A worker that is done (or gone) holds no window any more."""

@@ -179,11 +179,11 @@ def test_a_rate_limit_that_is_not_one_is_refused(text: str) -> None:
 
 def test_the_board_shows_the_windows_below_their_ceiling_summed_over_workers() -> None:
     board = WindowBoard()
-    board.update(0, "http://h/v1", 25, 25)
+    board.window_changed(0, "http://h/v1", 25, 25)
     assert board.line() is None  # at the ceiling: nothing to say
-    board.update(1, "http://h/v1", 4, 25)
+    board.window_changed(1, "http://h/v1", 4, 25)
     assert board.line() == "rate limited: 29 of 50 in flight"  # 25 + 4 of 25 + 25
-    board.update(0, "http://h/v1 (judge)", 2, 8)
+    board.window_changed(0, "http://h/v1 (judge)", 2, 8)
     assert board.line() == ("rate limited: 29 of 50 in flight (http://h/v1); "
                             "2 of 8 in flight (http://h/v1 (judge))")
     board.forget(0)
