@@ -201,7 +201,7 @@ class Connection:
             raise ServerError(self.fault)
         session = self._session
         if session is None:
-            raise self._fail(f"has exited{self._exit_detail()}")
+            raise self._fail(f"has exited{self._stderr_tail()}")
         try:
             async with asyncio.timeout(self.timeout):  # a timer handle; anyio.fail_after costs 3x as much per call
                 return await make(session)
@@ -211,7 +211,7 @@ class Connection:
             if self.link.fault is not None:
                 raise self._fail(f"{self.link.fault} during {what}") from None
             if self._ended.is_set():
-                raise self._fail(f"exited during {what}{self._exit_detail()}") from None
+                raise self._fail(f"exited during {what}{self._stderr_tail()}") from None
             raise self._fail(f"did not answer {what} within timeout {self.timeout:g}s") from None
         except Exception as exc:  # noqa: BLE001 - whatever the transport raises is the server's failure
             if (problem := self.http.size_problem(key, what)) is not None:
@@ -221,8 +221,8 @@ class Connection:
             if _is_protocol_error(exc):  # the server answered with a JSON-RPC error: it is alive
                 raise ProtocolError(f"MCP server {self.spec.label}: {what} failed: {_describe(exc)}") from None
             if _is_closed(exc) or self._ended.is_set():
-                raise self._fail(f"exited during {what}{self._exit_detail()}") from None
-            raise self._fail(f"failed during {what}: {_describe(exc)}{self._exit_detail()}") from None
+                raise self._fail(f"exited during {what}{self._stderr_tail()}") from None
+            raise self._fail(f"failed during {what}: {_describe(exc)}{self._stderr_tail()}") from None
 
     async def list_tools(self) -> list[Any]:
         """Every tool of tools/list, following pagination."""
@@ -292,9 +292,6 @@ class Connection:
     def _fail(self, what: str) -> ServerError:
         self.fault = f"MCP server {self.spec.label} {what}"
         return ServerError(self.fault)
-
-    def _exit_detail(self) -> str:
-        return self._stderr_tail()
 
     def _stderr_tail(self) -> str:
         tail = self.link.stderr_tail()
