@@ -35,8 +35,7 @@ def _inert(value: Any) -> Text:
     return Text(escape_control(str(value)))
 
 
-def judged_items(data: Mapping[str, Any], suite_cases: dict[str, Case],
-                 ) -> list[tuple[CaseEntry, RunRecord, str, tuple[Any, ...]]]:
+def judged_items(data: Mapping[str, Any]) -> list[tuple[CaseEntry, RunRecord, str, tuple[Any, ...]]]:
     """(case entry, run, criterion, verdict) for each run and criterion with a usable verdict, in report
     order (trials ascending, rubric before expected_outcome)."""
     from agent_eval.score.judge import CRITERIA
@@ -98,7 +97,7 @@ def label_command(report: Path, console: Console, stdin: TextIO, *, cases: Path 
     suite = load_cases(data, report, cases, console)
     by_id = {str(c["id"]): c for c in suite.cases}
     target = out or labels_path_of(report)
-    items = judged_items(data, by_id)
+    items = judged_items(data)
     if not items:
         console.print(f"{report} has no judged run (no run with a PASS or FAIL verdict): nothing to label.",
                       highlight=False, markup=False)
