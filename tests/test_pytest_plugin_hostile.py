@@ -40,8 +40,7 @@ def test_the_report_and_an_inline_case_s_runs_never_come_from_a_journal_an_agent
     rows = [{"id": f"c{n}", "query": "go", "expect": {"icontains": "done"}, "metadata": {"out": str(out)}}
             for n in range(4)]
     cases = write_suite(tmp_path, rows, {"agent": "agent.py:agent"}, {"agent.py": JOURNAL_WRITER})
-    book = open_book(cases, flags_of(cases=cases, concurrency=1, output_dir=out, no_html=True), new_run_id(),
-                     now_iso())
+    book = open_book(flags_of(cases=cases, concurrency=1, output_dir=out, no_html=True), new_run_id(), now_iso())
     book.play([r["id"] for r in rows])
     assert [orjson.loads(chunk)["trace"]["final_answer"] for chunk in book.run_chunks("c0")] == ["done c0"]
     report, _ = book.write_report()
@@ -64,12 +63,12 @@ def test_under_xdist_the_controller_never_reads_a_worker_s_journal_back(tmp_path
                                                                       "    return 'done ' + task.case_id\n"})
     flags = flags_of(cases=cases, output_dir=out, no_html=True)
     run_id, created_at = new_run_id(), now_iso()
-    worker = open_book(cases, flags, run_id, created_at, part="gw0")  # an xdist worker's book
+    worker = open_book(flags, run_id, created_at, part="gw0")  # an xdist worker's book
     worker.play(["c0", "c1"])
     payload = worker.part_payload()
     assert worker.journal is not None
     worker.journal.path.write_bytes(b"x" * worker.journal.path.stat().st_size)  # overwritten after the runs
-    controller = open_book(cases, flags, run_id, created_at)
+    controller = open_book(flags, run_id, created_at)
     controller.merge_parts([payload])
     report, _ = controller.write_report()
     assert report is not None

@@ -330,8 +330,7 @@ class _Results:
         return (slot_bytes(slot, self.journal) for slot in self.slots)
 
 
-def open_book(path: Path, flags: Flags, run_id: str, created_at: str, part: str | None = None,
-              cwd: Path | None = None) -> Book:
+def open_book(flags: Flags, run_id: str, created_at: str, part: str | None = None, cwd: Path | None = None) -> Book:
     """The core's plan of a case file (loaded, checked, its settings resolved; every case kept: pytest selects
     them); a CaseFileError or ConfigError as `run` has. A relative `--agent-eval-agent` SPEC, and a relative
     output folder, start from `cwd` (where pytest started)."""

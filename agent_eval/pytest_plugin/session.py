@@ -112,7 +112,7 @@ class SessionState:
             here = self.start
             # as `run --cases` records it; whole when a conftest moved the working directory away
             given = key.relative_to(here) if key.is_relative_to(here) and Path.cwd() == here else key
-            self.books[key] = open_book(given, self.flags(given), run_id, created_at, self.worker, self.start)
+            self.books[key] = open_book(self.flags(given), run_id, created_at, self.worker, self.start)
             extends = (getattr(self.config, "workerinput", None) or {}).get(EXTENDS_KEY) or {}
             self.books[key].extends = bool(extends.get(str(key)))
         return self.books[key]
@@ -129,7 +129,7 @@ class SessionState:
         say how it ended."""
         book = self.open(item.path)
         if item.name not in book.played and item.name not in book.problems:
-            book.play(self._batch(item, book))
+            book.play(self._batch(item))
         if item.name in book.problems:
             return Outcome("error", as_options(book.problems[item.name]))
         entry = book.entry(item.name)
@@ -137,8 +137,8 @@ class SessionState:
             return Outcome("error", f"case {item.name!r} was not played")
         return Outcome(entry["status"], outcome_message(entry, book.cfg[THRESHOLD]))
 
-    def _batch(self, item: CaseItem, book: Book) -> list[str]:
-        """The cases of `book` among the items this process will run (all the session's without xdist; the
+    def _batch(self, item: CaseItem) -> list[str]:
+        """The cases of `item`'s case file among the items this process will run (all the session's without xdist; the
         ones this worker holds under xdist), `item`'s first."""
         held = _held_items(self.config, item.session) if self.worker else item.session.items
         key = item.path.resolve()
