@@ -14,7 +14,7 @@ def _record_number(where: str) -> str:
     return where.split()[-1].strip("[]").split("[")[-1]
 
 
-def _tools(value: Any, where: str, field: str) -> list[dict[str, Any]]:
+def _tools(value: Any, field: str) -> list[dict[str, Any]]:
     """deepeval ToolCalls (`name`, `input_parameters` or `inputParameters`) as expected_tools entries."""
     if value is None:
         return []
@@ -82,7 +82,7 @@ def _turns_case(case_id: str, golden: dict[str, Any]) -> Case:
         raise ValueError("the conversational golden's turns hold no user turn with content")
     case: Case = {"id": case_id, **conversation(users)}
     called = [call for i, t in enumerate(turns) if t.get("role") == "assistant"
-              for call in _tools(t.get("tools_called", t.get("toolsCalled")), "", f"turns[{i}].tools_called")]
+              for call in _tools(t.get("tools_called", t.get("toolsCalled")), f"turns[{i}].tools_called")]
     if called:
         from agent_eval.ingest.otel import collapse
 
@@ -109,11 +109,11 @@ def golden_case(where: str, golden: Any) -> Case:
     if not isinstance(query, str) or not query.strip():
         raise ValueError("no input (the user message)")
     case: Case = {"id": case_id, "query": query}
-    tools = _tools(golden.get("expected_tools"), where, "expected_tools")
+    tools = _tools(golden.get("expected_tools"), "expected_tools")
     if not tools:  # the recorded trajectory: its consecutive repeats are a mistake, not a requirement
         from agent_eval.ingest.otel import collapse
 
-        tools = collapse(_tools(golden.get("tools_called"), where, "tools_called"))
+        tools = collapse(_tools(golden.get("tools_called"), "tools_called"))
     expected_output = golden.get("expected_output")
     has_output = isinstance(expected_output, str) and bool(expected_output.strip())
     if tools:

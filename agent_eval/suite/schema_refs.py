@@ -50,7 +50,7 @@ def ref_problem(schema: Any) -> str | None:
                 if in_place:
                     edges.setdefault(path, []).append(child_path)
     for path, ref in refs:
-        target = _resolve(ref, schema, anchors)
+        target = _resolve(ref, anchors)
         where = _pointer(path)
         if target is None and not ref.startswith("#"):
             return (f"the $ref {ref!r} at {where} is not local; only refs inside the schema "
@@ -81,7 +81,7 @@ def _children(path: Path, key: str, value: Any) -> list[tuple[Path, Any, bool]]:
     return []
 
 
-def _resolve(ref: str, root: Any, anchors: dict[str, Path]) -> Path | None:
+def _resolve(ref: str, anchors: dict[str, Path]) -> Path | None:
     """The path a local `$ref` points at (it may not exist), or None for a remote or anchorless one."""
     if not ref.startswith("#"):
         return None
