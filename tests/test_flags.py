@@ -9,7 +9,8 @@ import pytest
 import typer
 
 from agent_eval.cli import app
-from agent_eval.flags import BUILT_IN_SETTINGS, DEFAULTS, Flags, Setting, all_settings, setting
+from agent_eval.flags import DEFAULTS, Flags, Setting, all_settings, setting
+from agent_eval.flags.rows import BUILT_IN
 from tests.builders import clean_env, write_suite
 from tests.cli import run_cli
 
@@ -68,7 +69,7 @@ def test_an_eager_option_s_default_is_shown_once() -> None:
 def test_the_resume_rule_of_a_plugin_s_older_spelling() -> None:
     assert Setting("a").rule == "renewed" and Setting("a", resume=False).rule == "command"
     assert Setting("a", resume="kept").rule == "kept"
-    rules = {row.name: row.rule for row in BUILT_IN_SETTINGS}
+    rules = {row.name: row.rule for row in BUILT_IN}
     assert [n for n, r in rules.items() if r == "kept"] == [
         "cases", "filter", "repeat", "threshold", "no_judge", "agent", "model", "base_url", "judge_model", "no_cache",
         "max_steps", "timeout", "user", "user_model"]

@@ -10,13 +10,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from agent_eval.flags.rows import BUILT_IN as BUILT_IN_SETTINGS
 from agent_eval.flags.rows import (
-    BUILT_IN_NAMES, DEFAULTS, SETTINGS, Setting, all_settings, register_setting, setting, without_plugin_keys,
+    BUILT_IN_NAMES, DEFAULTS, Setting, all_settings, register_setting, setting, without_plugin_keys,
 )
 
-__all__ = ["BUILT_IN_NAMES", "BUILT_IN_SETTINGS", "DEFAULTS", "SETTINGS", "Flags", "Setting",
-           "all_settings", "register_setting", "setting", "without_plugin_keys"]
+__all__ = ["BUILT_IN_NAMES", "DEFAULTS", "Flags", "Setting", "all_settings", "register_setting", "setting",
+           "without_plugin_keys"]
 
 
 class Flags:
