@@ -70,7 +70,7 @@ async def per_call(calls: int) -> dict[str, float]:
     out["python tool (Sandbox.acall)"] = await timed(lambda: python.acall("get_order", {"order_id": "ORD_1001"}),
                                                      calls)
     spec = mcp_suite.servers[0]
-    shared = ServerPool([type(spec)(**{**spec.__dict__, "isolation": "shared"})], None)
+    shared = ServerPool([type(spec)(**{**spec.__dict__, "isolation": "shared"})])
     run = await shared.open_run(None)
     connection = run.connections[spec.index]
     session = connection._session
@@ -128,7 +128,7 @@ def main() -> None:
     blob = EnvTemplate(suite.initial_env).blob
     for prestart in (False, True):
         cpu = children_cpu()
-        waits, totals = asyncio.run(per_run(ServerPool(suite.servers, None), blob, args.runs, args.play_s, prestart))
+        waits, totals = asyncio.run(per_run(ServerPool(suite.servers), blob, args.runs, args.play_s, prestart))
         cpu = (children_cpu() - cpu) / (args.runs + prestart)
         print(f"per run, {'prestarted' if prestart else 'cold'}: critical path {statistics.median(waits) * 1000:.0f} ms"
               f" (median of {args.runs}); open+2 reads+release {statistics.median(totals) * 1000:.0f} ms; "

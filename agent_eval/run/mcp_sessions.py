@@ -36,8 +36,7 @@ def shared_state_warning(servers: list[ServerSpec], concurrency: int) -> str | N
 class ServerPool:
     """Hands each run its MCP sessions; `aclose` ends every one of them."""
 
-    def __init__(self, servers: list[ServerSpec], timeout: float | None = None) -> None:
-        """`timeout` is --timeout, which bounds the agent's time: each request has its entry's own."""
+    def __init__(self, servers: list[ServerSpec]) -> None:
         self.servers = servers
         self.per_run = [s for s in servers if s.is_per_run]
         self.state = next((s for s in servers if s.state_resource), None)

@@ -113,7 +113,7 @@ class Player:
         if suite.servers:
             from agent_eval.run.mcp_sessions import ServerPool
 
-            self.servers = ServerPool(suite.servers, cfg[TIMEOUT])
+            self.servers = ServerPool(suite.servers)
         # The slot whose run starts next, for its MCP servers to start early (the scheduler knows it).
         self.upcoming: Callable[[], CaseSlot | None] = lambda: None
         self.gc = GcPacer()
