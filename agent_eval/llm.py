@@ -21,8 +21,6 @@ import orjson
 
 from agent_eval.errors import ProviderError
 from agent_eval.provider import events, keying, retry, state, tape
-from agent_eval.redaction import PLACEHOLDER_KEY as PLACEHOLDER_KEY  # re-exported: the key of keyless endpoints
-from agent_eval.redaction import is_redacted as is_redacted  # re-exported: URLs are redacted there
 from agent_eval.redaction import redact_url as redact_url
 from agent_eval.redaction import redact_secrets, remember_secret
 from agent_eval.provider.tokens import token_count

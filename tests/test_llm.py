@@ -6,7 +6,7 @@ import asyncio
 import openai
 import pytest
 
-from agent_eval import llm
+from agent_eval import llm, redaction
 from agent_eval.errors import ProviderError
 from tests.loopback import message, raw, stall, status, text, tool_calls
 
@@ -180,7 +180,7 @@ def test_a_timeout_bounds_the_retries_too(loopback) -> None:
 ])
 def test_redact_url_hides_userinfo_and_secret_query_values(url: str | None, shown: str | None) -> None:
     assert llm.redact_url(url) == shown
-    assert llm.is_redacted(url) == (url != shown)
+    assert redaction.is_redacted(url) == (url != shown)
 
 
 def test_the_progress_display_shows_each_retry_and_a_log_shows_them_from_the_third_on() -> None:

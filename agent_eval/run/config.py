@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from agent_eval.errors import ConfigError
-from agent_eval.llm import PLACEHOLDER_KEY
+from agent_eval.redaction import PLACEHOLDER_KEY
 from agent_eval.flags import BUILT_IN_NAMES, Flags, Setting, all_settings
 from agent_eval.flags.rows import (
     BASE_URL, CONCURRENCY, JUDGE_MODEL, JUDGE_RATE_LIMIT, JUDGE_TIMEOUT, MODEL, RATE_LIMIT, RAY, RAY_ADDRESS, REPLAY,

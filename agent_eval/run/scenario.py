@@ -74,7 +74,7 @@ def resolve_user(flags: Flags, suite_block: Mapping[str, Any], suite_dir: Path,
         user.prompt = prompt_text(block["prompt"], suite_dir)
     user.stop_tokens = tuple(block.get("stop_tokens") or ())
     if user.model:
-        from agent_eval.llm import PLACEHOLDER_KEY
+        from agent_eval.redaction import PLACEHOLDER_KEY
 
         user.base_url = environ.get("AGENT_EVAL_USER_BASE_URL") or agent_base_url
         user.api_key = environ.get("AGENT_EVAL_USER_API_KEY") or agent_api_key

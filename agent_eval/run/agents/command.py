@@ -22,7 +22,7 @@ import orjson
 from agent_eval.errors import ConfigError
 from agent_eval.run.agents.base import COMMAND_PREFIX as PREFIX, AgentStop, Reply, RunContext
 from agent_eval.limits import MAX_MESSAGE_BYTES
-from agent_eval.llm import is_redacted
+from agent_eval.redaction import is_redacted
 from agent_eval.run.agents.python import open_link
 
 _OTHER_ENDPOINT = re.compile(r"^AGENT_EVAL_(JUDGE|USER)_|^AGENT_EVAL_.*_API_KEY$")
