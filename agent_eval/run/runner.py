@@ -20,7 +20,7 @@ from agent_eval.run.config import Settings, endpoint_settings
 from agent_eval.report.dialogue import compact_dialogue
 from agent_eval.report.reasons import LITE_KEY, raised_tool_calls
 from agent_eval.run.journal import FLUSH_EVERY_S, Journal
-from agent_eval.run.player import CaseSlot, Player, helper_spend
+from agent_eval.run.player import CaseSlot, Player
 from agent_eval.records import Case, CaseEntry, RunRecord, Trace
 from agent_eval.score.metrics import case_entry, skipped_entry
 from agent_eval.score.pipeline import ScoringContext
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from agent_eval.run.pool import WorkerPool
     from agent_eval.run.simulator import Simulator
 
-__all__ = ["CANCEL_GRACE_S", "CaseSlot", "Runner", "helper_spend", "lite_run", "run_models"]
+__all__ = ["CANCEL_GRACE_S", "CaseSlot", "Runner", "lite_run", "run_models"]
 
 CANCEL_GRACE_S = 3.0
 
