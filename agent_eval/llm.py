@@ -25,8 +25,6 @@ from agent_eval.redaction import redact_url as redact_url
 from agent_eval.redaction import redact_secrets, remember_secret
 from agent_eval.provider.tokens import token_count
 
-MAX_RETRIES = retry.hints.MAX_RETRIES
-
 _SHOWN_CHARS = 300
 
 
