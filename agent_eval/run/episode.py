@@ -9,11 +9,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
+from agent_eval.errors import InfrastructureError
 from agent_eval.provider import keying, tape
 from agent_eval.provider.waits import Waits, recording
 from agent_eval.redaction import redact_secrets, redact_trace_errors
 from agent_eval.records import Case, Step, StopReason, Trace
-from agent_eval.run.agents import Agent, AgentStop, InfrastructureError, Reply, RunContext
+from agent_eval.run.agents import Agent, AgentStop, Reply, RunContext
 from agent_eval.run.agents.base import call_agent
 from agent_eval.suite.jsonsafe import dumps_safe, to_json_safe
 from agent_eval.suite.cases import user_messages

@@ -13,11 +13,10 @@ from typing import Any
 from agent_eval.errors import ConfigError
 from agent_eval.plugins import claim
 from agent_eval.plugins.calls import once
-from agent_eval.run.agents.base import (BUILT_IN, COMMAND_PREFIX, Agent, AgentStop, InfrastructureError, ProviderError,
-                                        Reply, RunContext)
+from agent_eval.run.agents.base import BUILT_IN, COMMAND_PREFIX, Agent, AgentStop, Reply, RunContext
 
-__all__ = ["AGENT_KINDS", "BUILT_IN", "Agent", "AgentKind", "AgentStop", "InfrastructureError", "ProviderError",
-           "Reply", "RunContext", "kind_of", "load_agent", "register_agent_kind"]
+__all__ = ["AGENT_KINDS", "BUILT_IN", "Agent", "AgentKind", "AgentStop", "Reply", "RunContext", "kind_of",
+           "load_agent", "register_agent_kind"]
 
 
 def _same(spec: str, base_dir: Path) -> str:

@@ -15,8 +15,7 @@ from agent_eval.tracebacks import await_user, describe, user_traceback
 if TYPE_CHECKING:
     from agent_eval.run.endpoint import RunLink
 
-__all__ = ["BUILT_IN", "COMMAND_PREFIX", "Agent", "AgentStop", "InfrastructureError", "ProviderError", "Reply",
-           "RunContext", "call_agent"]
+__all__ = ["BUILT_IN", "COMMAND_PREFIX", "Agent", "AgentStop", "Reply", "RunContext", "call_agent"]
 
 BUILT_IN = "openai"  # the SPEC of the built-in agent (and of the built-in user simulator)
 COMMAND_PREFIX = "cmd:"  # what starts the SPEC of a program as the agent
