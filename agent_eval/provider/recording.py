@@ -51,7 +51,7 @@ def other_recording(folder: Path, header: dict[str, Any], runs: list[tuple[str, 
     try:
         old = orjson.loads(path.read_bytes())
     except (OSError, orjson.JSONDecodeError):
-        return f"{path} is not an agent-eval recording's header"
+        old = None
     if not isinstance(old, dict):
         return f"{path} is not an agent-eval recording's header"
     for key in SAME:
