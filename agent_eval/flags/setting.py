@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
-from agent_eval.limits import JUDGE_TIMEOUT_S, MAX_COUNT, MCP_TIMEOUT_S, RETRY_BUDGET_S
+from agent_eval.limits import JUDGE_TIMEOUT_S, MAX_COUNT, RETRY_BUDGET_S
 
 if TYPE_CHECKING:
     from agent_eval.run.config import Given, Settings
@@ -39,7 +39,6 @@ class Defaults:
     max_steps: int = 8
     output_dir: Path = Path("reports")
     judge_timeout: float = JUDGE_TIMEOUT_S
-    mcp_timeout: float = MCP_TIMEOUT_S
     retry_budget: float = RETRY_BUDGET_S
     history_last: int = 10  # runs `agent-eval history` shows
 
