@@ -96,13 +96,10 @@ class SessionState:
         """`run`'s flags for a case file: the plugin's settings, and pytest's -x as `run`'s -x."""
         from agent_eval.commands.library import flags_for
 
-        settings = self._settings()
+        settings = settings_of(self.config, self.start)
         if self.config.getoption("maxfail", 0) == 1:
             settings["exitfirst"] = True
         return flags_for(path, settings, "pytest --agent-eval")
-
-    def _settings(self) -> dict[str, Any]:
-        return settings_of(self.config, self.start)
 
     def open(self, path: Path) -> Book:
         """The book of a case file, loaded once (a CaseFileError or ConfigError is a collection error)."""
