@@ -30,11 +30,6 @@ class Waits:
     def __init__(self) -> None:
         self.intervals: list[Interval] = []
 
-    def open(self, start: float | None = None) -> Interval:
-        interval = Interval(time.perf_counter() if start is None else start)
-        self.intervals.append(interval)
-        return interval
-
     def within(self, start: float, end: float | None = None) -> float:
         """Seconds of waiting between `start` and `end` (now when None): the union, clipped."""
         now = time.perf_counter()
