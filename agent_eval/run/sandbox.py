@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from agent_eval.errors import ToolError
 from agent_eval.redaction import redact_secrets
 from agent_eval.records import Step
-from agent_eval.tracebacks import await_user, call_user, describe, user_traceback
+from agent_eval.tracebacks import Outcome, await_user, call_user, describe, user_traceback
 from agent_eval.run.threads import awaited, run_apart, run_in_thread
 from agent_eval.run.world import frozen
 
@@ -145,13 +145,10 @@ class Sandbox:
     def _dispatch(self, name: str, args: Any, start: float, call_id: str | None = None,
                   ) -> tuple[str | None, str | None]:
         invalid, error, recorded = self._begin(name, args)
-        output = error_tb = None
+        called = None
         if error is None:
             called = call_user(self._call, name, args)  # any exception of a tool is its tool error
-            output = called.value
-            if called.error is not None:
-                error, error_tb = _tool_error(called.error)
-        return self._finish(name, recorded, output, error, invalid, start, error_tb, call_id)
+        return self._finish(name, recorded, called, error, invalid, start, call_id)
 
     def _call(self, name: str, args: Any) -> str:
         value = self.tools.invoke(name, args, self.env)
@@ -166,13 +163,10 @@ class Sandbox:
                               ) -> tuple[str | None, str | None]:
         """One call of an `async def` tool, awaited on the run's event loop."""
         invalid, error, recorded = self._begin(name, args)
-        output = error_tb = None
+        called = None
         if error is None:
             called = await await_user(self._call_async, name, args)  # a real cancellation ends the run
-            output = called.value
-            if called.error is not None:
-                error, error_tb = _tool_error(called.error)
-        return self._finish(name, recorded, output, error, invalid, start, error_tb, call_id)
+        return self._finish(name, recorded, called, error, invalid, start, call_id)
 
     def _begin(self, name: str, args: Any) -> tuple[str | None, str | None, Any]:
         """(invalid, error, the args as recorded) of a call about to run; a ToolError once the run has ended.
@@ -188,8 +182,13 @@ class Sandbox:
         output = self.tools.observation(value)
         return self._inject(output) if name == self._inject_tool else output
 
-    def _finish(self, name: str, args: Any, output: str | None, error: str | None, invalid: str | None,
-                start: float, error_tb: str | None, call_id: str | None = None) -> tuple[str | None, str | None]:
+    def _finish(self, name: str, args: Any, called: Outcome[str] | None, error: str | None, invalid: str | None,
+                start: float, call_id: str | None = None) -> tuple[str | None, str | None]:
+        output = error_tb = None
+        if called is not None:
+            output = called.value
+            if called.error is not None:
+                error, error_tb = _tool_error(called.error)
         end = time.perf_counter()
         with self._lock:
             if self.closed:  # the run timed out while this tool was running
