@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.text import Text
 
-from agent_eval.errors import EXIT_ERROR
+from agent_eval.errors import EXIT_ERROR, ConfigError
 from agent_eval.report.case_history import case_runs, render_case_history
 from agent_eval.report.files import history_path_of
 from agent_eval.report.history import METRIC_COLUMNS, recent_runs, render_history
@@ -26,8 +26,6 @@ def history_main(cases: str | Path, output_dir: str | Path, last: int, metrics: 
     try:
         rows = recent_runs(db, cases, last)
     except sqlite3.DatabaseError as exc:
-        from agent_eval.errors import ConfigError
-
         raise ConfigError(f"cannot read the run history {db} ({exc}); the next `agent-eval run` moves a "
                           "damaged file aside and starts a new one.") from None
     if not rows:
@@ -46,8 +44,6 @@ def case_history_main(cases: str | Path, output_dir: str | Path, case_id: str, l
     try:
         rows = case_runs(db, cases, case_id, last)
     except sqlite3.DatabaseError as exc:
-        from agent_eval.errors import ConfigError
-
         raise ConfigError(f"cannot read the run history {db} ({exc}); the next `agent-eval run` moves a "
                           "damaged file aside and starts a new one.") from None
     if not rows:

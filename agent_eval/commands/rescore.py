@@ -21,7 +21,7 @@ from agent_eval.llm import redact_url
 from agent_eval.report.model import load_report
 from agent_eval.report.shapes import RESCORE_SHAPE
 from agent_eval.run.config import first, resolve
-from agent_eval.score.judge import build_judge, needs_judge, require_judge
+from agent_eval.score.judge import build_judge, needs_judge, require_judge, runs_to_judge
 from agent_eval.score.pipeline import ScoringContext
 from agent_eval.commands.report_judge import judge_for_report, report_cases_file
 from agent_eval.commands.rescoring import agreement_of, new_report, rescore_all, select_work
@@ -69,8 +69,6 @@ def rescore_command(flags: Flags, console: Console, err: Console, environ: Mappi
                     judge_repeat=judge_repeat, rescored_from=old.get("run_id"), cases_not_in_file=missing)
     report = new_report(dict(old), settings, new_entries, judge, pricing, judge_repeat, suite.scorers, str(cases_file))
     if judge_on:  # the terminal says how many runs were judged, also when none was
-        from agent_eval.score.judge import runs_to_judge
-
         report["summary"]["runs_to_judge"] = runs_to_judge(suite.cases, list(new_entries))
     notes = [f"Not in {suite.path} anymore, so not rescored: {', '.join(map(str, missing))}"] if missing else []
     return conclude(report, lambda: ([orjson.dumps(r) for r in e["runs"]] for e in new_entries), cfg,

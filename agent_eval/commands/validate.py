@@ -7,7 +7,7 @@ from rich.console import Console
 
 from agent_eval.errors import ConfigError
 from agent_eval.run.agents import BUILT_IN, kind_of
-from agent_eval.suite.cases import Suite
+from agent_eval.suite.cases import Suite, load_suite
 
 
 def validate_command(cases: Path, console: Console, err: Console, agent: str | None = None) -> int:
@@ -15,8 +15,6 @@ def validate_command(cases: Path, console: Console, err: Console, agent: str | N
 
     `agent` (the --agent flag) is loaded as `run` loads it: a path relative to the current directory, a
     `cmd:` program found from the case file's folder."""
-    from agent_eval.suite.cases import load_suite
-
     suite = load_suite(cases)
     load_suite_code(suite)
     if agent is not None:

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 from agent_eval.errors import ConfigError
-from agent_eval.plugins.calls import PROGRAM
+from agent_eval.plugins.calls import PROGRAM, GuardedListener
 from agent_eval.provider.events import RunListener
 
 _OWNERS: dict[tuple[str, str], str] = {}
@@ -48,8 +48,6 @@ class Host:
 
 def listeners(warn: Callable[[str], None]) -> list[RunListener]:
     """The plugins' listeners for one command, each through the guard: one that raises is a `warn`ing."""
-    from agent_eval.plugins.calls import GuardedListener
-
     return [GuardedListener(owner, listener, warn) for owner, listener in _LISTENERS]
 
 

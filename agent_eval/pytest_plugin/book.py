@@ -34,7 +34,7 @@ from agent_eval.records import Case, CaseEntry, Report
 from agent_eval.report.files import report_path_of
 from agent_eval.run.config import Settings
 from agent_eval.run.interrupt import Interrupts
-from agent_eval.run.journal import Journal
+from agent_eval.run.journal import Journal, scan_runs
 from agent_eval.run.runner import CaseSlot, Runner, lite_run, slot_bytes, slot_entry
 from agent_eval.score.usage import add_summaries
 from agent_eval.suite.cases import Collector, Suite, case_fields, load_case
@@ -196,8 +196,6 @@ class Book:
         """xdist after a Ctrl-C: the journals of workers whose book never reached the controller (it stopped
         listening first), read as `--resume` reads a journal; their case-file runs join this book's journal
         (an inline case's run again with the test). The runs that ended in error are played again."""
-        from agent_eval.run.journal import scan_runs
-
         by_id = self.by_id
         for path in sorted(self.cfg[OUTPUT_DIR].glob(f"{self.run_id}.gw*.jsonl")):
             data = path.read_bytes()

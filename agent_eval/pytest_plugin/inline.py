@@ -12,7 +12,7 @@ import pytest
 from agent_eval.flags.rows import THRESHOLD
 from agent_eval.errors import CaseFileError, ConfigError, Problem
 from agent_eval.pytest_plugin.book import Book, load_inline_case
-from agent_eval.pytest_plugin.items import as_options
+from agent_eval.pytest_plugin.items import STATE, as_options
 from agent_eval.pytest_plugin.session import SessionState, outcome_message
 from agent_eval.records import CaseStatus, RunRecord
 from agent_eval.report.reasons import case_reason, failure_lines
@@ -69,8 +69,6 @@ def inline_runner(request: pytest.FixtureRequest, suite_file: Path | str | None)
 
 def state_of(config: pytest.Config) -> SessionState:
     """The session's plugin state; made here when only the fixture asked for the plugin."""
-    from agent_eval.pytest_plugin.items import STATE
-
     state = config.stash.get(STATE, None)
     if state is None:
         state = SessionState(config, [])
