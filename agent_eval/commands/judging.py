@@ -12,7 +12,7 @@ from agent_eval.flags.rows import JUDGE_MODEL
 from agent_eval.records import CASE_FILE_SHAPE, Case, RunRecord, split_case_file
 from agent_eval.errors import ConfigError
 from agent_eval.score.labels import Label
-from agent_eval.suite.cases import Suite, load_suite
+from agent_eval.suite.cases import Suite, SuiteBlock, load_suite
 
 
 def cases_path(data: Mapping[str, Any], report: Path, cases: Path | None, console: Console, code: bool) -> Path:
@@ -35,7 +35,6 @@ def load_case_data(data: Mapping[str, Any], report: Path, cases: Path | None, co
     import orjson
 
     from agent_eval.score.custom import ScorerSet
-    from agent_eval.suite.cases import SuiteBlock
     from agent_eval.suite.tools import ToolSet
 
     path = cases_path(data, report, cases, console, False)

@@ -13,7 +13,7 @@ from agent_eval.flags.rows import AGENT, BASELINE, FILTER, GATE, JUDGE_MODEL, NO
 from agent_eval.records import Case
 from agent_eval.errors import ConfigError
 from agent_eval.flags import DEFAULTS, Flags
-from agent_eval.run.config import Settings, resolve
+from agent_eval.run.config import Settings, require_llm, resolve
 from agent_eval.suite.cases import Suite, load_suite
 from agent_eval.suite.selection import select_cases
 
@@ -48,7 +48,6 @@ def check_models(cfg: Settings, runnable: list[Case], suite: Suite) -> None:
     and --agent gold's gold calls."""
     from agent_eval.run.agents import kind_of
     from agent_eval.run.agents.gold import require_gold
-    from agent_eval.run.config import require_llm
     from agent_eval.run.scenario import require_user
 
     kind = kind_of(cfg[AGENT])
