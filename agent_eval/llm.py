@@ -28,14 +28,6 @@ from agent_eval.provider.tokens import token_count
 _SHOWN_CHARS = 300
 
 
-def restore_url(stored: str | None, *candidates: str | None) -> str | None:
-    """The full URL behind a stored one: itself when nothing was redacted, else the first candidate
-    (a flag or an environment variable) that redacts to it, else None (its secret is gone for good)."""
-    if "***" not in (stored or ""):
-        return stored
-    return next((c for c in candidates if c and redact_url(c) == stored), None)
-
-
 @dataclass(slots=True)
 class Completion:
     """What agent-eval reads of one Chat Completions answer."""

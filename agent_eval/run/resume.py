@@ -14,8 +14,7 @@ from agent_eval.flags import DEFAULTS, Flags, Setting, all_settings
 from agent_eval.flags.rows import BUILT_IN_KEYS, NO_JUDGE
 from agent_eval.run.config import Settings
 from agent_eval.errors import ConfigError
-from agent_eval.llm import redact_url, restore_url
-from agent_eval.redaction import redact_urls
+from agent_eval.redaction import redact_url, redact_urls
 from agent_eval.run.journal import Journal, scan_runs
 
 
@@ -99,9 +98,12 @@ def full_agent(stored: str | None, given: str | None) -> str | None:
 
 
 def full_url(stored: str | None, where: str, *candidates: str | None) -> str | None:
-    """The stored URL with the secret that was redacted from it given back by a flag or the environment."""
-    url = restore_url(stored, *candidates)
-    if stored and url is None:
+    """The stored URL with the secret that was redacted from it given back by a flag or the environment: itself
+    when nothing was redacted, else the first candidate (a flag or an environment variable) that redacts to it."""
+    if "***" not in (stored or ""):
+        return stored
+    url = next((c for c in candidates if c and redact_url(c) == stored), None)
+    if url is None:
         raise ConfigError(f"the run used the endpoint {stored}, whose secret is never stored; give the full URL "
                           f"again with {where} to resume it.")
     return url
