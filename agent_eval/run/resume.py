@@ -28,10 +28,6 @@ def rows_of_run() -> list[Setting[Any]]:
 _SPECIAL = frozenset({"cases", "agent", "base_url", "user", "user_model", "last_failed"})
 
 
-def _same_path(given: Any, stored: Any) -> bool:
-    return stored is not None and Path(given).resolve() == Path(stored).resolve()
-
-
 def resolve_spec(spec: str | None, base_dir: Path) -> str | None:
     """A SPEC with its file path made absolute (`module:function` SPECs are returned as they are)."""
     if not spec:
@@ -111,7 +107,7 @@ def full_url(stored: str | None, where: str, *candidates: str | None) -> str | N
 
 def _differs(row: Setting[Any], given: Any, stored: Any) -> bool:
     if row.type is Path and not row.repeatable:
-        return not _same_path(given, stored)
+        return stored is None or Path(given).resolve() != Path(stored).resolve()
     if row.name == "base_url":
         return redact_url(given) != stored
     if isinstance(given, (int, float)) and not isinstance(given, bool) and isinstance(stored, (int, float)):
