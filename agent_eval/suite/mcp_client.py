@@ -205,19 +205,15 @@ class Connection:
         try:
             async with asyncio.timeout(self.timeout):  # a timer handle; anyio.fail_after costs 3x as much per call
                 return await make(session)
-        except TimeoutError:
-            if (problem := self.http.size_problem(key, what)) is not None:
-                raise ServerError(problem) from None
-            if self.link.fault is not None:
-                raise self._fail(f"{self.link.fault} during {what}") from None
-            if self._ended.is_set():
-                raise self._fail(f"exited during {what}{self._stderr_tail()}") from None
-            raise self._fail(f"did not answer {what} within timeout {self.timeout:g}s") from None
         except Exception as exc:  # noqa: BLE001 - whatever the transport raises is the server's failure
             if (problem := self.http.size_problem(key, what)) is not None:
                 raise ServerError(problem) from None
             if self.link.fault is not None:
                 raise self._fail(f"{self.link.fault} during {what}") from None
+            if isinstance(exc, TimeoutError):
+                if self._ended.is_set():
+                    raise self._fail(f"exited during {what}{self._stderr_tail()}") from None
+                raise self._fail(f"did not answer {what} within timeout {self.timeout:g}s") from None
             if _is_protocol_error(exc):  # the server answered with a JSON-RPC error: it is alive
                 raise ProtocolError(f"MCP server {self.spec.label}: {what} failed: {_describe(exc)}") from None
             if _is_closed(exc) or self._ended.is_set():
