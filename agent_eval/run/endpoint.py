@@ -22,8 +22,8 @@ from agent_eval.provider import keying, retry, state, tape
 from agent_eval.provider.bounded import BodyTooLarge
 from agent_eval.limits import MAX_MESSAGE_BYTES
 from agent_eval.provider.waits import recording
-from agent_eval.provider.tokens import loads_answer
-from agent_eval.run.wire import RECORDED_PATHS, Answer, ModelCall, StreamReader, read_answer, request_tools
+from agent_eval.provider.tokens import USAGE_PATHS, loads_answer
+from agent_eval.run.wire import Answer, ModelCall, StreamReader, read_answer, request_tools
 
 if TYPE_CHECKING:
     from agent_eval.provider.waits import Waits
@@ -191,7 +191,7 @@ class Endpoint:
 
     async def _forward(self, web: Any, link: RunLink, request: Any, path: str) -> Any:
         raw = await request.read()
-        recorded = request.method == "POST" and path.rstrip("/") in RECORDED_PATHS
+        recorded = request.method == "POST" and path.rstrip("/") in USAGE_PATHS
         path = path.rstrip("/") if recorded else path
         body: Any = None
         if recorded:
@@ -329,7 +329,7 @@ class Endpoint:
         entry["status"] = entry["status"] if isinstance(status, int) else name
         message = f"{name}: {_shorten(text)}{where}{note}" if not isinstance(exc, BodyTooLarge) else f"{text}{where}"
         is_infra = not isinstance(status, int) or status in INFRA_STATUSES or status >= 500
-        if entry["path"] in RECORDED_PATHS or is_infra:
+        if entry["path"] in USAGE_PATHS or is_infra:
             link.outcomes.append(Outcome(False, message if is_infra else None))
         response = getattr(exc, "response", None)
         if isinstance(status, int) and response is not None:

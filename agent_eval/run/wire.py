@@ -7,9 +7,7 @@ from typing import Any
 
 import orjson
 
-from agent_eval.provider.tokens import USAGE_PATHS, loads_answer, token_count
-
-RECORDED_PATHS = USAGE_PATHS
+from agent_eval.provider.tokens import loads_answer, token_count
 
 
 @dataclass(slots=True)
