@@ -1,4 +1,4 @@
-"""HTTP answers read with a size limit: at most MAX_BODY bytes of one body after decompression.
+"""HTTP answers read with a size limit: at most MAX_MESSAGE_BYTES bytes of one body after decompression.
 
 The SDK's client and the `mcp` HTTP client read a body whole, and httpx2 inflates gzip, deflate and
 the rest as it reads, so a 1 MiB gzip bomb becomes gigabytes in memory. The clients built here hand
@@ -14,7 +14,6 @@ import httpx2
 
 from agent_eval.limits import MAX_MESSAGE_BYTES
 
-MAX_BODY = MAX_MESSAGE_BYTES
 _DECODED = frozenset({b"content-encoding", b"content-length"})  # no longer true of the decoded stream
 
 
@@ -22,7 +21,7 @@ class BodyTooLarge(httpx2.StreamError):
     """A body passed the limit after decompression. A StreamError, not a RequestError: the SDK does not
     make it a connection error (which agent-eval's loop would retry), and `mcp` answers its request."""
 
-    def __init__(self, limit: int = MAX_BODY) -> None:
+    def __init__(self, limit: int = MAX_MESSAGE_BYTES) -> None:
         super().__init__(f"the answer is over the {limit // 2**20} MiB limit after decompression; "
                          "read no further")
 
@@ -51,7 +50,7 @@ class CappedTransport(httpx2.AsyncBaseTransport):
     called with the request when one is (before BodyTooLarge is raised). Answers to requests of an
     `uncapped` method pass as they are."""
 
-    def __init__(self, inner: httpx2.AsyncBaseTransport, limit: int = MAX_BODY,
+    def __init__(self, inner: httpx2.AsyncBaseTransport, limit: int = MAX_MESSAGE_BYTES,
                  on_over: Callable[[httpx2.Request], None] | None = None,
                  uncapped: frozenset[str] = frozenset()) -> None:
         self._inner, self._limit, self._on_over, self._uncapped = inner, limit, on_over, uncapped
@@ -71,7 +70,7 @@ class CappedTransport(httpx2.AsyncBaseTransport):
         await self._inner.aclose()
 
 
-def capped_client_class(base: type[httpx2.AsyncClient], limit: int = MAX_BODY,
+def capped_client_class(base: type[httpx2.AsyncClient], limit: int = MAX_MESSAGE_BYTES,
                         on_over: Callable[[httpx2.Request], None] | None = None,
                         uncapped: frozenset[str] = frozenset()) -> type[httpx2.AsyncClient]:
     """A subclass of the client class `base` whose transports (the direct one and any proxy's) are capped."""

@@ -23,8 +23,9 @@ from typing import Any
 import httpx2
 import orjson
 
+from agent_eval.limits import MAX_MESSAGE_BYTES
 from agent_eval.provider import cassette
-from agent_eval.provider.bounded import MAX_BODY, BodyTooLarge
+from agent_eval.provider.bounded import BodyTooLarge
 from agent_eval.provider.cassette import CLIENT_CLOSED, Exchange
 from agent_eval.provider.tape import ReplayMiss, RunTape, current, current_role, note_unsent
 
@@ -178,7 +179,7 @@ def _replayed(hit: Exchange, request: httpx2.Request) -> httpx2.Response:
     else:
         body, kind = orjson.dumps(hit.response), "application/json"
     assert isinstance(hit.status, int)
-    if len(body) > MAX_BODY:  # the cap a live answer has
+    if len(body) > MAX_MESSAGE_BYTES:  # the cap a live answer has
         return httpx2.Response(hit.status, headers=[("content-type", kind)], stream=_Raising(BodyTooLarge()),
                                request=request)
     return httpx2.Response(hit.status, headers=[("content-type", kind)], content=body, request=request)
