@@ -208,7 +208,10 @@ def _rate_limit(row: Setting[Any], given: Given) -> None:
     raw = resolve_value(row, given)
     where = {"env": row.env, "suite": f"the suite's {row.suite_key} in {given.suite.path.resolve()}"}.get(
         given.sources.get(row.key, "flag"), row.flags[0])
-    given.values[row.name] = _parse_rate_limit(raw, str(where))
+    try:
+        given.values[row.name] = None if raw is None else parse_rate_limit(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}.") from None
 
 
 def _workers(row: Setting[Any], given: Given) -> None:
@@ -273,15 +276,6 @@ def resolve_tape(cfg: Settings, flags: Flags, env: Mapping[str, str]) -> Setting
         user = dataclasses.replace(user, api_key=user.api_key or PLACEHOLDER_KEY)
     return cfg.replace(sources, recorded=recorded, user_sim=user, api_key=api_key, judge_api_key=judge_api_key,
                        **values)
-
-
-def _parse_rate_limit(raw: str | None, where: str) -> Any:
-    if raw is None:
-        return None
-    try:
-        return parse_rate_limit(raw)
-    except ValueError as exc:
-        raise ConfigError(f"{where}: {exc}.") from None
 
 
 def resolve_judge(judge_model: str | None, judge_block: Mapping[str, Any], env: Mapping[str, str],
