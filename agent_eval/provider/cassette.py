@@ -14,6 +14,7 @@ import hashlib
 import os
 import re
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -253,7 +254,7 @@ def suite_label(name: str | None, cases_file: Path) -> str:
     return name or cases_file.name
 
 
-def check_recorded(folder: Path, header: dict[str, Any], label: str, runs: list[tuple[str, int]]) -> None:
+def check_recorded(folder: Path, header: Mapping[str, Any], label: str, runs: list[tuple[str, int]]) -> None:
     """Every (case id, trial) to replay has a cassette of this suite (each is read when its run starts)."""
     if header["suite"] != label:
         raise bad(folder / HEADER, 1, f"records the suite {header['suite']!r}, not {label!r} (another suite)")

@@ -19,6 +19,7 @@ from agent_eval.flags.rows import (
 )
 from agent_eval.provider import endpoints
 from agent_eval.provider.throttle import parse_rate_limit
+from agent_eval.run.frozen import FrozenMap, frozen
 from agent_eval.run.ray_env import parse_runtime_env, require_ray
 from agent_eval.run.scenario import UserSettings
 from agent_eval.suite.cases import Suite
@@ -33,15 +34,20 @@ class Settings:
     are not one row's. `api_key` and the other keys are never written anywhere."""
 
     cases_file: Path
-    values: Mapping[str, Any] = field(default_factory=dict)  # each resolved row's value, by row name
-    sources: dict[str, str] = field(default_factory=dict)  # setting -> flag | env | suite | default | agent | ...
+    values: Mapping[str, Any] = field(default_factory=FrozenMap)  # each resolved row's value, by row name
+    sources: Mapping[str, str] = field(default_factory=FrozenMap)  # setting -> flag | env | suite | default | ...
     api_key: str | None = None
     judge_base_url: str | None = None
     judge_api_key: str | None = None
     user_sim: UserSettings = field(default_factory=UserSettings)  # holds the simulator's key: never written
-    recorded: dict[str, Any] | None = None  # --replay: the recording's cassette.json
-    source: dict[str, str] | None = None  # `score`: the recorded traces scored, {"traces", "format"}
-    last_failed: list[str] | None = None  # the ids --lf selected
+    recorded: Mapping[str, Any] | None = None  # --replay: the recording's cassette.json
+    source: Mapping[str, str] | None = None  # `score`: the recorded traces scored, {"traces", "format"}
+    last_failed: tuple[str, ...] | None = None  # the ids --lf selected
+
+    def __post_init__(self) -> None:
+        """Read-only all the way down (a dict a FrozenMap, a list a tuple): no reader changes what the next sees."""
+        for name in ("values", "sources", "recorded", "source", "last_failed"):
+            object.__setattr__(self, name, frozen(getattr(self, name)))
 
     def __getitem__(self, key: Setting[T]) -> T:
         """The value of `key` (a row not resolved for this command: its value when not given)."""

@@ -20,6 +20,7 @@ from agent_eval.flags.rows import CONCURRENCY, RAY_ADDRESS, RAY_RUNTIME_ENV, WOR
 from agent_eval.errors import ConfigError
 from agent_eval.redaction import redact_urls
 from agent_eval.run.config import Settings
+from agent_eval.run.frozen import thawed
 from agent_eval.run.ray_env import require_ray
 from agent_eval.run.interrupt import sigint_held
 from agent_eval.suite.jsonsafe import dumps_safe
@@ -34,7 +35,7 @@ SKIPPED = [".git", ".venv", "__pycache__"]  # never shipped with the working_dir
 def runtime_env(cfg: Settings, case_dir: Path, output_dir: Path) -> dict[str, Any]:
     """The job's runtime_env: --ray-runtime-env plus the case file's folder as working_dir, pruned."""
     given = cfg[RAY_RUNTIME_ENV]
-    env = dict(given or {})
+    env: dict[str, Any] = thawed(given or {})  # Ray takes dicts and lists
     excludes = list(env.get("excludes") or []) + SKIPPED
     try:
         excludes.append("/" + output_dir.resolve().relative_to(case_dir).as_posix())

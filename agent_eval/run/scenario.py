@@ -25,7 +25,7 @@ def max_turns(case: Case) -> int:
     return DEFAULT_MAX_TURNS if value is None else int(value)
 
 
-@dataclass
+@dataclass(frozen=True)
 class UserSettings:
     """The resolved simulator: a Python SPEC (with the folder it is relative to) or an LLM, or neither."""
 
@@ -56,31 +56,30 @@ def resolve_user(flags: Flags, suite_block: Mapping[str, Any], suite_dir: Path,
     spec, model = flags.text("user"), flags.text("user_model")
     if _set(spec) and _set(model):
         raise ConfigError("--user and --user-model both name a user simulator; pass only one of them.")
-    user = UserSettings()
     block = suite_block.get("user") or {}
+    found: dict[str, Any] = {}
     if _set(spec):
-        user.spec, user.spec_base, user.source = spec, Path.cwd(), "flag"
+        found = {"spec": spec, "spec_base": Path.cwd(), "source": "flag"}
     elif _set(model):
-        user.model, user.source = model, "flag"
+        found = {"model": model, "source": "flag"}
     elif _set(environ.get("AGENT_EVAL_USER_MODEL")):
-        user.model, user.source = environ["AGENT_EVAL_USER_MODEL"], "env"
+        found = {"model": environ["AGENT_EVAL_USER_MODEL"], "source": "env"}
     elif _set(block.get("agent")):
-        user.spec, user.spec_base, user.source = block["agent"], suite_dir, "suite"
+        found = {"spec": block["agent"], "spec_base": suite_dir, "source": "suite"}
     elif _set(block.get("model")):
-        user.model, user.source = block["model"], "suite"
+        found = {"model": block["model"], "source": "suite"}
     if isinstance(block.get("prompt"), str):  # validated: the text, or a file that can be read
         from agent_eval.suite.validation_scenario import prompt_text
 
-        user.prompt = prompt_text(block["prompt"], suite_dir)
-    user.stop_tokens = tuple(block.get("stop_tokens") or ())
-    if user.model:
+        found["prompt"] = prompt_text(block["prompt"], suite_dir)
+    found["stop_tokens"] = tuple(block.get("stop_tokens") or ())
+    if found.get("model"):
         from agent_eval.redaction import PLACEHOLDER_KEY
 
-        user.base_url = environ.get("AGENT_EVAL_USER_BASE_URL") or agent_base_url
-        user.api_key = environ.get("AGENT_EVAL_USER_API_KEY") or agent_api_key
-        if not user.api_key and user.base_url:
-            user.api_key = PLACEHOLDER_KEY  # a local server takes no key
-    return user
+        base_url = found["base_url"] = environ.get("AGENT_EVAL_USER_BASE_URL") or agent_base_url
+        api_key = environ.get("AGENT_EVAL_USER_API_KEY") or agent_api_key
+        found["api_key"] = PLACEHOLDER_KEY if not api_key and base_url else api_key  # a local server takes no key
+    return UserSettings(**found)
 
 
 def require_user(user: UserSettings, runnable: list[Case], cases_file: Any) -> None:

@@ -57,7 +57,7 @@ def test_workers_and_ray_settings(suite) -> None:
     cfg = resolve(flags_of(**{"ray_address": "ray://head:10001"}), suite, {})  # an address implies --ray
     assert cfg[RAY] and cfg.settings()["ray"] == "ray://head:10001"
     cfg = resolve(flags_of(ray=True, ray_runtime_env='{"pip": ["requests"]}'), suite, {})
-    assert cfg.settings()["ray"] == "local" and cfg[RAY_RUNTIME_ENV] == {"pip": ["requests"]}
+    assert cfg.settings()["ray"] == "local" and cfg[RAY_RUNTIME_ENV] == {"pip": ("requests",)}  # read-only: a tuple
 
 
 @pytest.mark.parametrize(("flags", "needle"), [
