@@ -87,12 +87,23 @@ def play(code: Path, work: Path, base_url: str) -> dict[str, bytes]:
             report = _newest(work / "out")
             steps.append(("rescore", ["rescore", str(report), "--no-judge"]))
         if name == "openai-gated":
-            first, second = sorted((work / "out-lb").glob("*.json"))[:2]
+            first, second = sorted((work / "out-lb").glob("*.json"), key=_written)[:2]
             steps.append(("compare", ["compare", str(first), str(second), "--gate", "pass_at_1"]))
-    for path in sorted(work.rglob("*")):
-        if path.suffix in (".json", ".md", ".xml", ".html") and path.parent.name.startswith("out"):
-            outputs[_named(path, work)] = path.read_bytes()
+    written = (p for p in work.rglob("*") if p.suffix in (".json", ".md", ".xml", ".html")
+               and p.parent.name.startswith("out"))
+    for path in sorted(written, key=_written):  # two runs' reports have one masked name: number them in order
+        name, n = _named(path, work), 1
+        while name in outputs:  # out-lb/<run>.json, then out-lb/<run>#2.json
+            n += 1
+            name = f"{_named(path.with_suffix(''), work)}#{n}{path.suffix}"
+        outputs[name] = path.read_bytes()
     return {name: mask(name, data, work) for name, data in outputs.items()}
+
+
+def _written(path: Path) -> int:
+    """When a file was last written: the order of two reports whose run ids start in the same second (the
+    ids' random part would order them at random)."""
+    return path.stat().st_mtime_ns
 
 
 def _newest(folder: Path) -> Path:
