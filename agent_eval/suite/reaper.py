@@ -12,27 +12,44 @@ import os
 import signal
 import sys
 import threading
+from typing import Any
 
 PR_SET_CHILD_SUBREAPER = 36
+PR_GET_CHILD_SUBREAPER = 37
 _PASSES = 5  # a descendant may start another while we kill: look again, a few times
 _OWNED: set[int] = set()  # children whose exit status some other code of this process waits for
 _lock = threading.Lock()
-_enabled = False
 
 
 def become_subreaper() -> bool:
     """Make this process the subreaper of its descendants (Linux only); True when it is."""
-    global _enabled
-    if not sys.platform.startswith("linux"):
+    libc = _libc()
+    return libc is not None and libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+
+
+def is_subreaper() -> bool:
+    """Whether this process is its descendants' subreaper: the kernel's own flag, not a copy of it."""
+    libc = _libc()
+    if libc is None:
         return False
+    import ctypes
+
+    flag = ctypes.c_int(0)
+    return libc.prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) == 0 and flag.value != 0
+
+
+def _libc() -> Any:
+    """The C library, for prctl (None off Linux, or where it cannot be loaded)."""
+    if not sys.platform.startswith("linux"):
+        return None
     try:
         import ctypes
 
         libc = ctypes.CDLL(None, use_errno=True)
-        _enabled = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        libc.prctl  # noqa: B018  # AttributeError here, not at the call, where it has none
+        return libc
     except (OSError, AttributeError):
-        _enabled = False
-    return _enabled
+        return None
 
 
 def own(pid: int) -> None:
@@ -77,7 +94,7 @@ def end_descendants() -> None:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
-    if _enabled:
+    if is_subreaper():
         _reap_orphans()
 
 

@@ -51,3 +51,27 @@ def test_a_one_case_run_makes_no_full_collection_and_ends_with_collection_on(loo
 def test_any_other_command_has_collection_back_on_when_its_work_begins() -> None:
     result = cli_process("validate", "--cases", str(ROOT / "cases" / "test_cases.json"))
     assert result == ["0", "0", "True", "True"]  # what the start-up made stays frozen
+
+
+def test_a_library_thread_does_not_release_a_commands_hold_and_the_subreaper_flag_is_the_kernels() -> None:
+    """The hold belongs to the command whose context made it: a thread of a library caller (which starts in
+    a context of its own) neither sees nor releases it; the command's own release does, once. The reaper
+    asks the kernel whether this process is a subreaper, before and after it becomes one."""
+    script = '''
+import gc, threading
+from agent_eval.run import collector
+from agent_eval.suite import reaper
+collector.hold()
+worker = threading.Thread(target=collector.release)
+worker.start(); worker.join()
+held_after_thread = not gc.isenabled()
+collector.release()
+on_after_release = gc.isenabled()
+gc.disable(); collector.release()  # released already: a second release changes nothing
+print("RESULT", held_after_thread, on_after_release, gc.isenabled(), reaper.is_subreaper(),
+      reaper.become_subreaper(), reaper.is_subreaper())
+'''
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=clean_env(), capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-6:] == ["True", "True", "False", "False", "True", "True"]
