@@ -165,3 +165,12 @@ def imported_cases(path: Path) -> list[dict[str, Any]]:
     (written when the source gave a tools module, a system prompt or a model)."""
     doc = orjson.loads(Path(path).read_bytes())
     return doc["cases"] if isinstance(doc, dict) else doc
+
+
+def configure_endpoints(settings: Any) -> None:
+    """The current command's endpoints (provider/state.py) start afresh with these settings."""
+    from agent_eval.provider import state
+    from agent_eval.provider.endpoints import EndpointTable
+
+    current = state.current()
+    current.endpoints = EndpointTable(settings, current.listeners)

@@ -83,6 +83,15 @@ def pytester(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 @pytest.fixture
+def command_state() -> Iterator[object]:
+    """A command's own state, current for the test (its endpoints, listeners and clients)."""
+    from agent_eval.provider import state
+
+    with state.using(state.new_state()) as current:
+        yield current
+
+
+@pytest.fixture
 def loopback() -> Iterator[Callable[..., LoopbackServer]]:
     """A factory: `srv = loopback(script, latency_s=0, fail_every=None)`, stopped after the test."""
     servers: list[LoopbackServer] = []

@@ -8,24 +8,15 @@ import pytest
 from agent_eval import llm
 from agent_eval.errors import ProviderError
 from agent_eval.provider import state
-from agent_eval.provider.endpoints import EndpointTable, Settings
+from agent_eval.provider.endpoints import Settings
 from agent_eval.provider.waits import Waits, recording
+from tests.builders import configure_endpoints as configure
 from tests.loopback import status, text
 
 BODY = {"model": "m-test", "messages": [{"role": "user", "content": "hi"}], "temperature": 0}
 
 
-@pytest.fixture(autouse=True)
-def command():
-    """A command's own state, current for the test (its endpoints, listeners and clients)."""
-    with state.using(state.new_state()) as current:
-        yield current
-
-
-def configure(settings: Settings) -> None:
-    """The current command's endpoints start afresh with these settings."""
-    current = state.current()
-    current.endpoints = EndpointTable(settings, current.listeners)
+pytestmark = pytest.mark.usefixtures("command_state")
 
 
 def ask(srv, waits: Waits | None = None) -> tuple[llm.Completion | ProviderError, list[dict]]:

@@ -9,13 +9,14 @@ import openai
 import pytest
 
 from agent_eval.provider import state
-from agent_eval.provider.endpoints import EndpointTable, Settings
+from agent_eval.provider.endpoints import Settings
 from agent_eval.provider.throttle import RateLimit
 from agent_eval.provider.tokens import invalid_counts
 from agent_eval.run.agents.python import PythonAgent
 from agent_eval.run.episode import play_run
 from agent_eval.run.world import EnvTemplate
 from agent_eval.suite.tools import ToolSet
+from tests.builders import configure_endpoints as configure
 from tests.loopback import stall, text
 
 
@@ -27,17 +28,7 @@ def noop(env: dict) -> str:
 TOOLS = ToolSet.from_functions([noop])
 
 
-@pytest.fixture(autouse=True)
-def command():
-    """A command's own state, current for the test (its endpoints, listeners and clients)."""
-    with state.using(state.new_state()) as current:
-        yield current
-
-
-def configure(settings: Settings) -> None:
-    """The current command's endpoints start afresh with these settings."""
-    current = state.current()
-    current.endpoints = EndpointTable(settings, current.listeners)
+pytestmark = pytest.mark.usefixtures("command_state")
 
 
 def play(fn, base_url, timeout=None):
